@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// usageError marks an error caused by how the command was invoked; it exits 2.
+type usageError struct{ error }
+
+// run executes the command line and returns the process exit code:
+// 0 on success, 2 for usage errors, 1 for everything else.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr)
+		fmt.Fprint(stderr, ue.usage(root, args))
+		return 2
+	}
+	return 1
+}
+
+func (usageError) usage(root *cobra.Command, args []string) string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == nil {
+		cmd = root
+	}
+	return cmd.UsageString()
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "machine-api-operator",
+		Short:         "Operator for the Machine API: machines, machine sets and health checks",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Cobra's own flag errors (unknown flag, bad value) are usage errors.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	root.PersistentFlags().AddGoFlagSet(klogFlags)
+
+	root.AddCommand(newVersionCommand(stdout))
+	return root
+}
