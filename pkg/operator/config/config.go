@@ -1,0 +1,287 @@
+// Package config turns the operator's inputs (images.json, the Infrastructure,
+// Proxy and FeatureGate named "cluster", the release version) into one
+// immutable Config value that rendering is a pure function of.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+)
+
+// Fixed names shared with OpenShift's Machine API.
+const (
+	DefaultNamespace       = "openshift-machine-api"
+	ClusterOperatorName    = "machine-api"
+	ImagesConfigMapName    = "machine-api-operator-images"
+	ImagesConfigMapKey     = "images.json"
+	ClusterConfigName      = "cluster"
+	KubemarkPlatformName   = "kubemark"
+	OperatorLeaseName      = "machine-api-operator"
+	OperandDeploymentName  = "machine-api-controllers"
+	TerminationHandlerName = "machine-api-termination-handler"
+
+	// ManagedByLabel marks every object the operator applies, with value
+	// ManagedByValue; pruning finds obsolete objects by it and nothing else.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "machine-api-operator"
+	// FieldManager is the server-side apply field manager of the operator.
+	FieldManager = "machine-api-operator"
+
+	// WebhookServiceName fronts the machineset-controller webhook server;
+	// WebhookCertSecretName holds its serving certificate.
+	WebhookServiceName    = "machine-api-operator-webhook"
+	WebhookCertSecretName = "machine-api-operator-webhook-cert"
+	// MachineWebhookServiceName / MachineWebhookCertSecretName: the same for
+	// the machine-controller webhook port.
+	MachineWebhookServiceName    = "machine-api-operator-machine-webhook"
+	MachineWebhookCertSecretName = "machine-api-operator-machine-webhook-cert"
+	// WebhookConfigurationName names both admission webhook configurations.
+	WebhookConfigurationName = "machine-api"
+
+	// FeatureGateDisableMachineHealthCheck turns the MHC controller off.
+	FeatureGateDisableMachineHealthCheck = "MachineAPIOperatorDisableMachineHealthCheckController"
+)
+
+// Config is everything rendering needs. Build it with Build; treat it as
+// immutable (it is passed by value and holds no pointers into the inputs).
+type Config struct {
+	// Namespace the operands run in.
+	Namespace string
+	// ReleaseVersion is reported in ClusterOperator status.versions; may be empty.
+	ReleaseVersion string
+	// PlatformType is Infrastructure status.platformStatus.type.
+	PlatformType configv1.PlatformType
+	// ExternalPlatformName is the External platform's name (e.g. "kubemark").
+	ExternalPlatformName string
+	// NoOp is true when the platform has no Machine API provider: nothing is
+	// rendered and earlier objects are pruned. NoOpReason explains why.
+	NoOp       bool
+	NoOpReason string
+
+	Images Images
+	// ProviderImage runs the machine-controller container.
+	ProviderImage string
+	// TerminationHandlerImage is set on platforms with spot/preemptible
+	// termination notices (AWS, GCP, Azure); empty elsewhere.
+	TerminationHandlerImage string
+	// MachineHealthCheckEnabled is false when the feature gate disables it.
+	MachineHealthCheckEnabled bool
+	// MaxConcurrentReconciles for the machine controller; 0 = its default.
+	MaxConcurrentReconciles int
+
+	Proxy ProxyEnv
+	// Webhook says how webhook serving certificates are provided.
+	Webhook WebhookTLS
+
+	// FeatureGates are the resolved gates (name → enabled) of the FeatureGate
+	// "cluster"; empty if it does not exist.
+	FeatureGates map[string]bool
+}
+
+// WebhookTLS says who issues the webhook serving certificates.
+type WebhookTLS struct {
+	// ServiceCA is true on OpenShift: the service-ca operator issues the
+	// certificates (Service annotation) and injects the CA bundle (webhook
+	// configuration annotation).
+	ServiceCA bool
+	// CABundle is the PEM CA bundle to put in the webhook configurations when
+	// the operator issues the certificates itself (ServiceCA false).
+	CABundle []byte
+}
+
+// ProxyEnv are the proxy variables set on every operand container.
+type ProxyEnv struct {
+	HTTPProxy  string
+	HTTPSProxy string
+	NoProxy    string
+}
+
+// Inputs are the observed inputs Build combines. Nil pointers mean "does not
+// exist". ImagesErr carries the failure to load images.json, if any.
+type Inputs struct {
+	Namespace      string
+	ReleaseVersion string
+	Images         Images
+	ImagesErr      error
+	Infrastructure *configv1.Infrastructure
+	Proxy          *configv1.Proxy
+	FeatureGate    *configv1.FeatureGate
+	Webhook        WebhookTLS
+}
+
+// Build validates the inputs and derives the Config. Errors are InputErrors
+// whose Reason says which input is wrong.
+func Build(in Inputs) (Config, error) {
+	if in.ImagesErr != nil {
+		if ReasonOf(in.ImagesErr) == "" {
+			return Config{}, &InputError{Reason: ReasonInvalidImagesJSON, Err: in.ImagesErr}
+		}
+		return Config{}, in.ImagesErr
+	}
+	if in.Infrastructure == nil {
+		return Config{}, &InputError{Reason: ReasonInfrastructureNotFound,
+			Err: errors.New(`infrastructures.config.openshift.io "cluster" not found: create it with status.platformStatus.type set to the cluster's platform`)}
+	}
+	ps := in.Infrastructure.Status.PlatformStatus
+	if ps == nil || ps.Type == "" {
+		return Config{}, &InputError{Reason: ReasonInvalidInfrastructure,
+			Err: errors.New(`infrastructures.config.openshift.io "cluster" has no status.platformStatus.type: set the platform (for example AWS, None, or External with platformName kubemark)`)}
+	}
+	ns := in.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	gates := ResolveFeatureGates(in.FeatureGate, in.ReleaseVersion)
+	cfg := Config{
+		Namespace:                 ns,
+		ReleaseVersion:            in.ReleaseVersion,
+		PlatformType:              ps.Type,
+		ExternalPlatformName:      externalPlatformName(in.Infrastructure),
+		Images:                    in.Images,
+		MachineHealthCheckEnabled: !gates[FeatureGateDisableMachineHealthCheck],
+		Proxy:                     proxyEnv(in.Proxy),
+		FeatureGates:              gates,
+		Webhook:                   in.Webhook,
+	}
+	cfg.ProviderImage, cfg.NoOpReason = providerImage(cfg.PlatformType, cfg.ExternalPlatformName, in.Images)
+	if cfg.ProviderImage == "" {
+		cfg.NoOp = true
+		return cfg, nil
+	}
+	switch cfg.PlatformType {
+	case configv1.AWSPlatformType:
+		cfg.TerminationHandlerImage = in.Images.ClusterAPIControllerAWS
+	case configv1.GCPPlatformType:
+		cfg.TerminationHandlerImage = in.Images.ClusterAPIControllerGCP
+		cfg.MaxConcurrentReconciles = 10
+	case configv1.AzurePlatformType:
+		cfg.TerminationHandlerImage = in.Images.ClusterAPIControllerAzure
+		cfg.MaxConcurrentReconciles = 10
+	}
+	return cfg, nil
+}
+
+// providerImage maps the platform to its machine-controller image. An empty
+// image means NoOp, and the second result says why.
+func providerImage(t configv1.PlatformType, externalName string, images Images) (string, string) {
+	var image string
+	switch t {
+	case configv1.AWSPlatformType:
+		image = images.ClusterAPIControllerAWS
+	case configv1.AzurePlatformType:
+		image = images.ClusterAPIControllerAzure
+	case configv1.GCPPlatformType:
+		image = images.ClusterAPIControllerGCP
+	case configv1.OpenStackPlatformType:
+		image = images.ClusterAPIControllerOpenStack
+	case configv1.BareMetalPlatformType:
+		image = images.ClusterAPIControllerBareMetal
+	case configv1.VSpherePlatformType:
+		image = images.ClusterAPIControllerVSphere
+	case configv1.IBMCloudPlatformType:
+		image = images.ClusterAPIControllerIBMCloud
+	case configv1.PowerVSPlatformType:
+		image = images.ClusterAPIControllerPowerVS
+	case configv1.NutanixPlatformType:
+		image = images.ClusterAPIControllerNutanix
+	case configv1.ExternalPlatformType:
+		if externalName != KubemarkPlatformName {
+			return "", fmt.Sprintf("External platform %q has no Machine API provider", externalName)
+		}
+		image = images.ClusterAPIControllerKubemark
+	case configv1.NonePlatformType:
+		return "", "platform None has no Machine API provider"
+	default:
+		return "", fmt.Sprintf("platform %q has no Machine API provider", t)
+	}
+	if image == "" {
+		return "", fmt.Sprintf("images.json has no provider image for platform %s", platformLabel(t, externalName))
+	}
+	return image, ""
+}
+
+func platformLabel(t configv1.PlatformType, externalName string) string {
+	if t == configv1.ExternalPlatformType && externalName != "" {
+		return fmt.Sprintf("%s/%s", t, externalName)
+	}
+	return string(t)
+}
+
+// externalPlatformName is spec.platformSpec.external.platformName: the
+// Infrastructure status carries no name for External platforms.
+func externalPlatformName(infra *configv1.Infrastructure) string {
+	if ext := infra.Spec.PlatformSpec.External; ext != nil {
+		return ext.PlatformName
+	}
+	return ""
+}
+
+// proxyEnv takes every value from status, the observed and validated
+// configuration, so presence and value can never disagree.
+func proxyEnv(p *configv1.Proxy) ProxyEnv {
+	if p == nil {
+		return ProxyEnv{}
+	}
+	return ProxyEnv{HTTPProxy: p.Status.HTTPProxy, HTTPSProxy: p.Status.HTTPSProxy, NoProxy: p.Status.NoProxy}
+}
+
+// ResolveFeatureGates returns the enabled state of every gate the FeatureGate
+// "cluster" names for the release version. It falls back to the only status
+// entry when there is exactly one, then to spec.customNoUpgrade (vanilla
+// Kubernetes has nobody filling status). Gates not named are absent, so a
+// lookup of an unknown gate is simply false.
+func ResolveFeatureGates(fg *configv1.FeatureGate, releaseVersion string) map[string]bool {
+	gates := map[string]bool{}
+	if fg == nil {
+		return gates
+	}
+	var chosen *configv1.FeatureGateDetails
+	for i := range fg.Status.FeatureGates {
+		if fg.Status.FeatureGates[i].Version == releaseVersion {
+			chosen = &fg.Status.FeatureGates[i]
+			break
+		}
+	}
+	if chosen == nil && len(fg.Status.FeatureGates) == 1 {
+		chosen = &fg.Status.FeatureGates[0]
+	}
+	if chosen != nil {
+		for _, g := range chosen.Disabled {
+			gates[string(g.Name)] = false
+		}
+		for _, g := range chosen.Enabled {
+			gates[string(g.Name)] = true
+		}
+		return gates
+	}
+	if fg.Spec.FeatureSet == configv1.CustomNoUpgrade && fg.Spec.CustomNoUpgrade != nil {
+		for _, g := range fg.Spec.CustomNoUpgrade.Disabled {
+			gates[string(g)] = false
+		}
+		for _, g := range fg.Spec.CustomNoUpgrade.Enabled {
+			gates[string(g)] = true
+		}
+	}
+	return gates
+}
+
+// Describe is a short human summary used in Progressing messages and logs.
+func (c Config) Describe() string {
+	var parts []string
+	parts = append(parts, "platform "+platformLabel(c.PlatformType, c.ExternalPlatformName))
+	if c.NoOp {
+		parts = append(parts, "NoOp")
+	}
+	if !c.MachineHealthCheckEnabled {
+		parts = append(parts, "MachineHealthCheck disabled")
+	}
+	if c.Proxy != (ProxyEnv{}) {
+		parts = append(parts, "proxy")
+	}
+	sort.Strings(parts[1:])
+	return strings.Join(parts, ", ")
+}

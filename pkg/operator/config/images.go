@@ -1,0 +1,78 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// Images is the content of images.json: the pull spec of every image the
+// operator may deploy. Unknown keys are ignored; missing keys are empty.
+type Images struct {
+	MachineAPIOperator            string `json:"machineAPIOperator"`
+	KubeRBACProxy                 string `json:"kubeRBACProxy"`
+	ClusterAPIControllerAWS       string `json:"clusterAPIControllerAWS"`
+	ClusterAPIControllerOpenStack string `json:"clusterAPIControllerOpenStack"`
+	ClusterAPIControllerBareMetal string `json:"clusterAPIControllerBareMetal"`
+	ClusterAPIControllerAzure     string `json:"clusterAPIControllerAzure"`
+	ClusterAPIControllerGCP       string `json:"clusterAPIControllerGCP"`
+	ClusterAPIControllerVSphere   string `json:"clusterAPIControllerVSphere"`
+	ClusterAPIControllerIBMCloud  string `json:"clusterAPIControllerIBMCloud"`
+	ClusterAPIControllerPowerVS   string `json:"clusterAPIControllerPowerVS"`
+	ClusterAPIControllerNutanix   string `json:"clusterAPIControllerNutanix"`
+	ClusterAPIControllerKubemark  string `json:"clusterAPIControllerKubemark"`
+}
+
+// Reasons for bad input, used as ClusterOperator condition reasons.
+const (
+	ReasonInvalidImagesJSON      = "InvalidImagesJSON"
+	ReasonInfrastructureNotFound = "InfrastructureNotFound"
+	ReasonInvalidInfrastructure  = "InvalidInfrastructure"
+)
+
+// InputError is a configuration input the user got wrong. Reason is a
+// ClusterOperator condition reason; the message says what to fix.
+type InputError struct {
+	Reason string
+	Err    error
+}
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// ReasonOf returns the InputError reason of err, or "" if err is not one.
+func ReasonOf(err error) string {
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return ie.Reason
+	}
+	return ""
+}
+
+// LoadImages reads and validates images.json at path. Every failure is an
+// InputError with reason InvalidImagesJSON whose message names the file.
+func LoadImages(path string) (Images, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Images{}, &InputError{Reason: ReasonInvalidImagesJSON,
+			Err: fmt.Errorf("reading images file %s: %w (mount the %s ConfigMap there or fix --images-json)", path, err, ImagesConfigMapName)}
+	}
+	images, err := ParseImages(data)
+	if err != nil {
+		return Images{}, &InputError{Reason: ReasonInvalidImagesJSON, Err: fmt.Errorf("images file %s: %w", path, err)}
+	}
+	return images, nil
+}
+
+// ParseImages decodes and validates the content of images.json.
+func ParseImages(data []byte) (Images, error) {
+	var images Images
+	if err := json.Unmarshal(data, &images); err != nil {
+		return Images{}, fmt.Errorf("malformed JSON: %w", err)
+	}
+	if images.MachineAPIOperator == "" {
+		return Images{}, errors.New(`"machineAPIOperator" is missing or empty: set it to the pull spec of the machine-api-operator image`)
+	}
+	return images, nil
+}
