@@ -80,7 +80,7 @@ run: tools build ## Start the local cluster and install the Machine API on it
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the cluster in $KUBECONFIG
 	@[ -n "$${KUBECONFIG:-}" ] || { echo "KUBECONFIG is not set: point it at a cluster (make cluster-up writes .local/kubeconfig) or use make test-e2e-local"; exit 1; }
-	go test -tags e2e -count=1 -v ./test/e2e/...
+	KUBECONFIG=$$(realpath -m "$$KUBECONFIG") go test -tags e2e -count=1 -v ./test/e2e/...
 
 .PHONY: test-e2e-local
 test-e2e-local: tools build ## Bring up the local cluster, run the e2e suite on it, tear it down

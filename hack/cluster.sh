@@ -57,8 +57,11 @@ down() {
 	if [ -n "$pids" ]; then
 		echo "stopping leftover processes: $pids"
 		kill $pids 2>/dev/null || true
-		sleep 1
-		kill -9 $pids 2>/dev/null || true
+		for _ in $(seq 1 20); do
+			pgrep -f "$KWOK_WORKDIR/clusters/$name" >/dev/null || break
+			sleep 0.5
+		done
+		kill -9 $(pgrep -f "$KWOK_WORKDIR/clusters/$name") 2>/dev/null || true
 	fi
 	echo "cluster $name is down"
 }

@@ -1,0 +1,211 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var (
+	t0   = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	opts = Options{StableDuration: 3 * time.Minute, DegradedAfter: 2 * time.Minute}
+)
+
+type want struct {
+	available, progressing, degraded configv1.ConditionStatus
+	availableReason, degradedReason  string
+	messageContains                  map[configv1.ClusterStatusConditionType]string
+	versionsWritten                  bool
+	requeue                          time.Duration
+}
+
+func availableStatus(version string) configv1.ClusterOperatorStatus {
+	return configv1.ClusterOperatorStatus{
+		Conditions: []configv1.ClusterOperatorStatusCondition{
+			{Type: configv1.OperatorAvailable, Status: configv1.ConditionTrue, Reason: ReasonAsExpected, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
+			{Type: configv1.OperatorProgressing, Status: configv1.ConditionFalse, Reason: ReasonAsExpected, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
+			{Type: configv1.OperatorDegraded, Status: configv1.ConditionFalse, Reason: ReasonAsExpected, LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))},
+		},
+		Versions: []configv1.OperandVersion{{Name: "operator", Version: version}},
+	}
+}
+
+func TestCompute(t *testing.T) {
+	healthy := Operand{RolledOut: true, Available: true, Since: t0.Add(-time.Hour)}
+	tests := []struct {
+		name string
+		prev configv1.ClusterOperatorStatus
+		obs  Observation
+		opts *Options
+		want want
+	}{
+		{
+			name: "fresh install, operand not yet available",
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0, Message: "0/1 replicas available"}},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "False",
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorProgressing: "Progressing towards operator: 4.22.0"},
+				requeue:         2 * time.Minute},
+		},
+		{
+			name: "operand available but not for the stable duration yet",
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{RolledOut: true, Available: true, Since: t0.Add(-time.Minute)}},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "False", requeue: 2 * time.Minute},
+		},
+		{
+			name: "operand stable: available, versions written",
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{RolledOut: true, Available: true, Since: t0.Add(-3 * time.Minute)}},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "Cluster Machine API Operator is available at operator: 4.22.0"}},
+		},
+		{
+			name: "stable duration zero: available at once",
+			opts: &Options{StableDuration: 0, DegradedAfter: 2 * time.Minute},
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{RolledOut: true, Available: true, Since: t0}},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true},
+		},
+		{
+			name: "noop",
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", NoOp: true},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "Cluster Machine API Operator is in NoOp mode"}},
+		},
+		{
+			name: "outage after install: Available=False at once, Degraded after the grace period",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-30 * time.Second), Message: "0/1 replicas available"}},
+			want: want{available: "False", availableReason: ReasonOperandUnavailable, progressing: "True", degraded: "False", versionsWritten: true, requeue: 90 * time.Second},
+		},
+		{
+			name: "outage longer than the grace period: Degraded",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "0/1 replicas available"}},
+			want: want{available: "False", availableReason: ReasonOperandUnavailable, progressing: "True", degraded: "True", degradedReason: ReasonOperandUnavailable, versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorDegraded: "0/1 replicas available"}},
+		},
+		{
+			name: "sync failure within the grace period: Degraded unchanged",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "images file /x: malformed"}, FailingSince: t0.Add(-time.Minute)},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "False", versionsWritten: true, requeue: time.Minute},
+		},
+		{
+			name: "sync failure past the grace period: Degraded with its reason, operand still available",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "images file /x: malformed"}, FailingSince: t0.Add(-2 * time.Minute)},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "True", degradedReason: "InvalidImagesJSON", versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorDegraded: "images file /x"}},
+		},
+		{
+			name: "config change rolling out: Progressing names the change",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Change: "platform AWS, proxy", Operand: Operand{Available: true, Since: t0.Add(-time.Hour), Message: "1 old replica pending termination"}},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "False", versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorProgressing: "platform AWS, proxy"}},
+		},
+		{
+			name: "upgrade: Progressing names the new version, old versions kept until available",
+			prev: availableStatus("4.21.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Available: true, Since: t0.Add(-time.Hour), Message: "updating"}},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "False", versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorProgressing: "Progressing towards operator: 4.22.0"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := opts
+			if tt.opts != nil {
+				o = *tt.opts
+			}
+			got, requeue := Compute(tt.prev, tt.obs, o)
+			check := func(ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason string) {
+				t.Helper()
+				c := find(got.Conditions, ct)
+				if c == nil {
+					t.Fatalf("no %s condition", ct)
+				}
+				if c.Status != status || (reason != "" && c.Reason != reason) {
+					t.Errorf("%s = %s/%s (%q), want %s/%s", ct, c.Status, c.Reason, c.Message, status, reason)
+				}
+				if c.LastTransitionTime.IsZero() {
+					t.Errorf("%s has no lastTransitionTime", ct)
+				}
+			}
+			check(configv1.OperatorAvailable, tt.want.available, tt.want.availableReason)
+			check(configv1.OperatorProgressing, tt.want.progressing, "")
+			check(configv1.OperatorDegraded, tt.want.degraded, tt.want.degradedReason)
+			check(configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
+			for ct, sub := range tt.want.messageContains {
+				if c := find(got.Conditions, ct); !strings.Contains(c.Message, sub) {
+					t.Errorf("%s message %q does not contain %q", ct, c.Message, sub)
+				}
+			}
+			if written := len(got.Versions) > 0; written != tt.want.versionsWritten {
+				t.Errorf("versions = %v, want written=%v", got.Versions, tt.want.versionsWritten)
+			}
+			if tt.want.versionsWritten && find(got.Conditions, configv1.OperatorAvailable).Status == configv1.ConditionTrue &&
+				got.Versions[0].Version != tt.obs.ReleaseVersion {
+				t.Errorf("versions = %v, want %s", got.Versions, tt.obs.ReleaseVersion)
+			}
+			if requeue != tt.want.requeue {
+				t.Errorf("requeue = %s, want %s", requeue, tt.want.requeue)
+			}
+		})
+	}
+}
+
+func TestComputeIsStableInSteadyState(t *testing.T) {
+	obs := Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{RolledOut: true, Available: true, Since: t0.Add(-time.Hour)}}
+	first, _ := Compute(configv1.ClusterOperatorStatus{}, obs, opts)
+	obs.Now = t0.Add(10 * time.Minute)
+	second, _ := Compute(first, obs, opts)
+	if len(Transitions(first.Conditions, second.Conditions)) != 0 {
+		t.Fatalf("steady state produced transitions")
+	}
+	for i := range first.Conditions {
+		if first.Conditions[i] != second.Conditions[i] {
+			t.Errorf("condition changed in steady state: %+v -> %+v", first.Conditions[i], second.Conditions[i])
+		}
+	}
+}
+
+func TestComputeKeepsForeignConditions(t *testing.T) {
+	prev := availableStatus("4.22.0")
+	prev.Conditions = append(prev.Conditions, configv1.ClusterOperatorStatusCondition{Type: "EvaluationConditionsDetected", Status: "False"})
+	got, _ := Compute(prev, Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{RolledOut: true, Available: true, Since: t0.Add(-time.Hour)}}, opts)
+	if find(got.Conditions, "EvaluationConditionsDetected") == nil {
+		t.Fatal("foreign condition dropped")
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	prev := availableStatus("4.22.0").Conditions
+	next, _ := Compute(availableStatus("4.22.0"), Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "down"}}, opts)
+	events := Transitions(prev, next.Conditions)
+	got := map[string]string{}
+	for _, e := range events {
+		got[e.Reason] = e.Type
+	}
+	wantEvents := map[string]string{
+		"AvailableFalse":  corev1.EventTypeWarning,
+		"ProgressingTrue": corev1.EventTypeNormal,
+		"DegradedTrue":    corev1.EventTypeWarning,
+		"UpgradeableTrue": corev1.EventTypeNormal, // absent before
+	}
+	if len(got) != len(wantEvents) {
+		t.Fatalf("events = %v, want %v", got, wantEvents)
+	}
+	for r, typ := range wantEvents {
+		if got[r] != typ {
+			t.Errorf("event %s type = %q, want %q", r, got[r], typ)
+		}
+	}
+	// Recomputing the same state emits nothing: no event storms.
+	again, _ := Compute(next, Observation{Now: t0.Add(time.Minute), ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "still down"}}, opts)
+	if ev := Transitions(next.Conditions, again.Conditions); len(ev) != 0 {
+		t.Fatalf("repeated state emitted events: %v", ev)
+	}
+}
