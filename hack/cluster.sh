@@ -47,6 +47,7 @@ up() {
 }
 
 down() {
+	[ "$name" != machine-api ] || "$root/hack/local/stop-processes.sh"
 	if [ -x "$kwokctl" ] && cluster_exists; then
 		"$kwokctl" delete cluster --name "$name"
 	fi

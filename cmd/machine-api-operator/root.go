@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,10 +16,10 @@ type usageError struct{ error }
 
 // run executes the command line and returns the process exit code:
 // 0 on success, 2 for usage errors, 1 for everything else.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}
@@ -56,6 +57,6 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
 
-	root.AddCommand(newVersionCommand(stdout))
+	root.AddCommand(newVersionCommand(stdout), newStartCommand(stderr), newRenderCommand(stdout))
 	return root
 }

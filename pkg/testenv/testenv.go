@@ -118,11 +118,11 @@ func New(opts Options) (*Env, error) {
 
 	s := scheme.New()
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: binDir,
-		CRDs:                  crds,
-		CRDInstallOptions:     envtest.CRDInstallOptions{Scheme: s},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
+		BinaryAssetsDirectory:    binDir,
+		CRDs:                     crds,
+		CRDInstallOptions:        envtest.CRDInstallOptions{Scheme: s},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   s,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}

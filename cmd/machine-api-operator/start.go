@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/version"
+)
+
+// startOptions are the flags of `start`.
+type startOptions struct {
+	kubeconfig            string
+	imagesJSON            string
+	namespace             string
+	leaderElect           bool
+	leaseDuration         time.Duration
+	renewDeadline         time.Duration
+	retryPeriod           time.Duration
+	metricsAddr           string
+	healthAddr            string
+	operandStableDuration time.Duration
+	degradedAfter         time.Duration
+	webhookCertificates   string
+}
+
+const (
+	webhookCertsAuto      = "auto"
+	webhookCertsServiceCA = "service-ca"
+	webhookCertsOperator  = "operator"
+)
+
+func newStartCommand(stderr io.Writer) *cobra.Command {
+	o := &startOptions{}
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run the operator: render and sync the Machine API and report the ClusterOperator",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.imagesJSON == "" {
+				return usageError{errors.New("--images-json is required: the path of images.json (the machine-api-operator-images ConfigMap)")}
+			}
+			switch o.webhookCertificates {
+			case webhookCertsAuto, webhookCertsServiceCA, webhookCertsOperator:
+			default:
+				return usageError{fmt.Errorf("--webhook-certificates must be one of auto, service-ca, operator; got %q", o.webhookCertificates)}
+			}
+			return runStart(cmd.Context(), o, stderr)
+		},
+	}
+	ns := os.Getenv("COMPONENT_NAMESPACE")
+	if ns == "" {
+		ns = config.DefaultNamespace
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: in-cluster config, then $KUBECONFIG.")
+	f.StringVar(&o.imagesJSON, "images-json", "", "Path to images.json (required).")
+	f.StringVar(&o.namespace, "namespace", ns, "Namespace of the operands (default: $COMPONENT_NAMESPACE, else openshift-machine-api).")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with the Lease "+config.OperatorLeaseName+" so only one replica syncs.")
+	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 137*time.Second, "How long a non-leader waits before trying to take over the lease.")
+	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 107*time.Second, "How long the leader retries renewing before giving up leadership.")
+	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 26*time.Second, "How often leader election is attempted.")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8085", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9445", "Address of /healthz and /readyz; 0 disables them.")
+	f.DurationVar(&o.operandStableDuration, "operand-stable-duration", 3*time.Minute, "How long the operand Deployment must stay available before Available=True.")
+	f.DurationVar(&o.degradedAfter, "degraded-after", 2*time.Minute, "How long a failure or an operand outage must last before Degraded=True.")
+	f.StringVar(&o.webhookCertificates, "webhook-certificates", webhookCertsAuto,
+		"Who issues webhook serving certificates: service-ca (OpenShift), operator (self-managed CA), or auto (service-ca if the cluster serves servicecas.operator.openshift.io).")
+	return cmd
+}
+
+func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
+	logger := klog.NewKlogr()
+	ctrl.SetLogger(logger)
+	ctx = klog.NewContext(ctx, logger)
+
+	release := os.Getenv("RELEASE_VERSION")
+	logger.Info("Starting machine-api-operator", "version", version.String(), "releaseVersion", release, "namespace", o.namespace)
+	if release == "" {
+		logger.Info("WARNING: RELEASE_VERSION is not set; the ClusterOperator will report no version and the cluster version operator cannot tell when this release is rolled out")
+	}
+
+	restCfg, err := loadRESTConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.UserAgent = "machine-api-operator/" + version.String()
+
+	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	if err := operator.WaitForAPIServer(ctx, disco); err != nil {
+		return err
+	}
+	serviceCA, err := resolveServiceCA(ctx, o.webhookCertificates, disco)
+	if err != nil {
+		return err
+	}
+	logger.Info("Webhook certificates", "issuer", map[bool]string{true: "service-ca", false: "operator"}[serviceCA])
+
+	mgr, err := operator.NewManager(ctx, restCfg, operator.Options{
+		Namespace:      o.namespace,
+		ImagesJSONPath: o.imagesJSON,
+		ReleaseVersion: release,
+		ServiceCA:      serviceCA,
+		StableDuration: o.operandStableDuration,
+		DegradedAfter:  o.degradedAfter,
+	}, operator.ManagerOptions{
+		Scheme:                 scheme.New(),
+		MetricsBindAddress:     o.metricsAddr,
+		HealthProbeBindAddress: o.healthAddr,
+		LeaderElection:         o.leaderElect,
+		LeaseDuration:          o.leaseDuration,
+		RenewDeadline:          o.renewDeadline,
+		RetryPeriod:            o.retryPeriod,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the operator: %w", err)
+	}
+	return nil
+}
+
+// loadRESTConfig: --kubeconfig, else in-cluster, else $KUBECONFIG.
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	if cfg, err := rest.InClusterConfig(); err == nil {
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("not running in a cluster and no usable kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
+	}
+	return cfg, nil
+}
+
+func resolveServiceCA(ctx context.Context, mode string, disco discovery.DiscoveryInterface) (bool, error) {
+	switch mode {
+	case webhookCertsServiceCA:
+		return true, nil
+	case webhookCertsOperator:
+		return false, nil
+	}
+	var found bool
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6, Cap: 10 * time.Second},
+		func(ctx context.Context) (bool, error) {
+			var err error
+			found, err = certs.DetectServiceCA(ctx, disco)
+			if err != nil {
+				klog.FromContext(ctx).Info("Detecting service-ca failed, retrying", "err", err.Error())
+				return false, nil
+			}
+			return true, nil
+		})
+	if err != nil {
+		return false, fmt.Errorf("detecting whether service-ca issues webhook certificates (set --webhook-certificates to skip detection): %w", err)
+	}
+	return found, nil
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# stop-processes.sh: stops the project's processes that make run started
+# (recorded as .local/*.pid).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+for pidfile in "$root"/.local/*.pid; do
+	[ -e "$pidfile" ] || continue
+	pid=$(cat "$pidfile")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -f "$pidfile"
+done

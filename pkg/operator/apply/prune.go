@@ -1,0 +1,167 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// neverPruned are kinds Prune never deletes, even when asked to: deleting a
+// CustomResourceDefinition deletes every custom resource of it, and deleting
+// a Namespace deletes everything in it (Machines, MachineSets: user data).
+var neverPruned = []schema.GroupKind{
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"},
+	{Group: "", Kind: "Namespace"},
+}
+
+// IsNeverPruned reports whether Prune refuses to delete objects of kind gk.
+func IsNeverPruned(gk schema.GroupKind) bool {
+	for _, p := range neverPruned {
+		if p == gk {
+			return true
+		}
+	}
+	return false
+}
+
+// Prune deletes the objects of the given kinds that carry the ownership label
+// (config.ManagedByLabel = config.ManagedByValue) and are not in keep, and
+// returns the ones it deleted. Objects are found by the label only, never by
+// name. namespace limits namespaced kinds to one namespace ("" = all);
+// cluster-scoped kinds are listed cluster-wide. keep is compared by group,
+// kind, namespace and name (the version does not matter).
+//
+// Prune never deletes CustomResourceDefinitions or Namespaces, even when
+// their kind is asked for; it skips objects already being deleted (so a
+// finalizer that holds one does not cause a delete per call), deletes with
+// the listed object's UID as precondition (a re-created object of the same
+// name is left alone) and with background propagation. A kind the API server
+// does not serve has nothing to prune. Prune continues past failures and
+// returns them joined.
+//
+// Listing goes through the Reader (typed lists for kinds in the scheme, so a
+// cache-backed reader shares the informers of the watches); only deletes are
+// sent to the API server.
+func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object) ([]ObjectRef, error) {
+	type key struct {
+		gk        schema.GroupKind
+		namespace string
+		name      string
+	}
+	keepSet := map[key]bool{}
+	for _, obj := range keep {
+		gvk, err := apiutil.GVKForObject(obj, a.scheme)
+		if err != nil {
+			return nil, fmt.Errorf("prune: keep object %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+		ns := obj.GetNamespace()
+		if namespaced, err := a.client.IsObjectNamespaced(obj); err == nil && !namespaced {
+			ns = ""
+		}
+		keepSet[key{gvk.GroupKind(), ns, obj.GetName()}] = true
+	}
+
+	var deleted []ObjectRef
+	var errs []error
+	for _, gvk := range kinds {
+		if IsNeverPruned(gvk.GroupKind()) {
+			log.FromContext(ctx).V(1).Info("Not pruning a protected kind", "kind", gvk.String())
+			continue
+		}
+		items, namespaced, err := a.listOwned(ctx, gvk, namespace)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prune: listing %s: %w", gvk, err))
+			continue
+		}
+		for _, obj := range items {
+			ns := obj.GetNamespace()
+			if !namespaced {
+				ns = ""
+			}
+			if keepSet[key{gvk.GroupKind(), ns, obj.GetName()}] {
+				continue
+			}
+			if obj.GetLabels()[config.ManagedByLabel] != config.ManagedByValue {
+				continue // a reader that ignores the selector; never guess
+			}
+			if obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			ref := ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: obj.GetName()}
+			uid := obj.GetUID()
+			err := a.client.Delete(ctx, obj,
+				client.PropagationPolicy(metav1.DeletePropagationBackground),
+				client.Preconditions{UID: &uid})
+			switch {
+			case err == nil:
+				log.FromContext(ctx).Info("Pruned an obsolete object", "object", ref.String())
+				deleted = append(deleted, ref)
+			case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+				// Gone already, or replaced by a new object of the same name.
+			default:
+				errs = append(errs, fmt.Errorf("prune: deleting %s: %w", ref, err))
+			}
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// listOwned lists the objects of kind gvk with the ownership label, in
+// namespace when the kind is namespaced and namespace is set.
+func (a *Applier) listOwned(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]client.Object, bool, error) {
+	namespaced, err := a.client.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{
+		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+	}})
+	if err != nil {
+		return nil, false, err
+	}
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	var list client.ObjectList
+	if a.scheme.Recognizes(listGVK) {
+		o, err := a.scheme.New(listGVK)
+		if err != nil {
+			return nil, false, err
+		}
+		l, ok := o.(client.ObjectList)
+		if !ok {
+			return nil, false, fmt.Errorf("%T is not a list", o)
+		}
+		list = l
+	} else {
+		u := &unstructured.UnstructuredList{}
+		u.SetGroupVersionKind(listGVK)
+		list = u
+	}
+	opts := []client.ListOption{client.MatchingLabels{config.ManagedByLabel: config.ManagedByValue}}
+	if namespaced && namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := a.reader.List(ctx, list, opts...); err != nil {
+		return nil, false, err
+	}
+	var items []client.Object
+	err = meta.EachListItem(list, func(o runtime.Object) error {
+		obj, ok := o.(client.Object)
+		if !ok {
+			return fmt.Errorf("%T is not a client.Object", o)
+		}
+		items = append(items, obj)
+		return nil
+	})
+	return items, namespaced, err
+}

@@ -1,0 +1,149 @@
+package certs
+
+import (
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Defaults for Options.
+const (
+	// DefaultCAValidity is how long a new CA is valid.
+	DefaultCAValidity = 365 * 24 * time.Hour
+	// DefaultCertValidity is how long a new serving certificate is valid
+	// (never longer than its CA).
+	DefaultCertValidity = 90 * 24 * time.Hour
+	// DefaultRefreshFraction: a certificate is rotated once less than this
+	// fraction of its validity is left.
+	DefaultRefreshFraction = 1.0 / 3
+)
+
+// Secret data keys.
+const (
+	// KeyTLSCert is the certificate (the CA certificate in the CA Secret).
+	KeyTLSCert = corev1.TLSCertKey
+	// KeyTLSKey is the certificate's private key.
+	KeyTLSKey = corev1.TLSPrivateKeyKey
+	// KeyCABundle is the PEM CA bundle the webhook configurations carry.
+	KeyCABundle = "ca.crt"
+)
+
+// Action is what Decide says to do with a certificate Secret.
+type Action string
+
+const (
+	// Keep: the certificate is valid and not due for rotation.
+	Keep Action = "Keep"
+	// Issue: there is no usable certificate (missing, unparsable, key
+	// mismatch, wrong DNS names, not signed by the current CA, expired).
+	Issue Action = "Issue"
+	// Rotate: the certificate is valid but has less than RefreshFraction of
+	// its validity left.
+	Rotate Action = "Rotate"
+)
+
+// withDefaults fills in zero fields and checks the rest.
+func (o Options) withDefaults() (Options, error) {
+	if o.CAValidity == 0 {
+		o.CAValidity = DefaultCAValidity
+	}
+	if o.CertValidity == 0 {
+		o.CertValidity = DefaultCertValidity
+	}
+	if o.RefreshFraction == 0 {
+		o.RefreshFraction = DefaultRefreshFraction
+	}
+	if o.CAValidity < 0 || o.CertValidity < 0 {
+		return o, fmt.Errorf("certificate validities must be positive (CA %s, serving %s)", o.CAValidity, o.CertValidity)
+	}
+	if o.RefreshFraction <= 0 || o.RefreshFraction >= 1 {
+		return o, fmt.Errorf("RefreshFraction must be between 0 and 1 exclusive, got %v", o.RefreshFraction)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}
+
+func (o Options) fraction() float64 {
+	if o.RefreshFraction <= 0 || o.RefreshFraction >= 1 {
+		return DefaultRefreshFraction
+	}
+	return o.RefreshFraction
+}
+
+// RefreshTime is when cert is due for rotation: when less than fraction of
+// its validity (NotBefore to NotAfter) is left.
+func RefreshTime(cert *x509.Certificate, fraction float64) time.Time {
+	total := cert.NotAfter.Sub(cert.NotBefore)
+	return cert.NotAfter.Add(-time.Duration(float64(total) * fraction))
+}
+
+// DecideCA says what to do with the CA Secret existing (nil if it does not
+// exist). Only tls.crt and tls.key matter; ca.crt is rebuilt by the Manager.
+func DecideCA(existing *corev1.Secret, now time.Time, opts Options) (Action, string) {
+	if existing == nil {
+		return Issue, "CA Secret does not exist"
+	}
+	kp := keyPairOf(existing)
+	cert, _, err := kp.Parse()
+	if err != nil {
+		return Issue, fmt.Sprintf("CA Secret holds no usable key pair: %v", err)
+	}
+	if !cert.IsCA {
+		return Issue, "CA Secret certificate is not a CA"
+	}
+	return decideValidity("CA", cert, now, opts.fraction())
+}
+
+// Decide says what to do with the serving-certificate Secret existing (nil if
+// it does not exist) given the current CA certificate and the DNS names the
+// certificate must carry (exactly, in any order). CA mismatch (a certificate
+// not signed by ca, as after a CA rotation) is Issue.
+func Decide(existing *corev1.Secret, ca *x509.Certificate, dnsNames []string, now time.Time, opts Options) (Action, string) {
+	if existing == nil {
+		return Issue, "serving certificate Secret does not exist"
+	}
+	kp := keyPairOf(existing)
+	cert, _, err := kp.Parse()
+	if err != nil {
+		return Issue, fmt.Sprintf("serving certificate Secret holds no usable key pair: %v", err)
+	}
+	if !sameNames(cert.DNSNames, dnsNames) {
+		return Issue, fmt.Sprintf("serving certificate is for DNS names %v, want %v", cert.DNSNames, dnsNames)
+	}
+	if ca == nil {
+		return Issue, "no CA to check the serving certificate against"
+	}
+	if err := cert.CheckSignatureFrom(ca); err != nil {
+		return Issue, "serving certificate was not issued by the current CA"
+	}
+	return decideValidity("serving certificate", cert, now, opts.fraction())
+}
+
+func decideValidity(what string, cert *x509.Certificate, now time.Time, fraction float64) (Action, string) {
+	switch {
+	case now.Before(cert.NotBefore):
+		return Issue, fmt.Sprintf("%s is not valid before %s", what, cert.NotBefore.Format(time.RFC3339))
+	case !now.Before(cert.NotAfter):
+		return Issue, fmt.Sprintf("%s expired at %s", what, cert.NotAfter.Format(time.RFC3339))
+	case !now.Before(RefreshTime(cert, fraction)):
+		return Rotate, fmt.Sprintf("%s expires at %s, less than %.0f%% of its validity left",
+			what, cert.NotAfter.Format(time.RFC3339), fraction*100)
+	}
+	return Keep, fmt.Sprintf("%s valid until %s", what, cert.NotAfter.Format(time.RFC3339))
+}
+
+func keyPairOf(s *corev1.Secret) *KeyPair {
+	return &KeyPair{CertPEM: s.Data[KeyTLSCert], KeyPEM: s.Data[KeyTLSKey]}
+}
+
+func sameNames(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}

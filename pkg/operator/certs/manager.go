@@ -1,0 +1,316 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// CASecretName holds the CA that signs both webhook serving certificates.
+const CASecretName = "machine-api-operator-webhook-ca"
+
+// servingSecrets pairs each webhook Service with its serving-cert Secret.
+var servingSecrets = []struct{ service, secret string }{
+	{config.WebhookServiceName, config.WebhookCertSecretName},
+	{config.MachineWebhookServiceName, config.MachineWebhookCertSecretName},
+}
+
+// SecretNames are the Secrets a Manager owns in its namespace: the CA Secret
+// and the two serving-cert Secrets. Whatever prunes objects carrying
+// config.ManagedByLabel must leave these alone while certificates are
+// self-managed.
+func SecretNames() []string {
+	names := []string{CASecretName}
+	for _, s := range servingSecrets {
+		names = append(names, s.secret)
+	}
+	return names
+}
+
+// Options configure a Manager. Decide and DecideCA use only the validity
+// fields.
+type Options struct {
+	// Client writes the Secrets (Create, Update, Delete with field owner
+	// config.FieldManager). Required.
+	Client client.Client
+	// Reader reads the Secrets; defaults to Client. It may be a cache, also
+	// one holding only objects with the managed-by label: a stale read makes
+	// the following write fail (conflict or already exists; optimistic
+	// concurrency), never overwrite newer certificates, and an unlabeled
+	// Secret is labeled so that the next Ensure sees it.
+	Reader client.Reader
+	// Namespace holds the Secrets (the operand namespace). Required.
+	Namespace string
+	// Now is the clock; defaults to time.Now.
+	Now func() time.Time
+	// CAValidity defaults to DefaultCAValidity, CertValidity to
+	// DefaultCertValidity, RefreshFraction to DefaultRefreshFraction.
+	CAValidity, CertValidity time.Duration
+	RefreshFraction          float64
+}
+
+// Manager keeps the webhook serving certificates issued and fresh when no
+// service-ca operator does it. It holds no state between calls: everything is
+// read back from the Secrets, so a restarted operator carries on with the
+// same CA and returns the same bundle.
+type Manager struct {
+	opts   Options
+	client client.Client
+	reader client.Reader
+}
+
+// NewManager checks opts and fills in the defaults.
+func NewManager(opts Options) (*Manager, error) {
+	if opts.Client == nil {
+		return nil, errors.New("certs: Options.Client is required")
+	}
+	if opts.Namespace == "" {
+		return nil, errors.New("certs: Options.Namespace is required")
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("certs: %w", err)
+	}
+	reader := opts.Reader
+	if reader == nil {
+		reader = opts.Client
+	}
+	return &Manager{opts: opts, client: opts.Client, reader: reader}, nil
+}
+
+// Ensure makes sure the serving-cert Secrets for both webhook Services exist
+// and are valid, issuing or rotating as needed, and returns the PEM CA bundle
+// to inject into the webhook configurations, plus the earliest time anything
+// needs rotating (so the caller can requeue then).
+//
+// When nothing needs issuing Ensure only reads (three Gets through Reader)
+// and the bundle is byte-for-byte the one returned before. When it writes, it
+// writes the CA Secret before the serving Secrets; the caller should put the
+// returned bundle into the webhook configurations right away, since a bundle
+// change means the serving certificates were just re-issued from a new CA
+// (the previous CA stays in the bundle until it expires).
+func (m *Manager) Ensure(ctx context.Context) (caBundle []byte, nextCheck time.Time, err error) {
+	now := m.opts.Now()
+	ca, caCert, bundle, next, err := m.ensureCA(ctx, now)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	for _, s := range servingSecrets {
+		dnsNames := ServiceDNSNames(s.service, m.opts.Namespace)
+		n, err := m.ensureServing(ctx, s.secret, dnsNames, ca, caCert, bundle, now)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if n.Before(next) {
+			next = n
+		}
+	}
+	return bytes.Clone(bundle), next, nil
+}
+
+// ensureCA returns the current CA, the bundle and when the CA Secret next
+// needs attention (CA rotation or an old CA dropping out of the bundle).
+func (m *Manager) ensureCA(ctx context.Context, now time.Time) (*KeyPair, *x509.Certificate, []byte, time.Time, error) {
+	existing, err := m.get(ctx, CASecretName)
+	if err != nil {
+		return nil, nil, nil, time.Time{}, err
+	}
+	action, reason := DecideCA(existing, now, m.opts)
+
+	var (
+		ca       *KeyPair
+		previous []*x509.Certificate
+	)
+	if existing != nil {
+		// Earlier CAs may still have signed certificates in use: the one in
+		// tls.crt (even when its key is lost) and the rest of the bundle.
+		if cert, err := keyPairOf(existing).Certificate(); err == nil {
+			previous = append(previous, cert)
+		}
+		if certs, err := ParseCertsPEM(existing.Data[KeyCABundle]); err == nil {
+			previous = append(previous, certs...)
+		}
+	}
+	if action == Keep {
+		ca = keyPairOf(existing)
+	} else {
+		if ca, err = NewCA(now, m.opts.CAValidity); err != nil {
+			return nil, nil, nil, time.Time{}, err
+		}
+		log.FromContext(ctx).Info("issuing webhook CA", "secret", CASecretName, "action", action, "reason", reason)
+	}
+	caCert, err := ca.Certificate()
+	if err != nil {
+		return nil, nil, nil, time.Time{}, err
+	}
+
+	certs := []*x509.Certificate{caCert}
+	next := RefreshTime(caCert, m.opts.RefreshFraction)
+	for _, c := range previous {
+		if !c.IsCA || !now.Before(c.NotAfter) || containsCert(certs, c) {
+			continue
+		}
+		certs = append(certs, c)
+		if c.NotAfter.Before(next) {
+			next = c.NotAfter
+		}
+	}
+	bundle := EncodeCertsPEM(certs...)
+	data := map[string][]byte{KeyTLSCert: ca.CertPEM, KeyTLSKey: ca.KeyPEM, KeyCABundle: bundle}
+	if action != Keep || !upToDate(existing, data) {
+		if err := m.write(ctx, existing, CASecretName, data); err != nil {
+			return nil, nil, nil, time.Time{}, err
+		}
+	}
+	return ca, caCert, bundle, next, nil
+}
+
+// ensureServing returns when the serving certificate is due for rotation.
+func (m *Manager) ensureServing(ctx context.Context, name string, dnsNames []string, ca *KeyPair, caCert *x509.Certificate, bundle []byte, now time.Time) (time.Time, error) {
+	existing, err := m.get(ctx, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	action, reason := Decide(existing, caCert, dnsNames, now, m.opts)
+	var kp *KeyPair
+	if action == Keep {
+		kp = keyPairOf(existing)
+	} else {
+		if kp, err = NewServingCert(ca, dnsNames, now, m.opts.CertValidity); err != nil {
+			return time.Time{}, fmt.Errorf("issuing serving certificate for Secret %s/%s: %w", m.opts.Namespace, name, err)
+		}
+		log.FromContext(ctx).Info("issuing webhook serving certificate", "secret", name, "action", action, "reason", reason)
+	}
+	cert, err := kp.Certificate()
+	if err != nil {
+		return time.Time{}, err
+	}
+	data := map[string][]byte{KeyTLSCert: kp.CertPEM, KeyTLSKey: kp.KeyPEM, KeyCABundle: bundle}
+	if action != Keep || !upToDate(existing, data) {
+		if err := m.write(ctx, existing, name, data); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return RefreshTime(cert, m.opts.RefreshFraction), nil
+}
+
+func (m *Manager) get(ctx context.Context, name string) (*corev1.Secret, error) {
+	s := &corev1.Secret{}
+	err := m.reader.Get(ctx, client.ObjectKey{Namespace: m.opts.Namespace, Name: name}, s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", m.opts.Namespace, name, err)
+	}
+	return s, nil
+}
+
+// upToDate reports whether existing already has the type, label and data.
+func upToDate(existing *corev1.Secret, data map[string][]byte) bool {
+	if existing == nil || existing.Type != corev1.SecretTypeTLS ||
+		existing.Labels[config.ManagedByLabel] != config.ManagedByValue {
+		return false
+	}
+	for k, v := range data {
+		if !bytes.Equal(existing.Data[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+// write creates the Secret or updates existing (keeping its other metadata
+// and data keys) with optimistic concurrency; a Secret of another type is
+// deleted and created again, since the type is immutable.
+func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name string, data map[string][]byte) error {
+	owner := client.FieldOwner(config.FieldManager)
+	if existing != nil && existing.Type != corev1.SecretTypeTLS {
+		uid, rv := existing.UID, existing.ResourceVersion
+		err := m.client.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Secret %s/%s of type %s to recreate it as %s: %w",
+				m.opts.Namespace, name, existing.Type, corev1.SecretTypeTLS, err)
+		}
+		existing = nil
+	}
+	if existing == nil {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: m.opts.Namespace,
+				Name:      name,
+				Labels:    map[string]string{config.ManagedByLabel: config.ManagedByValue},
+			},
+			Type: corev1.SecretTypeTLS,
+			Data: data,
+		}
+		err := m.client.Create(ctx, s, owner)
+		if apierrors.IsAlreadyExists(err) {
+			return m.adopt(ctx, name, err)
+		}
+		if err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %w", m.opts.Namespace, name, err)
+		}
+		return nil
+	}
+	s := existing.DeepCopy()
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[config.ManagedByLabel] = config.ManagedByValue
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	for k, v := range data {
+		s.Data[k] = v
+	}
+	s.StringData = nil
+	if err := m.client.Update(ctx, s, owner); err != nil {
+		return fmt.Errorf("updating Secret %s/%s: %w", m.opts.Namespace, name, err)
+	}
+	return nil
+}
+
+// adopt handles a Secret that exists although Reader did not return it:
+// either Reader lags behind, or it is a cache that only holds Secrets with
+// the managed-by label and this one lacks it. Adding the label (a merge patch
+// that touches nothing else, and changes nothing in the first case) makes it
+// visible; the next Ensure then judges its content like any other. The
+// returned error wraps alreadyExists so the caller retries.
+func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"labels": map[string]string{config.ManagedByLabel: config.ManagedByValue}},
+	})
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.opts.Namespace, Name: name}}
+	if err := m.client.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(config.FieldManager)); err != nil {
+		return fmt.Errorf("Secret %s/%s exists but was not read (labeling it %s=%s failed: %v): %w",
+			m.opts.Namespace, name, config.ManagedByLabel, config.ManagedByValue, err, alreadyExists)
+	}
+	return fmt.Errorf("Secret %s/%s exists but was not read (stale cache, or it lacked the %s label, now added); retry: %w",
+		m.opts.Namespace, name, config.ManagedByLabel, alreadyExists)
+}
+
+func containsCert(certs []*x509.Certificate, c *x509.Certificate) bool {
+	for _, x := range certs {
+		if x.Equal(c) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,316 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const testRelease = "4.22.0-test"
+
+var testImages = config.Images{
+	MachineAPIOperator:           "example.io/mao:test",
+	KubeRBACProxy:                "example.io/rbac-proxy:test",
+	ClusterAPIControllerAWS:      "example.io/aws:test",
+	ClusterAPIControllerAzure:    "example.io/azure:test",
+	ClusterAPIControllerGCP:      "example.io/gcp:test",
+	ClusterAPIControllerKubemark: "example.io/kubemark:test",
+}
+
+// running is one operator process under test.
+type running struct {
+	t       *testing.T
+	ns      string
+	images  string
+	counter *applytest.CountingTransport
+	stop    func()
+}
+
+type harnessOptions struct {
+	ns             string
+	leaderElection bool
+	restConfig     *rest.Config
+	degradedAfter  time.Duration
+	stable         time.Duration
+}
+
+// writeImages writes images.json into a temp dir and returns its path.
+func writeImages(t *testing.T, images config.Images) string {
+	t.Helper()
+	data, err := json.Marshal(images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "images.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// newNamespace creates an operand namespace and cleans the cluster-scoped
+// singletons (Infrastructure, ClusterOperator, ...) when the test ends, so
+// tests in this package run one after another on one API server.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "mao-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupClusterScoped(t) })
+	return ns.Name
+}
+
+func cleanupClusterScoped(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	for _, obj := range []client.Object{
+		&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
+		&configv1.Proxy{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
+		&configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
+		&configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "machine-api"}},
+	} {
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
+	owned := client.MatchingLabels{config.ManagedByLabel: config.ManagedByValue}
+	for _, obj := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}} {
+		if err := c.DeleteAllOf(ctx, obj, owned); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
+}
+
+// startOperator runs an operator (a full manager, as `start` builds it)
+// until the test ends. Its API requests are counted.
+func startOperator(t *testing.T, images string, o harnessOptions) *running {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	if o.restConfig != nil {
+		cfg = rest.CopyConfig(o.restConfig)
+	}
+	counter := applytest.NewCountingTransport()
+	cfg = counter.Install(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := runManager(ctx, cfg, images, o)
+		if err != nil && ctx.Err() == nil {
+			t.Errorf("operator exited with error: %v", err)
+		}
+	}()
+
+	r := &running{t: t, ns: o.ns, images: images, counter: counter}
+	var stopped bool
+	r.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("operator did not stop within 30s")
+		}
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// setInfrastructure creates or replaces the Infrastructure "cluster" with the
+// given platform (status is a subresource, so it takes two requests).
+func setInfrastructure(t *testing.T, platform configv1.PlatformType, externalName string) {
+	t.Helper()
+	ctx := context.Background()
+	infra := &configv1.Infrastructure{}
+	err := env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)
+	if apierrors.IsNotFound(err) {
+		infra = &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+		infra.Spec.PlatformSpec.Type = platform
+		if err := env.Client.Create(ctx, infra); err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	infra.Spec.PlatformSpec = configv1.PlatformSpec{Type: platform}
+	if platform == configv1.ExternalPlatformType {
+		infra.Spec.PlatformSpec.External = &configv1.ExternalPlatformSpec{PlatformName: externalName}
+	}
+	if err := env.Client.Update(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
+	infra.Status = configv1.InfrastructureStatus{
+		InfrastructureName:     "test-cluster",
+		ControlPlaneTopology:   configv1.SingleReplicaTopologyMode,
+		InfrastructureTopology: configv1.SingleReplicaTopologyMode,
+		PlatformStatus:         &configv1.PlatformStatus{Type: platform},
+	}
+	if err := env.Client.Status().Update(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond every 100ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+	}
+}
+
+func getCO(ctx context.Context) (*configv1.ClusterOperator, error) {
+	co := &configv1.ClusterOperator{}
+	return co, env.Client.Get(ctx, client.ObjectKey{Name: config.ClusterOperatorName}, co)
+}
+
+func coCondition(co *configv1.ClusterOperator, t configv1.ClusterStatusConditionType) *configv1.ClusterOperatorStatusCondition {
+	for i := range co.Status.Conditions {
+		if co.Status.Conditions[i].Type == t {
+			return &co.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// waitCondition waits until the ClusterOperator condition has the status
+// (and reason and message substring, when given) and returns it.
+func waitCondition(t *testing.T, ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason, msg string) *configv1.ClusterOperatorStatusCondition {
+	t.Helper()
+	var got *configv1.ClusterOperatorStatusCondition
+	eventually(t, 20*time.Second, string(ct)+"="+string(status)+" "+reason, func(ctx context.Context) (bool, error) {
+		co, err := getCO(ctx)
+		if err != nil {
+			return false, err
+		}
+		got = coCondition(co, ct)
+		return got != nil && got.Status == status && (reason == "" || got.Reason == reason) && strings.Contains(got.Message, msg), nil
+	})
+	return got
+}
+
+// getDeployment returns the operand Deployment or nil.
+func getDeployment(ctx context.Context, ns string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.OperandDeploymentName}, d)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// waitDeployment waits for the operand Deployment to exist.
+func waitDeployment(t *testing.T, ns string) *appsv1.Deployment {
+	t.Helper()
+	var d *appsv1.Deployment
+	eventually(t, 20*time.Second, "deployment "+ns+"/"+config.OperandDeploymentName, func(ctx context.Context) (bool, error) {
+		var err error
+		d, err = getDeployment(ctx, ns)
+		return d != nil, err
+	})
+	return d
+}
+
+// setDeploymentAvailable plays the Deployment controller (envtest runs no
+// kube-controller-manager): it reports the current generation rolled out and
+// Available as given.
+func setDeploymentAvailable(t *testing.T, ns string, available bool) {
+	t.Helper()
+	eventually(t, 10*time.Second, "deployment status update", func(ctx context.Context) (bool, error) {
+		d, err := getDeployment(ctx, ns)
+		if err != nil || d == nil {
+			return false, err
+		}
+		st := corev1.ConditionTrue
+		var ready int32 = 1
+		if !available {
+			st, ready = corev1.ConditionFalse, 0
+		}
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration:  d.Generation,
+			Replicas:            1,
+			UpdatedReplicas:     1,
+			ReadyReplicas:       ready,
+			AvailableReplicas:   ready,
+			UnavailableReplicas: 1 - ready,
+			Conditions: []appsv1.DeploymentCondition{{
+				Type: appsv1.DeploymentAvailable, Status: st, Reason: "Test",
+				LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now(),
+			}},
+		}
+		return true, env.Client.Status().Update(ctx, d)
+	})
+}
+
+func containerImage(d *appsv1.Deployment, name string) string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+func hasContainer(d *appsv1.Deployment, name string) bool { return containerImage(d, name) != "" }
+
+// runManager builds and runs the operator's manager as `start` does.
+func runManager(ctx context.Context, cfg *rest.Config, images string, o harnessOptions) error {
+	// NewManager blocks until the API server answers: run it with Start.
+	mgr, err := NewManager(ctx, cfg, Options{
+		Namespace:      o.ns,
+		ImagesJSONPath: images,
+		ReleaseVersion: testRelease,
+		StableDuration: o.stable,
+		DegradedAfter:  o.degradedAfter,
+	}, ManagerOptions{
+		Scheme:                       scheme.New(),
+		MetricsBindAddress:           "0",
+		HealthProbeBindAddress:       "0",
+		LeaderElection:               o.leaderElection,
+		LeaseDuration:                4 * time.Second,
+		RenewDeadline:                3 * time.Second,
+		RetryPeriod:                  500 * time.Millisecond,
+		SkipControllerNameValidation: true,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,253 @@
+package operator
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// ownedTypes are the kinds the operator applies; their informers only hold
+// objects with the managed-by label, and any event on them triggers a sync
+// (this is how drift and deletions are reverted within seconds).
+func ownedTypes() []client.Object {
+	return []client.Object{
+		&appsv1.Deployment{}, &appsv1.DaemonSet{},
+		&corev1.Service{}, &corev1.ServiceAccount{}, &corev1.Secret{},
+		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
+		&apiextensionsv1.CustomResourceDefinition{},
+	}
+}
+
+// CacheOptions restrict the manager's informers to what the operator needs:
+// namespaced objects in its namespace, owned kinds by label, and the
+// cluster-scoped inputs by name. Use them in manager.Options.Cache.
+func CacheOptions(namespace string) cache.Options {
+	owned := labels.SelectorFromSet(labels.Set{config.ManagedByLabel: config.ManagedByValue})
+	byName := func(name string) cache.ByObject {
+		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
+	}
+	by := map[client.Object]cache.ByObject{
+		&configv1.Infrastructure{}:  byName(config.ClusterConfigName),
+		&configv1.Proxy{}:           byName(config.ClusterConfigName),
+		&configv1.FeatureGate{}:     byName(config.ClusterConfigName),
+		&configv1.ClusterOperator{}: byName(config.ClusterOperatorName),
+	}
+	for _, obj := range ownedTypes() {
+		by[obj] = cache.ByObject{Label: owned}
+	}
+	return cache.Options{
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		ByObject:          by,
+	}
+}
+
+// SetupWithManager registers the operator's controller: every watched event
+// maps to the single Request, and the images.json file is polled for changes.
+func (o *Operator) SetupWithManager(mgr manager.Manager) error {
+	toRequest := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{Request}
+	})
+	fileEvents := make(chan event.GenericEvent, 1)
+	if err := mgr.Add(&fileWatcher{path: o.opts.ImagesJSONPath, interval: time.Second, events: fileEvents}); err != nil {
+		return err
+	}
+	b := builder.ControllerManagedBy(mgr).
+		Named("machine-api-operator").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Watches(&configv1.ClusterOperator{}, toRequest).
+		Watches(&configv1.Infrastructure{}, toRequest).
+		Watches(&configv1.Proxy{}, toRequest).
+		Watches(&configv1.FeatureGate{}, toRequest).
+		WatchesRawSource(source.Channel(fileEvents, toRequest))
+	for _, obj := range ownedTypes() {
+		b = b.Watches(obj, toRequest)
+	}
+	// The first sync must not depend on some watched object existing.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		select {
+		case fileEvents <- event.GenericEvent{Object: &configv1.ClusterOperator{}}:
+		case <-ctx.Done():
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
+	return b.Complete(o)
+}
+
+// fileWatcher polls a file's content and emits an event when it changes.
+// Polling (a small read each second) is used instead of inotify because
+// ConfigMap volumes swap a symlinked directory, which inotify watchers on the
+// file miss; the content digest also ignores touches that change nothing.
+type fileWatcher struct {
+	path     string
+	interval time.Duration
+	events   chan<- event.GenericEvent
+}
+
+// NeedLeaderElection: only the leader syncs, so only it needs the events.
+func (w *fileWatcher) NeedLeaderElection() bool { return true }
+
+func (w *fileWatcher) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("path", w.path)
+	last := fileDigest(w.path)
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if d := fileDigest(w.path); d != last {
+			last = d
+			logger.Info("images file changed")
+			select {
+			case w.events <- event.GenericEvent{Object: &configv1.ClusterOperator{}}:
+			default: // a sync is already pending
+			}
+		}
+	}
+}
+
+// fileDigest is the content hash of a file, or the read error (so a file
+// appearing or disappearing also counts as a change).
+func fileDigest(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(data))
+}
+
+// ManagerOptions are the process-level settings of NewManager.
+type ManagerOptions struct {
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	LeaderElection         bool
+	LeaseDuration          time.Duration
+	RenewDeadline          time.Duration
+	RetryPeriod            time.Duration
+	// Scheme must have every API group the operator uses (pkg/scheme.New()).
+	Scheme *runtime.Scheme
+	// SkipControllerNameValidation allows several managers in one process
+	// (tests); controller names must otherwise be unique per process.
+	SkipControllerNameValidation bool
+}
+
+// NewManager waits until the API server answers (an unreachable API server
+// at start is retried with backoff, never fatal), then builds a
+// controller-runtime manager running the operator: the restricted cache, leader election on the Lease "machine-api-operator" in the
+// operand namespace, health checks, metrics, the webhook certificate issuer
+// when service-ca is absent, and the operator's controller.
+func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerOptions) (manager.Manager, error) {
+	if o.Namespace == "" {
+		o.Namespace = config.DefaultNamespace
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	if err := WaitForAPIServer(ctx, disco); err != nil {
+		return nil, err
+	}
+	mgr, err := manager.New(restCfg, manager.Options{
+		Scheme:                        m.Scheme,
+		Cache:                         CacheOptions(o.Namespace),
+		Metrics:                       metricsserver.Options{BindAddress: m.MetricsBindAddress},
+		HealthProbeBindAddress:        m.HealthProbeBindAddress,
+		LeaderElection:                m.LeaderElection,
+		LeaderElectionID:              config.OperatorLeaseName,
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(m.LeaseDuration),
+		RenewDeadline:                 durationOrNil(m.RenewDeadline),
+		RetryPeriod:                   durationOrNil(m.RetryPeriod),
+		Controller:                    ctrlconfig.Controller{SkipNameValidation: &m.SkipControllerNameValidation},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	var issuer CertIssuer
+	if !o.ServiceCA {
+		// Reads come from the cache (Secrets with the managed-by label are
+		// watched); a stale read makes the write conflict, never overwrite.
+		cm, err := certs.NewManager(certs.Options{Client: mgr.GetClient(), Reader: mgr.GetCache(), Namespace: o.Namespace})
+		if err != nil {
+			return nil, err
+		}
+		issuer = cm
+	}
+	op := New(o, mgr.GetClient(), mgr.GetCache(), issuer, mgr.GetEventRecorder(config.OperatorLeaseName))
+	if err := op.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the operator controller: %w", err)
+	}
+	return mgr, nil
+}
+
+// WaitForAPIServer retries with exponential backoff (capped at 30s) until
+// the API server answers, logging each failure.
+func WaitForAPIServer(ctx context.Context, disco discovery.DiscoveryInterface) error {
+	logger := log.FromContext(ctx)
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
+		v, err := disco.ServerVersion()
+		if err != nil {
+			logger.Info("Waiting for the API server", "err", err.Error())
+			return false, nil
+		}
+		logger.Info("API server reachable", "version", v.GitVersion)
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the API server: %w", err)
+	}
+	return nil
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
+}

@@ -1,0 +1,366 @@
+// Package operator is the operator's sync loop: observe the inputs (images.json,
+// Infrastructure, Proxy, FeatureGate) → build one immutable config → render →
+// apply and prune → observe the operand → report on the ClusterOperator.
+//
+// Every input and every owned object is watched and mapped to a single work
+// item, so a change anywhere is handled within seconds, and a steady state
+// makes no write requests (apply skips objects that already match, status
+// writes only real changes).
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
+)
+
+// Options configure the Operator.
+type Options struct {
+	// Namespace the operands run in.
+	Namespace string
+	// ImagesJSONPath is the images.json file (mounted from the images ConfigMap).
+	ImagesJSONPath string
+	// ReleaseVersion is reported in status.versions; may be empty.
+	ReleaseVersion string
+	// ServiceCA: OpenShift's service-ca issues the webhook certificates. When
+	// false the operator issues them itself with Certs.
+	ServiceCA bool
+	// StableDuration / DegradedAfter: see status.Options.
+	StableDuration time.Duration
+	DegradedAfter  time.Duration
+	// Now is the clock; defaults to time.Now.
+	Now func() time.Time
+}
+
+// CertIssuer issues the webhook serving certificates when service-ca is absent.
+type CertIssuer interface {
+	// Ensure returns the CA bundle to inject and when to check again.
+	Ensure(ctx context.Context) (caBundle []byte, nextCheck time.Time, err error)
+}
+
+// Operator reconciles the Machine API of a cluster. Create it with New.
+type Operator struct {
+	opts    Options
+	reader  client.Reader
+	applier *apply.Applier
+	certs   CertIssuer
+	status  *status.Writer
+
+	// failingSince is when the current streak of failed syncs began (zero
+	// when the last sync succeeded); it drives the Degraded grace period.
+	failingSince time.Time
+	// lastGood is the last config built without input errors; it describes
+	// the operand while an input is bad.
+	lastGood config.Config
+	// operandMissingSince is when the operand Deployment was first seen
+	// missing, so an absent Deployment also counts towards Degraded.
+	operandMissingSince time.Time
+}
+
+// New returns an Operator. reader should be the informer cache; c is used for
+// writes. certs may be nil when opts.ServiceCA is true.
+func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, recorder status.Recorder) *Operator {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = config.DefaultNamespace
+	}
+	return &Operator{
+		opts:    opts,
+		reader:  reader,
+		applier: apply.New(apply.Options{Client: c, Reader: reader, FieldManager: config.FieldManager}),
+		certs:   certs,
+		status:  &status.Writer{Client: c, Reader: reader, Recorder: recorder, Name: config.ClusterOperatorName},
+	}
+}
+
+// Request is the single work item: every event maps to it.
+var Request = reconcile.Request{NamespacedName: types.NamespacedName{Name: config.ClusterOperatorName}}
+
+// PrunableKinds are the kinds the operator deletes when a config change makes
+// an object of theirs obsolete. CRDs are deliberately absent: deleting a CRD
+// deletes every Machine.
+var PrunableKinds = []schema.GroupVersionKind{
+	appsv1.SchemeGroupVersion.WithKind("Deployment"),
+	appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
+	corev1.SchemeGroupVersion.WithKind("Service"),
+	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+	rbacv1.SchemeGroupVersion.WithKind("Role"),
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
+	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"),
+	admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"),
+}
+
+// Reconcile runs one sync. It returns an error only for failures worth a
+// rate-limited retry; timers (stable duration, grace periods, certificate
+// rotation) come back as RequeueAfter.
+func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	now := o.opts.Now()
+
+	// Observe the inputs and decide the config. On bad input the operand is
+	// left exactly as it is and the last good config describes it.
+	var failure *status.Failure
+	var retryErr error
+	var requeue time.Duration
+	cfg, err := o.observeConfig(ctx)
+	switch {
+	case err != nil && config.ReasonOf(err) != "":
+		failure = &status.Failure{Reason: config.ReasonOf(err), Message: err.Error()}
+		logger.Error(err, "Bad operator input; leaving the operand as it is", "reason", failure.Reason)
+		cfg = o.lastGood
+	case err != nil:
+		failure = &status.Failure{Reason: status.ReasonSyncFailed, Message: err.Error()}
+		retryErr = err
+		logger.Error(err, "Reading the operator inputs failed")
+		cfg = o.lastGood
+	default:
+		o.lastGood = cfg
+		// Act: certificates, render, apply, prune.
+		requeue, err = o.sync(ctx, cfg)
+		if err != nil {
+			failure = &status.Failure{Reason: status.ReasonSyncFailed,
+				Message: fmt.Sprintf("Failed to sync the Machine API for %s: %v", cfg.Describe(), err)}
+			retryErr = err
+			logger.Error(err, "Sync failed")
+		}
+	}
+	if failure == nil {
+		o.failingSince = time.Time{}
+	} else if o.failingSince.IsZero() {
+		o.failingSince = now
+	}
+
+	// Observe the operand and report.
+	obs := status.Observation{
+		Now:            now,
+		ReleaseVersion: o.opts.ReleaseVersion,
+		NoOp:           cfg.NoOp,
+		Failure:        failure,
+		FailingSince:   o.failingSince,
+	}
+	if cfg.PlatformType != "" {
+		obs.Change = cfg.Describe()
+	}
+	if !obs.NoOp {
+		operand, err := o.observeOperand(ctx, cfg, now)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		obs.Operand = operand
+	}
+	timer, err := o.report(ctx, obs)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if retryErr != nil {
+		// API errors: retry with the controller's rate-limited backoff.
+		return reconcile.Result{}, retryErr
+	}
+	// Input errors wait for the input to change (every input is watched);
+	// timers bring the sync back when a grace period or stable duration ends.
+	return reconcile.Result{RequeueAfter: minPositive(requeue, timer)}, nil
+}
+
+// observeConfig reads every input and builds the config.
+func (o *Operator) observeConfig(ctx context.Context) (config.Config, error) {
+	in := config.Inputs{Namespace: o.opts.Namespace, ReleaseVersion: o.opts.ReleaseVersion}
+	in.Images, in.ImagesErr = config.LoadImages(o.opts.ImagesJSONPath)
+
+	infra := &configv1.Infrastructure{}
+	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, infra); {
+	case err == nil:
+		in.Infrastructure = infra
+	case !apierrors.IsNotFound(err):
+		return config.Config{}, fmt.Errorf("getting infrastructure %s: %w", config.ClusterConfigName, err)
+	}
+	proxy := &configv1.Proxy{}
+	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, proxy); {
+	case err == nil:
+		in.Proxy = proxy
+	case !apierrors.IsNotFound(err):
+		return config.Config{}, fmt.Errorf("getting proxy %s: %w", config.ClusterConfigName, err)
+	}
+	fg := &configv1.FeatureGate{}
+	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, fg); {
+	case err == nil:
+		in.FeatureGate = fg
+	case !apierrors.IsNotFound(err):
+		return config.Config{}, fmt.Errorf("getting featuregate %s: %w", config.ClusterConfigName, err)
+	}
+	in.Webhook.ServiceCA = o.opts.ServiceCA
+	return config.Build(in)
+}
+
+// sync issues certificates if needed, then renders, applies and prunes. It
+// returns when to come back for certificate rotation.
+func (o *Operator) sync(ctx context.Context, cfg config.Config) (time.Duration, error) {
+	var requeue time.Duration
+	if !cfg.NoOp && !cfg.Webhook.ServiceCA && o.certs != nil {
+		bundle, next, err := o.certs.Ensure(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("ensuring webhook serving certificates: %w", err)
+		}
+		cfg.Webhook.CABundle = bundle
+		if !next.IsZero() {
+			requeue = max(next.Sub(o.opts.Now()), time.Second)
+		}
+	}
+	objs, err := render.Render(cfg)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	if _, err := o.applier.Apply(ctx, objs); err != nil {
+		errs = append(errs, err)
+	}
+	// Prune only after a fully successful apply, so a partial failure never
+	// removes something still in use.
+	if len(errs) == 0 {
+		if _, err := o.applier.Prune(ctx, PrunableKinds, cfg.Namespace, objs); err != nil {
+			errs = append(errs, fmt.Errorf("pruning obsolete objects: %w", err))
+		}
+	}
+	return requeue, errors.Join(errs...)
+}
+
+// observeOperand summarises the operand Deployment and DaemonSet.
+func (o *Operator) observeOperand(ctx context.Context, cfg config.Config, now time.Time) (status.Operand, error) {
+	ns := o.opts.Namespace
+	if cfg.Namespace != "" {
+		ns = cfg.Namespace
+	}
+	d := &appsv1.Deployment{}
+	err := o.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.OperandDeploymentName}, d)
+	if apierrors.IsNotFound(err) {
+		if o.operandMissingSince.IsZero() {
+			o.operandMissingSince = now
+		}
+		return status.Operand{Since: o.operandMissingSince,
+			Message: fmt.Sprintf("Deployment %s/%s does not exist yet", ns, config.OperandDeploymentName)}, nil
+	}
+	if err != nil {
+		return status.Operand{}, fmt.Errorf("getting deployment %s/%s: %w", ns, config.OperandDeploymentName, err)
+	}
+	o.operandMissingSince = time.Time{}
+	operand := DeploymentOperand(d)
+	if cfg.TerminationHandlerImage != "" {
+		ds := &appsv1.DaemonSet{}
+		err := o.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.TerminationHandlerName}, ds)
+		switch {
+		case apierrors.IsNotFound(err):
+			operand.RolledOut = false
+			operand.Message = joinMsg(operand.Message, "DaemonSet "+config.TerminationHandlerName+" does not exist yet")
+		case err != nil:
+			return status.Operand{}, fmt.Errorf("getting daemonset %s/%s: %w", ns, config.TerminationHandlerName, err)
+		default:
+			if ok, msg := daemonSetRolledOut(ds); !ok {
+				operand.RolledOut = false
+				operand.Message = joinMsg(operand.Message, msg)
+			}
+		}
+	}
+	return operand, nil
+}
+
+// DeploymentOperand decides availability and rollout state of a Deployment.
+func DeploymentOperand(d *appsv1.Deployment) status.Operand {
+	op := status.Operand{Since: d.CreationTimestamp.Time}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			op.Available = c.Status == corev1.ConditionTrue
+			op.Since = c.LastTransitionTime.Time
+		}
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	switch {
+	case d.DeletionTimestamp != nil:
+		op.Message = fmt.Sprintf("Deployment %s is being deleted", d.Name)
+	case d.Generation > s.ObservedGeneration:
+		op.Message = fmt.Sprintf("Deployment %s: the new spec (generation %d) is not observed yet", d.Name, d.Generation)
+	case s.UpdatedReplicas < want:
+		op.Message = fmt.Sprintf("Deployment %s: %d of %d replicas updated", d.Name, s.UpdatedReplicas, want)
+	case s.Replicas > s.UpdatedReplicas:
+		op.Message = fmt.Sprintf("Deployment %s: %d old replicas pending termination", d.Name, s.Replicas-s.UpdatedReplicas)
+	case s.AvailableReplicas < want || s.UnavailableReplicas > 0:
+		op.Message = fmt.Sprintf("Deployment %s: %d of %d replicas available", d.Name, s.AvailableReplicas, want)
+	default:
+		op.RolledOut = true
+	}
+	if !op.Available && op.Message == "" {
+		op.Message = fmt.Sprintf("Deployment %s is not Available", d.Name)
+	}
+	return op
+}
+
+func daemonSetRolledOut(ds *appsv1.DaemonSet) (bool, string) {
+	s := ds.Status
+	switch {
+	case ds.Generation > s.ObservedGeneration:
+		return false, fmt.Sprintf("DaemonSet %s: the new spec is not observed yet", ds.Name)
+	case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
+		return false, fmt.Sprintf("DaemonSet %s: %d of %d pods updated", ds.Name, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
+	case s.NumberUnavailable > 0:
+		return false, fmt.Sprintf("DaemonSet %s: %d pods unavailable", ds.Name, s.NumberUnavailable)
+	}
+	return true, ""
+}
+
+// report computes and writes the ClusterOperator status.
+func (o *Operator) report(ctx context.Context, obs status.Observation) (time.Duration, error) {
+	co, err := o.status.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	next, requeue := status.Compute(co.Status, obs, status.Options{
+		StableDuration: o.opts.StableDuration,
+		DegradedAfter:  o.opts.DegradedAfter,
+	})
+	next.RelatedObjects = status.RelatedObjects(o.opts.Namespace)
+	if _, err := o.status.Write(ctx, co, next); err != nil {
+		return 0, err
+	}
+	return requeue, nil
+}
+
+func joinMsg(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}

@@ -1,0 +1,454 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
+)
+
+func exists(ctx context.Context, obj client.Object) (bool, error) {
+	err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// TestPlatforms checks the platform table end to end: the right provider
+// image, the termination handler only where it belongs, and NoOp.
+func TestPlatforms(t *testing.T) {
+	tests := []struct {
+		name          string
+		platform      configv1.PlatformType
+		external      string
+		providerImage string
+		termination   bool
+		noop          bool
+	}{
+		{name: "aws", platform: configv1.AWSPlatformType, providerImage: testImages.ClusterAPIControllerAWS, termination: true},
+		{name: "kubemark", platform: configv1.ExternalPlatformType, external: "kubemark", providerImage: testImages.ClusterAPIControllerKubemark},
+		{name: "none", platform: configv1.NonePlatformType, noop: true},
+		{name: "external-other", platform: configv1.ExternalPlatformType, external: "somecloud", noop: true},
+		{name: "unknown-platform", platform: configv1.LibvirtPlatformType, noop: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			setInfrastructure(t, tt.platform, tt.external)
+			startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns})
+			ctx := context.Background()
+			if tt.noop {
+				waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "Cluster Machine API Operator is in NoOp mode")
+				waitCondition(t, configv1.OperatorDegraded, configv1.ConditionFalse, "", "")
+				if d, err := getDeployment(ctx, ns); err != nil || d != nil {
+					t.Fatalf("NoOp rendered a deployment (err %v)", err)
+				}
+				co, _ := getCO(ctx)
+				if len(co.Status.Versions) != 1 || co.Status.Versions[0].Version != testRelease {
+					t.Errorf("versions = %v, want %s", co.Status.Versions, testRelease)
+				}
+				return
+			}
+			d := waitDeployment(t, ns)
+			if got := containerImage(d, render.MachineContainer); got != tt.providerImage {
+				t.Errorf("machine-controller image = %q, want %q", got, tt.providerImage)
+			}
+			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.TerminationHandlerName}}
+			if tt.termination {
+				eventually(t, 10*time.Second, "termination handler", func(ctx context.Context) (bool, error) { return exists(ctx, ds) })
+			} else if ok, _ := exists(ctx, ds); ok {
+				t.Errorf("termination handler rendered on %s", tt.platform)
+			}
+			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}}
+			eventually(t, 10*time.Second, "validating webhook with caBundle", func(ctx context.Context) (bool, error) {
+				ok, err := exists(ctx, vwc)
+				return ok && len(vwc.Webhooks) > 0 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, err
+			})
+			if svc := vwc.Webhooks[0].ClientConfig.Service; svc == nil || svc.Namespace != ns {
+				t.Errorf("webhook service = %+v, want namespace %s", svc, ns)
+			}
+			waitCondition(t, configv1.OperatorAvailable, configv1.ConditionFalse, status.ReasonInitializing, "")
+			waitCondition(t, configv1.OperatorProgressing, configv1.ConditionTrue, status.ReasonSyncing, "Progressing towards operator: "+testRelease)
+			setDeploymentAvailable(t, ns, true)
+			if tt.termination {
+				// envtest has no DaemonSet controller either.
+				eventually(t, 10*time.Second, "daemonset status", func(ctx context.Context) (bool, error) {
+					if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
+						return false, err
+					}
+					ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation}
+					return true, env.Client.Status().Update(ctx, ds)
+				})
+			}
+			waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected,
+				"Cluster Machine API Operator is available at operator: "+testRelease)
+			waitCondition(t, configv1.OperatorProgressing, configv1.ConditionFalse, status.ReasonAsExpected, "")
+			co, _ := getCO(ctx)
+			if len(co.Status.RelatedObjects) == 0 {
+				t.Errorf("relatedObjects not filled")
+			}
+		})
+	}
+}
+
+// TestDriftIsReverted edits and deletes owned objects and expects them back.
+func TestDriftIsReverted(t *testing.T) {
+	ns := newNamespace(t)
+	setInfrastructure(t, configv1.ExternalPlatformType, "kubemark")
+	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns})
+	ctx := context.Background()
+	d := waitDeployment(t, ns)
+
+	// An edit of a field the operator owns, by another field manager.
+	for i := range d.Spec.Template.Spec.Containers {
+		if d.Spec.Template.Spec.Containers[i].Name == render.MachineContainer {
+			d.Spec.Template.Spec.Containers[i].Image = "example.io/tampered:1"
+		}
+	}
+	start := time.Now()
+	if err := env.Client.Update(ctx, d, client.FieldOwner("someone-else")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "image reverted", func(ctx context.Context) (bool, error) {
+		d, err := getDeployment(ctx, ns)
+		return d != nil && containerImage(d, render.MachineContainer) == testImages.ClusterAPIControllerKubemark, err
+	})
+	t.Logf("edit reverted in %s", time.Since(start).Round(time.Millisecond))
+
+	// Deletions.
+	for _, obj := range []client.Object{
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.WebhookServiceName}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.OperandDeploymentName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
+	} {
+		old, err := exists(ctx, obj)
+		if err != nil || !old {
+			t.Fatalf("%T %s missing before delete: %v", obj, obj.GetName(), err)
+		}
+		uid := obj.GetUID()
+		start := time.Now()
+		if err := env.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "recreated "+obj.GetName(), func(ctx context.Context) (bool, error) {
+			ok, err := exists(ctx, obj)
+			return ok && obj.GetUID() != uid, err
+		})
+		t.Logf("%T %s recreated in %s", obj, obj.GetName(), time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// TestPrune changes the platform and the MHC gate and expects obsolete
+// objects to go away.
+func TestPrune(t *testing.T) {
+	ns := newNamespace(t)
+	setInfrastructure(t, configv1.AWSPlatformType, "")
+	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns})
+	ctx := context.Background()
+	d := waitDeployment(t, ns)
+	if !hasContainer(d, render.MachineHealthCheckContainer) {
+		t.Fatal("no MHC container before the gate is set")
+	}
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.TerminationHandlerName}}
+	eventually(t, 10*time.Second, "termination handler", func(ctx context.Context) (bool, error) { return exists(ctx, ds) })
+
+	// Gate on: the MHC container goes, the rest stays.
+	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	if err := env.Client.Create(ctx, fg); err != nil {
+		t.Fatal(err)
+	}
+	fg.Status.FeatureGates = []configv1.FeatureGateDetails{{
+		Version: testRelease,
+		Enabled: []configv1.FeatureGateAttributes{{Name: config.FeatureGateDisableMachineHealthCheck}},
+	}}
+	if err := env.Client.Status().Update(ctx, fg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "MHC container removed", func(ctx context.Context) (bool, error) {
+		d, err := getDeployment(ctx, ns)
+		return d != nil && !hasContainer(d, render.MachineHealthCheckContainer) && hasContainer(d, render.MachineContainer), err
+	})
+
+	// AWS → None: the Deployment, DaemonSet and webhooks go; CRDs stay.
+	setInfrastructure(t, configv1.NonePlatformType, "")
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "NoOp")
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.OperandDeploymentName}},
+		ds,
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.WebhookServiceName}},
+	} {
+		eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
+			ok, err := exists(ctx, obj)
+			return !ok, err
+		})
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsGVK)
+	crd.SetName("machines.machine.openshift.io")
+	if ok, err := exists(ctx, crd); !ok {
+		t.Fatalf("Machine CRD was removed: %v", err)
+	}
+}
+
+// TestSteadyStateMakesNoWrites counts API requests over a quiet period, and
+// across a restart of the operator.
+func TestSteadyStateMakesNoWrites(t *testing.T) {
+	ns := newNamespace(t)
+	setInfrastructure(t, configv1.ExternalPlatformType, "kubemark")
+	images := writeImages(t, testImages)
+	op := startOperator(t, images, harnessOptions{ns: ns})
+	waitDeployment(t, ns)
+	setDeploymentAvailable(t, ns, true)
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "")
+	waitCondition(t, configv1.OperatorProgressing, configv1.ConditionFalse, "", "")
+
+	// Let the status write's own watch event settle, then measure.
+	quietPeriod(t, op, 2*time.Second)
+	op.counter.Reset()
+	quietPeriod(t, op, 10*time.Second)
+	if w := op.counter.Writes(); w != 0 {
+		t.Fatalf("steady state made %d write requests in 10s: %v", w, op.counter.WriteRequests())
+	}
+	t.Logf("steady state, 10s: %d requests, 0 writes", op.counter.Total())
+
+	// A restart must not write either.
+	op.stop()
+	before := reconcileCount()
+	restarted := startOperator(t, images, harnessOptions{ns: ns})
+	eventually(t, 20*time.Second, "restarted operator synced", func(context.Context) (bool, error) {
+		return reconcileCount() > before, nil
+	})
+	quietPeriod(t, restarted, 5*time.Second)
+	if w := restarted.counter.Writes(); w != 0 {
+		t.Fatalf("restart made %d write requests: %v", w, restarted.counter.WriteRequests())
+	}
+	t.Logf("restart: %d requests, 0 writes", restarted.counter.Total())
+}
+
+// quietPeriod lets the operator run for d. It is the measurement window of a
+// steady-state assertion, not a wait for a condition.
+func quietPeriod(t *testing.T, _ *running, d time.Duration) {
+	t.Helper()
+	time.Sleep(d)
+}
+
+// TestStatusTransitions: install, operand outage after install, recovery, and
+// one event per transition.
+func TestStatusTransitions(t *testing.T) {
+	ns := newNamespace(t)
+	setInfrastructure(t, configv1.ExternalPlatformType, "kubemark")
+	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns, degradedAfter: 2 * time.Second})
+	waitDeployment(t, ns)
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionFalse, status.ReasonInitializing, "")
+	setDeploymentAvailable(t, ns, true)
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "")
+
+	// Outage after install.
+	setDeploymentAvailable(t, ns, false)
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionFalse, status.ReasonOperandUnavailable, "")
+	waitCondition(t, configv1.OperatorDegraded, configv1.ConditionTrue, status.ReasonOperandUnavailable, "unavailable")
+
+	// Recovery.
+	setDeploymentAvailable(t, ns, true)
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "")
+	waitCondition(t, configv1.OperatorDegraded, configv1.ConditionFalse, status.ReasonAsExpected, "")
+
+	co, err := getCO(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events map[string]int
+	eventually(t, 10*time.Second, "transition events", func(context.Context) (bool, error) {
+		events = coEvents(t, co.UID)
+		for _, reason := range []string{"AvailableFalse", "AvailableTrue", "DegradedTrue", "DegradedFalse"} {
+			if events[reason] == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if events["DegradedTrue"] != 1 {
+		t.Errorf("DegradedTrue recorded %d times, want 1 (events are per transition)", events["DegradedTrue"])
+	}
+}
+
+// TestBadInput: every input a user can get wrong is reported on the
+// ClusterOperator with its reason, and the operand is left as it was.
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		breaks func(t *testing.T, images string) // makes the input bad
+		reason string
+		msg    func(images string) string
+	}{
+		{name: "images.json missing", reason: config.ReasonInvalidImagesJSON,
+			breaks: func(t *testing.T, images string) { mustRemove(t, images) },
+			msg:    func(images string) string { return images }},
+		{name: "images.json unreadable", reason: config.ReasonInvalidImagesJSON,
+			breaks: func(t *testing.T, images string) { mustRemove(t, images); mustMkdir(t, images) },
+			msg:    func(images string) string { return images }},
+		{name: "images.json malformed", reason: config.ReasonInvalidImagesJSON,
+			breaks: func(t *testing.T, images string) { mustWrite(t, images, `{"machineAPIOperator": `) },
+			msg:    func(images string) string { return images }},
+		{name: "images.json without machineAPIOperator", reason: config.ReasonInvalidImagesJSON,
+			breaks: func(t *testing.T, images string) { mustWrite(t, images, `{"clusterAPIControllerKubemark": "x"}`) },
+			msg:    func(images string) string { return "machineAPIOperator" }},
+		{name: "no infrastructure", reason: config.ReasonInfrastructureNotFound,
+			breaks: func(t *testing.T, _ string) {
+				if err := env.Client.Delete(ctx, &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			msg: func(string) string { return "infrastructures.config.openshift.io \"cluster\" not found" }},
+		{name: "no platform", reason: config.ReasonInvalidInfrastructure,
+			breaks: func(t *testing.T, _ string) {
+				infra := &configv1.Infrastructure{}
+				if err := env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil {
+					t.Fatal(err)
+				}
+				infra.Status.PlatformStatus = nil
+				if err := env.Client.Status().Update(ctx, infra); err != nil {
+					t.Fatal(err)
+				}
+			},
+			msg: func(string) string { return "platformStatus" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := newNamespace(t)
+			setInfrastructure(t, configv1.ExternalPlatformType, "kubemark")
+			images := writeImages(t, testImages)
+			startOperator(t, images, harnessOptions{ns: ns})
+			before := waitDeployment(t, ns)
+			setDeploymentAvailable(t, ns, true)
+			waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "")
+
+			tt.breaks(t, images)
+			// degradedAfter is 0 in these tests: the report is immediate.
+			waitCondition(t, configv1.OperatorDegraded, configv1.ConditionTrue, tt.reason, tt.msg(images))
+
+			after, err := getDeployment(ctx, ns)
+			if err != nil || after == nil {
+				t.Fatalf("operand deployment gone after bad input (err %v)", err)
+			}
+			if after.Generation != before.Generation || containerImage(after, render.MachineContainer) != containerImage(before, render.MachineContainer) {
+				t.Errorf("operand changed after bad input: generation %d → %d", before.Generation, after.Generation)
+			}
+			co, _ := getCO(ctx)
+			if c := coCondition(co, configv1.OperatorAvailable); c.Status != configv1.ConditionTrue {
+				t.Errorf("Available = %s (%s) after bad input, want True: the operand still runs", c.Status, c.Message)
+			}
+
+			// Fixing the input clears Degraded.
+			switch tt.reason {
+			case config.ReasonInvalidImagesJSON:
+				_ = os.RemoveAll(images)
+				writeTo(t, images, testImages)
+			default:
+				setInfrastructure(t, configv1.ExternalPlatformType, "kubemark")
+			}
+			waitCondition(t, configv1.OperatorDegraded, configv1.ConditionFalse, status.ReasonAsExpected, "")
+		})
+	}
+}
+
+func mustRemove(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustMkdir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustWrite(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// coEvents counts the events recorded on the ClusterOperator by reason.
+func coEvents(t *testing.T, uid types.UID) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	list := &eventsv1List{}
+	if err := env.Client.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "ClusterOperator" && e.Regarding.UID == uid {
+			n := int(e.DeprecatedCount)
+			if e.Series != nil {
+				n = int(e.Series.Count)
+			}
+			if n == 0 {
+				n = 1
+			}
+			counts[e.Reason] += n
+		}
+	}
+	return counts
+}
+
+var apiextensionsGVK = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")
+
+type eventsv1List = eventsv1.EventList
+
+func writeTo(t *testing.T, path string, images config.Images) {
+	t.Helper()
+	data, err := json.Marshal(images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, path, string(data))
+}
+
+// reconcileCount reads controller-runtime's reconcile counter of the
+// operator's controller from the process-wide metrics registry.
+func reconcileCount() float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "machine-api-operator" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}

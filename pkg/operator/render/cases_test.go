@@ -1,0 +1,160 @@
+package render
+
+import (
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+const testReleaseVersion = "4.99.0-test"
+
+// testImages is an images.json as the release payload would have it.
+var testImages = config.Images{
+	MachineAPIOperator:            "quay.io/openshift/origin-machine-api-operator:test",
+	KubeRBACProxy:                 "quay.io/openshift/origin-kube-rbac-proxy:test",
+	ClusterAPIControllerAWS:       "quay.io/openshift/origin-aws-machine-controllers:test",
+	ClusterAPIControllerOpenStack: "quay.io/openshift/origin-openstack-machine-api-provider:test",
+	ClusterAPIControllerBareMetal: "quay.io/openshift/origin-baremetal-machine-controllers:test",
+	ClusterAPIControllerAzure:     "quay.io/openshift/origin-azure-machine-controllers:test",
+	ClusterAPIControllerGCP:       "quay.io/openshift/origin-gcp-machine-controllers:test",
+	ClusterAPIControllerVSphere:   "quay.io/openshift/origin-machine-api-operator:test",
+	ClusterAPIControllerIBMCloud:  "quay.io/openshift/origin-ibmcloud-machine-controllers:test",
+	ClusterAPIControllerPowerVS:   "quay.io/openshift/origin-powervs-machine-controllers:test",
+	ClusterAPIControllerNutanix:   "quay.io/openshift/origin-nutanix-machine-controllers:test",
+	ClusterAPIControllerKubemark:  "quay.io/machine-api-operator/kubemark-machine-controllers:test",
+}
+
+// testCABundle is what the operator's own CA would put in the webhook
+// configurations (content is not parsed by the API server).
+const testCABundle = "-----BEGIN CERTIFICATE-----\nMIIBdzCCAR2gAwIBAgIBATAKBggqhkjOPQQDAjAjMSEwHwYDVQQDExhtYWNoaW5l\nLWFwaS1vcGVyYXRvci1jYTAeFw0yNjAxMDEwMDAwMDBaFw0zNjAxMDEwMDAwMDBa\n-----END CERTIFICATE-----\n"
+
+// infrastructure is the Infrastructure "cluster" an installer would create
+// for the platform; status is what the config operator reports.
+func infrastructure(spec configv1.PlatformSpec, status configv1.PlatformStatus) *configv1.Infrastructure {
+	return &configv1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+		Spec: configv1.InfrastructureSpec{
+			CloudConfig:  configv1.ConfigMapFileReference{Name: "cloud-provider-config", Key: "config"},
+			PlatformSpec: spec,
+		},
+		Status: configv1.InfrastructureStatus{
+			InfrastructureName:     "test-7xk2p",
+			Platform:               status.Type,
+			PlatformStatus:         &status,
+			APIServerURL:           "https://api.test.example.com:6443",
+			APIServerInternalURL:   "https://api-int.test.example.com:6443",
+			ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
+			InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
+			CPUPartitioning:        configv1.CPUPartitioningNone,
+		},
+	}
+}
+
+var infrastructures = map[string]*configv1.Infrastructure{
+	"aws": infrastructure(
+		configv1.PlatformSpec{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: "us-east-1"}}),
+	"azure": infrastructure(
+		configv1.PlatformSpec{Type: configv1.AzurePlatformType, Azure: &configv1.AzurePlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.AzurePlatformType, Azure: &configv1.AzurePlatformStatus{
+			ResourceGroupName: "test-7xk2p-rg", NetworkResourceGroupName: "test-7xk2p-rg", CloudName: configv1.AzurePublicCloud}}),
+	"gcp": infrastructure(
+		configv1.PlatformSpec{Type: configv1.GCPPlatformType, GCP: &configv1.GCPPlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.GCPPlatformType, GCP: &configv1.GCPPlatformStatus{ProjectID: "test-project", Region: "us-central1"}}),
+	"openstack": infrastructure(
+		configv1.PlatformSpec{Type: configv1.OpenStackPlatformType, OpenStack: &configv1.OpenStackPlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.OpenStackPlatformType, OpenStack: &configv1.OpenStackPlatformStatus{
+			APIServerInternalIPs: []string{"10.0.0.5"}, IngressIPs: []string{"10.0.0.7"}, CloudName: "openstack"}}),
+	"baremetal": infrastructure(
+		configv1.PlatformSpec{Type: configv1.BareMetalPlatformType, BareMetal: &configv1.BareMetalPlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.BareMetalPlatformType, BareMetal: &configv1.BareMetalPlatformStatus{
+			APIServerInternalIPs: []string{"192.168.111.5"}, IngressIPs: []string{"192.168.111.4"}}}),
+	"vsphere": infrastructure(
+		configv1.PlatformSpec{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformStatus{
+			APIServerInternalIPs: []string{"192.168.10.5"}, IngressIPs: []string{"192.168.10.4"}}}),
+	"kubemark": infrastructure(
+		configv1.PlatformSpec{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformSpec{PlatformName: config.KubemarkPlatformName}},
+		configv1.PlatformStatus{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformStatus{}}),
+	"none": infrastructure(
+		configv1.PlatformSpec{Type: configv1.NonePlatformType},
+		configv1.PlatformStatus{Type: configv1.NonePlatformType}),
+}
+
+// inputs are the Build inputs of a healthy cluster on the named platform.
+func inputs(platform string) config.Inputs {
+	infra, ok := infrastructures[platform]
+	if !ok {
+		panic("no test Infrastructure for " + platform)
+	}
+	return config.Inputs{
+		Namespace:      config.DefaultNamespace,
+		ReleaseVersion: testReleaseVersion,
+		Images:         testImages,
+		Infrastructure: infra.DeepCopy(),
+		Proxy:          &configv1.Proxy{ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName}},
+	}
+}
+
+type renderCase struct {
+	name string
+	in   config.Inputs
+}
+
+// renderCases are the golden-file cases: one per platform plus the variants
+// of every input that changes the output.
+func renderCases() []renderCase {
+	cases := []renderCase{}
+	for _, p := range []string{"aws", "azure", "gcp", "openstack", "baremetal", "vsphere", "kubemark", "none"} {
+		cases = append(cases, renderCase{name: p, in: inputs(p)})
+	}
+
+	mhc := inputs("aws")
+	mhc.FeatureGate = &configv1.FeatureGate{
+		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+		Status: configv1.FeatureGateStatus{FeatureGates: []configv1.FeatureGateDetails{{
+			Version: testReleaseVersion,
+			Enabled: []configv1.FeatureGateAttributes{{Name: config.FeatureGateDisableMachineHealthCheck}},
+		}}},
+	}
+	cases = append(cases, renderCase{name: "mhc-disabled", in: mhc})
+
+	proxy := inputs("aws")
+	proxy.Proxy = &configv1.Proxy{
+		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+		Spec: configv1.ProxySpec{
+			HTTPProxy: "http://proxy.example.com:3128", HTTPSProxy: "http://proxy.example.com:3129", NoProxy: ".example.com",
+		},
+		Status: configv1.ProxyStatus{
+			HTTPProxy: "http://proxy.example.com:3128", HTTPSProxy: "http://proxy.example.com:3129",
+			NoProxy: ".cluster.local,.example.com,.svc,10.0.0.0/16,127.0.0.1,localhost",
+		},
+	}
+	cases = append(cases, renderCase{name: "proxy", in: proxy})
+
+	serviceCA := inputs("aws")
+	serviceCA.Webhook = config.WebhookTLS{ServiceCA: true}
+	cases = append(cases, renderCase{name: "service-ca", in: serviceCA})
+
+	selfSigned := inputs("aws")
+	selfSigned.Webhook = config.WebhookTLS{CABundle: []byte(testCABundle)}
+	cases = append(cases, renderCase{name: "self-signed", in: selfSigned})
+	return cases
+}
+
+func mustRender(t *testing.T, in config.Inputs) (config.Config, []client.Object) {
+	t.Helper()
+	cfg, err := config.Build(in)
+	if err != nil {
+		t.Fatalf("config.Build: %v", err)
+	}
+	objs, err := Render(cfg)
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	return cfg, objs
+}

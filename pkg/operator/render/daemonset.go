@@ -1,0 +1,109 @@
+package render
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+const (
+	kubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
+	kubeletPKI        = "/var/lib/kubelet/pki"
+	// InterruptibleInstanceLabel marks nodes of spot/preemptible instances.
+	InterruptibleInstanceLabel = "machine.openshift.io/interruptible-instance"
+)
+
+var terminationHandlerLabels = map[string]string{"api": "clusterapi", "k8s-app": "termination-handler"}
+
+// terminationHandler renders the DaemonSet that watches the cloud metadata
+// service of spot/preemptible instances and sets a Terminating condition on
+// its node when the instance is about to be reclaimed (a MachineHealthCheck
+// then replaces the Machine).
+//
+// This pod cannot meet the "restricted" Pod Security Standard, and it is the
+// only one that does not:
+//   - hostNetwork: the instance metadata endpoint (169.254.169.254) is not
+//     reachable from the pod network on every platform (AWS IMDSv2 with a hop
+//     limit of 1 answers only the host);
+//   - hostPath (read-only): it acts with the kubelet's own credentials
+//     (kubeconfig and client certificate) so that it may only touch its own
+//     node, which is why its service account has no token and no RBAC;
+//   - it runs as root (no runAsNonRoot): the kubelet credentials are root-owned
+//     mode 0600 files.
+//
+// Everything else is restricted: no privilege escalation, no capabilities,
+// read-only root filesystem, RuntimeDefault seccomp. The namespace therefore
+// needs the "privileged" Pod Security level (as upstream's has) and, on
+// OpenShift, an SCC that allows host network and hostPath for the service
+// account.
+func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
+	env := append(proxyEnv(cfg),
+		corev1.EnvVar{Name: "KUBECONFIG", Value: kubeletKubeconfig},
+		corev1.EnvVar{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")},
+	)
+	return &appsv1.DaemonSet{
+		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
+		ObjectMeta: objectMeta(cfg.Namespace, config.TerminationHandlerName, terminationHandlerLabels),
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: copyLabels(terminationHandlerLabels)},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(terminationHandlerLabels)},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:           TerminationHandlerServiceAccountName,
+					AutomountServiceAccountToken: ptr.To(false),
+					HostNetwork:                  true,
+					NodeSelector: map[string]string{
+						InterruptibleInstanceLabel: "",
+						"kubernetes.io/os":         "linux",
+					},
+					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+					SecurityContext: &corev1.PodSecurityContext{
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:    TerminationHandlerContainer,
+						Image:   cfg.TerminationHandlerImage,
+						Command: []string{"/termination-handler"},
+						Args: []string{
+							"--logtostderr=true",
+							"--v=3",
+							"--node-name=$(NODE_NAME)",
+							"--namespace=" + cfg.Namespace,
+							"--poll-interval-seconds=5",
+						},
+						Env:       env,
+						Resources: requests(),
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "kubeconfig", MountPath: kubeletKubeconfig, ReadOnly: true},
+							{Name: "pki", MountPath: kubeletPKI, ReadOnly: true},
+						},
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						hostPathVolume("kubeconfig", kubeletKubeconfig),
+						hostPathVolume("pki", kubeletPKI),
+					},
+				},
+			},
+		},
+	}
+}
+
+// hostPathVolume leaves type unset: the server defaults it to "" (no check).
+func hostPathVolume(name, path string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}
+}

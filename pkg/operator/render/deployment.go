@@ -1,0 +1,283 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// Container names of the operand Deployment.
+const (
+	MachineSetContainer         = "machineset-controller"
+	MachineContainer            = "machine-controller"
+	NodeLinkContainer           = "nodelink-controller"
+	MachineHealthCheckContainer = "machine-healthcheck-controller"
+	TerminationHandlerContainer = "termination-handler"
+)
+
+// Port names and numbers. Containers of a pod share one network namespace,
+// so every number is distinct. The health ports follow upstream (9440-9442);
+// nodelink has none upstream and gets 9444 (9443 is controller-runtime's
+// default webhook port, kept free). Metrics are served directly (no
+// kube-rbac-proxy) on the ports upstream's proxies forward to, plus 8084.
+const (
+	portWebhookServer  = "webhook-server"
+	portMachineWebhook = "machine-webhook"
+
+	webhookServerPort  = 8443
+	machineWebhookPort = 8440
+	webhookServicePort = 443
+
+	machineSetHealthPort = 9441
+	machineHealthPort    = 9440
+	mhcHealthPort        = 9442
+	nodeLinkHealthPort   = 9444
+
+	machineSetMetricsPort = 8082
+	machineMetricsPort    = 8081
+	mhcMetricsPort        = 8083
+	nodeLinkMetricsPort   = 8084
+
+	webhookCertDir = "/etc/machine-api-operator/tls"
+)
+
+var controllerLabels = map[string]string{"api": "clusterapi", "k8s-app": "controller"}
+
+// deployment renders config.OperandDeploymentName. No priorityClassName
+// (system-node-critical is not usable outside kube-system on every cluster)
+// and no nodeSelector (vanilla clusters may have no schedulable
+// control-plane nodes); the control-plane taints are tolerated instead.
+func deployment(cfg config.Config) *appsv1.Deployment {
+	containers := []corev1.Container{
+		operandContainer(cfg, operand{
+			name: MachineSetContainer, image: cfg.Images.MachineAPIOperator, command: "/machineset-controller",
+			healthPort: machineSetHealthPort, metricsPort: machineSetMetricsPort, metricsName: "machineset-mtrc",
+			webhookPort: portWebhookServer, webhookNumber: webhookServerPort, certVolume: "machineset-webhook-cert",
+		}),
+		operandContainer(cfg, operand{
+			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
+			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: "machine-mtrc",
+			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
+			extraArgs: maxConcurrentReconcilesArgs(cfg),
+			extraEnv: append(
+				[]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}},
+				releaseVersionEnv(cfg)...),
+		}),
+		operandContainer(cfg, operand{
+			name: NodeLinkContainer, image: cfg.Images.MachineAPIOperator, command: "/nodelink-controller",
+			healthPort: nodeLinkHealthPort, metricsPort: nodeLinkMetricsPort, metricsName: "nodelink-mtrc",
+		}),
+	}
+	if cfg.MachineHealthCheckEnabled {
+		containers = append(containers, operandContainer(cfg, operand{
+			name: MachineHealthCheckContainer, image: cfg.Images.MachineAPIOperator, command: "/machine-healthcheck",
+			healthPort: mhcHealthPort, metricsPort: mhcMetricsPort, metricsName: "mhc-mtrc",
+		}))
+	}
+
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: objectMeta(cfg.Namespace, config.OperandDeploymentName, controllerLabels),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: copyLabels(controllerLabels)},
+			// The API default, rendered so the spec has no empty strategy {}.
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels: podLabels(controllerLabels),
+					Annotations: map[string]string{
+						"kubectl.kubernetes.io/default-container": MachineContainer,
+						// OpenShift: admit with restricted-v2 (ignored elsewhere).
+						"openshift.io/required-scc": "restricted-v2",
+					},
+				},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: ControllersServiceAccountName,
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Tolerations: []corev1.Toleration{
+						{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+						{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+						{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
+						{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](120)},
+						{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](120)},
+					},
+					Containers: containers,
+					Volumes: []corev1.Volume{
+						secretVolume("machineset-webhook-cert", config.WebhookCertSecretName),
+						secretVolume("machine-webhook-cert", config.MachineWebhookCertSecretName),
+					},
+				},
+			},
+		},
+	}
+}
+
+// operand describes one controller container of the Deployment.
+type operand struct {
+	name, image, command    string
+	healthPort, metricsPort int32
+	metricsName             string
+	webhookPort             string // port name, "" if the container serves no webhook
+	webhookNumber           int32
+	certVolume              string // mounted at webhookCertDir when webhookPort is set
+	extraArgs               []string
+	extraEnv                []corev1.EnvVar
+}
+
+func operandContainer(cfg config.Config, o operand) corev1.Container {
+	args := []string{
+		"--logtostderr=true",
+		"--v=3",
+		"--leader-elect=true",
+		"--leader-elect-lease-duration=120s",
+		"--namespace=" + cfg.Namespace,
+		fmt.Sprintf("--health-probe-bind-address=:%d", o.healthPort),
+		fmt.Sprintf("--metrics-bind-address=:%d", o.metricsPort),
+	}
+	args = append(args, o.extraArgs...)
+
+	var ports []corev1.ContainerPort
+	var mounts []corev1.VolumeMount
+	if o.webhookPort != "" {
+		ports = append(ports, tcpPort(o.webhookPort, o.webhookNumber))
+		mounts = append(mounts, corev1.VolumeMount{Name: o.certVolume, MountPath: webhookCertDir, ReadOnly: true})
+	}
+	// Health port names are unique per pod ("<controller>-hlth"): a name
+	// shared by several containers draws an API warning on every apply.
+	healthName := strings.TrimSuffix(o.metricsName, "mtrc") + "hlth"
+	ports = append(ports, tcpPort(healthName, o.healthPort), tcpPort(o.metricsName, o.metricsPort))
+
+	c := corev1.Container{
+		Name:                     o.name,
+		Image:                    o.image,
+		Command:                  []string{o.command},
+		Args:                     args,
+		Env:                      append(proxyEnv(cfg), o.extraEnv...),
+		Ports:                    ports,
+		Resources:                requests(),
+		VolumeMounts:             mounts,
+		ReadinessProbe:           httpProbe("/readyz", o.healthPort),
+		LivenessProbe:            httpProbe("/healthz", o.healthPort),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restrictedSecurityContext(),
+	}
+	if len(c.Env) == 0 {
+		c.Env = nil
+	}
+	return c
+}
+
+func maxConcurrentReconcilesArgs(cfg config.Config) []string {
+	if cfg.MaxConcurrentReconciles <= 0 {
+		return nil
+	}
+	return []string{"--max-concurrent-reconciles=" + strconv.Itoa(cfg.MaxConcurrentReconciles)}
+}
+
+// releaseVersionEnv is RELEASE_VERSION, omitted when the version is unknown
+// (an env var without value would be an empty string for the operand).
+func releaseVersionEnv(cfg config.Config) []corev1.EnvVar {
+	if cfg.ReleaseVersion == "" {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: "RELEASE_VERSION", Value: cfg.ReleaseVersion}}
+}
+
+// proxyEnv returns the proxy variables that are set, in a fixed order.
+func proxyEnv(cfg config.Config) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, v := range []struct{ name, value string }{
+		{"HTTP_PROXY", cfg.Proxy.HTTPProxy},
+		{"HTTPS_PROXY", cfg.Proxy.HTTPSProxy},
+		{"NO_PROXY", cfg.Proxy.NoProxy},
+	} {
+		if v.value != "" {
+			env = append(env, corev1.EnvVar{Name: v.name, Value: v.value})
+		}
+	}
+	return env
+}
+
+// fieldRef renders apiVersion explicitly: the server defaults it to v1.
+func fieldRef(path string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+}
+
+// tcpPort renders the protocol explicitly: it is part of the list-map key of
+// container and service ports in server-side apply.
+func tcpPort(name string, port int32) corev1.ContainerPort {
+	return corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}
+}
+
+func requests() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("10m"),
+		corev1.ResourceMemory: resource.MustParse("20Mi"),
+	}}
+}
+
+// httpProbe probes the health port. Every field the server would default is
+// explicit, so the rendered probe equals the live one.
+func httpProbe(path string, port int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromInt32(port), Scheme: corev1.URISchemeHTTP,
+		}},
+		TimeoutSeconds:   5,
+		PeriodSeconds:    10,
+		SuccessThreshold: 1,
+		FailureThreshold: 3,
+	}
+}
+
+// restrictedSecurityContext satisfies the "restricted" Pod Security Standard
+// (and OpenShift's restricted-v2 SCC). No runAsUser: OpenShift assigns one
+// from the namespace range, elsewhere the image's numeric USER is used.
+func restrictedSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// secretVolume mounts a whole serving-certificate secret. The secret is
+// required (not optional): a controller must not start its webhook server
+// without a certificate. defaultMode is the server default, explicit.
+func secretVolume(name, secret string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, DefaultMode: ptr.To[int32](420),
+	}}}
+}
+
+func copyLabels(labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
+}
+
+// podLabels are the selector labels plus part-of. Pods do not get the
+// managed-by label: the operator does not apply them, so pruning must never
+// consider them.
+func podLabels(selector map[string]string) map[string]string {
+	out := copyLabels(selector)
+	out[PartOfLabel] = PartOfValue
+	return out
+}

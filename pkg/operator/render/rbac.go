@@ -1,0 +1,102 @@
+package render
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// Least-privilege RBAC for the operands, which all run as the service account
+// machine-api-controllers and are started with --namespace, so they only read
+// and write Machine API objects in that namespace: those permissions are in
+// the Role. The ClusterRole holds only what is cluster-scoped (nodes) or
+// must be reached in every namespace (draining a node: its pods, their
+// PodDisruptionBudgets and owners; events recorded for nodes go to the
+// "default" namespace). No rule uses "*".
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+)
+
+const machineGroup = "machine.openshift.io"
+
+func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+		ObjectMeta: objectMeta("", ControllersServiceAccountName, nil),
+		Rules: []rbacv1.PolicyRule{
+			// machine controller: registers (kubemark), labels, deletes and
+			// cordons nodes; nodelink: links and syncs labels/taints; MHC: reads.
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: writeVerbs},
+			// machine controller drain.
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "replicasets", "statefulsets"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readVerbs},
+			// every controller records events.
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		},
+	}
+}
+
+func role(cfg config.Config) *rbacv1.Role {
+	rules := []rbacv1.PolicyRule{
+		// machineset controller: full CRUD on machines and machinesets; machine
+		// controller and nodelink update machines. Both need status and
+		// finalizers (ownerReferences with blockOwnerDeletion).
+		{APIGroups: []string{machineGroup}, Resources: []string{"machines", "machinesets"}, Verbs: writeVerbs},
+		{APIGroups: []string{machineGroup}, Resources: []string{"machines/status", "machinesets/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{machineGroup}, Resources: []string{"machines/finalizers", "machinesets/finalizers"}, Verbs: []string{"update"}},
+	}
+	if cfg.MachineHealthCheckEnabled {
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{machineGroup}, Resources: []string{"machinehealthchecks"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{machineGroup}, Resources: []string{"machinehealthchecks/status"}, Verbs: []string{"get", "update", "patch"}},
+		)
+	}
+	rules = append(rules,
+		// leader election of every operand.
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: writeVerbs},
+		// provider credentials, user data and configuration.
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: readVerbs},
+	)
+	return &rbacv1.Role{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
+		ObjectMeta: objectMeta(cfg.Namespace, ControllersServiceAccountName, nil),
+		Rules:      rules,
+	}
+}
+
+func controllersSubjects(cfg config.Config) []rbacv1.Subject {
+	return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ControllersServiceAccountName, Namespace: cfg.Namespace}}
+}
+
+func clusterRoleBinding(cfg config.Config) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+		ObjectMeta: objectMeta("", ControllersServiceAccountName, nil),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ControllersServiceAccountName},
+		Subjects:   controllersSubjects(cfg),
+	}
+}
+
+func roleBinding(cfg config.Config) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"),
+		ObjectMeta: objectMeta(cfg.Namespace, ControllersServiceAccountName, nil),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ControllersServiceAccountName},
+		Subjects:   controllersSubjects(cfg),
+	}
+}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// objectMeta is the metadata of a rendered object: the common labels plus
+// extra ones. namespace is "" for cluster-scoped objects.
+func objectMeta(namespace, name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: withCommonLabels(labels)}
+}

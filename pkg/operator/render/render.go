@@ -1,0 +1,98 @@
+// Package render is a pure function from the operator's config.Config to the
+// Kubernetes objects the operator applies with server-side apply.
+//
+// Round-tripping rule. The operator detects drift by checking that every
+// field it rendered is present, with an equal value, in the live object. So
+// every rendered value must come back unchanged from the API server:
+//   - quantities, durations and enums use their canonical spelling ("10m",
+//     "20Mi", "TCP", ...);
+//   - a field the API server defaults is left unset unless we need its value
+//     to hold (then it is rendered explicitly, with the canonical value), and
+//     pointer fields we render always get an explicit value;
+//   - nothing renders an empty struct, map or slice (the server drops or
+//     rewrites them), nor status, resourceVersion, managedFields or
+//     creationTimestamp. TestNoEmptyValues guards this on the YAML output.
+package render
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/manifests"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// Labels every rendered object carries.
+const (
+	PartOfLabel = "app.kubernetes.io/part-of"
+	PartOfValue = "machine-api"
+)
+
+// Names of the rendered operand objects that are not fixed in package config.
+const (
+	// ControllersServiceAccountName runs the operand Deployment; the RBAC
+	// objects for it have the same name.
+	ControllersServiceAccountName = "machine-api-controllers"
+	// TerminationHandlerServiceAccountName runs the termination handler.
+	TerminationHandlerServiceAccountName = "machine-api-termination-handler"
+)
+
+// Render returns the objects to apply for cfg, in apply order: CRDs,
+// ServiceAccounts, RBAC, Services, Deployment, DaemonSet, webhook
+// configurations. The Machine API CRDs are always rendered (they are the API,
+// not the operand); in NoOp mode they are the only objects.
+func Render(cfg config.Config) ([]client.Object, error) {
+	if cfg.Namespace == "" {
+		return nil, fmt.Errorf("render: config has no namespace")
+	}
+	crds, err := manifests.CRDs(manifests.MachineCRDs)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	var objs []client.Object
+	for _, crd := range crds {
+		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		crd.Labels = withCommonLabels(crd.Labels)
+		objs = append(objs, crd)
+	}
+	if cfg.NoOp {
+		return objs, nil
+	}
+	if cfg.ProviderImage == "" || cfg.Images.MachineAPIOperator == "" {
+		return nil, fmt.Errorf("render: config has no provider or machine-api-operator image (platform %s)", cfg.PlatformType)
+	}
+
+	objs = append(objs, serviceAccount(cfg, ControllersServiceAccountName))
+	if cfg.TerminationHandlerImage != "" {
+		objs = append(objs, serviceAccount(cfg, TerminationHandlerServiceAccountName))
+	}
+	objs = append(objs,
+		clusterRole(cfg), clusterRoleBinding(cfg), role(cfg), roleBinding(cfg),
+		webhookService(cfg, config.WebhookServiceName, config.WebhookCertSecretName, portWebhookServer),
+		webhookService(cfg, config.MachineWebhookServiceName, config.MachineWebhookCertSecretName, portMachineWebhook),
+		deployment(cfg),
+	)
+	if cfg.TerminationHandlerImage != "" {
+		objs = append(objs, terminationHandler(cfg))
+	}
+	objs = append(objs, validatingWebhookConfiguration(cfg), mutatingWebhookConfiguration(cfg))
+	return objs, nil
+}
+
+// withCommonLabels returns labels plus the managed-by and part-of labels
+// (a new map; the argument is not modified).
+func withCommonLabels(labels map[string]string) map[string]string {
+	out := copyLabels(labels)
+	out[config.ManagedByLabel] = config.ManagedByValue
+	out[PartOfLabel] = PartOfValue
+	return out
+}
+
+func serviceAccount(cfg config.Config, name string) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:   typeMeta("v1", "ServiceAccount"),
+		ObjectMeta: objectMeta(cfg.Namespace, name, nil),
+	}
+}

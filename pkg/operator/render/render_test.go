@@ -1,0 +1,563 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// find returns the rendered object of type T with the given name, or nil.
+func find[T client.Object](objs []client.Object, name string) T {
+	var zero T
+	for _, o := range objs {
+		if t, ok := o.(T); ok && o.GetName() == name {
+			return t
+		}
+	}
+	return zero
+}
+
+func operandDeployment(t *testing.T, objs []client.Object) *appsv1.Deployment {
+	t.Helper()
+	d := find[*appsv1.Deployment](objs, config.OperandDeploymentName)
+	if d == nil {
+		t.Fatalf("no Deployment %s rendered", config.OperandDeploymentName)
+	}
+	return d
+}
+
+func container(t *testing.T, d *appsv1.Deployment, name string) *corev1.Container {
+	t.Helper()
+	for i := range d.Spec.Template.Spec.Containers {
+		if d.Spec.Template.Spec.Containers[i].Name == name {
+			return &d.Spec.Template.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+func TestPlatforms(t *testing.T) {
+	tests := []struct {
+		platform           string
+		providerImage      string
+		terminationHandler bool
+		maxConcurrent      bool
+	}{
+		{"aws", testImages.ClusterAPIControllerAWS, true, false},
+		{"azure", testImages.ClusterAPIControllerAzure, true, true},
+		{"gcp", testImages.ClusterAPIControllerGCP, true, true},
+		{"openstack", testImages.ClusterAPIControllerOpenStack, false, false},
+		{"baremetal", testImages.ClusterAPIControllerBareMetal, false, false},
+		{"vsphere", testImages.ClusterAPIControllerVSphere, false, false},
+		{"kubemark", testImages.ClusterAPIControllerKubemark, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.platform, func(t *testing.T) {
+			_, objs := mustRender(t, inputs(tt.platform))
+			d := operandDeployment(t, objs)
+			mc := container(t, d, MachineContainer)
+			if mc == nil {
+				t.Fatalf("no %s container", MachineContainer)
+			}
+			if mc.Image != tt.providerImage {
+				t.Errorf("%s image = %q, want %q", MachineContainer, mc.Image, tt.providerImage)
+			}
+			for _, name := range []string{MachineSetContainer, NodeLinkContainer, MachineHealthCheckContainer} {
+				if c := container(t, d, name); c == nil || c.Image != testImages.MachineAPIOperator {
+					t.Errorf("container %s missing or not running the machine-api-operator image", name)
+				}
+			}
+			hasMax := slices.Contains(mc.Args, "--max-concurrent-reconciles=10")
+			if hasMax != tt.maxConcurrent {
+				t.Errorf("--max-concurrent-reconciles=10 present = %v, want %v (args %v)", hasMax, tt.maxConcurrent, mc.Args)
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				for _, a := range c.Args {
+					if c.Name != MachineContainer && strings.HasPrefix(a, "--max-concurrent-reconciles") {
+						t.Errorf("container %s has %s", c.Name, a)
+					}
+				}
+			}
+
+			ds := find[*appsv1.DaemonSet](objs, config.TerminationHandlerName)
+			sa := find[*corev1.ServiceAccount](objs, TerminationHandlerServiceAccountName)
+			if got := ds != nil; got != tt.terminationHandler {
+				t.Fatalf("termination handler DaemonSet rendered = %v, want %v", got, tt.terminationHandler)
+			}
+			if got := sa != nil; got != tt.terminationHandler {
+				t.Errorf("termination handler ServiceAccount rendered = %v, want %v", got, tt.terminationHandler)
+			}
+			if ds != nil {
+				c := ds.Spec.Template.Spec.Containers[0]
+				if c.Image != tt.providerImage {
+					t.Errorf("termination handler image = %q, want %q", c.Image, tt.providerImage)
+				}
+				if ds.Spec.Template.Spec.ServiceAccountName != TerminationHandlerServiceAccountName {
+					t.Errorf("termination handler runs as %q", ds.Spec.Template.Spec.ServiceAccountName)
+				}
+			}
+		})
+	}
+}
+
+func TestNoOpRendersOnlyCRDs(t *testing.T) {
+	cfg, objs := mustRender(t, inputs("none"))
+	if !cfg.NoOp {
+		t.Fatal("platform None should be NoOp")
+	}
+	var names []string
+	for _, o := range objs {
+		if _, ok := o.(*apiextensionsv1.CustomResourceDefinition); !ok {
+			t.Errorf("NoOp rendered %s", describe(o))
+		}
+		names = append(names, o.GetName())
+	}
+	want := []string{"machinehealthchecks.machine.openshift.io", "machines.machine.openshift.io", "machinesets.machine.openshift.io"}
+	if !slices.Equal(names, want) {
+		t.Errorf("NoOp rendered %v, want %v", names, want)
+	}
+}
+
+func TestApplyOrder(t *testing.T) {
+	rank := map[string]int{
+		"CustomResourceDefinition": 0, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2,
+		"Service": 3, "Deployment": 4, "DaemonSet": 5, "ValidatingWebhookConfiguration": 6, "MutatingWebhookConfiguration": 6,
+	}
+	for _, tc := range renderCases() {
+		_, objs := mustRender(t, tc.in)
+		last := 0
+		for _, o := range objs {
+			r, ok := rank[kindOf(o)]
+			if !ok {
+				t.Fatalf("%s: unexpected kind %s", tc.name, kindOf(o))
+			}
+			if r < last {
+				t.Errorf("%s: %s is out of apply order", tc.name, describe(o))
+			}
+			last = r
+		}
+	}
+}
+
+func TestMachineHealthCheckDisabled(t *testing.T) {
+	cfg, objs := mustRender(t, renderCaseNamed(t, "mhc-disabled"))
+	if cfg.MachineHealthCheckEnabled {
+		t.Fatal("the feature gate should disable the MachineHealthCheck controller")
+	}
+	if c := container(t, operandDeployment(t, objs), MachineHealthCheckContainer); c != nil {
+		t.Errorf("container %s rendered although disabled", MachineHealthCheckContainer)
+	}
+	for _, rule := range find[*rbacv1.Role](objs, ControllersServiceAccountName).Rules {
+		for _, r := range rule.Resources {
+			if strings.HasPrefix(r, "machinehealthchecks") {
+				t.Errorf("Role grants %s although the MHC controller is disabled", r)
+			}
+		}
+	}
+}
+
+func renderCaseNamed(t *testing.T, name string) config.Inputs {
+	t.Helper()
+	for _, tc := range renderCases() {
+		if tc.name == name {
+			return tc.in
+		}
+	}
+	t.Fatalf("no render case %q", name)
+	return config.Inputs{}
+}
+
+// TestInvariants checks what must hold for every case.
+func TestInvariants(t *testing.T) {
+	for _, tc := range renderCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, objs := mustRender(t, tc.in)
+			for _, o := range objs {
+				if o.GetObjectKind().GroupVersionKind().Kind == "" || o.GetObjectKind().GroupVersionKind().Version == "" {
+					t.Errorf("%s has no apiVersion/kind", describe(o))
+				}
+				if o.GetLabels()[config.ManagedByLabel] != config.ManagedByValue {
+					t.Errorf("%s lacks label %s=%s", describe(o), config.ManagedByLabel, config.ManagedByValue)
+				}
+				if o.GetLabels()[PartOfLabel] != PartOfValue {
+					t.Errorf("%s lacks label %s=%s", describe(o), PartOfLabel, PartOfValue)
+				}
+				if o.GetResourceVersion() != "" || len(o.GetManagedFields()) > 0 || !o.GetCreationTimestamp().Time.IsZero() || o.GetUID() != "" {
+					t.Errorf("%s sets server-owned metadata", describe(o))
+				}
+				switch o.(type) {
+				case *corev1.ServiceAccount, *corev1.Service, *rbacv1.Role, *rbacv1.RoleBinding, *appsv1.Deployment, *appsv1.DaemonSet:
+					if o.GetNamespace() != cfg.Namespace {
+						t.Errorf("%s is not in namespace %s", describe(o), cfg.Namespace)
+					}
+				default:
+					if o.GetNamespace() != "" {
+						t.Errorf("cluster-scoped %s has namespace %q", describe(o), o.GetNamespace())
+					}
+				}
+			}
+			if cfg.NoOp {
+				return
+			}
+			checkRBAC(t, objs)
+			checkDeployment(t, cfg, operandDeployment(t, objs))
+			if ds := find[*appsv1.DaemonSet](objs, config.TerminationHandlerName); ds != nil {
+				checkTerminationHandler(t, cfg, ds)
+			}
+		})
+	}
+}
+
+func checkRBAC(t *testing.T, objs []client.Object) {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	if cr := find[*rbacv1.ClusterRole](objs, ControllersServiceAccountName); cr != nil {
+		rules = append(rules, cr.Rules...)
+	} else {
+		t.Error("no ClusterRole rendered")
+	}
+	if r := find[*rbacv1.Role](objs, ControllersServiceAccountName); r != nil {
+		rules = append(rules, r.Rules...)
+	} else {
+		t.Error("no Role rendered")
+	}
+	for _, rule := range rules {
+		for _, list := range [][]string{rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames, rule.NonResourceURLs} {
+			for _, v := range list {
+				if strings.Contains(v, "*") {
+					t.Errorf("RBAC rule %v contains %q", rule, v)
+				}
+			}
+		}
+		if len(rule.Verbs) == 0 || len(rule.Resources) == 0 {
+			t.Errorf("RBAC rule %v is empty", rule)
+		}
+	}
+}
+
+func checkDeployment(t *testing.T, cfg config.Config, d *appsv1.Deployment) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	if pod.ServiceAccountName != ControllersServiceAccountName {
+		t.Errorf("Deployment runs as %q", pod.ServiceAccountName)
+	}
+	if psc := pod.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context is not restricted: %+v", psc)
+	}
+	if pod.PriorityClassName != "" {
+		t.Errorf("priorityClassName %q set", pod.PriorityClassName)
+	}
+	proxy := proxyEnv(cfg)
+	for _, c := range pod.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 ||
+			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+			sc.Privileged != nil {
+			t.Errorf("container %s security context is not restricted: %+v", c.Name, sc)
+		}
+		for _, want := range []string{"--logtostderr=true", "--v=3", "--leader-elect=true", "--leader-elect-lease-duration=120s", "--namespace=" + cfg.Namespace} {
+			if !slices.Contains(c.Args, want) {
+				t.Errorf("container %s lacks arg %s", c.Name, want)
+			}
+		}
+		for _, e := range proxy {
+			if !slices.Contains(c.Env, e) {
+				t.Errorf("container %s lacks env %s=%s", c.Name, e.Name, e.Value)
+			}
+		}
+		if c.ReadinessProbe == nil || c.LivenessProbe == nil {
+			t.Errorf("container %s lacks probes", c.Name)
+		}
+		if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+			t.Errorf("container %s terminationMessagePolicy = %q", c.Name, c.TerminationMessagePolicy)
+		}
+	}
+	// Containers share the pod's network namespace: no port twice.
+	seen := map[int32]string{}
+	for _, c := range pod.Containers {
+		for _, p := range c.Ports {
+			if other, ok := seen[p.ContainerPort]; ok {
+				t.Errorf("port %d used by %s and %s", p.ContainerPort, other, c.Name)
+			}
+			seen[p.ContainerPort] = c.Name
+		}
+	}
+}
+
+func checkTerminationHandler(t *testing.T, cfg config.Config, ds *appsv1.DaemonSet) {
+	t.Helper()
+	c := ds.Spec.Template.Spec.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.Privileged != nil {
+		t.Errorf("termination handler security context: %+v", sc)
+	}
+	if !slices.Contains(c.Args, "--namespace="+cfg.Namespace) {
+		t.Errorf("termination handler args %v lack --namespace=%s", c.Args, cfg.Namespace)
+	}
+	for _, e := range proxyEnv(cfg) {
+		if !slices.Contains(c.Env, e) {
+			t.Errorf("termination handler lacks env %s", e.Name)
+		}
+	}
+}
+
+func TestProxyEnv(t *testing.T) {
+	_, objs := mustRender(t, renderCaseNamed(t, "proxy"))
+	for _, c := range operandDeployment(t, objs).Spec.Template.Spec.Containers {
+		var names []string
+		for _, e := range c.Env {
+			if strings.HasSuffix(e.Name, "_PROXY") {
+				names = append(names, e.Name)
+			}
+		}
+		if !slices.Equal(names, []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"}) {
+			t.Errorf("container %s proxy env = %v", c.Name, names)
+		}
+	}
+	// Without proxy: no proxy variables at all (not empty ones).
+	_, objs = mustRender(t, inputs("aws"))
+	for _, c := range operandDeployment(t, objs).Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if strings.HasSuffix(e.Name, "_PROXY") {
+				t.Errorf("container %s has %s without a proxy", c.Name, e.Name)
+			}
+		}
+	}
+}
+
+func TestWebhookTLS(t *testing.T) {
+	tests := []struct {
+		name      string
+		serviceCA bool
+		caBundle  string
+	}{
+		{"aws", false, ""},
+		{"service-ca", true, ""},
+		{"self-signed", false, testCABundle},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, objs := mustRender(t, renderCaseNamed(t, tt.name))
+			vwc := find[*admissionregistrationv1.ValidatingWebhookConfiguration](objs, config.WebhookConfigurationName)
+			mwc := find[*admissionregistrationv1.MutatingWebhookConfiguration](objs, config.WebhookConfigurationName)
+			if vwc == nil || mwc == nil {
+				t.Fatal("webhook configurations not rendered")
+			}
+			var bundles [][]byte
+			for _, w := range vwc.Webhooks {
+				bundles = append(bundles, w.ClientConfig.CABundle)
+			}
+			for _, w := range mwc.Webhooks {
+				bundles = append(bundles, w.ClientConfig.CABundle)
+			}
+			for _, b := range bundles {
+				if string(b) != tt.caBundle {
+					t.Errorf("caBundle = %q, want %q", b, tt.caBundle)
+				}
+			}
+			for _, o := range []client.Object{vwc, mwc} {
+				_, has := o.GetAnnotations()[injectCABundleAnnotation]
+				if has != tt.serviceCA {
+					t.Errorf("%s has %s = %v, want %v", describe(o), injectCABundleAnnotation, has, tt.serviceCA)
+				}
+			}
+			for svc, secret := range map[string]string{
+				config.WebhookServiceName:        config.WebhookCertSecretName,
+				config.MachineWebhookServiceName: config.MachineWebhookCertSecretName,
+			} {
+				s := find[*corev1.Service](objs, svc)
+				if s == nil {
+					t.Fatalf("Service %s not rendered", svc)
+				}
+				got, has := s.Annotations[servingCertAnnotation]
+				if has != tt.serviceCA || (has && got != secret) {
+					t.Errorf("Service %s annotations = %v", svc, s.Annotations)
+				}
+			}
+		})
+	}
+}
+
+// TestCustomNamespace: nothing is hard-coded to openshift-machine-api.
+func TestCustomNamespace(t *testing.T) {
+	in := inputs("aws")
+	in.Namespace = "custom-ns"
+	cfg, objs := mustRender(t, in)
+	vwc := find[*admissionregistrationv1.ValidatingWebhookConfiguration](objs, config.WebhookConfigurationName)
+	mwc := find[*admissionregistrationv1.MutatingWebhookConfiguration](objs, config.WebhookConfigurationName)
+	var refs []*admissionregistrationv1.ServiceReference
+	for _, w := range vwc.Webhooks {
+		refs = append(refs, w.ClientConfig.Service)
+	}
+	for _, w := range mwc.Webhooks {
+		refs = append(refs, w.ClientConfig.Service)
+	}
+	if len(refs) != 4 {
+		t.Fatalf("%d webhooks rendered, want 4", len(refs))
+	}
+	for _, ref := range refs {
+		if ref == nil || ref.Namespace != "custom-ns" || ref.Name != config.WebhookServiceName || ref.Port == nil || *ref.Port != 443 {
+			t.Errorf("webhook service = %+v, want custom-ns/%s:443", ref, config.WebhookServiceName)
+		}
+	}
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		for _, o := range objs {
+			var subjects []rbacv1.Subject
+			switch b := o.(type) {
+			case *rbacv1.ClusterRoleBinding:
+				subjects = b.Subjects
+			case *rbacv1.RoleBinding:
+				subjects = b.Subjects
+			}
+			if kindOf(o) == kind && (len(subjects) != 1 || subjects[0].Namespace != "custom-ns") {
+				t.Errorf("%s subjects = %+v", describe(o), subjects)
+			}
+		}
+	}
+	for _, o := range objs {
+		data, err := ToYAML(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte(config.DefaultNamespace)) {
+			t.Errorf("%s mentions %s in namespace %s", describe(o), config.DefaultNamespace, cfg.Namespace)
+		}
+	}
+}
+
+// TestNoEmptyValues: rendered objects (except the CRDs, taken verbatim) hold
+// no empty map, empty slice or null: the API server would drop or rewrite
+// them and the drift check would see a difference forever.
+func TestNoEmptyValues(t *testing.T) {
+	for _, tc := range renderCases() {
+		_, objs := mustRender(t, tc.in)
+		for _, o := range objs {
+			if _, ok := o.(*apiextensionsv1.CustomResourceDefinition); ok {
+				continue
+			}
+			u, err := ToUnstructured(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, path := range emptyValues(u.Object, "") {
+				t.Errorf("%s: %s has an empty value", describe(o), path)
+			}
+			for _, field := range []string{"status", "creationTimestamp", "resourceVersion", "managedFields"} {
+				if _, ok := u.Object[field]; ok {
+					t.Errorf("%s has %s", describe(o), field)
+				}
+				if _, ok := u.Object["metadata"].(map[string]any)[field]; ok {
+					t.Errorf("%s has metadata.%s", describe(o), field)
+				}
+			}
+		}
+	}
+}
+
+func emptyValues(v any, path string) []string {
+	var out []string
+	switch v := v.(type) {
+	case nil:
+		out = append(out, path)
+	case map[string]any:
+		if len(v) == 0 {
+			out = append(out, path)
+		}
+		for k, e := range v {
+			out = append(out, emptyValues(e, path+"."+k)...)
+		}
+	case []any:
+		if len(v) == 0 {
+			out = append(out, path)
+		}
+		for i, e := range v {
+			out = append(out, emptyValues(e, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return out
+}
+
+func TestDeterministicAndIndependent(t *testing.T) {
+	in := renderCaseNamed(t, "proxy")
+	_, first := mustRender(t, in)
+	var before [][]byte
+	for _, o := range first {
+		data, err := ToYAML(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, data)
+	}
+	// Mutating the result of one call must not leak into the next.
+	for _, o := range first {
+		o.GetLabels()["mutated"] = "true"
+	}
+	d := operandDeployment(t, first)
+	d.Spec.Selector.MatchLabels["mutated"] = "true"
+	d.Spec.Template.Labels["mutated"] = "true"
+	find[*admissionregistrationv1.ValidatingWebhookConfiguration](first, config.WebhookConfigurationName).Webhooks[0].Rules[0].Operations[0] = "DELETE"
+
+	_, second := mustRender(t, in)
+	if len(second) != len(before) {
+		t.Fatalf("second render has %d objects, first %d", len(second), len(before))
+	}
+	for i, o := range second {
+		data, err := ToYAML(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(data, before[i]) {
+			t.Errorf("%s differs between two renders:\n%s", describe(o), lineDiff(string(before[i]), string(data)))
+		}
+	}
+}
+
+func TestFileName(t *testing.T) {
+	_, objs := mustRender(t, inputs("aws"))
+	names := map[string]bool{}
+	for i, o := range objs {
+		n := FileName(i, o)
+		if names[n] {
+			t.Errorf("duplicate file name %s", n)
+		}
+		names[n] = true
+	}
+	d := operandDeployment(t, objs)
+	if got, want := FileName(3, d), "03_deployment_openshift-machine-api_machine-api-controllers.yaml"; got != want {
+		t.Errorf("FileName = %q, want %q", got, want)
+	}
+	vwc := find[*admissionregistrationv1.ValidatingWebhookConfiguration](objs, config.WebhookConfigurationName)
+	if got, want := FileName(12, vwc), "12_validatingwebhookconfiguration_machine-api.yaml"; got != want {
+		t.Errorf("FileName = %q, want %q", got, want)
+	}
+	// Without TypeMeta the Go type name is used.
+	if got, want := FileName(0, &corev1.ConfigMap{}), "00_configmap_.yaml"; got != want {
+		t.Errorf("FileName = %q, want %q", got, want)
+	}
+}
+
+func TestRenderRejectsIncompleteConfig(t *testing.T) {
+	if _, err := Render(config.Config{}); err == nil {
+		t.Error("Render accepted a config without namespace")
+	}
+	if _, err := Render(config.Config{Namespace: "ns"}); err == nil {
+		t.Error("Render accepted a non-NoOp config without images")
+	}
+}

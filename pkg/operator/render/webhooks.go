@@ -1,0 +1,130 @@
+package render
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// injectCABundleAnnotation asks OpenShift's service-ca operator to inject its
+// CA into every clientConfig.caBundle of the webhook configuration.
+const injectCABundleAnnotation = "service.beta.openshift.io/inject-cabundle"
+
+// Webhook fields the API server defaults. Rule: every scalar knob that
+// decides how a request reaches the webhook is rendered explicitly — with the
+// server's default value where that is what we want (matchPolicy Equivalent,
+// timeoutSeconds 10, reinvocationPolicy Never) — so the drift check compares
+// it and a foreign change is reverted; this also keeps behaviour independent
+// of server version defaults. namespaceSelector and objectSelector are left
+// unset: the server defaults them to the empty selector {} (match
+// everything), which is what we want, and an empty struct carries no value
+// for the drift check to compare. rules[].scope is Namespaced (not the
+// default "*"): Machines and MachineSets are namespaced.
+//
+// failurePolicy Ignore: the webhook server runs in the operand Deployment
+// that these webhooks guard; Fail would block Machine API writes whenever it
+// is down (bootstrap, upgrade, a bad rollout). Validation and defaulting are
+// best effort on top of the CRD schema.
+//
+// caBundle: with service-ca, the operator renders the inject annotation and
+// NO caBundle, so it never owns (or reverts) the injected value; otherwise it
+// renders cfg.Webhook.CABundle (omitted while empty).
+const (
+	webhookTimeoutSeconds = 10
+	machineAPIVersion     = "v1beta1"
+)
+
+type webhookSpec struct {
+	name, path, resource string
+	operations           []admissionregistrationv1.OperationType
+}
+
+var (
+	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	createOnly   = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+
+	validatingWebhooks = []webhookSpec{
+		{"validation.machine.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machine", "machines", createUpdate},
+		{"validation.machineset.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machineset", "machinesets", createUpdate},
+	}
+	mutatingWebhooks = []webhookSpec{
+		{"default.machine.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machine", "machines", createOnly},
+		{"default.machineset.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machineset", "machinesets", createOnly},
+	}
+)
+
+func (w webhookSpec) clientConfig(cfg config.Config) admissionregistrationv1.WebhookClientConfig {
+	cc := admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+		Namespace: cfg.Namespace,
+		Name:      config.WebhookServiceName,
+		Path:      ptr.To(w.path),
+		Port:      ptr.To[int32](webhookServicePort),
+	}}
+	if !cfg.Webhook.ServiceCA && len(cfg.Webhook.CABundle) > 0 {
+		cc.CABundle = append([]byte(nil), cfg.Webhook.CABundle...)
+	}
+	return cc
+}
+
+func (w webhookSpec) rules() []admissionregistrationv1.RuleWithOperations {
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: append([]admissionregistrationv1.OperationType(nil), w.operations...),
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{machineGroup},
+			APIVersions: []string{machineAPIVersion},
+			Resources:   []string{w.resource},
+			Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+		},
+	}}
+}
+
+func webhookAnnotations(cfg config.Config) map[string]string {
+	if cfg.Webhook.ServiceCA {
+		return map[string]string{injectCABundleAnnotation: "true"}
+	}
+	return nil
+}
+
+func validatingWebhookConfiguration(cfg config.Config) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	obj := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   typeMeta("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+		ObjectMeta: objectMeta("", config.WebhookConfigurationName, nil),
+	}
+	obj.Annotations = webhookAnnotations(cfg)
+	for _, w := range validatingWebhooks {
+		obj.Webhooks = append(obj.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name:                    w.name,
+			ClientConfig:            w.clientConfig(cfg),
+			Rules:                   w.rules(),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+		})
+	}
+	return obj
+}
+
+func mutatingWebhookConfiguration(cfg config.Config) *admissionregistrationv1.MutatingWebhookConfiguration {
+	obj := &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   typeMeta("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+		ObjectMeta: objectMeta("", config.WebhookConfigurationName, nil),
+	}
+	obj.Annotations = webhookAnnotations(cfg)
+	for _, w := range mutatingWebhooks {
+		obj.Webhooks = append(obj.Webhooks, admissionregistrationv1.MutatingWebhook{
+			Name:                    w.name,
+			ClientConfig:            w.clientConfig(cfg),
+			Rules:                   w.rules(),
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+		})
+	}
+	return obj
+}
