@@ -27,17 +27,17 @@ RELEASE_VERSION=0.0.1-local bin/machine-api-operator start --kubeconfig "$kubeco
 echo $! >.local/operator.pid
 until [ "$(kubectl get clusteroperator machine-api -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null)" = True ]; do sleep 0.05; done
 end=$(date +%s.%N)
-requests() { grep -oE '"Response" verb="[A-Z]+"' "$log" | sed 's/.*verb="//; s/"//' | sort | uniq -c | tr '\n' ' '; }
+requests() { grep -oE '"Response".* verb="[A-Z]+"' "$log" | sed 's/.*verb="//; s/"//' | sort | uniq -c | tr '\n' ' '; }
 echo "first complete sync: $(echo "$end - $start" | bc) s (process start to Available=True, including leader election)"
 echo "requests until then: $(requests)"
-before=$(grep -cE '"Response" verb="(POST|PUT|PATCH|DELETE)"' "$log" || true)
+before=$(grep -cE '"Response".* verb="(POST|PUT|PATCH|DELETE)"' "$log" || true)
 sleep 5 # let the status write's own watch event settle
-before=$(grep -cE '"Response" verb="(POST|PUT|PATCH|DELETE)"' "$log" || true)
-before_all=$(grep -c '"Response" verb=' "$log" || true)
+before=$(grep -cE '"Response".* verb="(POST|PUT|PATCH|DELETE)"' "$log" || true)
+before_all=$(grep -c '"Response".* verb=' "$log" || true)
 sleep "$window"
-after=$(grep -cE '"Response" verb="(POST|PUT|PATCH|DELETE)"' "$log" || true)
-after_all=$(grep -c '"Response" verb=' "$log" || true)
-window_writes=$(grep -E '"Response" verb="(POST|PUT|PATCH|DELETE)"' "$log" | tail -n +$((before + 1)) || true)
+after=$(grep -cE '"Response".* verb="(POST|PUT|PATCH|DELETE)"' "$log" || true)
+after_all=$(grep -c '"Response".* verb=' "$log" || true)
+window_writes=$(grep -E '"Response".* verb="(POST|PUT|PATCH|DELETE)"' "$log" | tail -n +$((before + 1)) || true)
 lease=$(grep -c '/leases/' <<<"$window_writes" || true)
 echo "steady state, ${window}s: $((after_all - before_all)) requests, $((after - before)) writes, of which $lease leader-election lease renewals"
 grep -v '/leases/' <<<"$window_writes" | grep -oE 'url="[^"]+"' | sort | uniq -c || true
