@@ -100,3 +100,17 @@ func write(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestUnknownCommandIsUsageError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"strat"}, &out, &errOut); code != 2 {
+		t.Fatalf("exit code %d, want 2; stderr: %s", code, errOut.String())
+	}
+}
+
+func TestNegativeDurationIsUsageError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"start", "--images-json=/x", "--degraded-after=-1s"}, &out, &errOut); code != 2 {
+		t.Fatalf("exit code %d, want 2; stderr: %s", code, errOut.String())
+	}
+}

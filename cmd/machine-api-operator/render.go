@@ -101,11 +101,11 @@ func runRender(o *renderOptions, stdout io.Writer) error {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	mode := "rendered"
+	note := ""
 	if cfg.NoOp {
-		mode = "NoOp (" + cfg.NoOpReason + "): only the CRDs are"
+		note = " (NoOp: " + cfg.NoOpReason + "; only the Machine API CRDs)"
 	}
-	_, err = fmt.Fprintf(stdout, "%s %d objects for %s into %s\n", mode, len(objs), cfg.Describe(), o.outputDir)
+	_, err = fmt.Fprintf(stdout, "wrote %d objects for %s into %s%s\n", len(objs), cfg.Describe(), o.outputDir, note)
 	return err
 }
 

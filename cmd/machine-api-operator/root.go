@@ -44,6 +44,8 @@ func (usageError) usage(root *cobra.Command, args []string) string {
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "machine-api-operator",
+		Args:          func(cmd *cobra.Command, args []string) error { return usageArgs(cmd, args) },
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		Short:         "Operator for the Machine API: machines, machine sets and health checks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -59,4 +61,12 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 
 	root.AddCommand(newVersionCommand(stdout), newStartCommand(stderr), newRenderCommand(stdout))
 	return root
+}
+
+// usageArgs rejects an unknown subcommand as a usage error (exit 2).
+func usageArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -54,6 +55,9 @@ func newStartCommand(stderr io.Writer) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.imagesJSON == "" {
 				return usageError{errors.New("--images-json is required: the path of images.json (the machine-api-operator-images ConfigMap)")}
+			}
+			if o.operandStableDuration < 0 || o.degradedAfter < 0 {
+				return usageError{errors.New("--operand-stable-duration and --degraded-after must not be negative")}
 			}
 			switch o.webhookCertificates {
 			case webhookCertsAuto, webhookCertsServiceCA, webhookCertsOperator:
@@ -106,9 +110,6 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	if err := operator.WaitForAPIServer(ctx, disco); err != nil {
-		return err
-	}
 	serviceCA, err := resolveServiceCA(ctx, o.webhookCertificates, disco)
 	if err != nil {
 		return err
@@ -160,6 +161,9 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// resolveServiceCA decides who issues webhook certificates. Auto-detection
+// retries with backoff (capped at 30s) for as long as the API server cannot
+// answer, so an unreachable API server at start is waited out, not fatal.
 func resolveServiceCA(ctx context.Context, mode string, disco discovery.DiscoveryInterface) (bool, error) {
 	switch mode {
 	case webhookCertsServiceCA:
@@ -168,18 +172,18 @@ func resolveServiceCA(ctx context.Context, mode string, disco discovery.Discover
 		return false, nil
 	}
 	var found bool
-	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 6, Cap: 10 * time.Second},
-		func(ctx context.Context) (bool, error) {
-			var err error
-			found, err = certs.DetectServiceCA(ctx, disco)
-			if err != nil {
-				klog.FromContext(ctx).Info("Detecting service-ca failed, retrying", "err", err.Error())
-				return false, nil
-			}
-			return true, nil
-		})
+	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		var err error
+		found, err = certs.DetectServiceCA(ctx, disco)
+		if err != nil {
+			klog.FromContext(ctx).Info("Waiting for the API server to detect service-ca", "err", err.Error())
+			return false, nil
+		}
+		return true, nil
+	})
 	if err != nil {
-		return false, fmt.Errorf("detecting whether service-ca issues webhook certificates (set --webhook-certificates to skip detection): %w", err)
+		return false, fmt.Errorf("detecting whether service-ca issues webhook certificates: %w", err)
 	}
 	return found, nil
 }

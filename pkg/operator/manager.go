@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,7 +87,12 @@ func (o *Operator) SetupWithManager(mgr manager.Manager) error {
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named("machine-api-operator").
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: 1,
+			// Failed syncs retry from 100ms doubling up to 30s, so a fixed
+			// cause (RBAC, a webhook, quota) is picked up within 30s.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 30*time.Second),
+		}).
 		Watches(&configv1.ClusterOperator{}, toRequest).
 		Watches(&configv1.Infrastructure{}, toRequest).
 		Watches(&configv1.Proxy{}, toRequest).
@@ -210,9 +216,9 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	}
 	var issuer CertIssuer
 	if !o.ServiceCA {
-		// Reads come from the cache (Secrets with the managed-by label are
-		// watched); a stale read makes the write conflict, never overwrite.
-		cm, err := certs.NewManager(certs.Options{Client: mgr.GetClient(), Reader: mgr.GetCache(), Namespace: o.Namespace})
+		// Reads go to the API server: three GETs per sync, and never a
+		// stale cached read that would re-issue certificates it just wrote.
+		cm, err := certs.NewManager(certs.Options{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.Namespace})
 		if err != nil {
 			return nil, err
 		}

@@ -36,7 +36,7 @@ func TestDeploymentOperand(t *testing.T) {
 		{name: "new generation not observed", d: deploy(3, 2, 1, 1, 1, 0, corev1.ConditionTrue), available: true, since: since, msg: "not observed"},
 		{name: "replica not updated", d: deploy(2, 2, 1, 0, 1, 0, corev1.ConditionTrue), available: true, since: since, msg: "0 of 1 replicas updated"},
 		{name: "old replica pending termination", d: deploy(2, 2, 2, 1, 1, 1, corev1.ConditionTrue), available: true, since: since, msg: "old replicas pending"},
-		{name: "unavailable", d: deploy(2, 2, 1, 1, 0, 1, corev1.ConditionFalse), since: since, msg: "0 of 1 replicas available"},
+		{name: "rolled out but unavailable: an outage", d: deploy(2, 2, 1, 1, 0, 1, corev1.ConditionFalse), rolledOut: true, since: since, msg: "0 of 1 replicas available"},
 		{name: "no condition yet: since creation", d: deploy(1, 0, 0, 0, 0, 0, ""), since: since.Add(-time.Hour), msg: "not observed"},
 	}
 	for _, tt := range tests {

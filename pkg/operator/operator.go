@@ -124,26 +124,31 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	var failure *status.Failure
 	var retryErr error
 	var requeue time.Duration
+	var applied []apply.ObjectRef
+	operandUnknown := false
 	cfg, err := o.observeConfig(ctx)
 	switch {
 	case err != nil && config.ReasonOf(err) != "":
-		failure = &status.Failure{Reason: config.ReasonOf(err), Message: err.Error()}
+		failure = &status.Failure{Reason: config.ReasonOf(err), Message: err.Error(), Immediate: true}
 		logger.Error(err, "Bad operator input; leaving the operand as it is", "reason", failure.Reason)
 		cfg = o.lastGood
+		operandUnknown = cfg.PlatformType == ""
 	case err != nil:
 		failure = &status.Failure{Reason: status.ReasonSyncFailed, Message: err.Error()}
 		retryErr = err
-		logger.Error(err, "Reading the operator inputs failed")
 		cfg = o.lastGood
+		operandUnknown = cfg.PlatformType == ""
 	default:
-		o.lastGood = cfg
 		// Act: certificates, render, apply, prune.
-		requeue, err = o.sync(ctx, cfg)
+		var res apply.Result
+		res, requeue, err = o.sync(ctx, cfg)
+		applied = res.Applied
 		if err != nil {
 			failure = &status.Failure{Reason: status.ReasonSyncFailed,
 				Message: fmt.Sprintf("Failed to sync the Machine API for %s: %v", cfg.Describe(), err)}
 			retryErr = err
-			logger.Error(err, "Sync failed")
+		} else {
+			o.lastGood = cfg
 		}
 	}
 	if failure == nil {
@@ -159,14 +164,24 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		NoOp:           cfg.NoOp,
 		Failure:        failure,
 		FailingSince:   o.failingSince,
+		OperandUnknown: operandUnknown,
 	}
 	if cfg.PlatformType != "" {
 		obs.Change = cfg.Describe()
 	}
-	if !obs.NoOp {
+	if obs.NoOp {
+		o.operandMissingSince = time.Time{}
+	}
+	if !obs.NoOp && !obs.OperandUnknown {
 		operand, err := o.observeOperand(ctx, cfg, now)
 		if err != nil {
 			return reconcile.Result{}, err
+		}
+		// The cache may still hold the workloads as they were before this
+		// sync's apply; their update event brings the next sync.
+		if w := appliedWorkload(applied); w != "" {
+			operand.RolledOut = false
+			operand.Message = joinMsg(w+": new spec applied, waiting for the rollout", operand.Message)
 		}
 		obs.Operand = operand
 	}
@@ -175,7 +190,9 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		return reconcile.Result{}, err
 	}
 	if retryErr != nil {
-		// API errors: retry with the controller's rate-limited backoff.
+		// API errors: retry with the controller's rate-limited backoff
+		// (capped, see SetupWithManager).
+		logger.Error(retryErr, "Sync failed; retrying")
 		return reconcile.Result{}, retryErr
 	}
 	// Input errors wait for the input to change (every input is watched);
@@ -215,12 +232,12 @@ func (o *Operator) observeConfig(ctx context.Context) (config.Config, error) {
 
 // sync issues certificates if needed, then renders, applies and prunes. It
 // returns when to come back for certificate rotation.
-func (o *Operator) sync(ctx context.Context, cfg config.Config) (time.Duration, error) {
+func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, time.Duration, error) {
 	var requeue time.Duration
 	if !cfg.NoOp && !cfg.Webhook.ServiceCA && o.certs != nil {
 		bundle, next, err := o.certs.Ensure(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("ensuring webhook serving certificates: %w", err)
+			return apply.Result{}, 0, fmt.Errorf("ensuring webhook serving certificates: %w", err)
 		}
 		cfg.Webhook.CABundle = bundle
 		if !next.IsZero() {
@@ -229,10 +246,11 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (time.Duration, 
 	}
 	objs, err := render.Render(cfg)
 	if err != nil {
-		return 0, err
+		return apply.Result{}, 0, err
 	}
 	var errs []error
-	if _, err := o.applier.Apply(ctx, objs); err != nil {
+	res, err := o.applier.Apply(ctx, objs)
+	if err != nil {
 		errs = append(errs, err)
 	}
 	// Prune only after a fully successful apply, so a partial failure never
@@ -242,7 +260,18 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (time.Duration, 
 			errs = append(errs, fmt.Errorf("pruning obsolete objects: %w", err))
 		}
 	}
-	return requeue, errors.Join(errs...)
+	return res, requeue, errors.Join(errs...)
+}
+
+// appliedWorkload names the first operand workload an apply was just sent
+// for, "" if none.
+func appliedWorkload(applied []apply.ObjectRef) string {
+	for _, ref := range applied {
+		if ref.Group == "apps" && (ref.Kind == "Deployment" || ref.Kind == "DaemonSet") {
+			return ref.Kind + " " + ref.Name
+		}
+	}
+	return ""
 }
 
 // observeOperand summarises the operand Deployment and DaemonSet.
@@ -307,13 +336,13 @@ func DeploymentOperand(d *appsv1.Deployment) status.Operand {
 		op.Message = fmt.Sprintf("Deployment %s: %d of %d replicas updated", d.Name, s.UpdatedReplicas, want)
 	case s.Replicas > s.UpdatedReplicas:
 		op.Message = fmt.Sprintf("Deployment %s: %d old replicas pending termination", d.Name, s.Replicas-s.UpdatedReplicas)
-	case s.AvailableReplicas < want || s.UnavailableReplicas > 0:
-		op.Message = fmt.Sprintf("Deployment %s: %d of %d replicas available", d.Name, s.AvailableReplicas, want)
 	default:
 		op.RolledOut = true
 	}
-	if !op.Available && op.Message == "" {
-		op.Message = fmt.Sprintf("Deployment %s is not Available", d.Name)
+	// Availability is reported separately: a crashing pod is an outage,
+	// not a rollout.
+	if !op.Available || s.AvailableReplicas < want {
+		op.Message = joinMsg(op.Message, fmt.Sprintf("Deployment %s: %d of %d replicas available", d.Name, s.AvailableReplicas, want))
 	}
 	return op
 }
@@ -325,8 +354,6 @@ func daemonSetRolledOut(ds *appsv1.DaemonSet) (bool, string) {
 		return false, fmt.Sprintf("DaemonSet %s: the new spec is not observed yet", ds.Name)
 	case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
 		return false, fmt.Sprintf("DaemonSet %s: %d of %d pods updated", ds.Name, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
-	case s.NumberUnavailable > 0:
-		return false, fmt.Sprintf("DaemonSet %s: %d pods unavailable", ds.Name, s.NumberUnavailable)
 	}
 	return true, ""
 }

@@ -148,6 +148,12 @@ func Build(in Inputs) (Config, error) {
 		Webhook:                   in.Webhook,
 	}
 	cfg.ProviderImage, cfg.NoOpReason = providerImage(cfg.PlatformType, cfg.ExternalPlatformName, in.Images)
+	if cfg.ProviderImage == "" && cfg.NoOpReason == "" {
+		// A supported platform without its image is a broken images.json,
+		// not a reason to remove the running operand.
+		return Config{}, &InputError{Reason: ReasonInvalidImagesJSON,
+			Err: fmt.Errorf("images.json has no provider image for platform %s: set %q", platformLabel(cfg.PlatformType, cfg.ExternalPlatformName), providerImageKey(cfg.PlatformType))}
+	}
 	if cfg.ProviderImage == "" {
 		cfg.NoOp = true
 		return cfg, nil
@@ -198,10 +204,34 @@ func providerImage(t configv1.PlatformType, externalName string, images Images) 
 	default:
 		return "", fmt.Sprintf("platform %q has no Machine API provider", t)
 	}
-	if image == "" {
-		return "", fmt.Sprintf("images.json has no provider image for platform %s", platformLabel(t, externalName))
-	}
 	return image, ""
+}
+
+// providerImageKey is the images.json key of the platform's provider image.
+func providerImageKey(t configv1.PlatformType) string {
+	switch t {
+	case configv1.AWSPlatformType:
+		return "clusterAPIControllerAWS"
+	case configv1.AzurePlatformType:
+		return "clusterAPIControllerAzure"
+	case configv1.GCPPlatformType:
+		return "clusterAPIControllerGCP"
+	case configv1.OpenStackPlatformType:
+		return "clusterAPIControllerOpenStack"
+	case configv1.BareMetalPlatformType:
+		return "clusterAPIControllerBareMetal"
+	case configv1.VSpherePlatformType:
+		return "clusterAPIControllerVSphere"
+	case configv1.IBMCloudPlatformType:
+		return "clusterAPIControllerIBMCloud"
+	case configv1.PowerVSPlatformType:
+		return "clusterAPIControllerPowerVS"
+	case configv1.NutanixPlatformType:
+		return "clusterAPIControllerNutanix"
+	case configv1.ExternalPlatformType:
+		return "clusterAPIControllerKubemark"
+	}
+	return ""
 }
 
 func platformLabel(t configv1.PlatformType, externalName string) string {

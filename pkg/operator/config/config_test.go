@@ -84,13 +84,19 @@ func TestBuildPlatformTable(t *testing.T) {
 	}
 }
 
-func TestBuildMissingProviderImageIsNoOp(t *testing.T) {
-	cfg, err := Build(Inputs{Images: Images{MachineAPIOperator: "mao"}, Infrastructure: infra(configv1.AWSPlatformType, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cfg.NoOp || !strings.Contains(cfg.NoOpReason, "AWS") {
-		t.Fatalf("NoOp %v reason %q", cfg.NoOp, cfg.NoOpReason)
+func TestBuildMissingProviderImageIsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		platform configv1.PlatformType
+		external string
+		key      string
+	}{
+		{configv1.AWSPlatformType, "", "clusterAPIControllerAWS"},
+		{configv1.ExternalPlatformType, "kubemark", "clusterAPIControllerKubemark"},
+	} {
+		_, err := Build(Inputs{Images: Images{MachineAPIOperator: "mao"}, Infrastructure: infra(tc.platform, tc.external)})
+		if ReasonOf(err) != ReasonInvalidImagesJSON || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: error %v, want %s naming %s (never NoOp, which would prune the operand)", tc.platform, err, ReasonInvalidImagesJSON, tc.key)
+		}
 	}
 }
 

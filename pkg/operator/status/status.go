@@ -42,18 +42,25 @@ type Observation struct {
 	FailingSince time.Time
 	// Operand is the state of the operand workloads; ignored in NoOp mode.
 	Operand Operand
+	// OperandUnknown: the inputs are bad and no valid configuration has been
+	// seen since start, so what the operand should be is unknown; Available
+	// and Progressing keep their previous values.
+	OperandUnknown bool
 }
 
 // Failure is a sync error with a condition reason and an actionable message.
 type Failure struct {
 	Reason  string
 	Message string
+	// Immediate failures (bad input, which retrying cannot fix) are reported
+	// as Degraded at once instead of after the grace period.
+	Immediate bool
 }
 
 // Operand summarises the operand Deployment (and DaemonSet, if any).
 type Operand struct {
-	// RolledOut: every workload observed its latest generation, all replicas
-	// run the latest template, and none is unavailable.
+	// RolledOut: every workload observed its latest spec and all replicas
+	// run the latest template (whether they are available is Available).
 	RolledOut bool
 	// Available: the Deployment's Available condition is True.
 	Available bool
@@ -85,35 +92,65 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	next := *prev.DeepCopy()
 	var timers requeue
 	desired := desiredVersions(obs.ReleaseVersion)
-	versionChanging := !versionsEqual(prev.Versions, desired)
-	wasAvailable := conditionIs(prev.Conditions, configv1.OperatorAvailable, configv1.ConditionTrue)
+	prevAvailable := find(prev.Conditions, configv1.OperatorAvailable)
+	prevProgressing := find(prev.Conditions, configv1.OperatorProgressing)
+	prevDegraded := find(prev.Conditions, configv1.OperatorDegraded)
+	wasAvailable := prevAvailable != nil && prevAvailable.Status == configv1.ConditionTrue
+	// Initializing until the operator has once been available.
+	everAvailable := prevAvailable != nil && prevAvailable.Reason != ReasonInitializing
+	unavailableReason := ReasonInitializing
+	if everAvailable {
+		unavailableReason = ReasonOperandUnavailable
+	}
+	rolledOut := obs.NoOp || obs.Operand.RolledOut
+	inputFailure := obs.Failure != nil && obs.Failure.Immediate
 
-	// Available.
+	// Available: is the Machine API being served?
 	var available configv1.ClusterOperatorStatusCondition
 	switch {
+	case obs.OperandUnknown && prevAvailable != nil:
+		available = *prevAvailable
+	case obs.OperandUnknown:
+		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, ReasonInitializing, "Waiting for valid input: "+obs.Failure.Message)
 	case obs.NoOp:
 		available = cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, "Cluster Machine API Operator is in NoOp mode")
-	case obs.Operand.Available && (wasAvailable || now.Sub(obs.Operand.Since) >= opts.StableDuration):
-		available = cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected,
-			"Cluster Machine API Operator is available at "+formatVersions(desired))
-	case obs.Operand.Available:
+	case obs.Operand.Available && (wasAvailable || rolledOut && now.Sub(obs.Operand.Since) >= opts.StableDuration):
+		available = cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, "")
+	case obs.Operand.Available && rolledOut:
 		timers.at(obs.Operand.Since.Add(opts.StableDuration), now)
-		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, initializingOr(prev, ReasonOperandUnavailable),
+		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, unavailableReason,
 			fmt.Sprintf("Waiting for the operand to stay available for %s", opts.StableDuration))
+	case obs.Operand.Available:
+		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, unavailableReason, "Waiting for the operand to roll out: "+obs.Operand.Message)
 	default:
-		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, initializingOr(prev, ReasonOperandUnavailable),
-			"Operand is not available: "+obs.Operand.Message)
+		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, unavailableReason, "Operand is not available: "+obs.Operand.Message)
 	}
 
-	// Progressing.
+	// The cluster version operator reads versions as "this version is rolled
+	// out": write them only when available and fully rolled out, and never
+	// erase them for lack of a release version.
+	complete := !obs.OperandUnknown && available.Status == configv1.ConditionTrue && rolledOut
+	if complete && len(desired) > 0 {
+		next.Versions = desired
+	}
+	if available.Status == configv1.ConditionTrue && !obs.NoOp && !obs.OperandUnknown {
+		available.Message = "Cluster Machine API Operator is available at " + formatVersions(next.Versions)
+	}
+
+	// Progressing: is a version or configuration being rolled out?
 	var progressing configv1.ClusterOperatorStatusCondition
 	switch {
-	case obs.Failure == nil && available.Status == configv1.ConditionTrue && (obs.NoOp || obs.Operand.RolledOut):
+	case (obs.OperandUnknown || inputFailure) && prevProgressing != nil:
+		progressing = *prevProgressing // bad input changes nothing
+	case complete:
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
-	case versionChanging && obs.ReleaseVersion != "":
-		progressing = cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonSyncing,
-			"Progressing towards "+formatVersions(desired))
-	default:
+	case len(desired) > 0 && !versionsEqual(prev.Versions, desired):
+		msg := "Progressing towards " + formatVersions(desired)
+		if obs.Operand.Message != "" && !obs.NoOp {
+			msg += ": " + obs.Operand.Message
+		}
+		progressing = cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonSyncing, msg)
+	case !rolledOut || !everAvailable:
 		msg := "Rolling out the Machine API"
 		if obs.Change != "" {
 			msg += " for " + obs.Change
@@ -122,27 +159,33 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 			msg += ": " + obs.Operand.Message
 		}
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonSyncing, msg)
+	default:
+		// Rolled out but unavailable: an outage, reported by Available and
+		// Degraded, not a rollout.
+		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
 	}
 
-	// Degraded.
+	// Degraded: has something been wrong for longer than the grace period?
+	// Input errors are deterministic and reported at once.
+	outage := !obs.NoOp && !obs.OperandUnknown && !obs.Operand.Available
 	degraded := cond(configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
 	switch {
+	case obs.Failure != nil && (obs.Failure.Immediate || now.Sub(obs.FailingSince) >= opts.DegradedAfter):
+		degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, obs.Failure.Reason, obs.Failure.Message)
+	case outage && now.Sub(obs.Operand.Since) >= opts.DegradedAfter:
+		degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, ReasonOperandUnavailable,
+			fmt.Sprintf("The operand has been unavailable for more than %s: %s", opts.DegradedAfter, obs.Operand.Message))
+	case outage && prevDegraded != nil && prevDegraded.Status == configv1.ConditionTrue && prevDegraded.Reason == ReasonOperandUnavailable:
+		// Still the same outage, even if the Deployment was re-created
+		// meanwhile: do not restart the grace period.
+		degraded = *prevDegraded
 	case obs.Failure != nil:
-		if now.Sub(obs.FailingSince) >= opts.DegradedAfter {
-			degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, obs.Failure.Reason, obs.Failure.Message)
-		} else {
-			timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
-			if c := find(prev.Conditions, configv1.OperatorDegraded); c != nil {
-				degraded = *c // within the grace period: no change either way
-			}
+		timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
+		if prevDegraded != nil {
+			degraded = *prevDegraded // within the grace period: no change either way
 		}
-	case !obs.NoOp && !obs.Operand.Available:
-		if now.Sub(obs.Operand.Since) >= opts.DegradedAfter {
-			degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, ReasonOperandUnavailable,
-				fmt.Sprintf("The operand has been unavailable for more than %s: %s", opts.DegradedAfter, obs.Operand.Message))
-		} else {
-			timers.at(obs.Operand.Since.Add(opts.DegradedAfter), now)
-		}
+	case outage:
+		timers.at(obs.Operand.Since.Add(opts.DegradedAfter), now)
 	}
 
 	upgradeable := cond(configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected, "")
@@ -157,11 +200,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 			next.Conditions = append(next.Conditions, c)
 		}
 	}
-	// The cluster version operator reads versions as "this version is
-	// rolled out": only write them once available.
-	if available.Status == configv1.ConditionTrue {
-		next.Versions = desired
-	}
 	return next, timers.d
 }
 
@@ -171,15 +209,6 @@ func ownCondition(t configv1.ClusterStatusConditionType) bool {
 		return true
 	}
 	return false
-}
-
-// initializingOr reports Initializing until the operator has once been
-// available (versions written), then the given reason.
-func initializingOr(prev configv1.ClusterOperatorStatus, reason string) string {
-	if len(prev.Versions) == 0 {
-		return ReasonInitializing
-	}
-	return reason
 }
 
 func cond(t configv1.ClusterStatusConditionType, s configv1.ConditionStatus, reason, msg string) configv1.ClusterOperatorStatusCondition {
@@ -204,11 +233,6 @@ func find(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterSta
 		}
 	}
 	return nil
-}
-
-func conditionIs(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType, s configv1.ConditionStatus) bool {
-	c := find(conds, t)
-	return c != nil && c.Status == s
 }
 
 func desiredVersions(release string) []configv1.OperandVersion {

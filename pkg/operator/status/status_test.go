@@ -20,6 +20,7 @@ type want struct {
 	availableReason, degradedReason  string
 	messageContains                  map[configv1.ClusterStatusConditionType]string
 	versionsWritten                  bool
+	version                          string // the version in status.versions, when written
 	requeue                          time.Duration
 }
 
@@ -89,15 +90,51 @@ func TestCompute(t *testing.T) {
 		{
 			name: "sync failure within the grace period: Degraded unchanged",
 			prev: availableStatus("4.22.0"),
-			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "images file /x: malformed"}, FailingSince: t0.Add(-time.Minute)},
-			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "False", versionsWritten: true, requeue: time.Minute},
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: ReasonSyncFailed, Message: "applying: forbidden"}, FailingSince: t0.Add(-time.Minute)},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true, requeue: time.Minute},
 		},
 		{
 			name: "sync failure past the grace period: Degraded with its reason, operand still available",
 			prev: availableStatus("4.22.0"),
-			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "images file /x: malformed"}, FailingSince: t0.Add(-2 * time.Minute)},
-			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "True", degradedReason: "InvalidImagesJSON", versionsWritten: true,
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: ReasonSyncFailed, Message: "applying: forbidden"}, FailingSince: t0.Add(-2 * time.Minute)},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "True", degradedReason: ReasonSyncFailed, versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorDegraded: "forbidden"}},
+		},
+		{
+			name: "bad input: Degraded at once, Available and Progressing as they were",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "images file /x: malformed", Immediate: true}, FailingSince: t0},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "True", degradedReason: "InvalidImagesJSON", versionsWritten: true, version: "4.22.0",
 				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorDegraded: "images file /x"}},
+		},
+		{
+			name: "bad input after a restart, operand unknown: previous Available kept",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", OperandUnknown: true, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "images file /x: malformed", Immediate: true}, FailingSince: t0},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "True", degradedReason: "InvalidImagesJSON", versionsWritten: true, version: "4.22.0"},
+		},
+		{
+			name: "bad input on a fresh install: not available, says why",
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", OperandUnknown: true, Failure: &Failure{Reason: "InfrastructureNotFound", Message: "no infrastructure", Immediate: true}, FailingSince: t0},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "True", degradedReason: "InfrastructureNotFound",
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "no infrastructure"}},
+		},
+		{
+			name: "no release version: versions written earlier are kept",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, Operand: healthy},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true, version: "4.22.0"},
+		},
+		{
+			name: "outage continues across a re-created deployment: Degraded stays",
+			prev: func() configv1.ClusterOperatorStatus {
+				s := availableStatus("4.22.0")
+				s.Conditions[0] = configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorAvailable, Status: "False", Reason: ReasonOperandUnavailable, LastTransitionTime: metav1.NewTime(t0.Add(-10 * time.Minute))}
+				s.Conditions[2] = configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorDegraded, Status: "True", Reason: ReasonOperandUnavailable, LastTransitionTime: metav1.NewTime(t0.Add(-8 * time.Minute))}
+				return s
+			}(),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Second), Message: "Deployment does not exist yet"}},
+			want: want{available: "False", availableReason: ReasonOperandUnavailable, progressing: "True", degraded: "True", degradedReason: ReasonOperandUnavailable, versionsWritten: true},
 		},
 		{
 			name: "config change rolling out: Progressing names the change",
@@ -107,11 +144,21 @@ func TestCompute(t *testing.T) {
 				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorProgressing: "platform AWS, proxy"}},
 		},
 		{
-			name: "upgrade: Progressing names the new version, old versions kept until available",
+			name: "upgrade: Progressing names the new version, old versions kept until rolled out",
 			prev: availableStatus("4.21.0"),
 			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Available: true, Since: t0.Add(-time.Hour), Message: "updating"}},
-			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "False", versionsWritten: true,
-				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorProgressing: "Progressing towards operator: 4.22.0"}},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "True", degraded: "False", versionsWritten: true, version: "4.21.0",
+				messageContains: map[configv1.ClusterStatusConditionType]string{
+					configv1.OperatorProgressing: "Progressing towards operator: 4.22.0",
+					configv1.OperatorAvailable:   "available at operator: 4.21.0",
+				}},
+		},
+		{
+			name: "upgrade rolled out: new versions written",
+			prev: availableStatus("4.21.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Available: true, RolledOut: true, Since: t0.Add(-time.Hour)}},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true, version: "4.22.0",
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "available at operator: 4.22.0"}},
 		},
 	}
 	for _, tt := range tests {
@@ -146,9 +193,8 @@ func TestCompute(t *testing.T) {
 			if written := len(got.Versions) > 0; written != tt.want.versionsWritten {
 				t.Errorf("versions = %v, want written=%v", got.Versions, tt.want.versionsWritten)
 			}
-			if tt.want.versionsWritten && find(got.Conditions, configv1.OperatorAvailable).Status == configv1.ConditionTrue &&
-				got.Versions[0].Version != tt.obs.ReleaseVersion {
-				t.Errorf("versions = %v, want %s", got.Versions, tt.obs.ReleaseVersion)
+			if tt.want.version != "" && (len(got.Versions) == 0 || got.Versions[0].Version != tt.want.version) {
+				t.Errorf("versions = %v, want %s", got.Versions, tt.want.version)
 			}
 			if requeue != tt.want.requeue {
 				t.Errorf("requeue = %s, want %s", requeue, tt.want.requeue)
