@@ -1,4 +1,6 @@
-# One image holds the operator, every operand binary and the release payload.
+# One image holds the operator, every operand binary (at /, where the rendered
+# Deployments run them: /machine-api-operator, /machineset-controller, ...) and
+# the release payload at /manifests.
 # Built by CI/release tooling (there is no Docker engine in the dev sandbox).
 FROM docker.io/library/golang:1.26 AS builder
 WORKDIR /src
@@ -12,10 +14,10 @@ RUN go build -trimpath \
       -o /out/ ./cmd/...
 
 FROM registry.access.redhat.com/ubi9/ubi-minimal:latest
-COPY --from=builder /out/ /usr/bin/
+COPY --from=builder /out/ /
 COPY install/ /manifests/
 LABEL io.openshift.release.operator=true \
       io.k8s.display-name="Machine API Operator" \
       io.k8s.description="Manages Machines, MachineSets and MachineHealthChecks"
 USER 65532:65532
-ENTRYPOINT ["/usr/bin/machine-api-operator"]
+ENTRYPOINT ["/machine-api-operator"]

@@ -52,11 +52,11 @@ lint: ## go vet and gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: update-crds
-update-crds: ## Copy the CRDs from the pinned openshift/api into manifests/crds
+update-crds: ## Copy the CRDs from the pinned openshift/api into manifests/crds and install/
 	hack/update-crds.sh
 
 .PHONY: verify-crds
-verify-crds: ## Fail if manifests/crds differ from the pinned openshift/api
+verify-crds: ## Fail if the CRDs in manifests/crds or install/ differ from the pinned openshift/api
 	hack/update-crds.sh --verify
 
 ##@ Local cluster (kwok, every component a local process)
@@ -74,6 +74,10 @@ cluster-down: ## Delete the local cluster and stop all its processes
 .PHONY: run
 run: tools build ## Start the local cluster and install the Machine API on it
 	hack/run.sh
+
+.PHONY: kubemark-infra
+kubemark-infra: ## Set the Infrastructure status to External/kubemark (after kustomize build config | kubectl apply)
+	hack/kubemark-infra.sh
 
 ##@ End-to-end
 

@@ -47,7 +47,7 @@ up() {
 }
 
 down() {
-	[ "$name" != machine-api ] || "$root/hack/local/stop-processes.sh"
+	"$root/hack/local/stop-processes.sh" "$name"
 	if [ -x "$kwokctl" ] && cluster_exists; then
 		"$kwokctl" delete cluster --name "$name"
 	fi

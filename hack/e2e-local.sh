@@ -12,8 +12,9 @@ kubeconfig=$root/.local/$CLUSTER_NAME.kubeconfig
 teardown() {
 	local code=$?
 	mkdir -p "$logs"
+	cp "$root/.local/logs/$CLUSTER_NAME-operator.log" "$logs/" 2>/dev/null || true
 	if [ -d "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs" ]; then
-		cp -r "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs/." "$logs/" || true
+		mkdir -p "$logs/$CLUSTER_NAME" && cp -r "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs/." "$logs/$CLUSTER_NAME/" || true
 	fi
 	hack/cluster.sh down || true
 	[ $code -eq 0 ] || echo "e2e failed; component logs are in $logs" >&2
@@ -21,5 +22,7 @@ teardown() {
 }
 trap teardown EXIT
 
+export RELEASE_VERSION=${RELEASE_VERSION:-0.0.1-e2e}
 hack/cluster.sh up
+hack/local/deploy.sh "$CLUSTER_NAME"
 KUBECONFIG=$kubeconfig make --no-print-directory test-e2e

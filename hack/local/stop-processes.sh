@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# stop-processes.sh: stops the project's processes that make run started
-# (recorded as .local/*.pid).
+# stop-processes.sh CLUSTER_NAME: stops the local processes deploy.sh started
+# for that cluster (pid files .local/CLUSTER_NAME.*.pid).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-for pidfile in "$root"/.local/*.pid; do
+name=${1:?usage: stop-processes.sh CLUSTER_NAME}
+for pidfile in "$root/.local/$name".*.pid; do
 	[ -e "$pidfile" ] || continue
 	pid=$(cat "$pidfile")
 	if kill -0 "$pid" 2>/dev/null; then

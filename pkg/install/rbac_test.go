@@ -1,0 +1,484 @@
+package install_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
+)
+
+const operandRoleName = render.ControllersServiceAccountName
+
+// access is one API request the operator makes, as the authorizer sees it.
+// Namespace "" is a cluster-scoped object or a request across namespaces;
+// Name "" is a request without a name (create by POST, list, watch).
+type access struct {
+	Verb, Group, Resource, Subresource, Namespace, Name string
+}
+
+func (a access) String() string {
+	r := a.Resource
+	if a.Subresource != "" {
+		r += "/" + a.Subresource
+	}
+	if a.Group != "" {
+		r += "." + a.Group
+	}
+	where := ""
+	if a.Namespace != "" {
+		where = " in " + a.Namespace
+	}
+	if a.Name != "" {
+		where += " named " + a.Name
+	}
+	return a.Verb + " " + r + where
+}
+
+// operatorAccess is every request the operator makes besides applying and
+// pruning what it renders (which TestOperatorRBACCoversOperand derives from
+// render.Render): its inputs, the ClusterOperator, events, leader election,
+// webhook certificates. Keep it in sync with pkg/operator.
+func operatorAccess() []access {
+	var out []access
+	add := func(verbs []string, group, resource, sub, ns, name string) {
+		for _, v := range verbs {
+			out = append(out, access{Verb: v, Group: group, Resource: resource, Subresource: sub, Namespace: ns, Name: name})
+		}
+	}
+	read := []string{"list", "watch"}
+	const cfg = "config.openshift.io"
+	for _, r := range []string{"infrastructures", "proxies", "featuregates", "clusterversions"} {
+		add(read, cfg, r, "", "", "")
+		add([]string{"get"}, cfg, r, "", "", config.ClusterConfigName)
+	}
+	add(read, cfg, "clusteroperators", "", "", "")
+	add([]string{"create"}, cfg, "clusteroperators", "", "", "")
+	add([]string{"get", "update"}, cfg, "clusteroperators", "", "", config.ClusterOperatorName)
+	add([]string{"update"}, cfg, "clusteroperators", "status", "", config.ClusterOperatorName)
+	// Events of the cluster-scoped ClusterOperator go to "default"; leader
+	// election events to the operator's namespace.
+	for _, ns := range []string{"default", namespace} {
+		for _, g := range []string{"", "events.k8s.io"} {
+			add([]string{"create"}, g, "events", "", ns, "")
+			add([]string{"patch", "update"}, g, "events", "", ns, "some-event")
+		}
+	}
+	add([]string{"create"}, "coordination.k8s.io", "leases", "", namespace, "")
+	add([]string{"get", "update"}, "coordination.k8s.io", "leases", "", namespace, config.OperatorLeaseName)
+	// Webhook serving certificates (certs manager), watched by label.
+	add(read, "", "secrets", "", namespace, "")
+	add([]string{"create"}, "", "secrets", "", namespace, "")
+	for _, name := range []string{config.WebhookCertSecretName, config.MachineWebhookCertSecretName} {
+		add([]string{"get", "update", "patch", "delete"}, "", "secrets", "", namespace, name)
+	}
+	return out
+}
+
+// forbiddenAccess are requests the operator must not be able to make.
+func forbiddenAccess() []access {
+	return []access{
+		{Verb: "delete", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "machines.machine.openshift.io"},
+		{Verb: "get", Resource: "secrets", Namespace: "kube-system", Name: "any"},
+		{Verb: "list", Resource: "secrets", Namespace: ""},
+		{Verb: "create", Resource: "pods", Namespace: namespace},
+		{Verb: "update", Resource: "nodes", Name: "node-1"},
+		{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: "default", Name: "p"},
+		{Verb: "escalate", Group: rbacv1.GroupName, Resource: "clusterroles", Name: "cluster-admin"},
+		{Verb: "bind", Group: rbacv1.GroupName, Resource: "clusterroles", Name: "cluster-admin"},
+		{Verb: "bind", Group: rbacv1.GroupName, Resource: "roles", Namespace: "kube-system", Name: operandRoleName},
+		{Verb: "patch", Group: "apps", Resource: "deployments", Namespace: "kube-system", Name: "x"},
+		{Verb: "impersonate", Resource: "serviceaccounts", Namespace: namespace, Name: operandRoleName},
+		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: namespace, Name: "machine-api-controllers-leader"},
+		{Verb: "update", Group: "config.openshift.io", Resource: "infrastructures", Name: config.ClusterConfigName},
+		{Verb: "update", Group: "machine.openshift.io", Resource: "machines", Namespace: namespace, Name: "m"},
+	}
+}
+
+// operatorRBAC is the payload's RBAC for the operator.
+type operatorRBAC struct {
+	clusterRole        *rbacv1.ClusterRole
+	clusterRoleBinding *rbacv1.ClusterRoleBinding
+	role               *rbacv1.Role
+	roleBinding        *rbacv1.RoleBinding
+}
+
+func loadOperatorRBAC(t testing.TB) operatorRBAC {
+	ms := loadPayload(t)
+	return operatorRBAC{
+		clusterRole:        typed[*rbacv1.ClusterRole](t, ms, "ClusterRole", operatorName),
+		clusterRoleBinding: typed[*rbacv1.ClusterRoleBinding](t, ms, "ClusterRoleBinding", operatorName),
+		role:               typed[*rbacv1.Role](t, ms, "Role", operatorName),
+		roleBinding:        typed[*rbacv1.RoleBinding](t, ms, "RoleBinding", operatorName),
+	}
+}
+
+// rulesIn are the rules that apply to requests in namespace ns ("" =
+// cluster-scoped or across namespaces): the ClusterRole's everywhere, the
+// Role's only in its namespace.
+func (r operatorRBAC) rulesIn(ns string) []rbacv1.PolicyRule {
+	rules := slices.Clone(r.clusterRole.Rules)
+	if ns != "" && ns == r.role.Namespace {
+		rules = append(rules, r.role.Rules...)
+	}
+	return rules
+}
+
+func (r operatorRBAC) allows(a access) bool { return allows(r.rulesIn(a.Namespace), a) }
+
+func matches(values []string, v string) bool {
+	return slices.Contains(values, v) || slices.Contains(values, rbacv1.ResourceAll)
+}
+
+// allows is RBAC rule evaluation (k8s.io/kubernetes plugin/pkg/auth/authorizer/rbac):
+// a rule allows a request when verb, group and resource match and, if the
+// rule names resources, the request names one of them.
+func allows(rules []rbacv1.PolicyRule, a access) bool {
+	resource := a.Resource
+	if a.Subresource != "" {
+		resource += "/" + a.Subresource
+	}
+	for _, r := range rules {
+		if matches(r.Verbs, a.Verb) && matches(r.APIGroups, a.Group) && matches(r.Resources, resource) &&
+			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, a.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// expand lists the requests a rule of an operand role grants (in namespace
+// ns), one per verb, group, resource and name.
+func expand(rule rbacv1.PolicyRule, ns string) []access {
+	names := rule.ResourceNames
+	if len(names) == 0 {
+		names = []string{""}
+	}
+	var out []access
+	for _, v := range rule.Verbs {
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				r, sub, _ := strings.Cut(res, "/")
+				for _, n := range names {
+					out = append(out, access{Verb: v, Group: g, Resource: r, Subresource: sub, Namespace: ns, Name: n})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// uncovered returns the operand rules' requests the operator does not hold.
+func (r operatorRBAC) uncovered(rules []rbacv1.PolicyRule, ns string) []access {
+	var out []access
+	for _, rule := range rules {
+		for _, a := range expand(rule, ns) {
+			if !r.allows(a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// canWriteRole: Kubernetes lets the operator create or update a role that
+// grants more than it holds only with the escalate verb on that role.
+func (r operatorRBAC) canWriteRole(resource, ns, name string, rules []rbacv1.PolicyRule) error {
+	if r.allows(access{Verb: "escalate", Group: rbacv1.GroupName, Resource: resource, Namespace: ns, Name: name}) {
+		return nil
+	}
+	if missing := r.uncovered(rules, ns); len(missing) > 0 {
+		return fmt.Errorf("the operator neither has escalate on %s %s nor holds %v", resource, name, missing)
+	}
+	return nil
+}
+
+// canBind: creating a binding needs the bind verb on the role, or holding
+// everything it grants.
+func (r operatorRBAC) canBind(ref rbacv1.RoleRef, ns string, roles map[string][]rbacv1.PolicyRule) error {
+	resource := "clusterroles"
+	if ref.Kind == "Role" {
+		resource = "roles"
+	}
+	if r.allows(access{Verb: "bind", Group: rbacv1.GroupName, Resource: resource, Namespace: ns, Name: ref.Name}) {
+		return nil
+	}
+	rules, ok := roles[ref.Kind+"/"+ref.Name]
+	if !ok {
+		return fmt.Errorf("no bind on %s %s and it is not rendered", ref.Kind, ref.Name)
+	}
+	if missing := r.uncovered(rules, ns); len(missing) > 0 {
+		return fmt.Errorf("the operator neither has bind on %s %s nor holds %v", ref.Kind, ref.Name, missing)
+	}
+	return nil
+}
+
+// renderFor renders the operand for a platform with the payload's images.
+func renderFor(t testing.TB, platform configv1.PlatformStatus, spec configv1.PlatformSpec) []client.Object {
+	t.Helper()
+	_, images := payloadImages(t, loadPayload(t))
+	cfg, err := config.Build(config.Inputs{
+		Namespace:      namespace,
+		ReleaseVersion: versionSentinel,
+		Images:         images,
+		Infrastructure: &configv1.Infrastructure{
+			ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+			Spec:       configv1.InfrastructureSpec{PlatformSpec: spec},
+			Status:     configv1.InfrastructureStatus{Platform: platform.Type, PlatformStatus: &platform},
+		},
+		Webhook: config.WebhookTLS{ServiceCA: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := render.Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+func renderAWS(t testing.TB) []client.Object {
+	return renderFor(t,
+		configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: "us-east-1"}},
+		configv1.PlatformSpec{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformSpec{}})
+}
+
+func renderKubemark(t testing.TB) []client.Object {
+	return renderFor(t,
+		configv1.PlatformStatus{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformStatus{}},
+		configv1.PlatformSpec{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformSpec{PlatformName: config.KubemarkPlatformName}})
+}
+
+// checkCoversOperand returns every way the operator RBAC falls short of
+// applying and pruning objs.
+func checkCoversOperand(t testing.TB, r operatorRBAC, objs []client.Object) []string {
+	t.Helper()
+	s := testScheme()
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			roles["ClusterRole/"+o.Name] = o.Rules
+		case *rbacv1.Role:
+			roles["Role/"+o.Name] = o.Rules
+		}
+	}
+	var problems []string
+	for _, obj := range objs {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		resource := plural.Resource
+		ns, name := obj.GetNamespace(), obj.GetName()
+		need := []access{
+			// apply: read the live object (cache: list/watch), then PATCH.
+			{Verb: "list", Group: gvk.Group, Resource: resource, Namespace: ns},
+			{Verb: "watch", Group: gvk.Group, Resource: resource, Namespace: ns},
+			{Verb: "get", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name},
+			{Verb: "patch", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name},
+		}
+		if !apply.IsNeverPruned(gvk.GroupKind()) {
+			need = append(need, access{Verb: "delete", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name})
+		}
+		for _, a := range need {
+			if !r.allows(a) {
+				problems = append(problems, fmt.Sprintf("%s %s: cannot %s", gvk.Kind, name, a))
+			}
+		}
+		var err2 error
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			err2 = r.canWriteRole("clusterroles", "", o.Name, o.Rules)
+		case *rbacv1.Role:
+			err2 = r.canWriteRole("roles", o.Namespace, o.Name, o.Rules)
+		case *rbacv1.ClusterRoleBinding:
+			err2 = r.canBind(o.RoleRef, "", roles)
+		case *rbacv1.RoleBinding:
+			err2 = r.canBind(o.RoleRef, o.Namespace, roles)
+		}
+		if err2 != nil {
+			problems = append(problems, fmt.Sprintf("%s %s: %v", gvk.Kind, name, err2))
+		}
+	}
+	return problems
+}
+
+// TestOperatorRBACCoversOperand: the operator can apply and prune everything
+// it renders, and write the operand roles and bindings, either by holding
+// their permissions or by escalate/bind on machine-api-controllers.
+func TestOperatorRBACCoversOperand(t *testing.T) {
+	r := loadOperatorRBAC(t)
+	for name, objs := range map[string][]client.Object{"AWS": renderAWS(t), "kubemark": renderKubemark(t)} {
+		t.Run(name, func(t *testing.T) {
+			kinds := map[string]bool{}
+			for _, o := range objs {
+				kinds[fmt.Sprintf("%T", o)] = true
+			}
+			for _, k := range []string{"*v1.ClusterRole", "*v1.Role", "*v1.ClusterRoleBinding", "*v1.RoleBinding"} {
+				if !kinds[k] {
+					t.Fatalf("render produced no %s: the check would be vacuous", k)
+				}
+			}
+			for _, p := range checkCoversOperand(t, r, objs) {
+				t.Error(p)
+			}
+		})
+	}
+
+	t.Run("every prunable kind can be listed and deleted", func(t *testing.T) {
+		for _, gvk := range operator.PrunableKinds {
+			plural, _ := meta.UnsafeGuessKindToResource(gvk)
+			resource := plural.Resource
+			ns := namespace
+			if clusterScoped[gvk.Kind] {
+				ns = ""
+			}
+			for _, verb := range []string{"list", "watch"} {
+				if a := (access{Verb: verb, Group: gvk.Group, Resource: resource, Namespace: ns}); !r.allows(a) {
+					t.Errorf("cannot %s", a)
+				}
+			}
+			if a := (access{Verb: "delete", Group: gvk.Group, Resource: resource, Namespace: ns, Name: "obsolete"}); !r.allows(a) {
+				t.Errorf("cannot %s", a)
+			}
+		}
+	})
+
+	t.Run("the rest of what the operator does", func(t *testing.T) {
+		for _, a := range operatorAccess() {
+			if !r.allows(a) {
+				t.Errorf("the operator cannot %s", a)
+			}
+		}
+		for _, a := range forbiddenAccess() {
+			if r.allows(a) {
+				t.Errorf("the operator can %s, which it does not need", a)
+			}
+		}
+	})
+
+	t.Run("without escalate the operand roles are not covered", func(t *testing.T) {
+		// The check is not vacuous: the operator does not hold the operand's
+		// permissions (nodes write, eviction, Machines...) itself.
+		stripped := operatorRBAC{
+			clusterRole:        r.clusterRole.DeepCopy(),
+			clusterRoleBinding: r.clusterRoleBinding,
+			role:               r.role.DeepCopy(),
+			roleBinding:        r.roleBinding,
+		}
+		drop := func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+			return slices.DeleteFunc(rules, func(p rbacv1.PolicyRule) bool {
+				return slices.Contains(p.Verbs, "escalate") || slices.Contains(p.Verbs, "bind")
+			})
+		}
+		stripped.clusterRole.Rules = drop(stripped.clusterRole.Rules)
+		stripped.role.Rules = drop(stripped.role.Rules)
+		problems := checkCoversOperand(t, stripped, renderAWS(t))
+		want := []string{"ClusterRole machine-api-controllers", "Role machine-api-controllers",
+			"ClusterRoleBinding machine-api-controllers", "RoleBinding machine-api-controllers"}
+		for _, w := range want {
+			found := false
+			for _, p := range problems {
+				found = found || strings.HasPrefix(p, w+":")
+			}
+			if !found {
+				t.Errorf("without escalate/bind, %s should not be writable; problems: %v", w, problems)
+			}
+		}
+	})
+}
+
+// TestOperatorRBACLeastPrivilege: no wildcards, no cluster-admin, escalate and
+// bind limited by name, no delete of CRDs, Secrets only in the namespace.
+func TestOperatorRBACLeastPrivilege(t *testing.T) {
+	r := loadOperatorRBAC(t)
+	check := func(where string, rules []rbacv1.PolicyRule) {
+		if len(rules) == 0 {
+			t.Errorf("%s has no rules", where)
+		}
+		for i, rule := range rules {
+			for field, values := range map[string][]string{"verbs": rule.Verbs, "resources": rule.Resources, "apiGroups": rule.APIGroups, "resourceNames": rule.ResourceNames} {
+				for _, v := range values {
+					if strings.Contains(v, "*") {
+						t.Errorf("%s rule %d: %q in %s", where, i, v, field)
+					}
+				}
+			}
+			if len(rule.NonResourceURLs) > 0 {
+				t.Errorf("%s rule %d: nonResourceURLs %v", where, i, rule.NonResourceURLs)
+			}
+			for _, v := range rule.Verbs {
+				switch v {
+				case "escalate", "bind":
+					if len(rule.ResourceNames) == 0 || slices.ContainsFunc(rule.ResourceNames, func(n string) bool { return n != operandRoleName }) {
+						t.Errorf("%s rule %d: %s must be limited to resourceNames [%s], got %v", where, i, v, operandRoleName, rule.ResourceNames)
+					}
+				case "impersonate", "deletecollection":
+					t.Errorf("%s rule %d: verb %s is not needed", where, i, v)
+				}
+			}
+			if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "delete") {
+				t.Errorf("%s rule %d: deleting CRDs deletes every Machine; the operator never does", where, i)
+			}
+		}
+	}
+	check("ClusterRole", r.clusterRole.Rules)
+	check("Role", r.role.Rules)
+	if r.role.Namespace != namespace {
+		t.Errorf("Role namespace = %q", r.role.Namespace)
+	}
+	if r.allows(access{Verb: "get", Resource: "secrets", Namespace: "other", Name: "x"}) {
+		t.Error("the ClusterRole grants Secrets; they belong in the namespaced Role")
+	}
+
+	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operatorName, Namespace: namespace}}
+	for _, b := range []struct {
+		what     string
+		ref      rbacv1.RoleRef
+		subjects []rbacv1.Subject
+		wantKind string
+	}{
+		{"ClusterRoleBinding", r.clusterRoleBinding.RoleRef, r.clusterRoleBinding.Subjects, "ClusterRole"},
+		{"RoleBinding", r.roleBinding.RoleRef, r.roleBinding.Subjects, "Role"},
+	} {
+		if b.ref != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: b.wantKind, Name: operatorName}) {
+			t.Errorf("%s roleRef = %+v, want the %s %s (never cluster-admin, admin or edit)", b.what, b.ref, b.wantKind, operatorName)
+		}
+		if !slices.Equal(b.subjects, wantSubjects) {
+			t.Errorf("%s subjects = %+v, want %+v", b.what, b.subjects, wantSubjects)
+		}
+	}
+	if r.roleBinding.Namespace != namespace {
+		t.Errorf("RoleBinding namespace = %q", r.roleBinding.Namespace)
+	}
+
+	// Nothing else in the payload grants anything.
+	for _, m := range loadPayload(t) {
+		switch m.Object.GetKind() {
+		case "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding":
+			if m.Object.GetName() != operatorName {
+				t.Errorf("unexpected RBAC object %s", m)
+			}
+		}
+	}
+}
+
+// clusterScoped are the cluster-scoped kinds the operator writes.
+var clusterScoped = map[string]bool{
+	"ClusterRole": true, "ClusterRoleBinding": true, "CustomResourceDefinition": true,
+	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true,
+}
