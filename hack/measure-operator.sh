@@ -15,16 +15,16 @@ ns=openshift-machine-api
 log=.local/logs/operator-measure.log
 kubectl() { bin/kubectl --kubeconfig "$kubeconfig" "$@"; }
 
-hack/local/stop-processes.sh
+hack/local/stop-processes.sh machine-api
 # Start from nothing: no operand, no ClusterOperator, no certificates.
 kubectl delete clusteroperator machine-api --ignore-not-found >/dev/null
 kubectl -n "$ns" delete deployment,service,secret,serviceaccount,role,rolebinding -l app.kubernetes.io/managed-by=machine-api-operator --ignore-not-found >/dev/null
 kubectl delete validatingwebhookconfiguration,mutatingwebhookconfiguration,clusterrole,clusterrolebinding -l app.kubernetes.io/managed-by=machine-api-operator --ignore-not-found >/dev/null
 
 start=$(date +%s.%N)
-RELEASE_VERSION=0.0.1-local bin/machine-api-operator start --kubeconfig "$kubeconfig" --images-json .local/images.json \
+RELEASE_VERSION=0.0.1-local bin/machine-api-operator start --kubeconfig "$kubeconfig" --images-json .local/machine-api-images.json \
 	--namespace "$ns" --operand-stable-duration 0s --metrics-bind-address 0 --health-probe-bind-address 0 -v=6 >"$log" 2>&1 &
-echo $! >.local/operator.pid
+echo $! >.local/machine-api.operator.pid
 until [ "$(kubectl get clusteroperator machine-api -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null)" = True ]; do sleep 0.05; done
 end=$(date +%s.%N)
 requests() { grep -oE '"Response".* verb="[A-Z]+"' "$log" | sed 's/.*verb="//; s/"//' | sort | uniq -c | tr '\n' ' '; }
