@@ -1,0 +1,46 @@
+// Command nodelink-controller links Machines and Nodes: it sets each Machine's
+// status.nodeRef, annotates the Node with its Machine, and keeps the Machine's
+// spec.metadata labels/annotations and spec.taints on the Node.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
+	"github.com/machine-api-operator/machine-api-operator/pkg/version"
+)
+
+func main() {
+	opts := operand.Defaults("nodelink-controller", ":8084", ":9444")
+	fs := pflag.NewFlagSet("nodelink-controller", pflag.ExitOnError)
+	opts.AddFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	if err := run(opts); err != nil {
+		fmt.Fprintf(os.Stderr, "nodelink-controller: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(opts operand.Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	cfg, err := opts.RESTConfig("nodelink-controller/" + version.String())
+	if err != nil {
+		return err
+	}
+	mgr, err := opts.NewManager(cfg)
+	if err != nil {
+		return err
+	}
+	r := nodelink.NewReconciler(nodelink.Options{Namespace: opts.Namespace})
+	if err := r.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
+		return fmt.Errorf("setting up nodelink: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,450 @@
+// Package nodelink is the nodelink controller: it links each Node to its
+// Machine and keeps the Node's labels, annotations and taints in line with the
+// Machine's spec.metadata and spec.taints.
+//
+// Matching. A Node's Machine is the Machine (in the Machines' namespace) with
+// the Node's spec.providerID; when no Machine has it, the Machine that has
+// any of the Node's InternalIPs in status.addresses. An InternalIP candidate
+// whose own providerID belongs to another existing Node is not a candidate
+// (the address was reused). More than one Machine at the deciding step is
+// ambiguous: a Warning event and a log line, and nothing is written. All
+// lookups use cache field indexes (see RegisterIndexes).
+//
+// status.nodeRef. The matched Machine's status.nodeRef is {Kind: Node, Name,
+// UID}, written with a status patch only when it differs. It is cleared when
+// the Node it names is gone: deleted, or replaced by a new Node of the same
+// name (another UID) that is not this Machine's. Before clearing, the Node is
+// read from the API server directly, so a lagging cache never clears a valid
+// reference. A Node that is being deleted keeps its reference until it is gone.
+//
+// Node metadata. The Node gets the annotation machine.openshift.io/machine=
+// <namespace>/<name>, and the Machine's labels, annotations and taints (a taint
+// is identified by key and effect; a differing value is corrected). What was
+// copied is recorded in the Node annotation
+// machine.openshift.io/nodelink-last-applied. When the Machine drops an entry
+// it is removed from the Node only if the Node still has the recorded value:
+// labels, annotations and taints someone else added or changed are never
+// touched. The Node is patched only when something changes, so a steady state
+// makes no writes. A Node being deleted is left alone.
+package nodelink
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// ControllerName names the controller (logs, metrics, events).
+const ControllerName = "nodelink-controller"
+
+// Event reasons.
+const (
+	// ReasonAmbiguousMatch (Warning, on the Node): more than one Machine
+	// matches the Node; nothing is linked.
+	ReasonAmbiguousMatch = "AmbiguousMachineMatch"
+	// ReasonNodeRefCleared (Normal, on the Machine): the Node its nodeRef
+	// named is gone.
+	ReasonNodeRefCleared = "NodeRefCleared"
+	// ReasonInvalidNodeMetadata (Warning, on the Machine): some of its
+	// labels, annotations or taints cannot be put on a Node and are skipped.
+	ReasonInvalidNodeMetadata = "InvalidNodeMetadata"
+	// ReasonInvalidLastApplied (Warning, on the Node): the last-applied
+	// annotation is unreadable; nothing is removed and it is rewritten.
+	ReasonInvalidLastApplied = "InvalidLastApplied"
+)
+
+// conflictRetry is how soon a reconcile whose write hit a conflict (the cache
+// was behind) runs again.
+const conflictRetry = 500 * time.Millisecond
+
+// Options configure a Reconciler.
+type Options struct {
+	// Client reads from the manager's cache (with nodelink's indexes) and
+	// writes to the API server. SetupWithManager uses the manager's client
+	// when nil.
+	Client client.Client
+	// Namespace holds the Machines; empty means every namespace.
+	Namespace string
+	// Recorder records events. Optional: SetupWithManager uses the manager's
+	// recorder when nil; a Reconciler used without a manager records none.
+	Recorder events.EventRecorder
+	// APIReader reads uncached, to confirm that a Node is really gone before a
+	// nodeRef is cleared. Optional: SetupWithManager uses the manager's API
+	// reader when nil; without one the cache is trusted.
+	APIReader client.Reader
+}
+
+// Reconciler links Nodes and Machines. Requests are keyed by Node name.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	namespace string
+	recorder  events.EventRecorder
+}
+
+// NewReconciler returns a Reconciler. Its Client must read from a cache with
+// the indexes RegisterIndexes adds.
+func NewReconciler(opts Options) *Reconciler {
+	return &Reconciler{
+		client:    opts.Client,
+		apiReader: opts.APIReader,
+		namespace: opts.Namespace,
+		recorder:  opts.Recorder,
+	}
+}
+
+// SetupWithManager registers the indexes and the controller: it watches Nodes,
+// and Machines mapped to the Nodes they match or reference.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.client == nil {
+		r.client = mgr.GetClient()
+	}
+	if r.apiReader == nil {
+		r.apiReader = mgr.GetAPIReader()
+	}
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	if err := RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeUpdateRelevant})).
+		Watches(&machinev1beta1.Machine{},
+			handler.EnqueueRequestsFromMapFunc(r.nodeRequestsForMachine),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: machineUpdateRelevant})).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// Reconcile links the Node req.Name to its Machine, syncs its metadata, and
+// clears the nodeRef of Machines that point at it when it is gone.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx).WithValues("node", req.Name)
+	ctx = log.IntoContext(ctx, logger)
+
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: req.Name}, node); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
+		}
+		return r.result(r.clearStaleNodeRefs(ctx, req.Name, nil, nil))
+	}
+	if node.DeletionTimestamp != nil {
+		logger.V(4).Info("node is being deleted, skipping")
+		return reconcile.Result{}, nil
+	}
+
+	machine, kind, candidates, err := r.findMachine(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.clearStaleNodeRefs(ctx, node.Name, node, machine); err != nil {
+		return r.result(err)
+	}
+	switch kind {
+	case matchNone:
+		logger.V(2).Info("no machine matches the node")
+		return reconcile.Result{}, nil
+	case matchAmbiguous:
+		keys := machineKeys(candidates)
+		logger.Error(nil, "more than one machine matches the node, not linking", "machines", keys)
+		r.event(node, nil, corev1.EventTypeWarning, ReasonAmbiguousMatch, "Link",
+			"%d machines match node %s (%s): not linking any; give each machine a unique providerID or InternalIP", len(keys), node.Name, strings.Join(keys, ", "))
+		return reconcile.Result{}, nil
+	}
+	logger = logger.WithValues("machine", machine.Namespace+"/"+machine.Name, "matchedBy", string(kind))
+	ctx = log.IntoContext(ctx, logger)
+
+	if err := r.setNodeRef(ctx, machine, node); err != nil {
+		return r.result(err)
+	}
+	return r.result(r.syncNode(ctx, node, machine))
+}
+
+// result turns a conflict (a write based on a stale cache) into a short
+// requeue instead of an error.
+func (r *Reconciler) result(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// findMachine looks the Node's Machine up by providerID, then by each of its
+// InternalIPs.
+func (r *Reconciler) findMachine(ctx context.Context, node *corev1.Node) (*machinev1beta1.Machine, matchKind, []*machinev1beta1.Machine, error) {
+	var byProviderID []*machinev1beta1.Machine
+	if id := node.Spec.ProviderID; id != "" {
+		ms, err := r.listMachines(ctx, IndexMachineProviderID, id)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		byProviderID = ms
+	}
+	var byIP []*machinev1beta1.Machine
+	if len(byProviderID) == 0 {
+		seen := map[types.NamespacedName]bool{}
+		for _, ip := range internalIPs(node.Status.Addresses) {
+			ms, err := r.listMachines(ctx, IndexMachineInternalIP, ip)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			for _, m := range ms {
+				key := types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				claimed, err := r.providerIDClaimedElsewhere(ctx, m, node)
+				if err != nil {
+					return nil, "", nil, err
+				}
+				if claimed {
+					log.FromContext(ctx).V(2).Info("machine shares an InternalIP with the node but its providerID belongs to another node", "machine", key.String())
+					continue
+				}
+				byIP = append(byIP, m)
+			}
+		}
+	}
+	m, kind, candidates := pickMachine(byProviderID, byIP)
+	return m, kind, candidates, nil
+}
+
+// providerIDClaimedElsewhere reports whether m's providerID is the providerID
+// of an existing Node other than node.
+func (r *Reconciler) providerIDClaimedElsewhere(ctx context.Context, m *machinev1beta1.Machine, node *corev1.Node) (bool, error) {
+	id := machineProviderID(m)
+	if id == "" {
+		return false, nil
+	}
+	nodes, err := r.listNodes(ctx, IndexNodeProviderID, id)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(nodes, func(n string) bool { return n != node.Name }), nil
+}
+
+func (r *Reconciler) listMachines(ctx context.Context, index, value string) ([]*machinev1beta1.Machine, error) {
+	list := &machinev1beta1.MachineList{}
+	opts := []client.ListOption{client.MatchingFields{index: value}}
+	if r.namespace != "" {
+		opts = append(opts, client.InNamespace(r.namespace))
+	}
+	if err := r.client.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("listing machines by %s=%s: %w", index, value, err)
+	}
+	out := make([]*machinev1beta1.Machine, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]string, error) {
+	list := &corev1.NodeList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{index: value}); err != nil {
+		return nil, fmt.Errorf("listing nodes by %s=%s: %w", index, value, err)
+	}
+	out := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, list.Items[i].Name)
+	}
+	return out, nil
+}
+
+// clearStaleNodeRefs clears status.nodeRef on the Machines (other than keep)
+// whose nodeRef names nodeName while that Node is gone; node is the cached
+// Node of that name, nil when there is none.
+func (r *Reconciler) clearStaleNodeRefs(ctx context.Context, nodeName string, node *corev1.Node, keep *machinev1beta1.Machine) error {
+	machines, err := r.listMachines(ctx, IndexMachineNodeRef, nodeName)
+	if err != nil {
+		return err
+	}
+	var live *corev1.Node
+	confirmed := false
+	for _, m := range machines {
+		if keep != nil && m.Namespace == keep.Namespace && m.Name == keep.Name {
+			continue
+		}
+		if !nodeRefStale(m.Status.NodeRef, node) {
+			continue
+		}
+		if !confirmed && r.apiReader != nil {
+			n := &corev1.Node{}
+			switch err := r.apiReader.Get(ctx, types.NamespacedName{Name: nodeName}, n); {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				return fmt.Errorf("confirming node %s is gone: %w", nodeName, err)
+			default:
+				live = n
+			}
+			confirmed = true
+		}
+		if confirmed && !nodeRefStale(m.Status.NodeRef, live) {
+			// The cache is behind; the Node's event will bring us back.
+			continue
+		}
+		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		old := *m.Status.NodeRef
+		m.Status.NodeRef = nil
+		if err := r.client.Status().Patch(ctx, m, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("clearing nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
+		}
+		log.FromContext(ctx).Info("cleared nodeRef: the node is gone", "machine", m.Namespace+"/"+m.Name, "nodeUID", old.UID)
+		r.event(m, nil, corev1.EventTypeNormal, ReasonNodeRefCleared, "Unlink",
+			"Node %s (uid %s) no longer exists", old.Name, old.UID)
+	}
+	return nil
+}
+
+// setNodeRef points the Machine's status.nodeRef at node unless it already does.
+func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Machine, node *corev1.Node) error {
+	if nodeRefUpToDate(machine, node) {
+		return nil
+	}
+	m := machine.DeepCopy()
+	patch := client.MergeFrom(machine)
+	ref := nodeRefFor(node)
+	m.Status.NodeRef = &ref
+	if err := r.client.Status().Patch(ctx, m, patch); err != nil {
+		return fmt.Errorf("setting nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	log.FromContext(ctx).Info("set nodeRef", "nodeUID", node.UID)
+	return nil
+}
+
+// syncNode applies the Machine's metadata and taints to the Node.
+func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *machinev1beta1.Machine) error {
+	logger := log.FromContext(ctx)
+	last, err := parseLastApplied(node)
+	if err != nil {
+		logger.Error(err, "ignoring the last-applied record")
+		r.event(node, nil, corev1.EventTypeWarning, ReasonInvalidLastApplied, "Sync", "%v", err)
+	}
+	plan := desiredNode(node, machine, last)
+	if len(plan.Invalid) > 0 {
+		logger.Info("skipping machine metadata that cannot be put on a node", "invalid", plan.Invalid)
+		r.event(machine, node, corev1.EventTypeWarning, ReasonInvalidNodeMetadata, "Sync",
+			"not copied to node %s: %s", node.Name, strings.Join(plan.Invalid, ", "))
+	}
+	if !plan.Changed {
+		return nil
+	}
+	// The optimistic lock makes a decision based on a stale cached Node fail
+	// instead of removing something that changed meanwhile, and keeps the
+	// taint list (replaced as a whole by a merge patch) consistent.
+	patch := client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
+		return fmt.Errorf("updating node %s: %w", node.Name, err)
+	}
+	logger.Info("synced node metadata from machine")
+	return nil
+}
+
+func (r *Reconciler) event(regarding client.Object, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// nodeRequestsForMachine maps a Machine to the Nodes it matches (by
+// providerID and by each InternalIP) and the Node its nodeRef names.
+func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*machinev1beta1.Machine)
+	if !ok || (r.namespace != "" && m.Namespace != r.namespace) {
+		return nil
+	}
+	names := map[string]bool{}
+	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
+		names[ref.Name] = true
+	}
+	lookups := [][2]string{}
+	if id := machineProviderID(m); id != "" {
+		lookups = append(lookups, [2]string{IndexNodeProviderID, id})
+	}
+	for _, ip := range internalIPs(m.Status.Addresses) {
+		lookups = append(lookups, [2]string{IndexNodeInternalIP, ip})
+	}
+	for _, l := range lookups {
+		nodes, err := r.listNodes(ctx, l[0], l[1])
+		if err != nil {
+			log.FromContext(ctx).Error(err, "mapping machine to nodes", "machine", m.Namespace+"/"+m.Name)
+			continue
+		}
+		for _, n := range nodes {
+			names[n] = true
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(names))
+	for _, n := range slices.Sorted(maps.Keys(names)) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+	}
+	return reqs
+}
+
+// nodeUpdateRelevant filters Node updates to those that can change what
+// nodelink decides (status heartbeats are dropped).
+func nodeUpdateRelevant(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Node)
+	n, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.UID != n.UID ||
+		o.Spec.ProviderID != n.Spec.ProviderID ||
+		!slices.Equal(internalIPs(o.Status.Addresses), internalIPs(n.Status.Addresses)) ||
+		!maps.Equal(o.Labels, n.Labels) ||
+		!maps.Equal(o.Annotations, n.Annotations) ||
+		!taintsEqual(o.Spec.Taints, n.Spec.Taints) ||
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+}
+
+// machineUpdateRelevant filters Machine updates to those that can change what
+// nodelink decides (phase, conditions and provider status churn is dropped).
+func machineUpdateRelevant(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*machinev1beta1.Machine)
+	n, ok2 := e.ObjectNew.(*machinev1beta1.Machine)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return machineProviderID(o) != machineProviderID(n) ||
+		!slices.Equal(internalIPs(o.Status.Addresses), internalIPs(n.Status.Addresses)) ||
+		!maps.Equal(o.Spec.ObjectMeta.Labels, n.Spec.ObjectMeta.Labels) ||
+		!maps.Equal(o.Spec.ObjectMeta.Annotations, n.Spec.ObjectMeta.Annotations) ||
+		!taintsEqual(o.Spec.Taints, n.Spec.Taints) ||
+		!nodeRefEqual(o.Status.NodeRef, n.Status.NodeRef) ||
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+}
+
+func nodeRefEqual(a, b *corev1.ObjectReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

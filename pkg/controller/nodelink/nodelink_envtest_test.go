@@ -1,0 +1,708 @@
+package nodelink
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	// NODELINK_TEST_LOG=1 shows the controller's logs.
+	out := io.Discard
+	if os.Getenv("NODELINK_TEST_LOG") != "" {
+		out = os.Stderr
+	}
+	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
+	testenv.Main(m, &env)
+}
+
+const (
+	waitTimeout = 15 * time.Second
+	poll        = 50 * time.Millisecond
+	// settle is how long a "nothing happens" check watches.
+	settle = 1500 * time.Millisecond
+)
+
+// recorder collects events (thread safe).
+type recorder struct {
+	mu     sync.Mutex
+	events []string // "Type Reason Kind/Name: note"
+}
+
+func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := ""
+	if o, ok := regarding.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", eventtype, reason, name, fmt.Sprintf(note, args...)))
+}
+
+func (r *recorder) find(reason string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if strings.Contains(e, " "+reason+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+var testSeq atomic.Int32
+
+// harness runs nodelink in its own manager for one test's namespace. Writes
+// made by the test go through env.Client and are not counted; the
+// controller's requests are counted by ct.
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	ns     string
+	seq    int32 // unique per test: IPs are 10.<seq>.0.x, fd00::<seq>:x
+	c      client.Client
+	ct     *applytest.CountingTransport
+	rec    *recorder
+	r      *Reconciler
+	stopFn context.CancelFunc
+	done   chan struct{}
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	seq := testSeq.Add(1)
+	h := &harness{
+		t:   t,
+		ctx: t.Context(),
+		ns:  fmt.Sprintf("nodelink-%d-%d", seq, time.Now().UnixNano()%100000),
+		seq: seq,
+		c:   env.Client,
+		ct:  applytest.NewCountingTransport(),
+		rec: &recorder{},
+	}
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	t.Cleanup(h.stop)
+	return h
+}
+
+// start runs a fresh manager (nothing carried over from a previous one).
+func (h *harness) start() {
+	h.t.Helper()
+	cfg := h.ct.Install(env.Config)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&machinev1beta1.Machine{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
+		}},
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.r = NewReconciler(Options{Namespace: h.ns, Recorder: h.rec})
+	skip := true
+	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopFn = cancel
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		if err := mgr.Start(ctx); err != nil {
+			h.t.Errorf("manager: %v", err)
+		}
+	}()
+	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
+		h.t.Fatal("cache did not sync")
+	}
+}
+
+func (h *harness) stop() {
+	if h.stopFn == nil {
+		return
+	}
+	h.stopFn()
+	<-h.done
+	h.stopFn = nil
+}
+
+func (h *harness) ip4(i int) string { return fmt.Sprintf("10.%d.0.%d", h.seq, i) }
+func (h *harness) ip6(i int) string { return fmt.Sprintf("fd00::%x:%x", h.seq, i) }
+func (h *harness) name(s string) string {
+	return fmt.Sprintf("%s-%s", h.ns, s)
+}
+
+func internal(ips ...string) []corev1.NodeAddress {
+	var out []corev1.NodeAddress
+	for _, ip := range ips {
+		out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+	}
+	return out
+}
+
+// createNode creates a Node (cluster-scoped, named after the test) with the
+// given providerID, InternalIPs and taints, and deletes it when the test ends.
+func (h *harness) createNode(suffix, providerID string, ips []string, mutate ...func(*corev1.Node)) *corev1.Node {
+	h.t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.name(suffix)}}
+	n.Spec.ProviderID = providerID
+	for _, f := range mutate {
+		f(n)
+	}
+	if err := h.c.Create(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() {
+		n := &corev1.Node{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Name: h.name(suffix)}, n); err != nil {
+			return
+		}
+		if len(n.Finalizers) > 0 {
+			n.Finalizers = nil
+			_ = h.c.Update(context.Background(), n)
+		}
+		_ = h.c.Delete(context.Background(), n)
+	})
+	// A merge patch: nodelink may already have patched the new Node.
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Status.Addresses = internal(ips...)
+	if err := h.c.Status().Patch(h.ctx, n, patch); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+func (h *harness) createMachine(name, providerID string, ips []string, mutate ...func(*machinev1beta1.Machine)) *machinev1beta1.Machine {
+	h.t.Helper()
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
+	if providerID != "" {
+		m.Spec.ProviderID = &providerID
+	}
+	for _, f := range mutate {
+		f(m)
+	}
+	status := m.Status
+	if err := h.c.Create(h.ctx, m); err != nil {
+		h.t.Fatal(err)
+	}
+	// A merge patch: nodelink may already have set the nodeRef.
+	patch := client.MergeFrom(m.DeepCopy())
+	status.Addresses = internal(ips...)
+	m.Status = status
+	if err := h.c.Status().Patch(h.ctx, m, patch); err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+func (h *harness) node(name string) *corev1.Node {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Name: name}, n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
+}
+
+func (h *harness) machine(name string) *machinev1beta1.Machine {
+	h.t.Helper()
+	m := &machinev1beta1.Machine{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, m); err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+// updateMachine applies f to the current Machine and updates it, retrying
+// on conflicts.
+func (h *harness) updateMachine(name string, f func(*machinev1beta1.Machine)) {
+	h.t.Helper()
+	h.eventually("update machine "+name, func() error {
+		m := h.machine(name)
+		f(m)
+		return h.c.Update(h.ctx, m)
+	})
+}
+
+func (h *harness) updateNode(name string, f func(*corev1.Node)) {
+	h.t.Helper()
+	h.eventually("update node "+name, func() error {
+		n := h.node(name)
+		f(n)
+		return h.c.Update(h.ctx, n)
+	})
+}
+
+func (h *harness) eventually(what string, f func() error) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(poll)
+	}
+	h.t.Fatalf("%s: not within %s: %v", what, waitTimeout, err)
+}
+
+// reconcileNow runs a reconcile for node directly (in addition to whatever
+// the manager runs), failing the test on error.
+func (h *harness) reconcileNow(node string) {
+	h.t.Helper()
+	if _, err := h.r.Reconcile(h.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: node}}); err != nil {
+		h.t.Fatalf("reconcile %s: %v", node, err)
+	}
+}
+
+// expectNoWrites waits for the controller to settle, runs extra reconciles of
+// nodes directly, and asserts that the controller sent no write request
+// since the last Reset.
+func (h *harness) expectNoWrites(nodes ...string) {
+	h.t.Helper()
+	time.Sleep(settle)
+	for _, n := range nodes {
+		h.reconcileNow(n)
+	}
+	if w := h.ct.Writes(); w != 0 {
+		h.t.Errorf("controller made %d write requests, want 0: %v", w, h.ct.WriteRequests())
+	}
+}
+
+func linked(h *harness, machine string, node *corev1.Node) func() error {
+	return func() error {
+		m := h.machine(machine)
+		want := corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
+		if m.Status.NodeRef == nil || *m.Status.NodeRef != want {
+			return fmt.Errorf("nodeRef = %+v, want %+v", m.Status.NodeRef, want)
+		}
+		n := h.node(node.Name)
+		if got, want := n.Annotations[MachineAnnotation], h.ns+"/"+machine; got != want {
+			return fmt.Errorf("node annotation %s = %q, want %q", MachineAnnotation, got, want)
+		}
+		return nil
+	}
+}
+
+func nodeHas(h *harness, node string, check func(*corev1.Node) error) func() error {
+	return func() error { return check(h.node(node)) }
+}
+
+func hasTaint(n *corev1.Node, key, value string, effect corev1.TaintEffect) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Effect == effect && t.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutNotReady(ts []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range ts {
+		if t.Key != corev1.TaintNodeNotReady {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func countTaints(n *corev1.Node, key string, effect corev1.TaintEffect) int {
+	c := 0
+	for _, t := range n.Spec.Taints {
+		if t.Key == key && t.Effect == effect {
+			c++
+		}
+	}
+	return c
+}
+
+func TestLinkByProviderID(t *testing.T) {
+	h := newHarness(t)
+	node := h.createNode("n", "kubemark://"+h.ns+"/m", []string{h.ip4(1)})
+	// The Machine's address differs: the providerID decides.
+	h.createMachine("m", "kubemark://"+h.ns+"/m", []string{h.ip4(2)})
+	h.eventually("linked", linked(h, "m", node))
+	h.ct.Reset()
+	h.expectNoWrites(node.Name)
+}
+
+func TestLinkBySecondInternalIP(t *testing.T) {
+	h := newHarness(t)
+	// Dual-stack node without a providerID; the Machine shares only the
+	// node's second InternalIP (written in a non-canonical form).
+	node := h.createNode("n", "", []string{h.ip4(1), h.ip6(1)})
+	longForm := fmt.Sprintf("fd00:0:0:0:0:0:%x:%x", h.seq, 1)
+	h.createMachine("m", "", []string{h.ip4(9), longForm})
+	h.eventually("linked", linked(h, "m", node))
+}
+
+func TestMachineProviderIDAppearingLinksPromptly(t *testing.T) {
+	h := newHarness(t)
+	node := h.createNode("n", "kubemark://"+h.ns+"/late", []string{h.ip4(1)})
+	h.createMachine("m", "", nil)
+	time.Sleep(settle / 2)
+	if m := h.machine("m"); m.Status.NodeRef != nil {
+		t.Fatalf("linked before any match: %+v", m.Status.NodeRef)
+	}
+	h.updateMachine("m", func(m *machinev1beta1.Machine) { m.Spec.ProviderID = ptr("kubemark://" + h.ns + "/late") })
+	h.eventually("linked", linked(h, "m", node))
+}
+
+func TestNoMatchWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.ct.Reset()
+	node := h.createNode("n", "kubemark://"+h.ns+"/nobody", []string{h.ip4(1)})
+	h.createMachine("m", "kubemark://"+h.ns+"/m", []string{h.ip4(2)})
+	h.expectNoWrites(node.Name)
+	if n := h.node(node.Name); len(n.Annotations) != 0 {
+		t.Errorf("node annotated: %v", n.Annotations)
+	}
+	if m := h.machine("m"); m.Status.NodeRef != nil {
+		t.Errorf("nodeRef set: %+v", m.Status.NodeRef)
+	}
+}
+
+func TestTwoMachinesMatchWritesNothing(t *testing.T) {
+	h := newHarness(t)
+	h.ct.Reset()
+	h.createMachine("a", "", []string{h.ip4(1)})
+	h.createMachine("b", "", []string{h.ip4(5), h.ip4(1)})
+	node := h.createNode("n", "", []string{h.ip4(1)})
+	h.expectNoWrites(node.Name)
+	if n := h.node(node.Name); len(n.Annotations) != 0 {
+		t.Errorf("node annotated: %v", n.Annotations)
+	}
+	for _, name := range []string{"a", "b"} {
+		if m := h.machine(name); m.Status.NodeRef != nil {
+			t.Errorf("machine %s nodeRef set: %+v", name, m.Status.NodeRef)
+		}
+	}
+	ev := h.rec.find(ReasonAmbiguousMatch)
+	if len(ev) == 0 {
+		t.Fatalf("no %s event; events: %v", ReasonAmbiguousMatch, h.rec.events)
+	}
+	if !strings.Contains(ev[0], h.ns+"/a") || !strings.Contains(ev[0], h.ns+"/b") {
+		t.Errorf("event does not name both machines: %s", ev[0])
+	}
+}
+
+func TestReusedIPDoesNotStealAMachine(t *testing.T) {
+	h := newHarness(t)
+	// The new node has the Machine's providerID; an old node still reports
+	// the same InternalIP. Only the new node is linked.
+	oldNode := h.createNode("old", "kubemark://"+h.ns+"/old", []string{h.ip4(1)})
+	newNode := h.createNode("new", "kubemark://"+h.ns+"/m", []string{h.ip4(1)})
+	h.createMachine("m", "kubemark://"+h.ns+"/m", []string{h.ip4(1)})
+	h.eventually("linked", linked(h, "m", newNode))
+	h.ct.Reset()
+	h.expectNoWrites(oldNode.Name, newNode.Name)
+	if n := h.node(oldNode.Name); len(n.Annotations) != 0 {
+		t.Errorf("old node annotated: %v", n.Annotations)
+	}
+}
+
+func TestMetadataSync(t *testing.T) {
+	h := newHarness(t)
+	pid := "kubemark://" + h.ns + "/m"
+	node := h.createNode("n", pid, []string{h.ip4(1)}, func(n *corev1.Node) {
+		n.Labels = map[string]string{"foreign": "f"}
+		n.Spec.Taints = []corev1.Taint{{Key: "foreign-taint", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	h.createMachine("m", pid, nil, func(m *machinev1beta1.Machine) {
+		m.Spec.ObjectMeta.Labels = map[string]string{"node-role.kubernetes.io/infra": ""}
+	})
+	h.eventually("linked", linked(h, "m", node))
+	h.eventually("initial label", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if _, ok := n.Labels["node-role.kubernetes.io/infra"]; !ok {
+			return fmt.Errorf("labels %v", n.Labels)
+		}
+		return nil
+	}))
+
+	// Added on the Machine → appears on the Node.
+	h.updateMachine("m", func(m *machinev1beta1.Machine) {
+		m.Spec.ObjectMeta.Labels["tier"] = "gold"
+		m.Spec.ObjectMeta.Annotations = map[string]string{"example.com/owner": "team-a"}
+		m.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	h.eventually("added", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if n.Labels["tier"] != "gold" || n.Annotations["example.com/owner"] != "team-a" || !hasTaint(n, "dedicated", "infra", corev1.TaintEffectNoSchedule) {
+			return fmt.Errorf("labels %v annotations %v taints %v", n.Labels, n.Annotations, n.Spec.Taints)
+		}
+		return nil
+	}))
+
+	// Someone else adds a label: it is left alone.
+	h.updateNode(node.Name, func(n *corev1.Node) { n.Labels["someone-else"] = "x" })
+
+	// Removed from the Machine → removed from the Node; foreign entries stay.
+	h.updateMachine("m", func(m *machinev1beta1.Machine) {
+		delete(m.Spec.ObjectMeta.Labels, "tier")
+		m.Spec.ObjectMeta.Annotations = nil
+		m.Spec.Taints = nil
+	})
+	h.eventually("removed", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if _, ok := n.Labels["tier"]; ok {
+			return fmt.Errorf("label tier still there: %v", n.Labels)
+		}
+		if _, ok := n.Annotations["example.com/owner"]; ok {
+			return fmt.Errorf("annotation still there: %v", n.Annotations)
+		}
+		if countTaints(n, "dedicated", corev1.TaintEffectNoSchedule) != 0 {
+			return fmt.Errorf("taint still there: %v", n.Spec.Taints)
+		}
+		return nil
+	}))
+	n := h.node(node.Name)
+	want := map[string]string{"foreign": "f", "someone-else": "x", "node-role.kubernetes.io/infra": ""}
+	if !maps.Equal(n.Labels, want) {
+		t.Errorf("labels = %v, want %v", n.Labels, want)
+	}
+	// The API server adds node.kubernetes.io/not-ready to new Nodes.
+	if !hasTaint(n, "foreign-taint", "", corev1.TaintEffectNoSchedule) || len(withoutNotReady(n.Spec.Taints)) != 1 {
+		t.Errorf("taints = %v, want only the foreign one", n.Spec.Taints)
+	}
+	if got := n.Annotations[LastAppliedAnnotation]; got != `{"labels":{"node-role.kubernetes.io/infra":""}}` {
+		t.Errorf("last-applied = %s", got)
+	}
+
+	// Steady state: events that reach the controller cause no writes.
+	h.ct.Reset()
+	h.updateNode(node.Name, func(n *corev1.Node) { n.Annotations["unrelated"] = "1" })
+	h.eventually("machine status churn", func() error {
+		m := h.machine("m")
+		m.Status.Phase = ptr("Running")
+		return h.c.Status().Update(h.ctx, m)
+	})
+	h.expectNoWrites(node.Name)
+}
+
+func TestForeignChangeIsKeptWhenMachineDropsTheEntry(t *testing.T) {
+	h := newHarness(t)
+	pid := "kubemark://" + h.ns + "/m"
+	node := h.createNode("n", pid, []string{h.ip4(1)})
+	h.createMachine("m", pid, nil, func(m *machinev1beta1.Machine) {
+		m.Spec.ObjectMeta.Labels = map[string]string{"changed": "1", "unchanged": "1"}
+		m.Spec.Taints = []corev1.Taint{{Key: "t", Value: "v", Effect: corev1.TaintEffectNoExecute}}
+	})
+	h.eventually("applied", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if n.Labels["changed"] != "1" || n.Labels["unchanged"] != "1" || !hasTaint(n, "t", "v", corev1.TaintEffectNoExecute) {
+			return fmt.Errorf("labels %v taints %v", n.Labels, n.Spec.Taints)
+		}
+		return nil
+	}))
+
+	// While nodelink is down, someone changes a label and the taint nodelink
+	// applied, and the Machine drops them (while the Machine still declares
+	// an entry, nodelink enforces the Machine's value).
+	h.stop()
+	h.updateNode(node.Name, func(n *corev1.Node) {
+		n.Labels["changed"] = "2"
+		for i := range n.Spec.Taints {
+			if n.Spec.Taints[i].Key == "t" {
+				n.Spec.Taints[i].Value = "other"
+			}
+		}
+	})
+	h.updateMachine("m", func(m *machinev1beta1.Machine) {
+		m.Spec.ObjectMeta.Labels = nil
+		m.Spec.Taints = nil
+	})
+	h.start()
+	h.eventually("unchanged label removed", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if _, ok := n.Labels["unchanged"]; ok {
+			return fmt.Errorf("labels %v", n.Labels)
+		}
+		return nil
+	}))
+	n := h.node(node.Name)
+	if n.Labels["changed"] != "2" {
+		t.Errorf("foreign value reverted or removed: %v", n.Labels)
+	}
+	if !hasTaint(n, "t", "other", corev1.TaintEffectNoExecute) {
+		t.Errorf("foreign taint value removed: %v", n.Spec.Taints)
+	}
+	if _, ok := n.Annotations[LastAppliedAnnotation]; ok {
+		t.Errorf("last-applied kept although nothing is applied: %v", n.Annotations)
+	}
+}
+
+func TestTaintValueCorrected(t *testing.T) {
+	h := newHarness(t)
+	pid := "kubemark://" + h.ns + "/m"
+	node := h.createNode("n", pid, []string{h.ip4(1)}, func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "old", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	h.createMachine("m", pid, nil, func(m *machinev1beta1.Machine) {
+		m.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "new", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	h.eventually("corrected", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if !hasTaint(n, "dedicated", "new", corev1.TaintEffectNoSchedule) || countTaints(n, "dedicated", corev1.TaintEffectNoSchedule) != 1 {
+			return fmt.Errorf("taints %v", n.Spec.Taints)
+		}
+		return nil
+	}))
+	// A foreign edit of a value the Machine declares is corrected again.
+	h.updateNode(node.Name, func(n *corev1.Node) {
+		for i := range n.Spec.Taints {
+			if n.Spec.Taints[i].Key == "dedicated" {
+				n.Spec.Taints[i].Value = "tampered"
+			}
+		}
+	})
+	h.eventually("corrected again", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if !hasTaint(n, "dedicated", "new", corev1.TaintEffectNoSchedule) {
+			return fmt.Errorf("taints %v", n.Spec.Taints)
+		}
+		return nil
+	}))
+}
+
+func TestRestartMakesNoWrites(t *testing.T) {
+	h := newHarness(t)
+	pid := "kubemark://" + h.ns + "/m"
+	node := h.createNode("n", pid, []string{h.ip4(1)})
+	h.createMachine("m", pid, nil, func(m *machinev1beta1.Machine) {
+		m.Spec.ObjectMeta.Labels = map[string]string{"a": "1"}
+		m.Spec.ObjectMeta.Annotations = map[string]string{"b": "2"}
+		m.Spec.Taints = []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectPreferNoSchedule}}
+	})
+	h.eventually("linked", linked(h, "m", node))
+	h.eventually("synced", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if n.Labels["a"] != "1" || n.Annotations["b"] != "2" || !hasTaint(n, "t", "", corev1.TaintEffectPreferNoSchedule) {
+			return fmt.Errorf("node %v %v %v", n.Labels, n.Annotations, n.Spec.Taints)
+		}
+		return nil
+	}))
+	time.Sleep(settle / 2)
+	h.stop()
+	h.ct.Reset()
+	h.start() // the initial list reconciles every node
+	h.expectNoWrites(node.Name)
+}
+
+func TestNodeDeletedClearsNodeRef(t *testing.T) {
+	h := newHarness(t)
+	pid := "kubemark://" + h.ns + "/m"
+	node := h.createNode("n", pid, []string{h.ip4(1)}, func(n *corev1.Node) {
+		n.Finalizers = []string{"test.example.com/hold"}
+	})
+	h.createMachine("m", pid, nil)
+	h.eventually("linked", linked(h, "m", node))
+
+	// Being deleted: left alone (no sync, nodeRef kept).
+	if err := h.c.Delete(h.ctx, h.node(node.Name)); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("deletion started", nodeHas(h, node.Name, func(n *corev1.Node) error {
+		if n.DeletionTimestamp == nil {
+			return fmt.Errorf("no deletionTimestamp")
+		}
+		return nil
+	}))
+	h.ct.Reset()
+	h.updateMachine("m", func(m *machinev1beta1.Machine) { m.Spec.ObjectMeta.Labels = map[string]string{"late": "1"} })
+	h.expectNoWrites(node.Name)
+	if m := h.machine("m"); m.Status.NodeRef == nil {
+		t.Fatal("nodeRef cleared while the node still exists")
+	}
+
+	// Gone: the nodeRef is cleared.
+	h.updateNode(node.Name, func(n *corev1.Node) { n.Finalizers = nil })
+	h.eventually("nodeRef cleared", func() error {
+		if m := h.machine("m"); m.Status.NodeRef != nil {
+			return fmt.Errorf("nodeRef %+v", m.Status.NodeRef)
+		}
+		return nil
+	})
+	if ev := h.rec.find(ReasonNodeRefCleared); len(ev) == 0 {
+		t.Errorf("no %s event: %v", ReasonNodeRefCleared, h.rec.events)
+	}
+
+	// The Node comes back under the same name (a new UID): linked again.
+	again := h.createNode("n", pid, []string{h.ip4(1)})
+	if again.UID == node.UID {
+		t.Fatal("recreated node has the old UID")
+	}
+	h.eventually("relinked", linked(h, "m", again))
+}
+
+func TestNodeRecreatedUpdatesNodeRefUID(t *testing.T) {
+	h := newHarness(t)
+	pid := "kubemark://" + h.ns + "/m"
+	node := h.createNode("n", pid, []string{h.ip4(1)})
+	h.createMachine("m", pid, nil)
+	h.eventually("linked", linked(h, "m", node))
+	// Delete and recreate quickly, while nodelink may not have seen the gap.
+	if err := h.c.Delete(h.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("node gone", func() error {
+		err := h.c.Get(h.ctx, types.NamespacedName{Name: node.Name}, &corev1.Node{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	again := h.createNode("n", pid, []string{h.ip4(1)})
+	h.eventually("relinked with the new UID", linked(h, "m", again))
+}
+
+func TestNodeRefToMissingNodeIsCleared(t *testing.T) {
+	h := newHarness(t)
+	// A Machine whose nodeRef names a Node that does not exist (e.g. it was
+	// deleted while nodelink was down).
+	h.createMachine("m", "", nil, func(m *machinev1beta1.Machine) {
+		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: h.name("never-existed"), UID: "0000"}
+	})
+	h.eventually("nodeRef cleared", func() error {
+		if m := h.machine("m"); m.Status.NodeRef != nil {
+			return fmt.Errorf("nodeRef %+v", m.Status.NodeRef)
+		}
+		return nil
+	})
+	// A Machine pointing at an existing Node that it does not match keeps its
+	// nodeRef (nodelink does not fight over references it cannot disprove).
+	other := h.createNode("other", "", []string{h.ip4(7)})
+	h.createMachine("keep", "", nil, func(m *machinev1beta1.Machine) {
+		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: other.Name, UID: other.UID}
+	})
+	h.ct.Reset()
+	h.expectNoWrites(other.Name)
+	if m := h.machine("keep"); m.Status.NodeRef == nil {
+		t.Error("nodeRef to an existing node was cleared")
+	}
+}
