@@ -1,0 +1,80 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks a providerSpec after Default. fldPath is the path of the
+// providerSpec itself (providerSpec.value); every error names the offending
+// field below it.
+func (s *KubemarkMachineProviderSpec) Validate(fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	want := GroupVersion.String()
+	switch s.APIVersion {
+	case want:
+	case "":
+		errs = append(errs, field.Required(fldPath.Child("apiVersion"), "must be "+want))
+	default:
+		errs = append(errs, field.Invalid(fldPath.Child("apiVersion"), s.APIVersion, "must be "+want))
+	}
+	switch s.Kind {
+	case ProviderSpecKind:
+	case "":
+		errs = append(errs, field.Required(fldPath.Child("kind"), "must be "+ProviderSpecKind))
+	default:
+		errs = append(errs, field.Invalid(fldPath.Child("kind"), s.Kind, "must be "+ProviderSpecKind))
+	}
+
+	errs = append(errs, positive(s.CPU, fldPath.Child("cpu"))...)
+	errs = append(errs, positive(s.Memory, fldPath.Child("memory"))...)
+	if errs2 := positive(s.Pods, fldPath.Child("pods")); len(errs2) > 0 {
+		errs = append(errs, errs2...)
+	} else if s.Pods != nil {
+		if _, ok := s.Pods.AsInt64(); !ok {
+			errs = append(errs, field.Invalid(fldPath.Child("pods"), s.Pods.String(), "must be a whole number"))
+		}
+	}
+	errs = append(errs, notNegative(s.BootDelay, fldPath.Child("bootDelay"))...)
+	if s.Health != nil {
+		errs = append(errs, s.Health.Validate(fldPath.Child("health"))...)
+	}
+	return errs
+}
+
+// Validate checks a health policy after Default.
+func (h *HealthPolicy) Validate(fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, notNegative(h.UnhealthyAfter, fldPath.Child("unhealthyAfter"))...)
+	switch h.Mode {
+	case HealthModeOnce, "":
+		if h.UnhealthyFor != nil {
+			errs = append(errs, field.Forbidden(fldPath.Child("unhealthyFor"), "may only be set when mode is Periodic"))
+		}
+	case HealthModePeriodic:
+		if h.UnhealthyAfter != nil && h.UnhealthyAfter.Duration == 0 {
+			errs = append(errs, field.Invalid(fldPath.Child("unhealthyAfter"), h.UnhealthyAfter.Duration.String(), "must be positive when mode is Periodic"))
+		}
+		if h.UnhealthyFor != nil && h.UnhealthyFor.Duration <= 0 {
+			errs = append(errs, field.Invalid(fldPath.Child("unhealthyFor"), h.UnhealthyFor.Duration.String(), "must be positive"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(fldPath.Child("mode"), h.Mode, []HealthMode{HealthModeOnce, HealthModePeriodic}))
+	}
+	return errs
+}
+
+func positive(q *resource.Quantity, p *field.Path) field.ErrorList {
+	if q == nil || q.Sign() > 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p, q.String(), "must be positive")}
+}
+
+func notNegative(d *metav1.Duration, p *field.Path) field.ErrorList {
+	if d == nil || d.Duration >= 0 {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p, d.Duration.String(), "must not be negative")}
+}

@@ -1,0 +1,330 @@
+package kubemark
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// DefaultReassertInterval is how often Update is asked back while a node is
+// unhealthy, to undo a heartbeat that kwok had scheduled before the failure.
+const DefaultReassertInterval = time.Minute
+
+// Options configure an Actuator.
+type Options struct {
+	// Client reads and writes Nodes and Leases. A cached (manager) client
+	// works: reads that lag behind writes only cause a retry.
+	Client client.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// ReassertInterval is the longest Update waits, while a node is
+	// unhealthy, before checking that it still is; 0 means
+	// DefaultReassertInterval.
+	ReassertInterval time.Duration
+}
+
+// Actuator is the kubemark provider: it implements machine.Actuator by
+// registering one Node per Machine. See the package documentation for what it
+// writes.
+type Actuator struct {
+	client   client.Client
+	now      func() time.Time
+	reassert time.Duration
+}
+
+var _ machine.Actuator = &Actuator{}
+
+// NewActuator returns a kubemark Actuator.
+func NewActuator(opts Options) *Actuator {
+	a := &Actuator{client: opts.Client, now: opts.Now, reassert: opts.ReassertInterval}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.reassert <= 0 {
+		a.reassert = DefaultReassertInterval
+	}
+	return a
+}
+
+// errForeignNode is wrapped by the error for a Node that has the Machine's
+// name but another providerID.
+var errForeignNode = errors.New("a node of the machine's name belongs to something else")
+
+// IsForeignNode reports whether err says that a Node of the Machine's name
+// exists with another providerID (so it is not this Machine's).
+func IsForeignNode(err error) bool { return errors.Is(err, errForeignNode) }
+
+// Create registers the Machine's Node once bootDelay has passed since the
+// Machine's creationTimestamp; before that it returns a RequeueAfterError and
+// writes only providerStatus (state Booting). A Node that already exists with
+// this Machine's providerID is adopted; one with another providerID is an
+// error (it is not ours and is left alone).
+func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
+	spec, err := ProviderSpecFromMachine(m)
+	if err != nil {
+		return err
+	}
+	if msgs := validation.IsValidLabelValue(m.Name); len(msgs) > 0 {
+		return machine.InvalidConfiguration("metadata.name: %q cannot name a kubemark node, it must be a valid %s label value: %s",
+			m.Name, corev1.LabelHostname, msgs[0])
+	}
+	node, err := a.ownNode(ctx, m)
+	switch {
+	case err == nil:
+		log.FromContext(ctx).V(1).Info("adopting the existing node", "node", node.Name)
+		syncMachine(m, node, spec, a.now())
+		return nil
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+
+	now := a.now()
+	if d := spec.BootDelay.Duration; d > 0 && !m.CreationTimestamp.IsZero() {
+		if wait := m.CreationTimestamp.Add(d).Sub(now); wait > 0 {
+			setProviderStatus(m, &kubemarkv1alpha1.KubemarkMachineProviderStatus{State: kubemarkv1alpha1.InstanceBooting})
+			return machine.RequeueAfter(wait, fmt.Sprintf("instance is booting: its node registers %s after the machine was created (bootDelay)", d))
+		}
+	}
+
+	// A Lease this provider took over from an earlier Node of the same name
+	// would keep kwok away from the new one.
+	if err := a.releaseLease(ctx, m.Name, ""); err != nil {
+		return err
+	}
+	used, err := a.usedIPs(ctx)
+	if err != nil {
+		return err
+	}
+	ip, err := pickNodeIP(m.Namespace, m.Name, used)
+	if err != nil {
+		return err
+	}
+	desired := newNode(m, spec, ip)
+	created := desired.DeepCopy()
+	if err := a.client.Create(ctx, created); err != nil {
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Registered concurrently (or the cache lagged): check whose it is.
+			node, gerr := a.ownNode(ctx, m)
+			if gerr != nil {
+				return fmt.Errorf("registering node %q: it already exists: %w", m.Name, gerr)
+			}
+			syncMachine(m, node, spec, a.now())
+			return nil
+		case apierrors.IsInvalid(err):
+			return machine.InvalidConfiguration("registering node %q: %v", m.Name, err)
+		default:
+			return fmt.Errorf("registering node %q: %w", m.Name, err)
+		}
+	}
+	// The API server keeps a Node's status on create; set it again should it
+	// not (an admission plugin, an older server).
+	if len(created.Status.Capacity) == 0 || len(created.Status.Addresses) == 0 {
+		created.Status = desired.Status
+		if err := a.client.Status().Update(ctx, created); err != nil {
+			return fmt.Errorf("setting the status of node %q: %w", m.Name, err)
+		}
+	}
+	log.FromContext(ctx).Info("registered node", "node", created.Name, "providerID", created.Spec.ProviderID, "internalIP", ip.String())
+	syncMachine(m, created, spec, a.now())
+	return nil
+}
+
+// Exists reports whether the Machine's Node exists: a Node named after the
+// Machine with its providerID. A Node of that name with another providerID
+// does not count.
+func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
+	_, err := a.ownNode(ctx, m)
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case IsForeignNode(err):
+		log.FromContext(ctx).V(1).Info("a node of the machine's name exists but is not the machine's", "reason", err.Error())
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// Update refreshes providerID, addresses and providerStatus from the Node and
+// applies the health simulation (see the package documentation). It returns
+// a RequeueAfterError for the next health change, or, while the node is
+// unhealthy, after at most ReassertInterval.
+func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
+	spec, err := ProviderSpecFromMachine(m)
+	if err != nil {
+		return err
+	}
+	node, err := a.ownNode(ctx, m)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("node %q of the machine is gone: %w", m.Name, err)
+		}
+		return err
+	}
+	now := a.now()
+	w := HealthAt(*spec.Health, node.CreationTimestamp.Time, now)
+	syncMachine(m, node, spec, now)
+	if w.Healthy {
+		if err := a.ensureHealthy(ctx, node); err != nil {
+			return err
+		}
+		if w.Until.IsZero() {
+			return nil
+		}
+		return machine.RequeueAfter(w.Until.Sub(now), "health simulation: the node turns unhealthy then")
+	}
+	if err := a.ensureUnhealthy(ctx, node, w); err != nil {
+		return err
+	}
+	if !w.Until.IsZero() && w.Until.Sub(now) <= a.reassert {
+		return machine.RequeueAfter(w.Until.Sub(now), "health simulation: the node recovers then")
+	}
+	return machine.RequeueAfter(a.reassert, "health simulation: checking that the node stays unhealthy")
+}
+
+// Delete deletes the Machine's Node (and the Lease the health simulation may
+// hold for it). A missing Node, or one that is not the Machine's, is not an
+// error; the latter is left alone.
+func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
+	node, err := a.ownNode(ctx, m)
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		return a.releaseLease(ctx, m.Name, "")
+	case IsForeignNode(err):
+		log.FromContext(ctx).Info("not deleting a node that is not the machine's", "reason", err.Error())
+		return nil
+	default:
+		return err
+	}
+	if node.DeletionTimestamp == nil {
+		uid := node.UID
+		err := a.client.Delete(ctx, node, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting node %q: %w", node.Name, err)
+		}
+		log.FromContext(ctx).Info("deleted node", "node", node.Name)
+	}
+	return a.releaseLease(ctx, node.Name, node.UID)
+}
+
+// ownNode gets the Machine's Node: NotFound when there is none, an
+// errForeignNode when the Node of that name has another providerID.
+func (a *Actuator) ownNode(ctx context.Context, m *machinev1beta1.Machine) (*corev1.Node, error) {
+	node := &corev1.Node{}
+	if err := a.client.Get(ctx, client.ObjectKey{Name: m.Name}, node); err != nil {
+		return nil, err
+	}
+	if want := ProviderID(m.Namespace, m.Name); node.Spec.ProviderID != want {
+		return nil, fmt.Errorf("%w: node %q has providerID %q, not %q; it is not this machine's node and is left alone: delete it or give the machine another name",
+			errForeignNode, node.Name, node.Spec.ProviderID, want)
+	}
+	return node, nil
+}
+
+// usedIPs returns the InternalIPs of every Node.
+func (a *Actuator) usedIPs(ctx context.Context) (map[string]bool, error) {
+	nodes := &corev1.NodeList{}
+	if err := a.client.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing nodes to pick a free InternalIP: %w", err)
+	}
+	used := map[string]bool{}
+	for _, n := range nodes.Items {
+		for _, addr := range n.Status.Addresses {
+			if addr.Type == corev1.NodeInternalIP {
+				used[addr.Address] = true
+			}
+		}
+	}
+	return used, nil
+}
+
+// syncMachine sets the three fields the provider owns on the Machine from the
+// Node: spec.providerID, status.addresses and status.providerStatus.
+func syncMachine(m *machinev1beta1.Machine, node *corev1.Node, spec *kubemarkv1alpha1.KubemarkMachineProviderSpec, now time.Time) {
+	providerID := node.Spec.ProviderID
+	m.Spec.ProviderID = &providerID
+	m.Status.Addresses = machineAddresses(node)
+	w := HealthAt(*spec.Health, node.CreationTimestamp.Time, now)
+	st := &kubemarkv1alpha1.KubemarkMachineProviderStatus{
+		NodeName:     node.Name,
+		RegisteredAt: new(node.CreationTimestamp),
+		State:        kubemarkv1alpha1.InstanceRunning,
+	}
+	if !w.Healthy {
+		st.State = kubemarkv1alpha1.InstanceUnhealthy
+	}
+	if !w.Until.IsZero() {
+		st.NextHealthTransition = new(metav1.NewTime(w.Until))
+	}
+	setProviderStatus(m, st)
+}
+
+// setProviderStatus writes st, with its apiVersion and kind, into the
+// Machine's status.providerStatus.
+func setProviderStatus(m *machinev1beta1.Machine, st *kubemarkv1alpha1.KubemarkMachineProviderStatus) {
+	st.APIVersion = kubemarkv1alpha1.GroupVersion.String()
+	st.Kind = kubemarkv1alpha1.ProviderStatusKind
+	raw, err := json.Marshal(st)
+	if err != nil { // cannot happen: plain fields only
+		panic(fmt.Sprintf("encoding KubemarkMachineProviderStatus: %v", err))
+	}
+	m.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+}
+
+// ProviderSpecFromMachine decodes, defaults and validates the Machine's
+// providerSpec.value. Any problem is a machine.InvalidConfiguration error
+// whose message names the field, e.g.
+//
+//	providerSpec.value.cpu: Invalid value: "-1": must be positive
+func ProviderSpecFromMachine(m *machinev1beta1.Machine) (*kubemarkv1alpha1.KubemarkMachineProviderSpec, error) {
+	path := field.NewPath("providerSpec", "value")
+	v := m.Spec.ProviderSpec.Value
+	var raw []byte
+	switch {
+	case v == nil:
+	case len(v.Raw) > 0:
+		raw = v.Raw
+	case v.Object != nil:
+		b, err := json.Marshal(v.Object)
+		if err != nil {
+			return nil, machine.InvalidConfiguration("%s: cannot be encoded: %v", path, err)
+		}
+		raw = b
+	}
+	spec, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, path)
+	if len(errs) > 0 {
+		return nil, machine.InvalidConfiguration("%s", joinErrors(errs))
+	}
+	return spec, nil
+}
+
+// joinErrors renders field errors as one message, "; "-separated.
+func joinErrors(errs field.ErrorList) string {
+	s := ""
+	for i, e := range errs {
+		if i > 0 {
+			s += "; "
+		}
+		s += e.Error()
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+package kubemark
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"net/netip"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
+)
+
+// Names the provider writes on Nodes.
+const (
+	// ProviderIDScheme is the scheme of a kubemark providerID:
+	// kubemark://<machine namespace>/<machine name>.
+	ProviderIDScheme = "kubemark"
+
+	// KwokNodeAnnotation, set to KwokNodeAnnotationValue, asks a kwok
+	// controller started with --manage-nodes-with-annotation-selector to keep
+	// the Node Ready and run its pods. (A kwok started with
+	// --manage-all-nodes, as kwokctl's binary runtime does, manages the Node
+	// anyway.)
+	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
+	KwokNodeAnnotationValue = "fake"
+
+	// SimulatedUnhealthyAnnotation is set on a Node while the health
+	// simulation keeps it unhealthy; its value is the time the spell began
+	// (RFC 3339). The provider undoes what it did only on Nodes carrying it.
+	SimulatedUnhealthyAnnotation = "kubemark.machine-api-operator.io/simulated-unhealthy-since"
+
+	// LeaseHolderIdentity is the holderIdentity the provider writes into the
+	// Node's Lease (namespace kube-node-lease) while the node is unhealthy, so
+	// that kwok stops renewing it and stops managing the Node.
+	LeaseHolderIdentity = "machine-api-kubemark-provider"
+
+	// ReadyReasonSimulatedUnhealthy is the reason of the Ready=Unknown
+	// condition the provider sets on an unhealthy Node.
+	ReadyReasonSimulatedUnhealthy = "KubemarkSimulatedUnhealthy"
+
+	// InstanceType is the value of the node.kubernetes.io/instance-type label.
+	InstanceType = "kubemark"
+)
+
+// ProviderID returns the providerID of a kubemark Machine:
+// kubemark://<namespace>/<name>.
+func ProviderID(namespace, name string) string {
+	return fmt.Sprintf("%s://%s/%s", ProviderIDScheme, namespace, name)
+}
+
+// nodeIPNetwork is where node InternalIPs are drawn from: 10.128.0.0/9, away
+// from kwok's default pod CIDR (10.0.0.0/24) and the usual service CIDRs.
+var nodeIPNetwork = netip.MustParsePrefix("10.128.0.0/9")
+
+// NodeIP returns the attempt-th candidate InternalIP of the Node of the
+// Machine namespace/name: a stable function of its arguments, inside
+// 10.128.0.0/9, never ending in .0 or .255. Create takes the first candidate
+// that no other Node uses, so IPs are unique among registered Nodes and the
+// same Machine gets the same IP again whenever it is free.
+func NodeIP(namespace, name string, attempt int) netip.Addr {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%s#%d", namespace, name, attempt)
+	sum := h.Sum64()
+	const blocks = 1 << (32 - 9 - 8) // /24 blocks in a /9
+	block := uint32(sum % blocks)
+	host := uint32((sum/blocks)%254) + 1 // 1..254
+	base := nodeIPNetwork.Addr().As4()
+	ip := binary.BigEndian.Uint32(base[:]) + block<<8 + host
+	var out [4]byte
+	binary.BigEndian.PutUint32(out[:], ip)
+	return netip.AddrFrom4(out)
+}
+
+// maxIPAttempts bounds the search for a free InternalIP.
+const maxIPAttempts = 1000
+
+// pickNodeIP returns the first candidate IP for the Machine that is not in
+// used.
+func pickNodeIP(namespace, name string, used map[string]bool) (netip.Addr, error) {
+	for attempt := range maxIPAttempts {
+		ip := NodeIP(namespace, name, attempt)
+		if !used[ip.String()] {
+			return ip, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("no free InternalIP for node %q after %d candidates in %s", name, maxIPAttempts, nodeIPNetwork)
+}
+
+// nodeLabels are the labels of a new Node: the Machine's node labels
+// (spec.metadata.labels, which nodelink keeps in sync later) and the labels a
+// kubelet sets, which win.
+func nodeLabels(m *machinev1beta1.Machine) map[string]string {
+	labels := maps.Clone(m.Spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, map[string]string{
+		corev1.LabelHostname:           m.Name,
+		corev1.LabelOSStable:           "linux",
+		corev1.LabelArchStable:         "amd64",
+		corev1.LabelInstanceTypeStable: InstanceType,
+	})
+	return labels
+}
+
+// newNode returns the Node to register for the Machine.
+func newNode(m *machinev1beta1.Machine, spec *kubemarkv1alpha1.KubemarkMachineProviderSpec, ip netip.Addr) *corev1.Node {
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    spec.CPU.DeepCopy(),
+		corev1.ResourceMemory: spec.Memory.DeepCopy(),
+		corev1.ResourcePods:   spec.Pods.DeepCopy(),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        m.Name,
+			Labels:      nodeLabels(m),
+			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue},
+		},
+		Spec: corev1.NodeSpec{ProviderID: ProviderID(m.Namespace, m.Name)},
+		Status: corev1.NodeStatus{
+			Capacity:    resources,
+			Allocatable: resources.DeepCopy(),
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: ip.String()},
+				{Type: corev1.NodeHostName, Address: m.Name},
+			},
+			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"},
+		},
+	}
+}
+
+// machineAddresses are the addresses the Machine reports: the Node's
+// InternalIPs and Hostnames, in the Node's order.
+func machineAddresses(node *corev1.Node) []corev1.NodeAddress {
+	var out []corev1.NodeAddress
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeHostName {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package kubemark
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// ensureUnhealthy makes the Node stop being kept Ready, in this order:
+//
+//  1. takes over the Node's Lease (kube-node-lease/<node>): holderIdentity
+//     LeaseHolderIdentity, renewTime left as it was (so the node lifecycle
+//     controller sees no heartbeat), leaseDurationSeconds such that the
+//     Lease expires when the spell ends (never, in Once mode). kwok does not
+//     renew a Lease that another holder keeps and leaves its Node alone;
+//  2. removes the kwok.x-k8s.io/node annotation and sets
+//     SimulatedUnhealthyAnnotation;
+//  3. sets the Ready condition to Unknown, reason
+//     ReadyReasonSimulatedUnhealthy, with lastTransitionTime (and
+//     lastHeartbeatTime) the start of the spell, so it is the same however
+//     often it is reasserted.
+//
+// Each step writes only when the Node or Lease differs.
+func (a *Actuator) ensureUnhealthy(ctx context.Context, node *corev1.Node, w HealthWindow) error {
+	if err := a.holdLease(ctx, node, w.Since, w.Until); err != nil {
+		return err
+	}
+	since := w.Since.UTC().Truncate(time.Second)
+	sinceText := since.Format(time.RFC3339)
+	if _, kwok := node.Annotations[KwokNodeAnnotation]; kwok || node.Annotations[SimulatedUnhealthyAnnotation] != sinceText {
+		orig := node.DeepCopy()
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		delete(node.Annotations, KwokNodeAnnotation)
+		node.Annotations[SimulatedUnhealthyAnnotation] = sinceText
+		if err := a.client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("marking node %q unhealthy: %w", node.Name, err)
+		}
+	}
+
+	ready := corev1.NodeCondition{
+		Type:               corev1.NodeReady,
+		Status:             corev1.ConditionUnknown,
+		Reason:             ReadyReasonSimulatedUnhealthy,
+		Message:            "kubemark health simulation: the node is no longer kept Ready (providerSpec health)",
+		LastHeartbeatTime:  metav1.NewTime(since),
+		LastTransitionTime: metav1.NewTime(since),
+	}
+	if cur := readyCondition(node); cur != nil && cur.Status == ready.Status && cur.Reason == ready.Reason &&
+		cur.LastTransitionTime.Equal(&ready.LastTransitionTime) {
+		return nil
+	}
+	orig := node.DeepCopy()
+	setReadyCondition(node, ready)
+	if err := a.client.Status().Patch(ctx, node, client.StrategicMergeFrom(orig)); err != nil {
+		return fmt.Errorf("setting Ready=Unknown on node %q: %w", node.Name, err)
+	}
+	log.FromContext(ctx).Info("health simulation: node made unhealthy", "node", node.Name, "since", sinceText)
+	return nil
+}
+
+// ensureHealthy undoes ensureUnhealthy on a Node that carries
+// SimulatedUnhealthyAnnotation: it deletes the Lease it took over (kwok
+// creates a fresh one and sets the Node Ready again), restores the kwok
+// annotation and drops SimulatedUnhealthyAnnotation. The Ready condition is
+// left to kwok. A Node without the annotation is not touched.
+func (a *Actuator) ensureHealthy(ctx context.Context, node *corev1.Node) error {
+	if _, marked := node.Annotations[SimulatedUnhealthyAnnotation]; !marked {
+		return nil
+	}
+	if err := a.releaseLease(ctx, node.Name, ""); err != nil {
+		return err
+	}
+	orig := node.DeepCopy()
+	delete(node.Annotations, SimulatedUnhealthyAnnotation)
+	node.Annotations[KwokNodeAnnotation] = KwokNodeAnnotationValue
+	if err := a.client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("handing node %q back to kwok: %w", node.Name, err)
+	}
+	log.FromContext(ctx).Info("health simulation: node handed back to kwok", "node", node.Name)
+	return nil
+}
+
+// leaseKey is the key of a Node's Lease.
+func leaseKey(nodeName string) types.NamespacedName {
+	return types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: nodeName}
+}
+
+// leaseSeconds is the leaseDurationSeconds that makes a Lease renewed at
+// renew expire at until (never for a zero until).
+func leaseSeconds(renew, until time.Time) int32 {
+	if until.IsZero() {
+		return math.MaxInt32
+	}
+	s := math.Ceil(until.Sub(renew).Seconds())
+	return int32(min(max(s, 1), math.MaxInt32))
+}
+
+// holdLease makes LeaseHolderIdentity the holder of the Node's Lease until
+// until (zero: for ever), creating the Lease (renewed at since, owned by the
+// Node) when there is none.
+func (a *Actuator) holdLease(ctx context.Context, node *corev1.Node, since, until time.Time) error {
+	lease := &coordinationv1.Lease{}
+	err := a.client.Get(ctx, leaseKey(node.Name), lease)
+	if apierrors.IsNotFound(err) {
+		renew := metav1.NewMicroTime(since)
+		lease = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: corev1.NamespaceNodeLease,
+				Name:      node.Name,
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
+				}},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       new(LeaseHolderIdentity),
+				LeaseDurationSeconds: new(leaseSeconds(since, until)),
+				RenewTime:            &renew,
+			},
+		}
+		if err := a.client.Create(ctx, lease); err != nil {
+			return fmt.Errorf("taking the lease of node %q: %w", node.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting the lease of node %q: %w", node.Name, err)
+	}
+	renew := since
+	if lease.Spec.RenewTime != nil {
+		renew = lease.Spec.RenewTime.Time
+	}
+	seconds := leaseSeconds(renew, until)
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	if holder == LeaseHolderIdentity && lease.Spec.LeaseDurationSeconds != nil &&
+		*lease.Spec.LeaseDurationSeconds == seconds && lease.Spec.RenewTime != nil {
+		return nil
+	}
+	if holder != LeaseHolderIdentity {
+		transitions := int32(0)
+		if lease.Spec.LeaseTransitions != nil {
+			transitions = *lease.Spec.LeaseTransitions
+		}
+		lease.Spec.LeaseTransitions = new(transitions + 1)
+		lease.Spec.HolderIdentity = new(LeaseHolderIdentity)
+	}
+	if lease.Spec.RenewTime == nil {
+		lease.Spec.RenewTime = new(metav1.NewMicroTime(renew))
+	}
+	lease.Spec.LeaseDurationSeconds = &seconds
+	// Update carries the resourceVersion: a concurrent renewal by kwok makes
+	// this fail with a conflict, and the retry sees the new renewTime.
+	if err := a.client.Update(ctx, lease); err != nil {
+		return fmt.Errorf("taking the lease of node %q: %w", node.Name, err)
+	}
+	return nil
+}
+
+// releaseLease deletes the Node's Lease if LeaseHolderIdentity holds it (and,
+// when nodeUID is set, only if it belongs to that Node or to none).
+func (a *Actuator) releaseLease(ctx context.Context, nodeName string, nodeUID types.UID) error {
+	lease := &coordinationv1.Lease{}
+	if err := a.client.Get(ctx, leaseKey(nodeName), lease); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("getting the lease of node %q: %w", nodeName, err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != LeaseHolderIdentity {
+		return nil
+	}
+	if nodeUID != "" {
+		for _, o := range lease.OwnerReferences {
+			if o.Kind == "Node" && o.UID != nodeUID {
+				return nil
+			}
+		}
+	}
+	uid, rv := lease.UID, lease.ResourceVersion
+	err := a.client.Delete(ctx, lease, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing the lease of node %q: %w", nodeName, err)
+	}
+	return nil
+}
+
+func readyCondition(node *corev1.Node) *corev1.NodeCondition {
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == corev1.NodeReady {
+			return &node.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func setReadyCondition(node *corev1.Node, c corev1.NodeCondition) {
+	if cur := readyCondition(node); cur != nil {
+		*cur = c
+		return
+	}
+	node.Status.Conditions = append(node.Status.Conditions, c)
+}
