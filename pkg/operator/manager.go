@@ -48,6 +48,7 @@ func ownedTypes() []client.Object {
 		&corev1.Service{}, &corev1.ServiceAccount{}, &corev1.Secret{},
 		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 		&apiextensionsv1.CustomResourceDefinition{},
 	}
 }

@@ -110,6 +110,8 @@ var PrunableKinds = []schema.GroupVersionKind{
 	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"),
+	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"),
+	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"),
 }
 
 // Reconcile runs one sync. It returns an error only for failures worth a

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
@@ -84,6 +85,12 @@ func Render(cfg config.Config) ([]client.Object, error) {
 		objs = append(objs, terminationHandler(cfg))
 	}
 	objs = append(objs, validatingWebhookConfiguration(cfg), mutatingWebhookConfiguration(cfg))
+	// Lifecycle hooks cannot be added or changed once a Machine is being
+	// deleted; a ValidatingAdmissionPolicy enforces it without a webhook.
+	policy, binding := machine.LifecycleHooksAdmissionPolicy()
+	policy.Labels = withCommonLabels(policy.Labels)
+	binding.Labels = withCommonLabels(binding.Labels)
+	objs = append(objs, policy, binding)
 	return objs, nil
 }
 

@@ -133,6 +133,7 @@ func TestApplyOrder(t *testing.T) {
 	rank := map[string]int{
 		"CustomResourceDefinition": 0, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2,
 		"Service": 3, "Deployment": 4, "DaemonSet": 5, "ValidatingWebhookConfiguration": 6, "MutatingWebhookConfiguration": 6,
+		"ValidatingAdmissionPolicy": 7, "ValidatingAdmissionPolicyBinding": 8,
 	}
 	for _, tc := range renderCases() {
 		_, objs := mustRender(t, tc.in)

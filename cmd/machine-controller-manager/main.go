@@ -1,0 +1,69 @@
+// Command machine-controller-manager runs the machine controller with the
+// built-in kubemark provider: each Machine becomes a simulated Node (kept
+// alive by the cluster's kwok controller) and is drained and removed on
+// deletion.
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider/kubemark"
+	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/version"
+)
+
+func main() {
+	opts := operand.Defaults("machine-controller", ":8081", ":9440")
+	var drainTimeout time.Duration
+	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ExitOnError)
+	opts.AddFlags(fs)
+	fs.DurationVar(&drainTimeout, "node-drain-timeout", 0,
+		"How long to try evicting a deleted Machine's pods before deleting the rest and proceeding; 0 waits forever. "+
+			"The Machine annotation machine.openshift.io/node-drain-timeout overrides it.")
+	_ = fs.Parse(os.Args[1:])
+	if err := run(opts, drainTimeout); err != nil {
+		fmt.Fprintf(os.Stderr, "machine-controller-manager: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(opts operand.Options, drainTimeout time.Duration) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if drainTimeout < 0 {
+		return fmt.Errorf("--node-drain-timeout must not be negative")
+	}
+	cfg, err := opts.RESTConfig("machine-controller-manager/" + version.String())
+	if err != nil {
+		return err
+	}
+	mgr, err := opts.NewManager(cfg)
+	if err != nil {
+		return err
+	}
+	// The provider reads Nodes and node Leases (kube-node-lease) directly:
+	// the manager's cache only covers --namespace, and a few reads per
+	// reconcile are cheaper than a cluster-wide Lease watch.
+	providerClient, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return fmt.Errorf("creating the provider client: %w", err)
+	}
+	r := machine.NewReconciler(machine.Options{
+		Actuator:         kubemark.NewActuator(kubemark.Options{Client: providerClient}),
+		NodeDrainTimeout: drainTimeout,
+		Namespace:        opts.Namespace,
+	})
+	if err := r.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
+		return fmt.Errorf("setting up the machine controller: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,448 @@
+package machine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
+)
+
+var _ Actuator = &machinetest.Actuator{}
+
+func TestDecideProvisioning(t *testing.T) {
+	const (
+		prov     = machinev1beta1.PhaseProvisioning
+		provd    = machinev1beta1.PhaseProvisioned
+		running  = machinev1beta1.PhaseRunning
+		failed   = machinev1beta1.PhaseFailed
+		noPhase  = ""
+		yes, not = true, false
+	)
+	tests := []struct {
+		name                         string
+		phase                        string
+		exists, provisioned, nodeRef bool
+		want                         provisioningStep
+	}{
+		{"empty phase, no instance: Provisioning then Create", noPhase, not, not, not, provisioningStep{Phase: prov, Create: true}},
+		{"Provisioning, no instance: Create", prov, not, not, not, provisioningStep{Phase: prov, Create: true}},
+		{"instance without providerID/addresses keeps phase", prov, yes, not, not, provisioningStep{Phase: prov, Update: true}},
+		{"adopted instance with empty phase", noPhase, yes, not, not, provisioningStep{Phase: prov, Update: true}},
+		{"provisioned, no nodeRef: Provisioned", prov, yes, yes, not, provisioningStep{Phase: provd, Update: true}},
+		{"provisioned with nodeRef: Running", provd, yes, yes, yes, provisioningStep{Phase: running, Update: true}},
+		{"Running lost its nodeRef: Provisioned", running, yes, yes, not, provisioningStep{Phase: provd, Update: true}},
+		{"provisioned instance disappeared: Failed", running, not, yes, yes, provisioningStep{Phase: failed, InstanceMissing: true}},
+		{"Provisioned instance disappeared: Failed", provd, not, yes, not, provisioningStep{Phase: failed, InstanceMissing: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decideProvisioning(tt.phase, tt.exists, tt.provisioned, tt.nodeRef); got != tt.want {
+				t.Errorf("decideProvisioning(%q, %v, %v, %v) = %+v, want %+v", tt.phase, tt.exists, tt.provisioned, tt.nodeRef, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsProvisioned(t *testing.T) {
+	m := &machinev1beta1.Machine{}
+	if isProvisioned(m) {
+		t.Error("empty machine is not provisioned")
+	}
+	m.Spec.ProviderID = ptr.To("")
+	if isProvisioned(m) {
+		t.Error("empty providerID is not provisioned")
+	}
+	m.Spec.ProviderID = ptr.To("kubemark://ns/m")
+	if !isProvisioned(m) {
+		t.Error("providerID means provisioned")
+	}
+	m.Spec.ProviderID = nil
+	m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+	if !isProvisioned(m) {
+		t.Error("addresses mean provisioned")
+	}
+}
+
+func hooks(names ...string) []machinev1beta1.LifecycleHook {
+	var out []machinev1beta1.LifecycleHook
+	for _, n := range names {
+		out = append(out, machinev1beta1.LifecycleHook{Name: n, Owner: "owner-" + n})
+	}
+	return out
+}
+
+func TestDecideDeletionStage(t *testing.T) {
+	drained := []machinev1beta1.Condition{{Type: DrainedCondition, Status: corev1.ConditionTrue}}
+	notDrained := []machinev1beta1.Condition{{Type: DrainedCondition, Status: corev1.ConditionFalse}}
+	tests := []struct {
+		name  string
+		conds []machinev1beta1.Condition
+		hooks machinev1beta1.LifecycleHooks
+		want  deletionStage
+	}{
+		{"no Drained condition", nil, machinev1beta1.LifecycleHooks{}, stageDrain},
+		{"Drained=False", notDrained, machinev1beta1.LifecycleHooks{}, stageDrain},
+		{"drained, no hooks", drained, machinev1beta1.LifecycleHooks{}, stageDeleteInstance},
+		{"drained, preTerminate hook", drained, machinev1beta1.LifecycleHooks{PreTerminate: hooks("keep")}, stageWaitPreTerminate},
+		{"drained, preDrain hook no longer matters", drained, machinev1beta1.LifecycleHooks{PreDrain: hooks("late")}, stageDeleteInstance},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &machinev1beta1.Machine{}
+			m.Status.Conditions = tt.conds
+			m.Spec.LifecycleHooks = tt.hooks
+			if got := decideDeletionStage(m); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideDrain(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	ref := &corev1.ObjectReference{Kind: "Node", Name: "n1"}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		preDrain    []machinev1beta1.LifecycleHook
+		nodeRef     *corev1.ObjectReference
+		node        *corev1.Node
+		want        drainAction
+		wantMsg     string
+	}{
+		{"drain", nil, nil, ref, node, drainRun, ""},
+		{"preDrain hooks block", nil, hooks("etcd-quorum", "backup"), ref, node, drainBlocked, "blocked by pre-drain hook(s): etcd-quorum (owner owner-etcd-quorum), backup (owner owner-backup)"},
+		{"preDrain hooks block even a skipped drain", map[string]string{ExcludeNodeDrainingAnnotation: ""}, hooks("h1"), nil, nil, drainBlocked, "pre-drain hook(s): h1"},
+		{"exclude annotation, any value", map[string]string{ExcludeNodeDrainingAnnotation: "false"}, nil, ref, node, drainSkip, ExcludeNodeDrainingAnnotation},
+		{"no nodeRef", nil, nil, nil, nil, drainSkip, "has no node"},
+		{"node gone", nil, nil, ref, nil, drainSkip, `node "n1" no longer exists`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &machinev1beta1.Machine{}
+			m.Annotations = tt.annotations
+			m.Spec.LifecycleHooks.PreDrain = tt.preDrain
+			m.Status.NodeRef = tt.nodeRef
+			got := decideDrain(m, tt.node)
+			if got.Action != tt.want || !strings.Contains(got.Message, tt.wantMsg) {
+				t.Errorf("got %+v, want action %v with message containing %q", got, tt.want, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestHookConditions(t *testing.T) {
+	tests := []struct {
+		name            string
+		hooks           machinev1beta1.LifecycleHooks
+		drainable, term corev1.ConditionStatus
+		drainMsg, tmMsg string
+	}{
+		{"no hooks", machinev1beta1.LifecycleHooks{}, corev1.ConditionTrue, corev1.ConditionTrue, "", ""},
+		{"preDrain", machinev1beta1.LifecycleHooks{PreDrain: hooks("a")}, corev1.ConditionFalse, corev1.ConditionTrue, "pre-drain hook(s): a (owner owner-a)", ""},
+		{"preTerminate", machinev1beta1.LifecycleHooks{PreTerminate: hooks("b", "c")}, corev1.ConditionTrue, corev1.ConditionFalse, "", "pre-terminate hook(s): b (owner owner-b), c (owner owner-c)"},
+		{"both", machinev1beta1.LifecycleHooks{PreDrain: hooks("a"), PreTerminate: hooks("b")}, corev1.ConditionFalse, corev1.ConditionFalse, "a (owner", "b (owner"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, term := hookConditions(tt.hooks)
+			check := func(c machinev1beta1.Condition, want corev1.ConditionStatus, msg string, typ machinev1beta1.ConditionType) {
+				t.Helper()
+				if c.Type != typ || c.Status != want || !strings.Contains(c.Message, msg) {
+					t.Errorf("%s = %+v, want status %s, message containing %q", typ, c, want, msg)
+				}
+				if want == corev1.ConditionFalse && (c.Reason != ReasonHookPresent || c.Severity != machinev1beta1.ConditionSeverityWarning) {
+					t.Errorf("%s False must have reason HookPresent and severity Warning: %+v", typ, c)
+				}
+				if want == corev1.ConditionTrue && c.Severity != "" {
+					t.Errorf("%s True must have no severity: %+v", typ, c)
+				}
+			}
+			check(d, tt.drainable, tt.drainMsg, DrainableCondition)
+			check(term, tt.term, tt.tmMsg, TerminableCondition)
+		})
+	}
+}
+
+func TestEffectiveDrainTimeout(t *testing.T) {
+	const def = 10 * time.Minute
+	tests := []struct {
+		name    string
+		ann     map[string]string
+		want    time.Duration
+		wantErr string
+	}{
+		{"no annotation: default", nil, def, ""},
+		{"annotation overrides", map[string]string{NodeDrainTimeoutAnnotation: "2s"}, 2 * time.Second, ""},
+		{"compound duration", map[string]string{NodeDrainTimeoutAnnotation: " 1h30m "}, 90 * time.Minute, ""},
+		{"0 waits forever", map[string]string{NodeDrainTimeoutAnnotation: "0"}, 0, ""},
+		{"invalid keeps the default and names the annotation", map[string]string{NodeDrainTimeoutAnnotation: "soon"}, def, NodeDrainTimeoutAnnotation + ` annotation "soon"`},
+		{"unitless number is invalid", map[string]string{NodeDrainTimeoutAnnotation: "30"}, def, "Go duration"},
+		{"negative is invalid", map[string]string{NodeDrainTimeoutAnnotation: "-1m"}, def, "must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := effectiveDrainTimeout(tt.ann, def)
+			if got != tt.want {
+				t.Errorf("timeout = %s, want %s", got, tt.want)
+			}
+			if tt.wantErr == "" && err != nil {
+				t.Errorf("unexpected error %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("error = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func cpNode(name string, label string, unschedulable, ours bool) corev1.Node {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
+	if label != "" {
+		n.Labels[label] = ""
+	}
+	n.Spec.Unschedulable = unschedulable
+	if ours {
+		n.Annotations[DrainingAnnotation] = "ns/" + name
+	}
+	return n
+}
+
+func TestControlPlaneDrainAllowed(t *testing.T) {
+	const cp, master = ControlPlaneNodeRoleLabel, MasterNodeRoleLabel
+	tests := []struct {
+		name      string
+		node      corev1.Node
+		others    []corev1.Node
+		want      bool
+		wantBlock string
+	}{
+		{"worker always allowed", cpNode("w", "", false, false), []corev1.Node{cpNode("cp1", cp, true, true)}, true, ""},
+		{"control plane, no other drain", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp1", cp, false, false)}, true, ""},
+		{"control plane blocked by another one drained by us", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp1", cp, true, true)}, false, "cp1"},
+		{"master label blocked by control-plane label", cpNode("m0", master, false, false), []corev1.Node{cpNode("cp1", cp, true, true)}, false, "cp1"},
+		{"control-plane label blocked by master label", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("m1", master, true, true)}, false, "m1"},
+		{"master blocked by master", cpNode("m0", master, false, false), []corev1.Node{cpNode("m1", master, true, true)}, false, "m1"},
+		{"cordoned by someone else does not block (upstream weakness)", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp1", cp, true, false)}, true, ""},
+		{"our annotation on a schedulable node does not block", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp1", cp, false, true)}, true, ""},
+		{"a worker drained by us does not block", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("w1", "", true, true)}, true, ""},
+		{"already being drained by us continues", cpNode("cp0", cp, true, true), []corev1.Node{cpNode("cp1", cp, true, true)}, true, ""},
+		{"the node itself in the list is ignored", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp0", cp, true, true)}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, blocker := controlPlaneDrainAllowed(&tt.node, tt.others)
+			if got != tt.want || blocker != tt.wantBlock {
+				t.Errorf("got (%v, %q), want (%v, %q)", got, blocker, tt.want, tt.wantBlock)
+			}
+		})
+	}
+}
+
+func TestNodeUnreachable(t *testing.T) {
+	for _, tt := range []struct {
+		status corev1.ConditionStatus
+		want   bool
+	}{{corev1.ConditionTrue, false}, {corev1.ConditionFalse, false}, {corev1.ConditionUnknown, true}, {"", false}} {
+		n := &corev1.Node{}
+		if tt.status != "" {
+			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionUnknown}, {Type: corev1.NodeReady, Status: tt.status}}
+		}
+		if got := nodeUnreachable(n); got != tt.want {
+			t.Errorf("Ready=%q: unreachable = %v, want %v", tt.status, got, tt.want)
+		}
+	}
+}
+
+func pod(ns, name string, lbls map[string]string) corev1.Pod {
+	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}
+}
+
+func pdb(ns, name string, sel map[string]string, allowed int32) policyv1.PodDisruptionBudget {
+	return policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	}
+}
+
+func TestDescribeBlockingPods(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	terminating := pod("default", "old", nil)
+	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	var many []corev1.Pod
+	for i := range 7 {
+		many = append(many, pod("ns", fmt.Sprintf("p%d", i), nil))
+	}
+	tests := []struct {
+		name string
+		pods []corev1.Pod
+		pdbs []policyv1.PodDisruptionBudget
+		want string
+	}{
+		{
+			"blocked by a PDB",
+			[]corev1.Pod{pod("default", "web-1", web)},
+			[]policyv1.PodDisruptionBudget{pdb("default", "web", web, 0)},
+			"evicting default/web-1: blocked by PodDisruptionBudget default/web (0 disruptions allowed)",
+		},
+		{
+			"several PDBs: other namespace and allowing ones ignored, empty selector selects all",
+			[]corev1.Pod{pod("default", "web-1", web)},
+			[]policyv1.PodDisruptionBudget{pdb("default", "web", web, 0), pdb("default", "all", map[string]string{}, 0), pdb("other", "web", web, 0), pdb("default", "relaxed", web, 1), pdb("default", "web2", web, 0)},
+			"evicting default/web-1: blocked by PodDisruptionBudget default/web (0 disruptions allowed), PodDisruptionBudget default/all (0 disruptions allowed), PodDisruptionBudget default/web2 (0 disruptions allowed)",
+		},
+		{
+			"label mismatch, sorted output, terminating pod",
+			[]corev1.Pod{pod("default", "web-1", map[string]string{"app": "db"}), terminating},
+			[]policyv1.PodDisruptionBudget{pdb("default", "web", web, 0)},
+			"default/old: evicted, waiting for it to terminate; evicting default/web-1: not evicted yet",
+		},
+		{
+			"long lists are cut",
+			many, nil,
+			"evicting ns/p0: not evicted yet; evicting ns/p1: not evicted yet; evicting ns/p2: not evicted yet; evicting ns/p3: not evicted yet; evicting ns/p4: not evicted yet; and 2 more pod(s)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := describeBlockingPods(tt.pods, tt.pdbs); got != tt.want {
+				t.Errorf("got\n  %s\nwant\n  %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetCondition(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Minute)
+	c := newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityInfo, "hook")
+	conds := setCondition(nil, c, t0)
+	if got := conds[0].LastTransitionTime.Time; !got.Equal(t0) {
+		t.Fatalf("new condition time = %v", got)
+	}
+	// Message and severity changes keep the time.
+	c2 := newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityWarning, "other")
+	conds = setCondition(conds, c2, t1)
+	if got := conds[0]; !got.LastTransitionTime.Time.Equal(t0) || got.Message != "other" || got.Severity != machinev1beta1.ConditionSeverityWarning {
+		t.Errorf("message change: %+v", got)
+	}
+	// A reason change is a transition (the drain started).
+	c3 := newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, machinev1beta1.ConditionSeverityInfo, "draining")
+	if !conditionChanged(conds, c3) {
+		t.Error("reason change must count as a change")
+	}
+	conds = setCondition(conds, c3, t1)
+	if got := conds[0].LastTransitionTime.Time; !got.Equal(t1) {
+		t.Errorf("reason change time = %v, want %v", got, t1)
+	}
+	if len(conds) != 1 {
+		t.Errorf("conditions duplicated: %+v", conds)
+	}
+	// Severity only when False.
+	if c := newCondition(DrainedCondition, corev1.ConditionTrue, ReasonDrained, machinev1beta1.ConditionSeverityWarning, ""); c.Severity != "" {
+		t.Errorf("True condition kept severity %q", c.Severity)
+	}
+	if c := newCondition(InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, machinev1beta1.ConditionSeverityError, ""); c.Severity != "" {
+		t.Errorf("Unknown condition kept severity %q", c.Severity)
+	}
+}
+
+func TestRequeueOrError(t *testing.T) {
+	ra := RequeueAfter(7*time.Second, "booting")
+	for _, err := range []error{ra, fmt.Errorf("once: %w", ra), fmt.Errorf("twice: %w", fmt.Errorf("once: %w", ra))} {
+		res, got := requeueOrError(err)
+		if got != nil || res.RequeueAfter != 7*time.Second {
+			t.Errorf("%v: got (%+v, %v), want requeue after 7s", err, res, got)
+		}
+	}
+	plain := errors.New("boom")
+	if res, got := requeueOrError(plain); got != plain || res.RequeueAfter != 0 {
+		t.Errorf("plain error: got (%+v, %v)", res, got)
+	}
+	if !IsInvalidConfiguration(fmt.Errorf("w: %w", fmt.Errorf("w: %w", InvalidConfiguration("x")))) {
+		t.Error("doubly wrapped InvalidConfiguration not detected")
+	}
+}
+
+func TestUnknownInstanceState(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"instanceState":"running","x":1}`, `{"instanceState":"Unknown","x":1}`},
+		{`{"vmState":"Running"}`, `{"vmState":"Unknown"}`},
+		{`{"other":"running"}`, `{"other":"running"}`},
+		{`not json`, `not json`},
+	}
+	for _, tt := range tests {
+		got := unknownInstanceState(&runtime.RawExtension{Raw: []byte(tt.in)})
+		if string(got.Raw) != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.in, got.Raw, tt.want)
+		}
+	}
+	if unknownInstanceState(nil) != nil {
+		t.Error("nil must stay nil")
+	}
+}
+
+func TestOnlyOwnStatusChanged(t *testing.T) {
+	base := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", ResourceVersion: "1"}}
+	own := base.DeepCopy()
+	own.ResourceVersion = "2"
+	own.Status.Phase = ptr.To("Running")
+	own.Status.Conditions = []machinev1beta1.Condition{{Type: DrainedCondition}}
+	own.Status.LastUpdated = &metav1.Time{Time: time.Now()}
+	if !onlyOwnStatusChanged(base, own) {
+		t.Error("own status change must be ignored")
+	}
+	for name, mutate := range map[string]func(*machinev1beta1.Machine){
+		"nodeRef":     func(m *machinev1beta1.Machine) { m.Status.NodeRef = &corev1.ObjectReference{Name: "n"} },
+		"spec":        func(m *machinev1beta1.Machine) { m.Spec.LifecycleHooks.PreDrain = hooks("h") },
+		"annotation":  func(m *machinev1beta1.Machine) { m.Annotations = map[string]string{NodeDrainTimeoutAnnotation: "1s"} },
+		"deletion":    func(m *machinev1beta1.Machine) { m.DeletionTimestamp = &metav1.Time{Time: time.Now()} },
+		"finalizers":  func(m *machinev1beta1.Machine) { m.Finalizers = []string{"x"} },
+		"providerID":  func(m *machinev1beta1.Machine) { m.Spec.ProviderID = ptr.To("p") },
+		"labels":      func(m *machinev1beta1.Machine) { m.Labels = map[string]string{"a": "b"} },
+		"authoritive": func(m *machinev1beta1.Machine) { m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI },
+	} {
+		changed := own.DeepCopy()
+		mutate(changed)
+		if onlyOwnStatusChanged(base, changed) {
+			t.Errorf("%s change must wake the controller", name)
+		}
+	}
+}
+
+func TestNodeChangeMatters(t *testing.T) {
+	ready := func(s corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: s}}}}
+	}
+	a := ready(corev1.ConditionTrue)
+	hb := a.DeepCopy()
+	hb.ResourceVersion = "9"
+	hb.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	if nodeChangeMatters(a, hb) {
+		t.Error("a heartbeat must not wake the controller")
+	}
+	if !nodeChangeMatters(a, ready(corev1.ConditionUnknown)) {
+		t.Error("Ready→Unknown must wake the controller")
+	}
+	cordoned := a.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	if !nodeChangeMatters(a, cordoned) {
+		t.Error("cordon must wake the controller")
+	}
+	deleting := a.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	if !nodeChangeMatters(a, deleting) {
+		t.Error("node deletion must wake the controller")
+	}
+}

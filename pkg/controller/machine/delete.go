@@ -1,0 +1,117 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// reconcileDelete runs the deletion pipeline, as far as it can go in one
+// pass: phase Deleting → drain → preTerminate hooks → Delete → Exists=false →
+// delete the Node → remove the finalizer.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	m := s.m
+	logger := log.FromContext(ctx)
+	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) {
+		// Not ours any more (another finalizer keeps the object): hands off.
+		s.gone = true
+		return ctrl.Result{}, nil
+	}
+	setPhase(m, machinev1beta1.PhaseDeleting)
+
+	if decideDeletionStage(m) == stageDrain {
+		res, done, err := r.drainStage(ctx, s)
+		if !done || err != nil {
+			return res, err
+		}
+	}
+	if decideDeletionStage(m) == stageWaitPreTerminate {
+		// The Terminable condition names the hooks; removing them is a
+		// Machine update that wakes the controller.
+		logger.V(1).Info("waiting for pre-terminate hooks", "hooks", hookNames(m.Spec.LifecycleHooks.PreTerminate))
+		return ctrl.Result{}, nil
+	}
+
+	if err := r.callProvider(ctx, s, OperationDelete, r.actuator.Delete); err != nil {
+		switch {
+		case IsInvalidConfiguration(err) && len(m.Status.Addresses) == 0:
+			// Never got an instance the provider could describe: deletable.
+			logger.Info("ignoring invalid configuration on delete: the Machine never got addresses", "error", err.Error())
+		default:
+			if _, ok := AsRequeueAfter(err); !ok {
+				r.events.once(r, m, corev1.EventTypeWarning, EventFailedDelete, "Delete", err.Error())
+			}
+			return requeueOrError(err)
+		}
+	}
+	r.events.clear(m, EventFailedDelete)
+
+	exists, err := r.exists(ctx, s)
+	if err != nil {
+		if !(IsInvalidConfiguration(err) && len(m.Status.Addresses) == 0) {
+			return requeueOrError(err)
+		}
+		exists = false
+	}
+	if exists {
+		// Still terminating: look again with backoff.
+		after := r.waitBackoff.When(s.key)
+		logger.V(1).Info("waiting for the instance to be deleted", "requeueAfter", after)
+		return ctrl.Result{RequeueAfter: after}, nil
+	}
+	r.waitBackoff.Forget(s.key)
+
+	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
+		if err := r.deleteNode(ctx, ref); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	// Persist the final status before the object can disappear.
+	if err := r.patchStatus(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
+		controllerutil.RemoveFinalizer(m, machinev1beta1.MachineFinalizer)
+	}); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.gone = true
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	s.gone = true
+	r.drainBackoff.Forget(s.key)
+	r.events.forget(s.key)
+	r.eventf(m, corev1.EventTypeNormal, EventDeleted, "Delete", "Deleted the instance%s and node", providerIDSuffix(m))
+	logger.Info("machine deleted: instance gone, node deleted, finalizer removed")
+	return ctrl.Result{}, nil
+}
+
+// deleteNode deletes the Machine's Node. NotFound is fine; when nodeRef has a
+// UID it is a precondition, so a new Node that reuses the name survives.
+func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference) error {
+	node := &corev1.Node{}
+	node.Name = ref.Name
+	var opts []client.DeleteOption
+	if ref.UID != "" {
+		opts = append(opts, client.Preconditions{UID: &ref.UID})
+	}
+	err := r.client.Delete(ctx, node, opts...)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err) && ref.UID != "":
+		log.FromContext(ctx).Info("not deleting node: it was replaced by a new node with the same name", "node", ref.Name)
+		return nil
+	default:
+		return fmt.Errorf("deleting node %s: %w", ref.Name, err)
+	}
+}

@@ -1,0 +1,82 @@
+package machine
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Provider operations, the values of the "operation" metric label.
+const (
+	OperationCreate = "create"
+	OperationUpdate = "update"
+	OperationExists = "exists"
+	OperationDelete = "delete"
+)
+
+var (
+	// PhaseTransitionSeconds observes, when a Machine enters a phase, the
+	// seconds since the Machine was created (as upstream MAO's metric of the
+	// same name; Deleting is not observed).
+	PhaseTransitionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "mapi_machine_phase_transition_seconds",
+		Help:    "Seconds from Machine creation until it entered the phase.",
+		Buckets: []float64{5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 3600},
+	}, []string{"phase"})
+
+	// PhaseTransitionsTotal counts phase transitions ("" is a new Machine).
+	PhaseTransitionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_machine_phase_transitions_total",
+		Help: "Machine phase transitions written by the machine controller.",
+	}, []string{"from", "to"})
+
+	// ProviderCallsTotal counts Actuator calls.
+	ProviderCallsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_calls_total",
+		Help: "Calls of the provider (Actuator) by operation.",
+	}, []string{"operation"})
+
+	// ProviderErrorsTotal counts Actuator calls that returned an error other
+	// than a RequeueAfterError (which is a provider-side wait, not a failure).
+	ProviderErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_provider_errors_total",
+		Help: "Provider (Actuator) calls that failed, by operation.",
+	}, []string{"operation"})
+
+	// DrainDurationSeconds observes how long node drains took, from the
+	// first attempt until the node was drained or the drain timed out.
+	DrainDurationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "machine_api_drain_duration_seconds",
+		Help:    "Duration of node drains done by the machine controller, from the start to success or timeout.",
+		Buckets: []float64{1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200},
+	})
+
+	// DrainTimeoutsTotal counts drains ended by the drain timeout (pods
+	// deleted without eviction).
+	DrainTimeoutsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "machine_api_drain_timeouts_total",
+		Help: "Node drains that hit the drain timeout and deleted the remaining pods without eviction.",
+	})
+)
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers the controller's metrics with controller-runtime's
+// metrics.Registry. It is safe to call many times (NewReconciler calls it).
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		for _, c := range []prometheus.Collector{
+			PhaseTransitionSeconds, PhaseTransitionsTotal, ProviderCallsTotal,
+			ProviderErrorsTotal, DrainDurationSeconds, DrainTimeoutsTotal,
+		} {
+			if err := ctrlmetrics.Registry.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,274 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
+)
+
+// A new Machine goes Provisioning (persisted before Create), gets its
+// providerID/addresses from the provider, becomes Provisioned, then Running
+// once nodelink sets the nodeRef; a steady state writes nothing.
+func TestProvisioningToRunning(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	createsBefore := metricValue(t, ProviderCallsTotal.WithLabelValues(OperationCreate))
+	var phaseAtCreate string
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.CreateSetsInstance = true
+		a.ProviderID = "test://" + f.ns + "/m1"
+		a.Addresses = []string{"10.0.0.7"}
+		a.CreateHook = func(ctx context.Context, m *machinev1beta1.Machine) error {
+			live := &machinev1beta1.Machine{}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m), live); err != nil {
+				return err
+			}
+			phaseAtCreate = phaseOf(live)
+			return nil
+		}
+	})
+	m := f.machine("m1")
+
+	// Pass 1: empty phase → Provisioning, then Create.
+	if res := f.mustReconcile(m); res.RequeueAfter != 0 {
+		t.Errorf("the providerID patch wakes the controller; no requeue expected: %+v", res)
+	}
+	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+	if phaseAtCreate != machinev1beta1.PhaseProvisioning {
+		t.Errorf("phase when Create ran = %q, want Provisioning persisted first", phaseAtCreate)
+	}
+	got := f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseProvisioning)
+	if !hasFinalizer(got) {
+		t.Error("finalizer not added")
+	}
+	if got.Spec.ProviderID == nil || *got.Spec.ProviderID != "test://"+f.ns+"/m1" {
+		t.Errorf("providerID not persisted: %v", got.Spec.ProviderID)
+	}
+	if len(got.Status.Addresses) != 1 || got.Status.Addresses[0].Address != "10.0.0.7" {
+		t.Errorf("addresses not persisted: %+v", got.Status.Addresses)
+	}
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated)
+	wantCondition(t, got, DrainableCondition, corev1.ConditionTrue, ReasonNoHooks)
+	wantCondition(t, got, TerminableCondition, corev1.ConditionTrue, ReasonNoHooks)
+	if got.Status.LastUpdated == nil {
+		t.Error("lastUpdated not set")
+	}
+	if f.rec.count(EventCreated) != 1 {
+		t.Errorf("events:\n%s", f.rec)
+	}
+	if d := metricValue(t, ProviderCallsTotal.WithLabelValues(OperationCreate)) - createsBefore; d < 1 {
+		t.Errorf("machine_api_provider_calls_total{operation=create} grew by %v", d)
+	}
+
+	// Pass 2: the instance exists → Update → Provisioned, no polling.
+	if res := f.mustReconcile(m); res.RequeueAfter != 0 {
+		t.Errorf("Provisioned needs no requeue (nodelink's nodeRef wakes us): %+v", res)
+	}
+	wantCalls(t, f.act, map[string]int{machinetest.Exists: 2, machinetest.Create: 1, machinetest.Update: 1})
+	got = f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+
+	// nodelink sets the nodeRef → Running; the nodeRef is never overwritten.
+	got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "node-m1"}
+	if err := env.Client.Status().Update(f.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	f.mustReconcile(m)
+	got = f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseRunning)
+	if got.Status.NodeRef == nil || got.Status.NodeRef.Name != "node-m1" {
+		t.Errorf("nodeRef lost: %+v", got.Status.NodeRef)
+	}
+
+	// Steady state: no writes, lastUpdated and resourceVersion unchanged.
+	f.counter.Reset()
+	for range 3 {
+		if res := f.mustReconcile(m); res.RequeueAfter != 0 {
+			t.Errorf("Running must not requeue: %+v", res)
+		}
+	}
+	if w := f.counter.Writes(); w != 0 {
+		t.Errorf("steady state wrote %d times: %v", w, f.counter.WriteRequests())
+	}
+	again := f.mustGet(m)
+	if again.ResourceVersion != got.ResourceVersion || !again.Status.LastUpdated.Equal(got.Status.LastUpdated) {
+		t.Errorf("steady state changed the Machine: rv %s→%s lastUpdated %v→%v", got.ResourceVersion, again.ResourceVersion, got.Status.LastUpdated, again.Status.LastUpdated)
+	}
+}
+
+func hasFinalizer(m *machinev1beta1.Machine) bool {
+	for _, f := range m.Finalizers {
+		if f == machinev1beta1.MachineFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// A provisioned instance that disappeared makes the Machine Failed
+// (InstanceMissing); it is never re-created and not reconciled again.
+func TestInstanceDisappeared(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m := f.machine("gone", func(m *machinev1beta1.Machine) {
+		m.Finalizers = []string{machinev1beta1.MachineFinalizer}
+		m.Spec.ProviderID = ptr.To("test://gone")
+		m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
+		m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}
+		m.Status.ProviderStatus = rawJSON(`{"instanceState":"running"}`)
+	})
+	f.mustReconcile(m)
+	got := f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseFailed)
+	c := wantCondition(t, got, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceMissing)
+	if c.Severity != machinev1beta1.ConditionSeverityWarning {
+		t.Errorf("severity = %q", c.Severity)
+	}
+	if got.Status.ErrorMessage == nil || *got.Status.ErrorMessage == "" {
+		t.Error("errorMessage not set")
+	}
+	if got.Annotations[InstanceStateAnnotation] != "Unknown" {
+		t.Errorf("instance-state annotation = %q", got.Annotations[InstanceStateAnnotation])
+	}
+	if string(got.Status.ProviderStatus.Raw) != `{"instanceState":"Unknown"}` {
+		t.Errorf("providerStatus = %s", got.Status.ProviderStatus.Raw)
+	}
+	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+
+	f.counter.Reset()
+	f.mustReconcile(m)
+	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+	if w := f.counter.Writes(); w != 0 {
+		t.Errorf("Failed Machine written again: %v", f.counter.WriteRequests())
+	}
+}
+
+// InvalidConfiguration from Create → Failed with errorReason/errorMessage,
+// no retry; a Machine without providerSpec.value fails the same way without
+// calling Create.
+func TestInvalidConfiguration(t *testing.T) {
+	t.Parallel()
+	t.Run("from Create", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.act.Set(func(a *machinetest.Actuator) {
+			a.CreateErr = fmt.Errorf("creating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
+		})
+		m := f.machine("bad")
+		if res := f.mustReconcile(m); res.RequeueAfter != 0 {
+			t.Errorf("no retry expected: %+v", res)
+		}
+		got := f.mustGet(m)
+		wantPhase(t, got, machinev1beta1.PhaseFailed)
+		if got.Status.ErrorReason == nil || *got.Status.ErrorReason != machinev1beta1.InvalidConfigurationMachineError {
+			t.Errorf("errorReason = %v", got.Status.ErrorReason)
+		}
+		if got.Status.ErrorMessage == nil || *got.Status.ErrorMessage != `spec.providerSpec.value.size: "huge" is not a known size` {
+			t.Errorf("errorMessage = %v", ptr.Deref(got.Status.ErrorMessage, "<nil>"))
+		}
+		if f.rec.count(EventFailedCreate) != 1 {
+			t.Errorf("events:\n%s", f.rec)
+		}
+		f.mustReconcile(m)
+		wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+	})
+	t.Run("missing providerSpec.value", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		m := f.machine("empty", func(m *machinev1beta1.Machine) { m.Spec.ProviderSpec.Value = nil })
+		f.mustReconcile(m)
+		got := f.mustGet(m)
+		wantPhase(t, got, machinev1beta1.PhaseFailed)
+		if got.Status.ErrorReason == nil || *got.Status.ErrorReason != machinev1beta1.InvalidConfigurationMachineError ||
+			got.Status.ErrorMessage == nil || *got.Status.ErrorMessage == "" {
+			t.Errorf("error = %v / %v", got.Status.ErrorReason, got.Status.ErrorMessage)
+		}
+		wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+	})
+}
+
+// An Exists error leaves InstanceExists=Unknown (persisted) and is retried
+// with backoff; the next successful pass continues.
+func TestExistsErrorRetried(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.act.Set(func(a *machinetest.Actuator) { a.ExistsErr = errors.New("cloud API unavailable") })
+	m := f.machine("flaky")
+	if _, err := f.reconcile(m); err == nil {
+		t.Fatal("an Exists error must be returned for backoff")
+	}
+	got := f.mustGet(m)
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, "cloud API unavailable")
+	if got.Status.ErrorMessage != nil || phaseOf(got) != "" {
+		t.Errorf("a transient error must not set errorMessage or a phase: %+v", got.Status)
+	}
+	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+
+	f.act.Set(func(a *machinetest.Actuator) { a.ExistsErr = nil })
+	if res := f.mustReconcile(m); res.RequeueAfter <= 0 {
+		t.Errorf("Create set no providerID: the controller must come back to look at the instance: %+v", res)
+	}
+	wantCalls(t, f.act, map[string]int{machinetest.Exists: 2, machinetest.Create: 1})
+	wantPhase(t, f.mustGet(m), machinev1beta1.PhaseProvisioning)
+}
+
+// A RequeueAfterError (wrapped or not) is honoured and is not an error; other
+// Create errors are returned (backoff), recorded once and shown on the
+// InstanceExists condition.
+func TestProviderRequeueAfterAndErrors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.act.Set(func(a *machinetest.Actuator) { a.ExistsErr = RequeueAfter(5*time.Second, "provider API throttled") })
+	m := f.machine("slow")
+	res, err := f.reconcile(m)
+	if err != nil || res.RequeueAfter != 5*time.Second {
+		t.Fatalf("Exists: got (%+v, %v), want requeue after 5s", res, err)
+	}
+	if c := getCondition(f.mustGet(m).Status.Conditions, InstanceExistsCondition); c != nil {
+		t.Errorf("a provider-side wait is not a failed check: %+v", c)
+	}
+
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.ExistsErr = nil
+		a.CreateErr = fmt.Errorf("provider: %w", RequeueAfter(7*time.Second, "waiting for quota"))
+	})
+	res, err = f.reconcile(m)
+	if err != nil || res.RequeueAfter != 7*time.Second {
+		t.Fatalf("got (%+v, %v), want requeue after 7s", res, err)
+	}
+	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated, "waiting for quota")
+
+	f.act.Set(func(a *machinetest.Actuator) { a.CreateErr = errors.New("quota exceeded") })
+	for range 2 {
+		if _, err := f.reconcile(m); err == nil {
+			t.Fatal("Create error must be returned")
+		}
+	}
+	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated, "last create attempt failed: quota exceeded")
+	if n := f.rec.count(EventFailedCreate); n != 1 {
+		t.Errorf("FailedCreate recorded %d times, want once:\n%s", n, f.rec)
+	}
+
+	// Update errors: requeue-after honoured too.
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.CreateErr = nil
+		a.ExistsValue = true
+		a.UpdateErr = RequeueAfter(3*time.Second, "instance booting")
+	})
+	res, err = f.reconcile(m)
+	if err != nil || res.RequeueAfter != 3*time.Second {
+		t.Fatalf("Update: got (%+v, %v), want requeue after 3s", res, err)
+	}
+	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+}

@@ -1,0 +1,163 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// ControllerName is the name events are recorded under; the controller
+// itself is named "machine" (logs and metrics).
+const ControllerName = "machine-controller"
+
+// SetupWithManager registers the controller: it watches Machines (in the
+// cache's namespaces, or Options.Namespace) and Nodes, mapping a Node to the
+// Machine whose status.nodeRef names it through a field index, so node
+// changes wake the controller without polling.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.kube == nil {
+		kc, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+		if err != nil {
+			return fmt.Errorf("creating the clientset for draining: %w", err)
+		}
+		r.kube = kc
+	}
+	if r.apiReader == nil {
+		r.apiReader = mgr.GetAPIReader()
+	}
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machine").
+		For(&machinev1beta1.Machine{}, builder.WithPredicates(r.machinePredicate())).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMachines), builder.WithPredicates(nodePredicate())).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// IndexMachinesByNodeRef adds the NodeRefNameField index. Registering it a
+// second time (another controller in the same manager did) is not an error.
+func IndexMachinesByNodeRef(ctx context.Context, indexer client.FieldIndexer) error {
+	err := indexer.IndexField(ctx, &machinev1beta1.Machine{}, NodeRefNameField, func(o client.Object) []string {
+		m, ok := o.(*machinev1beta1.Machine)
+		if !ok || m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
+			return nil
+		}
+		return []string{m.Status.NodeRef.Name}
+	})
+	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		return fmt.Errorf("indexing Machines by %s: %w", NodeRefNameField, err)
+	}
+	return nil
+}
+
+// nodeToMachines maps a Node to the Machines whose nodeRef names it.
+func (r *Reconciler) nodeToMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &machinev1beta1.MachineList{}
+	opts := []client.ListOption{client.MatchingFields{NodeRefNameField: o.GetName()}}
+	if r.namespace != "" {
+		opts = append(opts, client.InNamespace(r.namespace))
+	}
+	if err := r.client.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping a node to machines", "node", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// machinePredicate drops events of other namespaces (Options.Namespace) and
+// updates that only change status fields the controller itself writes, so
+// its own status patches do not wake it again. Every other change (spec,
+// metadata, nodelink's nodeRef) does.
+func (r *Reconciler) machinePredicate() predicate.Predicate {
+	inNamespace := func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace }
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return inNamespace(e.Object) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return inNamespace(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return inNamespace(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if !inNamespace(e.ObjectNew) {
+				return false
+			}
+			oldM, ok1 := e.ObjectOld.(*machinev1beta1.Machine)
+			newM, ok2 := e.ObjectNew.(*machinev1beta1.Machine)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return !onlyOwnStatusChanged(oldM, newM)
+		},
+	}
+}
+
+// onlyOwnStatusChanged reports whether old and new differ only in fields the
+// machine controller writes to the status.
+func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
+	strip := func(m *machinev1beta1.Machine) *machinev1beta1.Machine {
+		c := m.DeepCopy()
+		c.ResourceVersion = ""
+		c.ManagedFields = nil
+		c.Status.Phase = nil
+		c.Status.Conditions = nil
+		c.Status.LastUpdated = nil
+		c.Status.ErrorReason = nil
+		c.Status.ErrorMessage = nil
+		c.Status.Addresses = nil
+		c.Status.ProviderStatus = nil
+		return c
+	}
+	return equality.Semantic.DeepEqual(strip(oldM), strip(newM))
+}
+
+// nodePredicate passes Node events that matter to a Machine: creation,
+// deletion, readiness (Ready status) changes, cordon changes and our drain
+// annotation; heartbeats and other status updates are dropped.
+func nodePredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldN, ok1 := e.ObjectOld.(*corev1.Node)
+			newN, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return nodeChangeMatters(oldN, newN)
+		},
+	}
+}
+
+func nodeChangeMatters(oldN, newN *corev1.Node) bool {
+	return readyStatus(oldN) != readyStatus(newN) ||
+		oldN.Spec.Unschedulable != newN.Spec.Unschedulable ||
+		oldN.Annotations[DrainingAnnotation] != newN.Annotations[DrainingAnnotation] ||
+		!oldN.DeletionTimestamp.Equal(newN.DeletionTimestamp) ||
+		oldN.UID != newN.UID
+}
+
+func readyStatus(n *corev1.Node) corev1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
