@@ -6,8 +6,11 @@
 # cluster. kwok pods run no containers: the operator Deployment from the
 # manifests is scheduled and "Running" but inert; the local process does the work.
 #
-# Writes .local/$CLUSTER_NAME-images.json, .local/$CLUSTER_NAME-operator.kubeconfig,
-# the pid file .local/$CLUSTER_NAME.operator.pid and .local/logs/$CLUSTER_NAME-operator.log.
+# Then runs the operands (machine-controller-manager, nodelink-controller) the
+# same way under the machine-api-controllers ServiceAccount.
+#
+# Writes .local/$CLUSTER_NAME-images.json, .local/$CLUSTER_NAME-{operator,controllers}.kubeconfig,
+# pid files .local/$CLUSTER_NAME.<process>.pid and logs .local/logs/$CLUSTER_NAME-<process>.log.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -33,11 +36,13 @@ kubectl apply --server-side -f hack/local/node.yaml >/dev/null
 # images.json exactly as the operator's pod would see it.
 kubectl -n "$ns" get configmap machine-api-operator-images -o jsonpath='{.data.images\.json}' >"$local_dir/$name-images.json"
 
-# A kubeconfig with a token of the operator's ServiceAccount.
-token=$(kubectl -n "$ns" create token machine-api-operator --duration=24h)
-server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-ca=$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-cat >"$local_dir/$name-operator.kubeconfig" <<KC
+# sa_kubeconfig SA FILE: a kubeconfig with a token of the ServiceAccount SA.
+sa_kubeconfig() {
+	local sa=$1 file=$2 token server ca
+	token=$(kubectl -n "$ns" create token "$sa" --duration=24h)
+	server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+	ca=$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+	cat >"$file" <<KC
 apiVersion: v1
 kind: Config
 clusters:
@@ -46,14 +51,16 @@ clusters:
     server: $server
     certificate-authority-data: $ca
 users:
-- name: machine-api-operator
+- name: $sa
   user:
     token: $token
 contexts:
-- name: machine-api-operator
-  context: {cluster: $name, user: machine-api-operator, namespace: $ns}
-current-context: machine-api-operator
+- name: $sa
+  context: {cluster: $name, user: $sa, namespace: $ns}
+current-context: $sa
 KC
+}
+sa_kubeconfig machine-api-operator "$local_dir/$name-operator.kubeconfig"
 
 hack/local/stop-processes.sh "$name"
 RELEASE_VERSION=$release nohup bin/machine-api-operator start \
@@ -66,3 +73,22 @@ RELEASE_VERSION=$release nohup bin/machine-api-operator start \
 	--v=2 >"$local_dir/logs/$name-operator.log" 2>&1 &
 echo $! >"$local_dir/$name.operator.pid"
 echo "deploy: operator running as system:serviceaccount:$ns:machine-api-operator (pid $!, log .local/logs/$name-operator.log)"
+
+# The operands run as local processes too, under the ServiceAccount the
+# operator renders for them (machine-api-controllers), once it exists.
+for _ in $(seq 1 120); do
+	kubectl -n "$ns" get serviceaccount machine-api-controllers >/dev/null 2>&1 && break
+	sleep 0.5
+done
+sa_kubeconfig machine-api-controllers "$local_dir/$name-controllers.kubeconfig"
+for operand in machine-controller-manager nodelink-controller; do
+	[ -x "bin/$operand" ] || continue
+	nohup "bin/$operand" \
+		--kubeconfig "$local_dir/$name-controllers.kubeconfig" \
+		--namespace "$ns" \
+		--metrics-bind-address 0 \
+		--health-probe-bind-address 0 \
+		--v=2 >"$local_dir/logs/$name-$operand.log" 2>&1 &
+	echo $! >"$local_dir/$name.$operand.pid"
+	echo "deploy: $operand running as system:serviceaccount:$ns:machine-api-controllers (pid $!, log .local/logs/$name-$operand.log)"
+done

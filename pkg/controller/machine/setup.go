@@ -28,6 +28,9 @@ const ControllerName = "machine-controller"
 // Machine whose status.nodeRef names it through a field index, so node
 // changes wake the controller without polling.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.client == nil {
+		r.client = mgr.GetClient()
+	}
 	if r.kube == nil {
 		kc, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 		if err != nil {
