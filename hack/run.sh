@@ -2,8 +2,10 @@
 # run.sh: the main job on the local cluster. Starts the kwok cluster
 # "machine-api", deploys the Machine API the way users do on vanilla Kubernetes
 # (kustomize build | kubectl apply, then config/ for kubemark), runs the
-# operator as a local process under its ServiceAccount's identity, and waits
-# for the ClusterOperator machine-api to become Available.
+# operator and the operands (machine-controller-manager, nodelink-controller)
+# as local processes under their ServiceAccounts' identities, waits for the
+# ClusterOperator machine-api to become Available and creates the sample
+# kubemark Machine.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,12 +28,23 @@ if ! available; then
 fi
 kubectl get clusteroperator machine-api
 echo
-kubectl -n "$ns" get deployments,pods
+echo "creating the sample kubemark Machine (config/samples/machine.yaml)"
+kubectl apply --server-side -f config/samples/machine.yaml >/dev/null
+for _ in $(seq 1 120); do
+	[ "$(kubectl -n "$ns" get machine kubemark-sample -o jsonpath='{.status.phase}' 2>/dev/null)" = Running ] && break
+	sleep 0.5
+done
+kubectl -n "$ns" get machines
+echo
+kubectl get nodes
 cat <<MSG
 
 The Machine API operator is running against the local cluster. Try:
   export KUBECONFIG=$kubeconfig
   bin/kubectl get clusteroperator machine-api -o yaml
+  bin/kubectl -n $ns get machines,nodes
+  bin/kubectl -n $ns delete machine kubemark-sample           # drains and removes its node
+  bin/kubectl apply -f config/samples/machine.yaml            # and back
   bin/kubectl -n $ns edit deployment machine-api-controllers   # the operator reverts the edit
   bin/kubectl patch infrastructure cluster --subresource=status --type=merge -p '{"status":{"platformStatus":{"type":"None"}}}'   # NoOp: operand pruned
   tail -f .local/logs/machine-api-operator.log

@@ -1,0 +1,209 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// requireKubemark skips machine tests on clusters whose platform has no
+// kubemark provider (they would create no instances).
+func requireKubemark(ctx context.Context, t *testing.T) {
+	t.Helper()
+	cfg := expectedConfig(ctx, t)
+	if cfg.NoOp || cfg.ExternalPlatformName != "kubemark" {
+		t.Skipf("platform %s/%s: the machine tests need the kubemark platform", cfg.PlatformType, cfg.ExternalPlatformName)
+	}
+}
+
+// newKubemarkMachine returns a kubemark Machine whose node carries pool as
+// the label e2e-pool.
+func newKubemarkMachine(name, pool string) *machinev1beta1.Machine {
+	return &machinev1beta1.Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: operandNamespace(),
+			Labels:    map[string]string{"machine.openshift.io/cluster-api-cluster": "kubemark", "e2e-pool": pool},
+		},
+		Spec: machinev1beta1.MachineSpec{
+			ObjectMeta: machinev1beta1.ObjectMeta{Labels: map[string]string{"e2e-pool": pool}},
+			ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(
+				`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpu":"4","memory":"8Gi","pods":110}`)}},
+		},
+	}
+}
+
+// waitRunning waits until the Machine is Running with a Ready node and
+// returns the node name and how long it took from creation.
+func waitRunning(ctx context.Context, t *testing.T, m *machinev1beta1.Machine) (string, time.Duration) {
+	t.Helper()
+	var node string
+	waitFor(ctx, t, "machine "+m.Name+" Running with a Ready node", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		if m.Status.Phase == nil || *m.Status.Phase != "Running" || m.Status.NodeRef == nil {
+			return false, nil
+		}
+		n := &corev1.Node{}
+		if err := cluster.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, n); err != nil {
+			return false, err
+		}
+		node = n.Name
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionTrue, nil
+			}
+		}
+		return false, nil
+	})
+	return node, time.Since(m.CreationTimestamp.Time)
+}
+
+func deleteMachineOnCleanup(t *testing.T, m *machinev1beta1.Machine) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = cluster.Delete(ctx, m)
+	})
+}
+
+// TestMachineBecomesRunning: a kubemark Machine gets a Ready node and the
+// Running phase; nodelink links them both ways.
+func TestMachineBecomesRunning(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	requireKubemark(ctx, t)
+	m := newKubemarkMachine("e2e-run-"+rand.String(5), "run")
+	if err := cluster.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, m)
+	node, took := waitRunning(ctx, t, m)
+	t.Logf("machine Running with Ready node %s %s after creation", node, took.Round(100*time.Millisecond))
+
+	n := &corev1.Node{}
+	if err := cluster.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%s/%s", m.Namespace, m.Name); n.Annotations["machine.openshift.io/machine"] != want {
+		t.Errorf("node annotation machine.openshift.io/machine = %q, want %q", n.Annotations["machine.openshift.io/machine"], want)
+	}
+	if n.Labels["e2e-pool"] != "run" {
+		t.Errorf("node labels %v lack the Machine's spec.metadata label e2e-pool=run", n.Labels)
+	}
+	if m.Spec.ProviderID == nil || n.Spec.ProviderID != *m.Spec.ProviderID {
+		t.Errorf("providerID: machine %v, node %q", m.Spec.ProviderID, n.Spec.ProviderID)
+	}
+}
+
+// TestMachineDeletionDrains deletes a Machine running pods of a Deployment
+// with a PodDisruptionBudget: the pods are evicted and rescheduled on another
+// machine's node, then the Node and the Machine go away.
+func TestMachineDeletionDrains(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	requireKubemark(ctx, t)
+	pool := "drain-" + rand.String(5)
+	first := newKubemarkMachine("e2e-"+pool+"-a", pool)
+	if err := cluster.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, first)
+	firstNode, _ := waitRunning(ctx, t, first)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-drain-"}}
+	if err := cluster.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Delete(context.Background(), ns) })
+	labels := map[string]string{"app": "e2e-drain"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"e2e-pool": pool},
+					Containers:   []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+		},
+	}
+	if err := cluster.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	if err := cluster.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	podsOn := func(ctx context.Context, node string) (int, error) {
+		pods := &corev1.PodList{}
+		if err := cluster.List(ctx, pods, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n, nil
+	}
+	waitFor(ctx, t, "2 pods Running on "+firstNode, func(ctx context.Context) (bool, error) {
+		n, err := podsOn(ctx, firstNode)
+		return n == 2, err
+	})
+
+	second := newKubemarkMachine("e2e-"+pool+"-b", pool)
+	if err := cluster.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, second)
+	secondNode, _ := waitRunning(ctx, t, second)
+
+	start := time.Now()
+	if err := cluster.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "pods rescheduled to "+secondNode, func(ctx context.Context) (bool, error) {
+		n, err := podsOn(ctx, secondNode)
+		return n == 2, err
+	})
+	waitFor(ctx, t, "node "+firstNode+" removed", func(ctx context.Context) (bool, error) {
+		err := cluster.Get(ctx, client.ObjectKey{Name: firstNode}, &corev1.Node{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	waitFor(ctx, t, "machine "+first.Name+" removed", func(ctx context.Context) (bool, error) {
+		err := cluster.Get(ctx, client.ObjectKeyFromObject(first), &machinev1beta1.Machine{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	t.Logf("machine drained and deleted in %s", time.Since(start).Round(100*time.Millisecond))
+	d := &appsv1.Deployment{}
+	if err := cluster.Get(ctx, client.ObjectKeyFromObject(deploy), d); err != nil || d.Status.AvailableReplicas != 2 {
+		t.Errorf("deployment available replicas %d (err %v), want 2", d.Status.AvailableReplicas, err)
+	}
+}
