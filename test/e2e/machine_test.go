@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,5 +206,35 @@ func TestMachineDeletionDrains(t *testing.T) {
 	d := &appsv1.Deployment{}
 	if err := cluster.Get(ctx, client.ObjectKeyFromObject(deploy), d); err != nil || d.Status.AvailableReplicas != 2 {
 		t.Errorf("deployment available replicas %d (err %v), want 2", d.Status.AvailableReplicas, err)
+	}
+}
+
+// TestInvalidProviderSpecFails: a providerSpec with an unknown field marks
+// the Machine Failed with reason InvalidConfiguration and a message naming
+// the field; no node is created.
+func TestInvalidProviderSpecFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	requireKubemark(ctx, t)
+	m := newKubemarkMachine("e2e-invalid-"+rand.String(5), "invalid")
+	m.Spec.ProviderSpec.Value.Raw = []byte(`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpus":"4"}`)
+	if err := cluster.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, m)
+	waitFor(ctx, t, "machine "+m.Name+" Failed", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		return m.Status.Phase != nil && *m.Status.Phase == "Failed", nil
+	})
+	if m.Status.ErrorReason == nil || *m.Status.ErrorReason != machinev1beta1.InvalidConfigurationMachineError {
+		t.Errorf("errorReason = %v, want InvalidConfiguration", m.Status.ErrorReason)
+	}
+	if m.Status.ErrorMessage == nil || !strings.Contains(*m.Status.ErrorMessage, "cpus") {
+		t.Errorf("errorMessage = %v, want it to name the field cpus", m.Status.ErrorMessage)
+	}
+	if err := cluster.Get(ctx, client.ObjectKey{Name: m.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a node exists for the invalid machine (err %v)", err)
 	}
 }

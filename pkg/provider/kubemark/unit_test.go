@@ -3,6 +3,7 @@ package kubemark
 import (
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -212,4 +213,31 @@ func TestExampleMachine(t *testing.T) {
 		h.Mode != kubemarkv1alpha1.HealthModePeriodic || h.UnhealthyAfter.Duration != 10*time.Minute || h.UnhealthyFor.Duration != 3*time.Minute {
 		t.Errorf("decoded %+v health %+v", spec, h)
 	}
+}
+
+// TestSamplesAreValid: the Machine and the MachineSet template in
+// config/samples (used by the README, make run and e2e) decode cleanly.
+func TestSamplesAreValid(t *testing.T) {
+	read := func(name string, into any) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "samples", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(data, into); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	m := &machinev1beta1.Machine{}
+	read("machine.yaml", m)
+	if _, err := ProviderSpecFromMachine(m); err != nil {
+		t.Errorf("machine.yaml: %v", err)
+	}
+	ms := &machinev1beta1.MachineSet{}
+	read("machineset.yaml", ms)
+	fromTemplate := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ms.Namespace}, Spec: ms.Spec.Template.Spec}
+	if _, err := ProviderSpecFromMachine(fromTemplate); err != nil {
+		t.Errorf("machineset.yaml template: %v", err)
+	}
+	read("machinehealthcheck.yaml", &machinev1beta1.MachineHealthCheck{})
 }
