@@ -171,68 +171,41 @@ func Build(in Inputs) (Config, error) {
 	return cfg, nil
 }
 
+// providerImageKeys is the platform table: the images.json key of each
+// platform's machine-controller image. External counts only when its
+// platformName is kubemark.
+var providerImageKeys = map[configv1.PlatformType]string{
+	configv1.AWSPlatformType:       "clusterAPIControllerAWS",
+	configv1.AzurePlatformType:     "clusterAPIControllerAzure",
+	configv1.GCPPlatformType:       "clusterAPIControllerGCP",
+	configv1.OpenStackPlatformType: "clusterAPIControllerOpenStack",
+	configv1.BareMetalPlatformType: "clusterAPIControllerBareMetal",
+	configv1.VSpherePlatformType:   "clusterAPIControllerVSphere",
+	configv1.IBMCloudPlatformType:  "clusterAPIControllerIBMCloud",
+	configv1.PowerVSPlatformType:   "clusterAPIControllerPowerVS",
+	configv1.NutanixPlatformType:   "clusterAPIControllerNutanix",
+	configv1.ExternalPlatformType:  "clusterAPIControllerKubemark",
+}
+
 // providerImage maps the platform to its machine-controller image. An empty
-// image means NoOp, and the second result says why.
+// image with a reason means NoOp; an empty image without one means the
+// platform's key is missing from images.json.
 func providerImage(t configv1.PlatformType, externalName string, images Images) (string, string) {
-	var image string
-	switch t {
-	case configv1.AWSPlatformType:
-		image = images.ClusterAPIControllerAWS
-	case configv1.AzurePlatformType:
-		image = images.ClusterAPIControllerAzure
-	case configv1.GCPPlatformType:
-		image = images.ClusterAPIControllerGCP
-	case configv1.OpenStackPlatformType:
-		image = images.ClusterAPIControllerOpenStack
-	case configv1.BareMetalPlatformType:
-		image = images.ClusterAPIControllerBareMetal
-	case configv1.VSpherePlatformType:
-		image = images.ClusterAPIControllerVSphere
-	case configv1.IBMCloudPlatformType:
-		image = images.ClusterAPIControllerIBMCloud
-	case configv1.PowerVSPlatformType:
-		image = images.ClusterAPIControllerPowerVS
-	case configv1.NutanixPlatformType:
-		image = images.ClusterAPIControllerNutanix
-	case configv1.ExternalPlatformType:
-		if externalName != KubemarkPlatformName {
-			return "", fmt.Sprintf("External platform %q has no Machine API provider", externalName)
-		}
-		image = images.ClusterAPIControllerKubemark
-	case configv1.NonePlatformType:
+	switch {
+	case t == configv1.NonePlatformType:
 		return "", "platform None has no Machine API provider"
-	default:
+	case t == configv1.ExternalPlatformType && externalName != KubemarkPlatformName:
+		return "", fmt.Sprintf("External platform %q has no Machine API provider", externalName)
+	}
+	key, ok := providerImageKeys[t]
+	if !ok {
 		return "", fmt.Sprintf("platform %q has no Machine API provider", t)
 	}
-	return image, ""
+	return images.byKey(key), ""
 }
 
 // providerImageKey is the images.json key of the platform's provider image.
-func providerImageKey(t configv1.PlatformType) string {
-	switch t {
-	case configv1.AWSPlatformType:
-		return "clusterAPIControllerAWS"
-	case configv1.AzurePlatformType:
-		return "clusterAPIControllerAzure"
-	case configv1.GCPPlatformType:
-		return "clusterAPIControllerGCP"
-	case configv1.OpenStackPlatformType:
-		return "clusterAPIControllerOpenStack"
-	case configv1.BareMetalPlatformType:
-		return "clusterAPIControllerBareMetal"
-	case configv1.VSpherePlatformType:
-		return "clusterAPIControllerVSphere"
-	case configv1.IBMCloudPlatformType:
-		return "clusterAPIControllerIBMCloud"
-	case configv1.PowerVSPlatformType:
-		return "clusterAPIControllerPowerVS"
-	case configv1.NutanixPlatformType:
-		return "clusterAPIControllerNutanix"
-	case configv1.ExternalPlatformType:
-		return "clusterAPIControllerKubemark"
-	}
-	return ""
-}
+func providerImageKey(t configv1.PlatformType) string { return providerImageKeys[t] }
 
 func platformLabel(t configv1.PlatformType, externalName string) string {
 	if t == configv1.ExternalPlatformType && externalName != "" {

@@ -24,6 +24,20 @@ type Images struct {
 	ClusterAPIControllerKubemark  string `json:"clusterAPIControllerKubemark"`
 }
 
+// byKey returns the image of an images.json key ("" if unknown); the JSON
+// tags of Images are the single list of keys.
+func (i Images) byKey(key string) string {
+	data, err := json.Marshal(i)
+	if err != nil {
+		return ""
+	}
+	var m map[string]string
+	if err := json.Unmarshal(data, &m); err != nil {
+		return ""
+	}
+	return m[key]
+}
+
 // Reasons for bad input, used as ClusterOperator condition reasons.
 const (
 	ReasonInvalidImagesJSON      = "InvalidImagesJSON"
