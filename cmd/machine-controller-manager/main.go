@@ -22,6 +22,9 @@ import (
 
 func main() {
 	opts := operand.Defaults("machine-controller", ":8081", ":9440")
+	// Drains block a reconcile for up to 20s per attempt: let other Machines
+	// proceed meanwhile.
+	opts.MaxConcurrentReconciles = 10
 	var drainTimeout time.Duration
 	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ExitOnError)
 	opts.AddFlags(fs)

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -235,10 +236,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		updateErr := r.callProvider(ctx, s, OperationUpdate, r.actuator.Update)
 		m.Status.Conditions = setCondition(m.Status.Conditions, newCondition(InstanceExistsCondition, corev1.ConditionTrue,
 			ReasonInstanceExists, "", "the instance exists on the provider"), r.now())
-		if updateErr != nil {
-			if _, ok := AsRequeueAfter(updateErr); !ok {
-				r.events.once(r, m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
-			}
+		// A RequeueAfter from Update is a "call me again then" (health
+		// checks, slow refreshes), not a failure: the phase still advances.
+		providerWait, isWait := AsRequeueAfter(updateErr)
+		if updateErr != nil && !isWait {
+			r.events.once(r, m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
 			return requeueOrError(updateErr)
 		}
 		r.events.clear(m, EventFailedUpdate)
@@ -246,11 +248,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		if !isProvisioned(m) {
 			// The provider has not reported providerID/addresses yet.
 			after := r.waitBackoff.When(s.key)
+			if isWait {
+				after = providerWait.After
+			}
 			logger.V(1).Info("instance exists but has no providerID or addresses yet", "requeueAfter", after)
 			return ctrl.Result{RequeueAfter: after}, nil
 		}
 		r.waitBackoff.Forget(s.key)
 		r.events.clear(m, EventFailedCreate)
+		if isWait {
+			return ctrl.Result{RequeueAfter: providerWait.After}, nil
+		}
 		return ctrl.Result{}, nil
 	}
 }
@@ -415,7 +423,12 @@ func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call
 		return err
 	}
 	s.m.Status.Addresses = c.Status.Addresses
-	s.m.Status.ProviderStatus = c.Status.ProviderStatus
+	// Compare providerStatus by meaning, not bytes: the API server returns
+	// it with sorted keys, so a provider's field order must not look like a
+	// change (which would write lastUpdated on every reconcile).
+	if !sameJSON(s.m.Status.ProviderStatus, c.Status.ProviderStatus) {
+		s.m.Status.ProviderStatus = c.Status.ProviderStatus
+	}
 	if !reflect.DeepEqual(s.m.Spec.ProviderID, c.Spec.ProviderID) {
 		id := c.Spec.ProviderID
 		if perr := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) { m.Spec.ProviderID = id }); perr != nil {
@@ -520,4 +533,19 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(strings.TrimSpace(s[:n]), "") + "…"
+}
+
+// sameJSON reports whether two raw JSON values are equal as JSON values.
+func sameJSON(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if bytes.Equal(a.Raw, b.Raw) {
+		return true
+	}
+	var va, vb any
+	if json.Unmarshal(a.Raw, &va) != nil || json.Unmarshal(b.Raw, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }

@@ -446,3 +446,23 @@ func TestNodeChangeMatters(t *testing.T) {
 		t.Error("node deletion must wake the controller")
 	}
 }
+
+func TestSameJSON(t *testing.T) {
+	raw := func(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+	tests := []struct {
+		a, b *runtime.RawExtension
+		want bool
+	}{
+		{nil, nil, true},
+		{raw(`{}`), nil, false},
+		{raw(`{"kind":"S","apiVersion":"v1","n":1}`), raw(`{"apiVersion":"v1","kind":"S","n":1}`), true},
+		{raw(`{"n":1}`), raw(`{"n":2}`), false},
+		{raw(`not json`), raw(`not json`), true},
+		{raw(`not json`), raw(`{}`), false},
+	}
+	for i, tt := range tests {
+		if got := sameJSON(tt.a, tt.b); got != tt.want {
+			t.Errorf("case %d: sameJSON = %v, want %v", i, got, tt.want)
+		}
+	}
+}

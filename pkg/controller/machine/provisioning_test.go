@@ -271,4 +271,21 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 		t.Fatalf("Update: got (%+v, %v), want requeue after 3s", res, err)
 	}
 	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+
+	// A provider that always asks to be called again (health checks) still
+	// lets the phase advance once the instance is provisioned.
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.UpdateHook = func(_ context.Context, m *machinev1beta1.Machine) error {
+			m.Spec.ProviderID = ptr.To("fake://" + m.Name)
+			m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}
+			return nil
+		}
+	})
+	res, err = f.reconcile(m)
+	if err != nil || res.RequeueAfter != 3*time.Second {
+		t.Fatalf("Update: got (%+v, %v), want requeue after 3s", res, err)
+	}
+	if got := f.mustGet(m); got.Status.Phase == nil || *got.Status.Phase != machinev1beta1.PhaseProvisioned {
+		t.Fatalf("phase = %v after a provisioned Update asking to requeue, want Provisioned", got.Status.Phase)
+	}
 }

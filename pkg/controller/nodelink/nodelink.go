@@ -332,6 +332,9 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 	ref := nodeRefFor(node)
 	m.Status.NodeRef = &ref
 	if err := r.client.Status().Patch(ctx, m, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // the Machine finished deleting meanwhile
+		}
 		return fmt.Errorf("setting nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	log.FromContext(ctx).Info("set nodeRef", "nodeUID", node.UID)
