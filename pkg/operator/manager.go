@@ -83,7 +83,7 @@ func (o *Operator) SetupWithManager(mgr manager.Manager) error {
 		return []reconcile.Request{Request}
 	})
 	fileEvents := make(chan event.GenericEvent, 1)
-	if err := mgr.Add(&fileWatcher{path: o.opts.ImagesJSONPath, interval: time.Second, events: fileEvents}); err != nil {
+	if err := mgr.Add(&fileWatcher{path: o.opts.ImagesJSONPath, interval: time.Second, events: fileEvents, synced: o.syncedImagesDigest}); err != nil {
 		return err
 	}
 	b := builder.ControllerManagedBy(mgr).
@@ -115,14 +115,18 @@ func (o *Operator) SetupWithManager(mgr manager.Manager) error {
 	return b.Complete(o)
 }
 
-// fileWatcher polls a file's content and emits an event when it changes.
-// Polling (a small read each second) is used instead of inotify because
-// ConfigMap volumes swap a symlinked directory, which inotify watchers on the
-// file miss; the content digest also ignores touches that change nothing.
+// fileWatcher polls a file's content and emits an event when it differs
+// from what the last sync read. Comparing against the last sync (not the last
+// poll) means a change that some other event already synced, followed by a
+// change back, is still noticed. Polling (a small read each second) is used
+// instead of inotify because ConfigMap volumes swap a symlinked directory,
+// which inotify watchers on the file miss.
 type fileWatcher struct {
 	path     string
 	interval time.Duration
 	events   chan<- event.GenericEvent
+	// synced returns the digest the last sync read ("" before the first).
+	synced func() string
 }
 
 // NeedLeaderElection: only the leader syncs, so only it needs the events.
@@ -130,7 +134,6 @@ func (w *fileWatcher) NeedLeaderElection() bool { return true }
 
 func (w *fileWatcher) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithValues("path", w.path)
-	last := fileDigest(w.path)
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
 	for {
@@ -139,8 +142,11 @@ func (w *fileWatcher) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if d := fileDigest(w.path); d != last {
-			last = d
+		synced := w.synced()
+		if synced == "" {
+			continue // the first sync has not run yet; it will read the file
+		}
+		if d := fileDigest(w.path); d != synced {
 			logger.Info("images file changed")
 			select {
 			case w.events <- event.GenericEvent{Object: &configv1.ClusterOperator{}}:

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -63,6 +64,10 @@ type Operator struct {
 	applier *apply.Applier
 	certs   CertIssuer
 	status  *status.Writer
+
+	// imagesDigest is the digest of images.json as the last sync read it;
+	// the file watcher compares the file against it (see fileWatcher).
+	imagesDigest atomic.Pointer[string]
 
 	// failingSince is when the current streak of failed syncs began (zero
 	// when the last sync succeeded); it drives the Degraded grace period.
@@ -205,6 +210,10 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 // observeConfig reads every input and builds the config.
 func (o *Operator) observeConfig(ctx context.Context) (config.Config, error) {
 	in := config.Inputs{Namespace: o.opts.Namespace, ReleaseVersion: o.opts.ReleaseVersion}
+	// Record what this sync sees before reading: if the file changes in
+	// between, the watcher sees a difference and asks for another sync.
+	digest := fileDigest(o.opts.ImagesJSONPath)
+	o.imagesDigest.Store(&digest)
 	in.Images, in.ImagesErr = config.LoadImages(o.opts.ImagesJSONPath)
 
 	infra := &configv1.Infrastructure{}
@@ -392,4 +401,13 @@ func minPositive(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
+}
+
+// syncedImagesDigest is the digest of images.json the last sync read, "" if
+// none ran yet.
+func (o *Operator) syncedImagesDigest() string {
+	if d := o.imagesDigest.Load(); d != nil {
+		return *d
+	}
+	return ""
 }
