@@ -64,6 +64,12 @@ down() {
 		done
 		kill -9 $(pgrep -f "$KWOK_WORKDIR/clusters/$name") 2>/dev/null || true
 	fi
+	# kwokctl detaches the components, so their exit status goes to PID 1;
+	# give it a moment to reap them so no zombie entry is left behind.
+	for _ in $(seq 1 30); do
+		ps -eo stat=,comm= | awk '$1 ~ /^Z/ && $2 ~ /^(etcd|kube-apiserver|kube-controller|kube-scheduler|kwok-controller)$/ {found=1} END {exit !found}' || break
+		sleep 0.5
+	done
 	echo "cluster $name is down"
 }
 
