@@ -1,0 +1,181 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+func drainedCondition(m *machinev1beta1.Machine) *machinev1beta1.Condition {
+	for i := range m.Status.Conditions {
+		if m.Status.Conditions[i].Type == machine.DrainedCondition {
+			return &m.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func waitGone(ctx context.Context, t *testing.T, what string, obj client.Object) {
+	t.Helper()
+	waitFor(ctx, t, what+" removed", func(ctx context.Context) (bool, error) {
+		err := cluster.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// TestPreDrainHookBlocksDeletion: a preDrain hook holds a deleted Machine in
+// Deleting with Drained=False DrainBlocked; new hooks are refused while it is
+// deleting; removing the hook lets the deletion finish.
+func TestPreDrainHookBlocksDeletion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	requireKubemark(ctx, t)
+	m := newKubemarkMachine("e2e-hook-"+rand.String(5), "hook")
+	m.Spec.LifecycleHooks.PreDrain = []machinev1beta1.LifecycleHook{{Name: "e2e-hold", Owner: "e2e-suite"}}
+	if err := cluster.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, m)
+	node, _ := waitRunning(ctx, t, m)
+
+	if err := cluster.Delete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "Drained=False DrainBlocked naming the hook", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		c := drainedCondition(m)
+		return m.Status.Phase != nil && *m.Status.Phase == "Deleting" && c != nil &&
+			c.Status == corev1.ConditionFalse && c.Reason == machine.ReasonDrainBlocked && strings.Contains(c.Message, "e2e-hold"), nil
+	})
+
+	// Adding a hook during deletion is refused by the admission policy.
+	m.Spec.LifecycleHooks.PreTerminate = append(m.Spec.LifecycleHooks.PreTerminate, machinev1beta1.LifecycleHook{Name: "e2e-late", Owner: "e2e-suite"})
+	err := cluster.Update(ctx, m)
+	if err == nil || !strings.Contains(err.Error(), "lifecycle hooks") {
+		t.Fatalf("adding a hook during deletion: err %v, want a rejection about lifecycle hooks", err)
+	}
+
+	// Removing the hook is allowed and the deletion proceeds.
+	waitFor(ctx, t, "hook removed", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		m.Spec.LifecycleHooks.PreDrain = nil
+		if err := cluster.Update(ctx, m); apierrors.IsConflict(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		return true, nil
+	})
+	waitGone(ctx, t, "node "+node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	waitGone(ctx, t, "machine "+m.Name, m)
+}
+
+// TestDrainBlockedByPDBThenTimeout: a PodDisruptionBudget that allows no
+// disruption blocks the drain, and Drained=False says which pod and PDB;
+// the annotation machine.openshift.io/node-drain-timeout bounds the wait,
+// after which the pods are deleted and the Machine goes away.
+func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	requireKubemark(ctx, t)
+	pool := "pdb-" + rand.String(5)
+	m := newKubemarkMachine("e2e-"+pool, pool)
+	if err := cluster.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, m)
+	node, _ := waitRunning(ctx, t, m)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-pdb-"}}
+	if err := cluster.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Delete(context.Background(), ns) })
+	labels := map[string]string{"app": "e2e-pdb"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns.Name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"e2e-pool": pool},
+					Containers:   []corev1.Container{{Name: "db", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+		},
+	}
+	if err := cluster.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns.Name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	if err := cluster.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "the pod Running on "+node, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := cluster.List(ctx, pods, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 1 && pods.Items[0].Spec.NodeName == node && pods.Items[0].Status.Phase == corev1.PodRunning, nil
+	})
+
+	if err := cluster.Delete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "Drained=False naming the PodDisruptionBudget", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		c := drainedCondition(m)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == machine.ReasonDrainInProgress &&
+			strings.Contains(c.Message, ns.Name+"/db"), nil
+	})
+	t.Logf("blocked: %s", drainedCondition(m).Message)
+
+	// Bound the drain: the remaining pod is deleted and deletion proceeds.
+	waitFor(ctx, t, "drain timeout annotation set", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[machine.NodeDrainTimeoutAnnotation] = "1s"
+		if err := cluster.Update(ctx, m); apierrors.IsConflict(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		return true, nil
+	})
+	waitGone(ctx, t, "node "+node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	waitGone(ctx, t, "machine "+m.Name, m)
+}
