@@ -18,7 +18,9 @@ const (
 	// DrainingAnnotation is put on a Node the machine controller cordons for
 	// draining; its value is "<namespace>/<machine>". Only nodes carrying it
 	// count as "being drained by us" for the one-control-plane-node-at-a-time
-	// rule, so nodes cordoned for unrelated reasons do not block drains.
+	// rule, so nodes cordoned for unrelated reasons do not block drains; and
+	// only while the named Machine exists and is being deleted, so a stale
+	// annotation does not block them either.
 	DrainingAnnotation = "machine.openshift.io/draining-for-machine"
 
 	// InstanceStateAnnotation shows the provider's instance state; the
@@ -41,6 +43,10 @@ const (
 	ReasonErrorCheckingProvider = "ErrorCheckingProvider" // Unknown: Exists returned an error
 	ReasonInstanceNotCreated    = "InstanceNotCreated"    // False: not created yet (or Create failed; see message)
 	ReasonInstanceMissing       = "InstanceMissing"       // False: a provisioned instance disappeared; the Machine is Failed
+
+	// ProviderUpdated (only set once Update rejected the configuration)
+	ReasonInvalidConfiguration = "InvalidConfiguration" // False: Update returned InvalidConfiguration; not retried until the Machine changes
+	ReasonProviderUpdated      = "Updated"              // True: a later Update succeeded
 
 	// Drainable / Terminable
 	ReasonHookPresent = "HookPresent" // False: preDrain / preTerminate hooks exist
@@ -77,4 +83,9 @@ const (
 	DrainedCondition        = machinev1beta1.MachineDrained
 	DrainableCondition      = machinev1beta1.MachineDrainable
 	TerminableCondition     = machinev1beta1.MachineTerminable
+
+	// ProviderUpdatedCondition is the machine controller's own condition:
+	// False/InvalidConfiguration when Actuator.Update rejected the
+	// providerSpec of an existing instance. It is absent until that happens.
+	ProviderUpdatedCondition machinev1beta1.ConditionType = "ProviderUpdated"
 )

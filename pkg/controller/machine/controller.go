@@ -241,9 +241,33 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		providerWait, isWait := AsRequeueAfter(updateErr)
 		if updateErr != nil && !isWait {
 			r.events.once(r, m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
+			if IsInvalidConfiguration(updateErr) {
+				// The providerSpec was made invalid after creation. The
+				// instance still exists, so the Machine is not Failed (upstream
+				// sets errorReason/errorMessage only then) and keeps its phase;
+				// InstanceExists stays about the instance. The problem is shown
+				// on its own condition, ProviderUpdated=False/
+				// InvalidConfiguration, with the provider's message (plus the
+				// FailedUpdate event). Retrying cannot help until the Machine
+				// changes, and any spec change wakes the controller, so no
+				// error (no backoff) and no requeue.
+				msg := updateErr.Error()
+				var me *MachineError
+				if errors.As(updateErr, &me) {
+					msg = me.Message
+				}
+				m.Status.Conditions = setCondition(m.Status.Conditions, newCondition(ProviderUpdatedCondition, corev1.ConditionFalse,
+					ReasonInvalidConfiguration, machinev1beta1.ConditionSeverityWarning, truncate(msg, maxConditionMessage)), r.now())
+				return ctrl.Result{}, nil
+			}
 			return requeueOrError(updateErr)
 		}
 		r.events.clear(m, EventFailedUpdate)
+		if getCondition(m.Status.Conditions, ProviderUpdatedCondition) != nil {
+			// Only set once an update was rejected: then cleared here.
+			m.Status.Conditions = setCondition(m.Status.Conditions, newCondition(ProviderUpdatedCondition, corev1.ConditionTrue,
+				ReasonProviderUpdated, "", "the provider accepted the Machine's configuration"), r.now())
+		}
 		setPhase(m, phaseAfterUpdate(phaseOf(m), isProvisioned(m), m.Status.NodeRef != nil))
 		if !isProvisioned(m) {
 			// The provider has not reported providerID/addresses yet.

@@ -203,16 +203,23 @@ func cordonedByUs(n *corev1.Node) bool {
 // controlPlaneDrainAllowed implements "one control-plane drain at a time":
 // a worker may always be drained; a control-plane node may be drained when
 // it is already being drained by us, or when no other control-plane node is
-// being drained by us. Nodes cordoned by someone else (no DrainingAnnotation)
-// do not count. It returns the blocking node's name when not allowed.
-func controlPlaneDrainAllowed(node *corev1.Node, nodes []corev1.Node) (bool, string) {
-	if !isControlPlaneNode(node) || cordonedByUs(node) {
+// being drained by us. A node counts as being drained by us only when it is
+// cordoned, carries DrainingAnnotation and the Machine the annotation names
+// is in activeOwners (it exists and is being deleted): a stale annotation
+// left by a Machine that is gone, or not deleting, does not block drains.
+// Nodes cordoned by someone else (no DrainingAnnotation) do not count either.
+// It returns the blocking node's name when not allowed.
+func controlPlaneDrainAllowed(node *corev1.Node, nodes []corev1.Node, activeOwners map[string]bool) (bool, string) {
+	drainedByUs := func(n *corev1.Node) bool {
+		return cordonedByUs(n) && activeOwners[n.Annotations[DrainingAnnotation]]
+	}
+	if !isControlPlaneNode(node) || drainedByUs(node) {
 		return true, ""
 	}
 	names := make([]string, 0, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Name == node.Name || !isControlPlaneNode(n) || !cordonedByUs(n) || n.DeletionTimestamp != nil {
+		if n.Name == node.Name || !isControlPlaneNode(n) || !drainedByUs(n) || n.DeletionTimestamp != nil {
 			continue
 		}
 		names = append(names, n.Name)
@@ -222,6 +229,33 @@ func controlPlaneDrainAllowed(node *corev1.Node, nodes []corev1.Node) (bool, str
 	}
 	sort.Strings(names)
 	return false, names[0]
+}
+
+// controlPlaneWaitPrefix starts the Drained message of a Machine waiting for
+// another control-plane drain; waitingForControlPlaneDrain matches it.
+const controlPlaneWaitPrefix = "waiting for control-plane node "
+
+// waitingForControlPlaneDrain reports whether a deleting Machine's drain waits
+// for another control-plane node to finish draining.
+func waitingForControlPlaneDrain(m *machinev1beta1.Machine) bool {
+	if m.DeletionTimestamp.IsZero() {
+		return false
+	}
+	c := getCondition(m.Status.Conditions, DrainedCondition)
+	return c != nil && c.Status == corev1.ConditionFalse && strings.HasPrefix(c.Message, controlPlaneWaitPrefix)
+}
+
+// drainWaitCondition is the Drained condition of a drain that must wait (for
+// another control-plane drain). Before the drain started it is
+// False/DrainBlocked; once it started (Drained=False/DrainInProgress) the
+// reason stays DrainInProgress so that lastTransitionTime, the persisted
+// drain start the timeout is measured from, is not reset.
+func drainWaitCondition(existing *machinev1beta1.Condition, message string) machinev1beta1.Condition {
+	reason := ReasonDrainBlocked
+	if existing != nil && existing.Status == corev1.ConditionFalse && existing.Reason == ReasonDrainInProgress {
+		reason = ReasonDrainInProgress
+	}
+	return newCondition(DrainedCondition, corev1.ConditionFalse, reason, machinev1beta1.ConditionSeverityInfo, message)
 }
 
 // nodeUnreachable reports whether the node's Ready condition is Unknown (the

@@ -241,9 +241,146 @@ func TestControlPlaneDrainAllowed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, blocker := controlPlaneDrainAllowed(&tt.node, tt.others)
+			// Every annotated node's Machine exists and is being deleted.
+			active := map[string]bool{}
+			for _, n := range append([]corev1.Node{tt.node}, tt.others...) {
+				if v, ok := n.Annotations[DrainingAnnotation]; ok {
+					active[v] = true
+				}
+			}
+			got, blocker := controlPlaneDrainAllowed(&tt.node, tt.others, active)
 			if got != tt.want || blocker != tt.wantBlock {
 				t.Errorf("got (%v, %q), want (%v, %q)", got, blocker, tt.want, tt.wantBlock)
+			}
+		})
+	}
+}
+
+// A DrainingAnnotation whose Machine is gone or not being deleted (not in
+// activeOwners) is stale: the node does not block other control-plane drains.
+func TestControlPlaneDrainAllowedStaleAnnotation(t *testing.T) {
+	const cp = ControlPlaneNodeRoleLabel
+	deleting := cpNode("cp2", cp, true, true)
+	deletingNode := cpNode("cp3", cp, true, true)
+	deletingNode.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	tests := []struct {
+		name      string
+		node      corev1.Node
+		others    []corev1.Node
+		active    map[string]bool
+		want      bool
+		wantBlock string
+	}{
+		{"stale annotation does not block", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp1", cp, true, true)}, nil, true, ""},
+		{"owner not deleting does not block", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp1", cp, true, true)}, map[string]bool{"ns/cp1": false}, true, ""},
+		{"active owner blocks, stale one ignored", cpNode("cp0", cp, false, false), []corev1.Node{cpNode("cp1", cp, true, true), deleting}, map[string]bool{"ns/cp2": true}, false, "cp2"},
+		{"a node being deleted does not block", cpNode("cp0", cp, false, false), []corev1.Node{deletingNode}, map[string]bool{"ns/cp3": true}, true, ""},
+		// The node carries a stale annotation of its own: it must wait like
+		// any node not being drained.
+		{"own stale annotation does not bypass the rule", cpNode("cp0", cp, true, true), []corev1.Node{deleting}, map[string]bool{"ns/cp2": true}, false, "cp2"},
+		{"own active annotation continues", cpNode("cp0", cp, true, true), []corev1.Node{deleting}, map[string]bool{"ns/cp0": true, "ns/cp2": true}, true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, blocker := controlPlaneDrainAllowed(&tt.node, tt.others, tt.active)
+			if got != tt.want || blocker != tt.wantBlock {
+				t.Errorf("got (%v, %q), want (%v, %q)", got, blocker, tt.want, tt.wantBlock)
+			}
+		})
+	}
+}
+
+func TestControlPlaneDrainEnded(t *testing.T) {
+	const cp = ControlPlaneNodeRoleLabel
+	drained := cpNode("cp1", cp, true, true)
+	uncordoned := cpNode("cp1", cp, false, true)
+	unannotated := cpNode("cp1", cp, true, false)
+	deleting := cpNode("cp1", cp, true, true)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	worker := cpNode("w1", "", true, true)
+	tests := []struct {
+		name     string
+		old, new *corev1.Node
+		want     bool
+	}{
+		{"deleted", &drained, nil, true},
+		{"uncordoned", &drained, &uncordoned, true},
+		{"annotation removed", &drained, &unannotated, true},
+		{"being deleted", &drained, &deleting, true},
+		{"still drained", &drained, &drained, false},
+		{"cordoned now (drain starts)", &uncordoned, &drained, false},
+		{"never ours, deleted", &unannotated, nil, false},
+		{"worker deleted", &worker, nil, false},
+		{"deletion already seen", &deleting, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := controlPlaneDrainEnded(tt.old, tt.new); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWaitingForControlPlaneDrain(t *testing.T) {
+	now := metav1.Now()
+	cond := func(status corev1.ConditionStatus, reason, msg string) []machinev1beta1.Condition {
+		return []machinev1beta1.Condition{{Type: DrainedCondition, Status: status, Reason: reason, Message: msg}}
+	}
+	wait := controlPlaneWaitPrefix + "cp-a to finish draining"
+	tests := []struct {
+		name     string
+		deleting bool
+		conds    []machinev1beta1.Condition
+		want     bool
+	}{
+		{"blocked before the drain started", true, cond(corev1.ConditionFalse, ReasonDrainBlocked, wait), true},
+		{"waiting after the drain started", true, cond(corev1.ConditionFalse, ReasonDrainInProgress, wait), true},
+		{"blocked by a hook", true, cond(corev1.ConditionFalse, ReasonDrainBlocked, "blocked by pre-drain hook(s): x (owner y)"), false},
+		{"draining", true, cond(corev1.ConditionFalse, ReasonDrainInProgress, "draining node cp-b"), false},
+		{"drained", true, cond(corev1.ConditionTrue, ReasonDrained, "node cp-b drained"), false},
+		{"no condition", true, nil, false},
+		{"not deleting", false, cond(corev1.ConditionFalse, ReasonDrainBlocked, wait), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &machinev1beta1.Machine{}
+			if tt.deleting {
+				m.DeletionTimestamp = &now
+			}
+			m.Status.Conditions = tt.conds
+			if got := waitingForControlPlaneDrain(m); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Waiting for another control-plane drain keeps a started drain
+// DrainInProgress, so its start (lastTransitionTime) is kept.
+func TestDrainWaitCondition(t *testing.T) {
+	start := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	tests := []struct {
+		name       string
+		existing   *machinev1beta1.Condition
+		wantReason string
+	}{
+		{"no condition yet", nil, ReasonDrainBlocked},
+		{"blocked before", &machinev1beta1.Condition{Type: DrainedCondition, Status: corev1.ConditionFalse, Reason: ReasonDrainBlocked}, ReasonDrainBlocked},
+		{"drain started", &machinev1beta1.Condition{Type: DrainedCondition, Status: corev1.ConditionFalse, Reason: ReasonDrainInProgress, LastTransitionTime: start}, ReasonDrainInProgress},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := drainWaitCondition(tt.existing, controlPlaneWaitPrefix+"cp-a")
+			if c.Status != corev1.ConditionFalse || c.Reason != tt.wantReason || c.Message != controlPlaneWaitPrefix+"cp-a" {
+				t.Fatalf("got %+v", c)
+			}
+			if tt.existing == nil {
+				return
+			}
+			conds := setCondition([]machinev1beta1.Condition{*tt.existing}, c, time.Now())
+			if tt.wantReason == ReasonDrainInProgress && !conds[0].LastTransitionTime.Equal(&start) {
+				t.Errorf("drain start moved: %v → %v", start, conds[0].LastTransitionTime)
 			}
 		})
 	}

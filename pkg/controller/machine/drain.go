@@ -85,9 +85,14 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	if blocker, err := r.cordonForDrain(ctx, node, m); err != nil {
 		return ctrl.Result{}, false, err
 	} else if blocker != "" {
-		msg := fmt.Sprintf("waiting for control-plane node %s to finish draining: only one control-plane node is drained at a time", blocker)
-		r.setDrained(s, newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityInfo, msg+note),
-			corev1.EventTypeNormal, EventDrainBlocked)
+		msg := fmt.Sprintf(controlPlaneWaitPrefix+"%s to finish draining: only one control-plane node is drained at a time", blocker)
+		// A drain that already started (our node was uncordoned meanwhile)
+		// stays DrainInProgress: its start, and so its timeout, survive.
+		c := drainWaitCondition(getCondition(m.Status.Conditions, DrainedCondition), msg+note)
+		if !waitingForControlPlaneDrain(m) || conditionChanged(m.Status.Conditions, c) {
+			r.eventf(m, corev1.EventTypeNormal, EventDrainBlocked, "Drain", "%s", c.Message)
+		}
+		m.Status.Conditions = setCondition(m.Status.Conditions, c, r.now())
 		return ctrl.Result{RequeueAfter: r.drainBackoff.When(s.key)}, false, nil
 	}
 
@@ -264,7 +269,8 @@ func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node, timeout
 
 // cordonForDrain cordons the node and marks it with DrainingAnnotation. A
 // control-plane node is not cordoned while another control-plane node is
-// being drained by us; the other node's name is returned then. The check and
+// being drained by us (its DrainingAnnotation names a Machine that exists and
+// is being deleted); the other node's name is returned then. The check and
 // the cordon are serialized and use uncached reads, so two concurrent
 // reconciles cannot both start a control-plane drain.
 func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *machinev1beta1.Machine) (string, error) {
@@ -272,7 +278,7 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 	if node.Spec.Unschedulable && node.Annotations[DrainingAnnotation] == want {
 		return "", nil
 	}
-	if isControlPlaneNode(node) && !cordonedByUs(node) {
+	if isControlPlaneNode(node) {
 		r.cpMu.Lock()
 		defer r.cpMu.Unlock()
 		var reader client.Reader = r.client
@@ -283,7 +289,20 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 		if err := reader.List(ctx, nodes); err != nil {
 			return "", fmt.Errorf("listing nodes: %w", err)
 		}
-		if ok, other := controlPlaneDrainAllowed(node, nodes.Items); !ok {
+		active := map[string]bool{}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			owner := n.Annotations[DrainingAnnotation]
+			if _, seen := active[owner]; seen || !isControlPlaneNode(n) || !cordonedByUs(n) || n.DeletionTimestamp != nil {
+				continue
+			}
+			ok, err := drainOwnerActive(ctx, reader, owner)
+			if err != nil {
+				return "", err
+			}
+			active[owner] = ok
+		}
+		if ok, other := controlPlaneDrainAllowed(node, nodes.Items, active); !ok {
 			return other, nil
 		}
 	}
@@ -297,6 +316,24 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 		return "", fmt.Errorf("cordoning node %s: %w", node.Name, err)
 	}
 	return "", nil
+}
+
+// drainOwnerActive reports whether the Machine a DrainingAnnotation value
+// ("<namespace>/<name>") names still exists and is being deleted, i.e. the
+// annotation is not stale.
+func drainOwnerActive(ctx context.Context, reader client.Reader, owner string) (bool, error) {
+	ns, name, ok := strings.Cut(owner, "/")
+	if !ok || ns == "" || name == "" {
+		return false, nil
+	}
+	m := &machinev1beta1.Machine{}
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("getting Machine %s named by the %s annotation: %w", owner, DrainingAnnotation, err)
+	}
+	return !m.DeletionTimestamp.IsZero(), nil
 }
 
 // setDrained sets the Drained condition and, when its status or reason

@@ -138,8 +138,40 @@ func TestDrainUnreachableNode(t *testing.T) {
 	}
 }
 
+// heldDeletingMachine creates a Machine that is being deleted and stays (a
+// foreign finalizer holds it), as a Machine whose drain is in progress.
+func (f *fixture) heldDeletingMachine(name string) *machinev1beta1.Machine {
+	f.t.Helper()
+	m := f.machine(name, func(m *machinev1beta1.Machine) { m.Finalizers = []string{"test.example.com/hold"} })
+	f.deleteMachine(m)
+	f.t.Cleanup(func() {
+		f.patchMachine(m, func(m *machinev1beta1.Machine) { m.Finalizers = nil })
+	})
+	return m
+}
+
+// setDrainState cordons (or uncordons) a node and sets (or, when owner is
+// empty, removes) its DrainingAnnotation.
+func (f *fixture) setDrainState(n *corev1.Node, unschedulable bool, owner string) {
+	f.t.Helper()
+	cur := f.getNode(n.Name)
+	base := cur.DeepCopy()
+	cur.Spec.Unschedulable = unschedulable
+	if owner == "" {
+		delete(cur.Annotations, DrainingAnnotation)
+	} else {
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[DrainingAnnotation] = owner
+	}
+	if err := env.Client.Patch(f.ctx, cur, client.MergeFrom(base)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // Only one control-plane node is drained at a time, counting only nodes the
-// controller cordoned itself.
+// controller cordoned itself for a Machine that is still being deleted.
 func TestDrainOneControlPlaneNodeAtATime(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -149,30 +181,114 @@ func TestDrainOneControlPlaneNodeAtATime(t *testing.T) {
 	m := f.machineOnNode("cp-b", node)
 	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
 
-	// cp-a is being drained by the controller (for another Machine).
-	base := busy.DeepCopy()
-	busy.Spec.Unschedulable = true
-	busy.Annotations = map[string]string{DrainingAnnotation: f.ns + "/cp-a"}
-	if err := env.Client.Patch(f.ctx, busy, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
+	// cp-a is being drained by the controller for Machine cp-a (deleting).
+	f.heldDeletingMachine("cp-a")
+	f.setDrainState(busy, true, f.ns+"/cp-a")
 	f.deleteMachine(m)
 	res := f.mustReconcile(m)
 	if res.RequeueAfter <= 0 {
 		t.Errorf("want a requeue while another control-plane node drains: %+v", res)
 	}
-	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked,
+	got := f.mustGet(m)
+	wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked,
 		"waiting for control-plane node "+busy.Name, "only one control-plane node")
+	if !waitingForControlPlaneDrain(got) {
+		t.Error("the waiting Machine is not recognised as waiting (the Node watch would not wake it)")
+	}
 	if f.getNode(node.Name).Spec.Unschedulable {
 		t.Error("second control-plane node cordoned")
 	}
 
 	// cp-a stays cordoned, but not by us (e.g. an upgrade): no longer blocks.
-	base = busy.DeepCopy()
-	busy.Annotations = nil
-	if err := env.Client.Patch(f.ctx, busy, client.MergeFrom(base)); err != nil {
-		t.Fatal(err)
-	}
+	f.setDrainState(busy, true, "")
 	f.mustReconcile(m)
 	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrained)
+}
+
+// A stale DrainingAnnotation (its Machine is gone, or exists but is not being
+// deleted) does not block control-plane drains.
+func TestDrainControlPlaneStaleAnnotation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cp := map[string]string{ControlPlaneNodeRoleLabel: ""}
+	gone := f.node(f.nodeName("cp-gone"), corev1.ConditionTrue, cp)
+	alive := f.node(f.nodeName("cp-alive"), corev1.ConditionTrue, cp)
+	f.machine("cp-alive") // exists, not being deleted
+	f.setDrainState(gone, true, f.ns+"/cp-gone")
+	f.setDrainState(alive, true, f.ns+"/cp-alive")
+	node := f.node(f.nodeName("cp-b"), corev1.ConditionTrue, cp)
+	m := f.machineOnNode("cp-b", node)
+	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.deleteMachine(m)
+
+	f.mustReconcile(m)
+	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrained)
+	if n := f.getNode(node.Name); !n.Spec.Unschedulable || n.Annotations[DrainingAnnotation] != f.ns+"/cp-b" {
+		t.Errorf("node not cordoned for the Machine: %v %v", n.Spec.Unschedulable, n.Annotations)
+	}
+}
+
+// Uncordoning a node mid-drain, and waiting for another control-plane drain
+// meanwhile, do not restart the drain timeout: it is measured from the first
+// start.
+func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cp := map[string]string{ControlPlaneNodeRoleLabel: ""}
+	other := f.node(f.nodeName("cp-a"), corev1.ConditionTrue, cp)
+	node := f.node(f.nodeName("cp-b"), corev1.ConditionTrue, cp)
+	m := f.machineOnNode("cp-b", node, func(m *machinev1beta1.Machine) {
+		m.Annotations = map[string]string{NodeDrainTimeoutAnnotation: "30s"}
+	})
+	web := map[string]string{"app": "web"}
+	f.pod("web-1", node.Name, web, 0)
+	f.blockingPDB("web", web, 1)
+	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.deleteMachine(m)
+
+	f.mustReconcile(m)
+	start := wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "blocked by PodDisruptionBudget").LastTransitionTime
+
+	// Someone uncordons cp-b (kubectl keeps the annotation) while cp-a starts
+	// draining for another Machine: cp-b waits, its drain start is kept.
+	f.clock.Advance(10 * time.Second)
+	f.setDrainState(node, false, f.ns+"/cp-b")
+	f.heldDeletingMachine("cp-a")
+	f.setDrainState(other, true, f.ns+"/cp-a")
+	before := f.rec.count(EventDrainBlocked)
+	if res := f.mustReconcile(m); res.RequeueAfter <= 0 {
+		t.Errorf("want a requeue while waiting: %+v", res)
+	}
+	got := f.mustGet(m)
+	c := wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "waiting for control-plane node "+other.Name)
+	if !c.LastTransitionTime.Equal(&start) {
+		t.Errorf("drain start moved while waiting: %v → %v", start, c.LastTransitionTime)
+	}
+	if !waitingForControlPlaneDrain(got) {
+		t.Error("the waiting Machine is not recognised as waiting")
+	}
+	if f.getNode(node.Name).Spec.Unschedulable {
+		t.Error("cp-b re-cordoned while cp-a drains")
+	}
+	if n := f.rec.count(EventDrainBlocked) - before; n != 1 {
+		t.Errorf("DrainBlocked recorded %d times, want once:\n%s", n, f.rec)
+	}
+
+	// cp-a is done: cp-b is cordoned again and the drain goes on, same start.
+	f.clock.Advance(10 * time.Second)
+	f.setDrainState(other, false, "")
+	f.mustReconcile(m)
+	c = wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "blocked by PodDisruptionBudget")
+	if !c.LastTransitionTime.Equal(&start) {
+		t.Errorf("drain start moved on re-cordon: %v → %v", start, c.LastTransitionTime)
+	}
+	if !f.getNode(node.Name).Spec.Unschedulable {
+		t.Error("cp-b not cordoned again")
+	}
+
+	// 35s after the first start (15s after the wait ended) the 30s timeout
+	// has expired.
+	f.clock.Advance(15 * time.Second)
+	f.mustReconcile(m)
+	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut)
 }

@@ -10,6 +10,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
@@ -288,4 +289,41 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 	if got := f.mustGet(m); got.Status.Phase == nil || *got.Status.Phase != machinev1beta1.PhaseProvisioned {
 		t.Fatalf("phase = %v after a provisioned Update asking to requeue, want Provisioned", got.Status.Phase)
 	}
+}
+
+// InvalidConfiguration from Update (providerSpec made invalid after the
+// instance was created): the Machine keeps its phase and is not Failed;
+// ProviderUpdated=False/InvalidConfiguration shows the provider's message,
+// and there is no error (no backoff) and no requeue: a Machine change wakes
+// the controller. Once Update succeeds again ProviderUpdated turns True.
+func TestInvalidConfigurationFromUpdate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m, _ := f.runningMachine("edited")
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.UpdateErr = fmt.Errorf("updating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
+	})
+	for range 2 {
+		res, err := f.reconcile(m)
+		if err != nil || res != (ctrl.Result{}) {
+			t.Fatalf("got (%+v, %v), want no error and no requeue", res, err)
+		}
+	}
+	got := f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseRunning)
+	c := wantCondition(t, got, ProviderUpdatedCondition, corev1.ConditionFalse, ReasonInvalidConfiguration)
+	if c.Message != `spec.providerSpec.value.size: "huge" is not a known size` || c.Severity != machinev1beta1.ConditionSeverityWarning {
+		t.Errorf("condition = %+v", c)
+	}
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+	if got.Status.ErrorReason != nil || got.Status.ErrorMessage != nil {
+		t.Errorf("errorReason/errorMessage are for Failed only: %v / %v", got.Status.ErrorReason, got.Status.ErrorMessage)
+	}
+	if n := f.rec.count(EventFailedUpdate); n != 1 {
+		t.Errorf("FailedUpdate recorded %d times, want once:\n%s", n, f.rec)
+	}
+
+	f.act.Set(func(a *machinetest.Actuator) { a.UpdateErr = nil })
+	f.mustReconcile(m)
+	wantCondition(t, f.mustGet(m), ProviderUpdatedCondition, corev1.ConditionTrue, ReasonProviderUpdated)
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,7 +51,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machine").
 		For(&machinev1beta1.Machine{}, builder.WithPredicates(r.machinePredicate())).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMachines), builder.WithPredicates(nodePredicate())).
+		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodePredicate())).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -85,6 +86,72 @@ func (r *Reconciler) nodeToMachines(ctx context.Context, o client.Object) []reco
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for i := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// nodeHandler enqueues the Machines of a Node (nodeToMachines) and, when a
+// control-plane drain of ours ends (the Node is deleted, uncordoned or loses
+// DrainingAnnotation), the deleting Machines waiting for it, so they do not
+// sit out their drain backoff.
+func (r *Reconciler) nodeHandler() handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	add := func(q queue, reqs []reconcile.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			add(q, r.nodeToMachines(ctx, e.Object))
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			add(q, r.nodeToMachines(ctx, e.ObjectNew))
+			oldN, ok1 := e.ObjectOld.(*corev1.Node)
+			newN, ok2 := e.ObjectNew.(*corev1.Node)
+			if ok1 && ok2 && controlPlaneDrainEnded(oldN, newN) {
+				add(q, r.machinesWaitingForControlPlaneDrain(ctx))
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
+			add(q, r.nodeToMachines(ctx, e.Object))
+			if n, ok := e.Object.(*corev1.Node); ok && controlPlaneDrainEnded(n, nil) {
+				add(q, r.machinesWaitingForControlPlaneDrain(ctx))
+			}
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
+			add(q, r.nodeToMachines(ctx, e.Object))
+		},
+	}
+}
+
+// controlPlaneDrainEnded reports whether a control-plane node we cordoned
+// for a drain (oldN) stopped counting as drained by us: newN is nil (the Node
+// was deleted), being deleted, uncordoned or no longer annotated.
+func controlPlaneDrainEnded(oldN, newN *corev1.Node) bool {
+	if !isControlPlaneNode(oldN) || !cordonedByUs(oldN) || oldN.DeletionTimestamp != nil {
+		return false
+	}
+	return newN == nil || newN.DeletionTimestamp != nil || !cordonedByUs(newN)
+}
+
+// machinesWaitingForControlPlaneDrain lists (from the cache) the deleting
+// Machines whose drain waits for another control-plane drain.
+func (r *Reconciler) machinesWaitingForControlPlaneDrain(ctx context.Context) []reconcile.Request {
+	list := &machinev1beta1.MachineList{}
+	var opts []client.ListOption
+	if r.namespace != "" {
+		opts = append(opts, client.InNamespace(r.namespace))
+	}
+	if err := r.client.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing machines waiting for a control-plane drain")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if waitingForControlPlaneDrain(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }
