@@ -51,6 +51,10 @@ lint: ## go vet and gofmt check
 	go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+.PHONY: generate
+generate: $(BIN)/controller-gen ## Regenerate deepcopy code of this project's API types (pkg/apis)
+	$(BIN)/controller-gen object paths=./pkg/apis/...
+
 .PHONY: update-crds
 update-crds: ## Copy the CRDs from the pinned openshift/api into manifests/crds and install/
 	hack/update-crds.sh
@@ -94,7 +98,7 @@ test-e2e-local: tools build ## Bring up the local cluster, run the e2e suite on 
 
 .PHONY: clean
 clean: cluster-down ## Remove build output (keeps the tools in bin/)
-	rm -f $(addprefix $(BIN)/,machine-api-operator)
+	rm -f $(addprefix $(BIN)/,$(notdir $(wildcard cmd/*)))
 	rm -rf $(LOCAL)
 
 .PHONY: help
