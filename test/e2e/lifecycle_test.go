@@ -9,14 +9,10 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
@@ -106,45 +102,10 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	deleteMachineOnCleanup(t, m)
 	node, _ := waitRunning(ctx, t, m)
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-pdb-"}}
-	if err := cluster.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Delete(context.Background(), ns) })
-	labels := map[string]string{"app": "e2e-pdb"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns.Name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"e2e-pool": pool},
-					Containers:   []corev1.Container{{Name: "db", Image: "registry.k8s.io/pause:3.10"}},
-				},
-			},
-		},
-	}
-	if err := cluster.Create(ctx, deploy); err != nil {
-		t.Fatal(err)
-	}
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns.Name},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			Selector:       &metav1.LabelSelector{MatchLabels: labels},
-		},
-	}
-	if err := cluster.Create(ctx, pdb); err != nil {
-		t.Fatal(err)
-	}
+	w := newGuardedWorkload(ctx, t, "db", pool, 1, 0)
 	waitFor(ctx, t, "the pod Running on "+node, func(ctx context.Context) (bool, error) {
-		pods := &corev1.PodList{}
-		if err := cluster.List(ctx, pods, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
-			return false, err
-		}
-		return len(pods.Items) == 1 && pods.Items[0].Spec.NodeName == node && pods.Items[0].Status.Phase == corev1.PodRunning, nil
+		n, err := w.runningOn(ctx, node)
+		return n == 1, err
 	})
 
 	if err := cluster.Delete(ctx, m); err != nil {
@@ -156,7 +117,7 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 		}
 		c := drainedCondition(m)
 		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == machine.ReasonDrainInProgress &&
-			strings.Contains(c.Message, ns.Name+"/db"), nil
+			strings.Contains(c.Message, w.ns+"/db"), nil
 	})
 	t.Logf("blocked: %s", drainedCondition(m).Message)
 

@@ -128,54 +128,9 @@ func TestMachineDeletionDrains(t *testing.T) {
 	deleteMachineOnCleanup(t, first)
 	firstNode, _ := waitRunning(ctx, t, first)
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-drain-"}}
-	if err := cluster.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cluster.Delete(context.Background(), ns) })
-	labels := map[string]string{"app": "e2e-drain"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"e2e-pool": pool},
-					Containers:   []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}},
-				},
-			},
-		},
-	}
-	if err := cluster.Create(ctx, deploy); err != nil {
-		t.Fatal(err)
-	}
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns.Name},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
-			Selector:       &metav1.LabelSelector{MatchLabels: labels},
-		},
-	}
-	if err := cluster.Create(ctx, pdb); err != nil {
-		t.Fatal(err)
-	}
-	podsOn := func(ctx context.Context, node string) (int, error) {
-		pods := &corev1.PodList{}
-		if err := cluster.List(ctx, pods, client.InNamespace(ns.Name), client.MatchingLabels(labels)); err != nil {
-			return 0, err
-		}
-		n := 0
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				n++
-			}
-		}
-		return n, nil
-	}
+	w := newGuardedWorkload(ctx, t, "web", pool, 2, 1)
 	waitFor(ctx, t, "2 pods Running on "+firstNode, func(ctx context.Context) (bool, error) {
-		n, err := podsOn(ctx, firstNode)
+		n, err := w.runningOn(ctx, firstNode)
 		return n == 2, err
 	})
 
@@ -191,7 +146,7 @@ func TestMachineDeletionDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(ctx, t, "pods rescheduled to "+secondNode, func(ctx context.Context) (bool, error) {
-		n, err := podsOn(ctx, secondNode)
+		n, err := w.runningOn(ctx, secondNode)
 		return n == 2, err
 	})
 	waitFor(ctx, t, "node "+firstNode+" removed", func(ctx context.Context) (bool, error) {
@@ -204,7 +159,7 @@ func TestMachineDeletionDrains(t *testing.T) {
 	})
 	t.Logf("machine drained and deleted in %s", time.Since(start).Round(100*time.Millisecond))
 	d := &appsv1.Deployment{}
-	if err := cluster.Get(ctx, client.ObjectKeyFromObject(deploy), d); err != nil || d.Status.AvailableReplicas != 2 {
+	if err := cluster.Get(ctx, client.ObjectKeyFromObject(w.deploy), d); err != nil || d.Status.AvailableReplicas != 2 {
 		t.Errorf("deployment available replicas %d (err %v), want 2", d.Status.AvailableReplicas, err)
 	}
 }
@@ -237,4 +192,66 @@ func TestInvalidProviderSpecFails(t *testing.T) {
 	if err := cluster.Get(ctx, client.ObjectKey{Name: m.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a node exists for the invalid machine (err %v)", err)
 	}
+}
+
+// guardedWorkload is a Deployment of pause pods pinned to the nodes of a
+// machine pool (node label e2e-pool), guarded by a PodDisruptionBudget, in a
+// namespace of its own that is removed when the test ends.
+type guardedWorkload struct {
+	ns     string
+	labels map[string]string
+	deploy *appsv1.Deployment
+}
+
+func newGuardedWorkload(ctx context.Context, t *testing.T, name, pool string, replicas, maxUnavailable int32) *guardedWorkload {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-" + name + "-"}}
+	if err := cluster.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Delete(context.Background(), ns) })
+	labels := map[string]string{"app": "e2e-" + name}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"e2e-pool": pool},
+					Containers:   []corev1.Container{{Name: name, Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+		},
+	}
+	if err := cluster.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
+			Selector:       &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	if err := cluster.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	return &guardedWorkload{ns: ns.Name, labels: labels, deploy: deploy}
+}
+
+// runningOn counts the workload's Running pods on node.
+func (w *guardedWorkload) runningOn(ctx context.Context, node string) (int, error) {
+	pods := &corev1.PodList{}
+	if err := cluster.List(ctx, pods, client.InNamespace(w.ns), client.MatchingLabels(w.labels)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
 }
