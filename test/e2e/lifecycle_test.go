@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
@@ -25,6 +26,22 @@ func drainedCondition(m *machinev1beta1.Machine) *machinev1beta1.Condition {
 		}
 	}
 	return nil
+}
+
+// updateMachine applies mutate to the live Machine, retrying on conflicts
+// (the controllers write the Machine concurrently).
+func updateMachine(ctx context.Context, t *testing.T, m *machinev1beta1.Machine, mutate func(*machinev1beta1.Machine)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return err
+		}
+		mutate(m)
+		return cluster.Update(ctx, m)
+	})
+	if err != nil {
+		t.Fatalf("updating machine %s: %v", m.Name, err)
+	}
 }
 
 func waitGone(ctx context.Context, t *testing.T, what string, obj client.Object) {
@@ -70,18 +87,7 @@ func TestPreDrainHookBlocksDeletion(t *testing.T) {
 	}
 
 	// Removing the hook is allowed and the deletion proceeds.
-	waitFor(ctx, t, "hook removed", func(ctx context.Context) (bool, error) {
-		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
-			return false, err
-		}
-		m.Spec.LifecycleHooks.PreDrain = nil
-		if err := cluster.Update(ctx, m); apierrors.IsConflict(err) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
-		return true, nil
-	})
+	updateMachine(ctx, t, m, func(m *machinev1beta1.Machine) { m.Spec.LifecycleHooks.PreDrain = nil })
 	waitGone(ctx, t, "node "+node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
 	waitGone(ctx, t, "machine "+m.Name, m)
 }
@@ -122,20 +128,11 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	t.Logf("blocked: %s", drainedCondition(m).Message)
 
 	// Bound the drain: the remaining pod is deleted and deletion proceeds.
-	waitFor(ctx, t, "drain timeout annotation set", func(ctx context.Context) (bool, error) {
-		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
-			return false, err
-		}
+	updateMachine(ctx, t, m, func(m *machinev1beta1.Machine) {
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
 		}
 		m.Annotations[machine.NodeDrainTimeoutAnnotation] = "1s"
-		if err := cluster.Update(ctx, m); apierrors.IsConflict(err) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
-		return true, nil
 	})
 	waitGone(ctx, t, "node "+node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
 	waitGone(ctx, t, "machine "+m.Name, m)
