@@ -88,11 +88,17 @@ kubemark-infra: ## Set the Infrastructure status to External/kubemark (after kus
 .PHONY: test-e2e
 test-e2e: ## Run the e2e suite against the cluster in $KUBECONFIG
 	@[ -n "$${KUBECONFIG:-}" ] || { echo "KUBECONFIG is not set: point it at a cluster (make cluster-up writes .local/kubeconfig) or use make test-e2e-local"; exit 1; }
-	KUBECONFIG=$$(realpath -m "$$KUBECONFIG") go test -tags e2e -count=1 -v ./test/e2e/...
+	KUBECONFIG=$$(realpath -m "$$KUBECONFIG") go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 .PHONY: test-e2e-local
 test-e2e-local: tools build ## Bring up the local cluster, run the e2e suite on it, tear it down
 	hack/e2e-local.sh
+
+##@ Benchmarks
+
+.PHONY: bench
+bench: tools build ## MachineSet scale benchmark on a dedicated local cluster (REPLICAS=500, PROFILE=1 for CPU profiles)
+	hack/bench.sh
 
 ##@ Other
 

@@ -23,7 +23,7 @@
 //   - annotation kwok.x-k8s.io/node=fake;
 //   - status: capacity = allocatable = {cpu, memory, pods} from the
 //     providerSpec; addresses InternalIP (NodeIP: stable per Machine, unique
-//     among Nodes, in 10.128.0.0/9) and Hostname=<name>; nodeInfo
+//     among Nodes, in 127.128.0.0/9) and Hostname=<name>; nodeInfo
 //     operatingSystem=linux, architecture=amd64. Conditions are left to kwok.
 //
 // # Health simulation (Update)

@@ -52,13 +52,15 @@ func ProviderID(namespace, name string) string {
 	return fmt.Sprintf("%s://%s/%s", ProviderIDScheme, namespace, name)
 }
 
-// nodeIPNetwork is where node InternalIPs are drawn from: 10.128.0.0/9, away
-// from kwok's default pod CIDR (10.0.0.0/24) and the usual service CIDRs.
-var nodeIPNetwork = netip.MustParsePrefix("10.128.0.0/9")
+// nodeIPNetwork is where node InternalIPs are drawn from: 127.128.0.0/9 (loopback:
+// the local cluster never routes traffic off this machine), away
+// from the local cluster's Service (127.96.0.0/16) and pod (127.97.0.0/16)
+// ranges and its node IP 127.0.0.1.
+var nodeIPNetwork = netip.MustParsePrefix("127.128.0.0/9")
 
 // NodeIP returns the attempt-th candidate InternalIP of the Node of the
 // Machine namespace/name: a stable function of its arguments, inside
-// 10.128.0.0/9, never ending in .0 or .255. Create takes the first candidate
+// 127.128.0.0/9, never ending in .0 or .255. Create takes the first candidate
 // that no other Node uses, so IPs are unique among registered Nodes and the
 // same Machine gets the same IP again whenever it is free.
 func NodeIP(namespace, name string, attempt int) netip.Addr {

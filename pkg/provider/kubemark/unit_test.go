@@ -85,7 +85,7 @@ func TestHealthAtWindows(t *testing.T) {
 }
 
 func TestNodeIP(t *testing.T) {
-	network := netip.MustParsePrefix("10.128.0.0/9")
+	network := netip.MustParsePrefix("127.128.0.0/9")
 	seen := map[netip.Addr]string{}
 	collisions := 0
 	for i := range 5000 {
