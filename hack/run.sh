@@ -2,10 +2,11 @@
 # run.sh: the main job on the local cluster. Starts the kwok cluster
 # "machine-api", deploys the Machine API the way users do on vanilla Kubernetes
 # (kustomize build | kubectl apply, then config/ for kubemark), runs the
-# operator and the operands (machine-controller-manager, nodelink-controller)
+# operator and the operands (machine-controller-manager, nodelink-controller,
+# machineset-controller)
 # as local processes under their ServiceAccounts' identities, waits for the
 # ClusterOperator machine-api to become Available and creates the sample
-# kubemark Machine.
+# kubemark Machine and MachineSet (3 replicas).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -34,6 +35,14 @@ for _ in $(seq 1 120); do
 	[ "$(kubectl -n "$ns" get machine kubemark-sample -o jsonpath='{.status.phase}' 2>/dev/null)" = Running ] && break
 	sleep 0.5
 done
+echo "creating the sample kubemark MachineSet with 3 replicas (config/samples/machineset.yaml)"
+kubectl apply --server-side -f config/samples/machineset.yaml >/dev/null
+for _ in $(seq 1 240); do
+	[ "$(kubectl -n "$ns" get machineset kubemark-workers -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" = 3 ] && break
+	sleep 0.5
+done
+kubectl -n "$ns" get machinesets
+echo
 kubectl -n "$ns" get machines
 echo
 kubectl get nodes
@@ -43,6 +52,9 @@ The Machine API operator is running against the local cluster. Try:
   export KUBECONFIG=$kubeconfig
   bin/kubectl get clusteroperator machine-api -o yaml
   bin/kubectl -n $ns get machines,nodes
+  bin/kubectl -n $ns scale machineset kubemark-workers --replicas=10   # 7 more Machines and Nodes
+  bin/kubectl -n $ns scale machineset kubemark-workers --replicas=1    # back down (deletePolicy Random)
+  bin/kubectl -n $ns annotate machine NAME machine.openshift.io/delete-machine=true   # delete this one first
   bin/kubectl -n $ns delete machine kubemark-sample           # drains and removes its node
   bin/kubectl apply -f config/samples/machine.yaml            # and back
   bin/kubectl -n $ns edit deployment machine-api-controllers   # the operator reverts the edit

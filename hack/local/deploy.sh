@@ -6,8 +6,11 @@
 # cluster. kwok pods run no containers: the operator Deployment from the
 # manifests is scheduled and "Running" but inert; the local process does the work.
 #
-# Then runs the operands (machine-controller-manager, nodelink-controller) the
-# same way under the machine-api-controllers ServiceAccount.
+# Then runs the operands (machine-controller-manager, nodelink-controller,
+# machineset-controller) the same way under the machine-api-controllers
+# ServiceAccount.
+#
+# PPROF=1 serves the operands' Go pprof endpoints (see hack/bench.sh).
 #
 # Writes .local/$CLUSTER_NAME-images.json, .local/$CLUSTER_NAME-{operator,controllers}.kubeconfig,
 # pid files .local/$CLUSTER_NAME.<process>.pid and logs .local/logs/$CLUSTER_NAME-<process>.log.
@@ -81,13 +84,39 @@ for _ in $(seq 1 120); do
 	sleep 0.5
 done
 sa_kubeconfig machine-api-controllers "$local_dir/$name-controllers.kubeconfig"
-for operand in machine-controller-manager nodelink-controller; do
+
+# The machineset-controller serves the admission webhooks with the serving
+# certificate the operator issued into the Secret its container mounts.
+certs=$local_dir/$name-webhook-certs
+mkdir -p "$certs"
+for _ in $(seq 1 120); do
+	kubectl -n "$ns" get secret machine-api-operator-webhook-cert >/dev/null 2>&1 && break
+	sleep 0.5
+done
+for key in tls.crt tls.key; do
+	kubectl -n "$ns" get secret machine-api-operator-webhook-cert -o "go-template={{index .data \"$key\"}}" | base64 -d >"$certs/$key"
+done
+
+for operand in machine-controller-manager nodelink-controller machineset-controller; do
 	[ -x "bin/$operand" ] || continue
+	extra=()
+	if [ "$operand" = machineset-controller ]; then
+		extra=(--webhook-host 127.0.0.1 --webhook-port "${WEBHOOK_PORT:-8443}" --webhook-cert-dir "$certs")
+	fi
+	# PPROF=1 (make bench PROFILE=1): Go pprof endpoints on 127.0.0.1:6060-6062.
+	if [ "${PPROF:-0}" = 1 ]; then
+		case $operand in
+		machine-controller-manager) extra+=(--pprof-bind-address 127.0.0.1:6060) ;;
+		nodelink-controller) extra+=(--pprof-bind-address 127.0.0.1:6061) ;;
+		machineset-controller) extra+=(--pprof-bind-address 127.0.0.1:6062) ;;
+		esac
+	fi
 	nohup "bin/$operand" \
 		--kubeconfig "$local_dir/$name-controllers.kubeconfig" \
 		--namespace "$ns" \
 		--metrics-bind-address 0 \
 		--health-probe-bind-address 0 \
+		"${extra[@]}" \
 		--v=2 >"$local_dir/logs/$name-$operand.log" 2>&1 &
 	echo $! >"$local_dir/$name.$operand.pid"
 	echo "deploy: $operand running as system:serviceaccount:$ns:machine-api-controllers (pid $!, log .local/logs/$name-$operand.log)"

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -37,9 +38,27 @@ type Options struct {
 	RetryPeriod             time.Duration
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
+	PprofBindAddress        string
 	MaxConcurrentReconciles int
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
+	// Webhook, when set, adds the admission webhook server flags; binaries
+	// that serve no webhook leave it nil.
+	Webhook *WebhookOptions
+}
+
+// WebhookOptions configure the admission webhook server of a binary that
+// serves one. The flag names are OpenShift's (--webhook-enabled,
+// --webhook-port, --webhook-cert-dir), so either operator can drive the
+// binary.
+type WebhookOptions struct {
+	Enabled bool
+	// Host is the address to bind; "" binds every address.
+	Host string
+	Port int
+	// CertDir holds the serving certificate as tls.crt and tls.key (the
+	// layout of a kubernetes.io/tls Secret mounted there).
+	CertDir string
 }
 
 // Defaults returns the options of a binary; leaderElectionID names its Lease
@@ -71,9 +90,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often leader election is attempted.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of the Go pprof endpoints (/debug/pprof/); empty or 0 disables them.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects are reconciled in parallel.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the API server.")
+	if o.Webhook != nil {
+		fs.BoolVar(&o.Webhook.Enabled, "webhook-enabled", o.Webhook.Enabled, "Serve the admission webhooks.")
+		fs.StringVar(&o.Webhook.Host, "webhook-host", o.Webhook.Host, "Address the webhook server binds; empty binds every address.")
+		fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "Port of the webhook server.")
+		fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", o.Webhook.CertDir,
+			"Directory with the serving certificate (tls.crt, tls.key); a rotated certificate is picked up without a restart.")
+	}
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
@@ -90,6 +117,14 @@ func (o *Options) Validate() error {
 	}
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	if w := o.Webhook; w != nil && w.Enabled {
+		if w.Port < 1 || w.Port > 65535 {
+			errs = append(errs, fmt.Errorf("--webhook-port must be a TCP port (1-65535), got %d", w.Port))
+		}
+		if w.CertDir == "" {
+			errs = append(errs, errors.New("--webhook-cert-dir must not be empty while --webhook-enabled"))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -122,11 +157,21 @@ func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
 // leader election, metrics, health probes.
 func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	ctrl.SetLogger(klog.NewKlogr())
+	var webhookServer webhook.Server
+	if w := o.Webhook; w != nil && w.Enabled {
+		// certwatcher (inside the server) reloads tls.crt/tls.key when the
+		// mounted Secret is rotated.
+		webhookServer = webhook.NewServer(webhook.Options{
+			Host: w.Host, Port: w.Port, CertDir: w.CertDir, CertName: "tls.crt", KeyName: "tls.key",
+		})
+	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
+		WebhookServer:                 webhookServer,
 		Scheme:                        scheme.New(),
 		Cache:                         cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.Namespace,
@@ -144,6 +189,14 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
+	}
+	if webhookServer != nil {
+		// Ready only once the webhook server serves, so the Service sends
+		// admission requests to pods that answer them. (GetWebhookServer
+		// also adds the server to the manager's runnables.)
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

@@ -16,8 +16,9 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
-// cluster is the client for $KUBECONFIG, set up by TestMain.
-var cluster client.Client
+// cluster is the client for $KUBECONFIG, set up by TestMain. It can also
+// watch, for tests that must see every event rather than sample state.
+var cluster client.WithWatch
 
 func TestMain(m *testing.M) {
 	path := os.Getenv("KUBECONFIG")
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: loading KUBECONFIG %s: %v\n", path, err)
 		os.Exit(1)
 	}
-	cluster, err = client.New(cfg, client.Options{Scheme: scheme.New()})
+	cluster, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: creating client: %v\n", err)
 		os.Exit(1)

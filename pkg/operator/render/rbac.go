@@ -35,6 +35,9 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "replicasets", "statefulsets"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readVerbs},
+			// the admission webhooks (machineset-controller) default by the
+			// cluster's platform and infrastructure name.
+			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures"}, Verbs: readVerbs},
 			// every controller records events.
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		},

@@ -1,0 +1,88 @@
+// Command machineset-controller keeps each MachineSet's spec.replicas Machines
+// and serves the Machine API admission webhooks (defaulting and validation of
+// Machines and MachineSets) behind the machine-api webhook configurations the
+// operator renders.
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
+	"github.com/machine-api-operator/machine-api-operator/pkg/version"
+	"github.com/machine-api-operator/machine-api-operator/pkg/webhooks"
+)
+
+// leaderElectionID is OpenShift's lease name for this controller, so that
+// during an upgrade from (or to) OpenShift's image only one of them leads.
+const leaderElectionID = "cluster-api-provider-machineset-leader"
+
+// flags are this binary's own flags, beyond the shared operand ones.
+type flags struct {
+	createBurst          int
+	maxConcurrentDeletes int
+	expectationsTimeout  time.Duration
+}
+
+func main() {
+	opts := operand.Defaults(leaderElectionID, ":8082", ":9441")
+	opts.Webhook = &operand.WebhookOptions{Enabled: true, Port: webhooks.DefaultPort, CertDir: webhooks.DefaultCertDir}
+	f := flags{
+		createBurst:          machineset.DefaultMaxCreateBurst,
+		maxConcurrentDeletes: machineset.DefaultMaxConcurrentDeletes,
+		expectationsTimeout:  machineset.DefaultExpectationsTimeout,
+	}
+	fs := pflag.NewFlagSet("machineset-controller", pflag.ExitOnError)
+	opts.AddFlags(fs)
+	fs.IntVar(&f.createBurst, "machine-create-burst", f.createBurst,
+		"Most Machines one MachineSet creates in one pass; they are created in growing batches (1, 2, 4, ...), stopping at the first failing batch.")
+	fs.IntVar(&f.maxConcurrentDeletes, "max-concurrent-deletes", f.maxConcurrentDeletes,
+		"Most Machine deletions one MachineSet issues at the same time when scaling down.")
+	fs.DurationVar(&f.expectationsTimeout, "expectations-timeout", f.expectationsTimeout,
+		"How long a MachineSet waits to observe its own creates and deletes in the cache before acting again anyway.")
+	_ = fs.Parse(os.Args[1:])
+	if err := run(opts, f); err != nil {
+		fmt.Fprintf(os.Stderr, "machineset-controller: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(opts operand.Options, f flags) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if f.createBurst < 1 || f.maxConcurrentDeletes < 1 {
+		return fmt.Errorf("--machine-create-burst and --max-concurrent-deletes must be at least 1")
+	}
+	if f.expectationsTimeout <= 0 {
+		return fmt.Errorf("--expectations-timeout must be positive")
+	}
+	cfg, err := opts.RESTConfig("machineset-controller/" + version.String())
+	if err != nil {
+		return err
+	}
+	mgr, err := opts.NewManager(cfg)
+	if err != nil {
+		return err
+	}
+	r := machineset.NewReconciler(machineset.Options{
+		Namespace:            opts.Namespace,
+		MaxCreateBurst:       f.createBurst,
+		MaxConcurrentDeletes: f.maxConcurrentDeletes,
+		ExpectationsTimeout:  f.expectationsTimeout,
+	})
+	if err := r.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
+		return fmt.Errorf("setting up the machineset controller: %w", err)
+	}
+	if opts.Webhook.Enabled {
+		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient()}); err != nil {
+			return fmt.Errorf("setting up the admission webhooks: %w", err)
+		}
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}

@@ -1,0 +1,176 @@
+package machineset
+
+import (
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// machineSetKind is the kind of the controller ownerReference on Machines.
+var machineSetKind = machinev1beta1.GroupVersion.WithKind("MachineSet")
+
+// claims sorts a MachineSet's candidate Machines.
+type claims struct {
+	// active are owned, matching and not being deleted: they count.
+	active []*machinev1beta1.Machine
+	// adopt are orphans that match and are not being deleted.
+	adopt []*machinev1beta1.Machine
+	// release are owned, not being deleted, but no longer matching.
+	release []*machinev1beta1.Machine
+	// deleting are owned and being deleted (not counted).
+	deleting int
+}
+
+// controllerOf returns the controller ownerReference of o, or nil.
+func controllerOf(o metav1.Object) *metav1.OwnerReference {
+	return metav1.GetControllerOfNoCopy(o)
+}
+
+// machineSetOwner returns the MachineSet named by m's controller
+// ownerReference (in m's namespace), if it is one.
+func machineSetOwner(m metav1.Object) (types.NamespacedName, bool) {
+	ref := controllerOf(m)
+	if ref == nil || ref.Kind != machineSetKind.Kind {
+		return types.NamespacedName{}, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != machineSetKind.Group {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: m.GetNamespace(), Name: ref.Name}, true
+}
+
+// classifyMachines sorts machines (owned by ms or orphans; anything else is
+// ignored) by what the controller must do with them. sel is ms's selector
+// (labels.Nothing() for an empty one).
+func classifyMachines(ms *machinev1beta1.MachineSet, sel labels.Selector, machines []*machinev1beta1.Machine) claims {
+	var c claims
+	for _, m := range machines {
+		ref := controllerOf(m)
+		matches := sel.Matches(labels.Set(m.Labels))
+		switch {
+		case ref != nil && ref.UID != ms.UID:
+			// Someone else's.
+		case ref != nil && m.DeletionTimestamp != nil:
+			c.deleting++
+		case ref != nil && matches:
+			c.active = append(c.active, m)
+		case ref != nil:
+			c.release = append(c.release, m)
+		case m.DeletionTimestamp == nil && matches:
+			c.adopt = append(c.adopt, m)
+		}
+	}
+	return c
+}
+
+// replicaAction is what decide wants done.
+type replicaAction struct {
+	// create is how many Machines to create.
+	create int
+	// remove are the Machines to delete, in delete order.
+	remove []*machinev1beta1.Machine
+	// wait is set when expectations are pending: nothing is done.
+	wait bool
+}
+
+// decide compares the active Machines with the desired count. Nothing is
+// done while expectations are not satisfied; creations are capped at
+// maxCreate (no cap when <= 0).
+func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, policy machinev1beta1.MachineSetDeletePolicy, maxCreate int) replicaAction {
+	if !satisfied {
+		return replicaAction{wait: true}
+	}
+	diff := len(active) - desired
+	switch {
+	case diff < 0:
+		n := -diff
+		if maxCreate > 0 {
+			n = min(n, maxCreate)
+		}
+		return replicaAction{create: n}
+	case diff > 0:
+		return replicaAction{remove: MachinesToDelete(policy, active, diff)}
+	}
+	return replicaAction{}
+}
+
+// nodeReadyCondition returns the Ready condition of n, or nil.
+func nodeReadyCondition(n *corev1.Node) *corev1.NodeCondition {
+	if n == nil {
+		return nil
+	}
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// availability says whether a Machine's Node is ready and available:
+// available means Ready=True for at least minReady. When ready but not yet
+// available, wait is the time until it will be.
+func availability(node *corev1.Node, minReady time.Duration, now time.Time) (ready, available bool, wait time.Duration) {
+	c := nodeReadyCondition(node)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return false, false, 0
+	}
+	if minReady <= 0 {
+		return true, true, 0
+	}
+	availableAt := c.LastTransitionTime.Add(minReady)
+	if !now.Before(availableAt) {
+		return true, true, 0
+	}
+	return true, false, availableAt.Sub(now)
+}
+
+// computeStatus returns ms's status for the active Machines (errorReason and
+// errorMessage cleared): nodeOf returns the Node a Machine's nodeRef names
+// (nil when unknown). requeue is the time until the next ready Machine
+// becomes available (0 when none is waiting).
+func computeStatus(ms *machinev1beta1.MachineSet, active []*machinev1beta1.Machine, nodeOf func(name string) *corev1.Node, now time.Time) (st machinev1beta1.MachineSetStatus, requeue time.Duration) {
+	st = *ms.Status.DeepCopy()
+	st.ErrorReason, st.ErrorMessage = nil, nil
+	st.ObservedGeneration = ms.Generation
+	st.LabelSelector = metav1.FormatLabelSelector(&ms.Spec.Selector)
+	st.Replicas = int32(len(active))
+	st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0
+	templateLabels := labels.SelectorFromSet(ms.Spec.Template.Labels)
+	minReady := time.Duration(ms.Spec.MinReadySeconds) * time.Second
+	for _, m := range active {
+		if templateLabels.Matches(labels.Set(m.Labels)) {
+			st.FullyLabeledReplicas++
+		}
+		if m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
+			continue
+		}
+		ready, available, wait := availability(nodeOf(m.Status.NodeRef.Name), minReady, now)
+		if ready {
+			st.ReadyReplicas++
+		}
+		if available {
+			st.AvailableReplicas++
+		} else if ready && (requeue == 0 || wait < requeue) {
+			requeue = wait
+		}
+	}
+	return st, requeue
+}
+
+// invalidStatus returns ms's status marked invalid with message.
+func invalidStatus(ms *machinev1beta1.MachineSet, message string) machinev1beta1.MachineSetStatus {
+	st := *ms.Status.DeepCopy()
+	reason := machinev1beta1.InvalidConfigurationMachineSetError
+	st.ErrorReason = &reason
+	st.ErrorMessage = &message
+	st.ObservedGeneration = ms.Generation
+	st.LabelSelector = metav1.FormatLabelSelector(&ms.Spec.Selector)
+	return st
+}

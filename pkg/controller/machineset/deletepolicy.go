@@ -1,0 +1,101 @@
+package machineset
+
+import (
+	"cmp"
+	"hash/fnv"
+	"slices"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+)
+
+// Delete classes, lowest deleted first (see the package documentation).
+const (
+	classDeleting = iota
+	classMarked
+	classFailed
+	classNodeless
+	classOther
+)
+
+// deleteClass returns the class of m in the delete order.
+func deleteClass(m *machinev1beta1.Machine) int {
+	switch {
+	case m.DeletionTimestamp != nil:
+		return classDeleting
+	case m.Annotations[DeleteMachineAnnotation] != "" || m.Annotations[LegacyDeleteMachineAnnotation] != "":
+		return classMarked
+	case isFailed(m):
+		return classFailed
+	case m.Status.NodeRef == nil:
+		return classNodeless
+	default:
+		return classOther
+	}
+}
+
+// isFailed reports whether m has an errorReason or errorMessage, or is in
+// phase Failed.
+func isFailed(m *machinev1beta1.Machine) bool {
+	return (m.Status.ErrorReason != nil && *m.Status.ErrorReason != "") ||
+		(m.Status.ErrorMessage != nil && *m.Status.ErrorMessage != "") ||
+		(m.Status.Phase != nil && *m.Status.Phase == "Failed")
+}
+
+// randomKey is the Random policy's sort key: FNV-1a 64 of the UID, or of
+// the name when the UID is empty.
+func randomKey(m *machinev1beta1.Machine) uint64 {
+	h := fnv.New64a()
+	if m.UID != "" {
+		_, _ = h.Write([]byte(m.UID))
+	} else {
+		_, _ = h.Write([]byte(m.Name))
+	}
+	return h.Sum64()
+}
+
+// MachinesToDelete returns the n Machines to delete first under policy (the
+// MachineSet's spec.deletePolicy: Random, "" or unknown values mean Random),
+// in delete order; all of them when n >= len(machines), none when n <= 0.
+// The order is documented in the package documentation. machines is not
+// modified.
+func MachinesToDelete(policy machinev1beta1.MachineSetDeletePolicy, machines []*machinev1beta1.Machine, n int) []*machinev1beta1.Machine {
+	if n <= 0 || len(machines) == 0 {
+		return nil
+	}
+	type candidate struct {
+		m     *machinev1beta1.Machine
+		class int
+		hash  uint64
+	}
+	cands := make([]candidate, len(machines))
+	for i, m := range machines {
+		cands[i] = candidate{m: m, class: deleteClass(m)}
+		if policy != machinev1beta1.OldestMachineSetDeletePolicy && policy != machinev1beta1.NewestMachineSetDeletePolicy {
+			cands[i].hash = randomKey(m)
+		}
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if c := cmp.Compare(a.class, b.class); c != 0 {
+			return c
+		}
+		var c int
+		switch policy {
+		case machinev1beta1.OldestMachineSetDeletePolicy:
+			c = a.m.CreationTimestamp.Compare(b.m.CreationTimestamp.Time)
+		case machinev1beta1.NewestMachineSetDeletePolicy:
+			c = b.m.CreationTimestamp.Compare(a.m.CreationTimestamp.Time)
+		default:
+			c = cmp.Compare(a.hash, b.hash)
+		}
+		if c != 0 {
+			return c
+		}
+		return cmp.Compare(a.m.Name, b.m.Name)
+	})
+	n = min(n, len(cands))
+	out := make([]*machinev1beta1.Machine, n)
+	for i := range n {
+		out[i] = cands[i].m
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package machineset
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var msKey = types.NamespacedName{Namespace: "ns", Name: "ms"}
+
+type timeoutLog struct {
+	mu               sync.Mutex
+	creates, deletes int
+}
+
+func newTestExpectations(timeout time.Duration) (*Expectations, *clocktesting.FakePassiveClock, *timeoutLog) {
+	clk := clocktesting.NewFakePassiveClock(t0)
+	e := NewExpectations(clk, timeout)
+	log := &timeoutLog{}
+	e.OnTimeout = func(key types.NamespacedName, c, d int) {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		log.creates += c
+		log.deletes += d
+	}
+	return e, clk, log
+}
+
+func mustSatisfied(t *testing.T, e *Expectations, want bool) time.Duration {
+	t.Helper()
+	ok, wait := e.Satisfied(msKey)
+	if ok != want {
+		c, d := e.Pending(msKey)
+		t.Fatalf("Satisfied = %v, want %v (pending creates %d, deletes %d)", ok, want, c, d)
+	}
+	return wait
+}
+
+func TestExpectationsEmptyIsSatisfied(t *testing.T) {
+	e, _, _ := newTestExpectations(0)
+	mustSatisfied(t, e, true)
+	e.CreationObserved(msKey, "x") // nothing expected: ignored
+	e.DeletionObserved(msKey, "u")
+	mustSatisfied(t, e, true)
+	if len(e.sets) != 0 {
+		t.Errorf("observations of an unknown key must not allocate: %v", e.sets)
+	}
+}
+
+func TestExpectationsCreations(t *testing.T) {
+	e, _, _ := newTestExpectations(time.Minute)
+	e.BeginCreations(msKey, 3)
+	mustSatisfied(t, e, false) // in flight
+	e.CreationSucceeded(msKey, "a")
+	e.CreationSucceeded(msKey, "b")
+	e.CreationFailed(msKey)
+	if c, _ := e.Pending(msKey); c != 2 {
+		t.Fatalf("pending creates = %d, want 2", c)
+	}
+	e.CreationObserved(msKey, "a")
+	e.CreationObserved(msKey, "a") // duplicate: not counted twice
+	mustSatisfied(t, e, false)
+	e.CreationObserved(msKey, "someone-else")
+	mustSatisfied(t, e, false)
+	e.CreationObserved(msKey, "b")
+	mustSatisfied(t, e, true)
+}
+
+// An informer faster than the Create response: the observation comes
+// before CreationSucceeded and must not leave the name expected.
+func TestExpectationsObservationBeforeResponse(t *testing.T) {
+	e, _, _ := newTestExpectations(time.Minute)
+	e.BeginCreations(msKey, 2)
+	e.CreationObserved(msKey, "fast")
+	e.CreationSucceeded(msKey, "fast")
+	e.CreationSucceeded(msKey, "slow")
+	mustSatisfied(t, e, false)
+	e.CreationObserved(msKey, "slow")
+	mustSatisfied(t, e, true)
+
+	// An early observation is forgotten once nothing is in flight, so an
+	// unrelated later name is still expected.
+	e.BeginCreations(msKey, 1)
+	e.CreationObserved(msKey, "stray")
+	e.CreationFailed(msKey)
+	e.BeginCreations(msKey, 1)
+	e.CreationSucceeded(msKey, "stray")
+	mustSatisfied(t, e, false)
+}
+
+func TestExpectationsDeletions(t *testing.T) {
+	e, _, _ := newTestExpectations(time.Minute)
+	e.ExpectDeletions(msKey, "u1", "u2", "u3")
+	e.DeletionObserved(msKey, "u1")
+	e.DeletionObserved(msKey, "u1") // duplicate (delete event after the deletionTimestamp update)
+	if _, d := e.Pending(msKey); d != 2 {
+		t.Fatalf("pending deletes = %d, want 2", d)
+	}
+	e.DeletionFailed(msKey, "u2")
+	mustSatisfied(t, e, false)
+	e.DeletionObserved(msKey, "u3")
+	mustSatisfied(t, e, true)
+}
+
+func TestExpectationsTimeout(t *testing.T) {
+	e, clk, log := newTestExpectations(5 * time.Minute)
+	e.BeginCreations(msKey, 2)
+	e.CreationSucceeded(msKey, "a")
+	e.CreationSucceeded(msKey, "b")
+	clk.SetTime(t0.Add(2 * time.Minute))
+	e.ExpectDeletions(msKey, "u1")
+	if wait := mustSatisfied(t, e, false); wait != 5*time.Minute-2*time.Minute {
+		t.Errorf("wait = %v, want 3m (first deadline)", wait)
+	}
+	clk.SetTime(t0.Add(5 * time.Minute)) // a and b expire exactly now
+	if wait := mustSatisfied(t, e, false); wait != 2*time.Minute {
+		t.Errorf("wait = %v, want 2m (the deletion's deadline)", wait)
+	}
+	if log.creates != 2 || log.deletes != 0 {
+		t.Errorf("timeouts reported = %d creates, %d deletes; want 2, 0", log.creates, log.deletes)
+	}
+	e.CreationObserved(msKey, "a") // late: nothing changes
+	clk.SetTime(t0.Add(8 * time.Minute))
+	mustSatisfied(t, e, true)
+	if log.creates != 2 || log.deletes != 1 {
+		t.Errorf("timeouts reported = %d creates, %d deletes; want 2, 1", log.creates, log.deletes)
+	}
+	// Reported once only.
+	mustSatisfied(t, e, true)
+	if log.creates != 2 || log.deletes != 1 {
+		t.Errorf("timeouts reported twice: %d, %d", log.creates, log.deletes)
+	}
+}
+
+func TestExpectationsKeysAreIndependent(t *testing.T) {
+	e, _, _ := newTestExpectations(time.Minute)
+	other := types.NamespacedName{Namespace: "ns", Name: "other"}
+	e.ExpectDeletions(other, "u")
+	mustSatisfied(t, e, true)
+	e.DeletionObserved(msKey, "u") // wrong key
+	if ok, _ := e.Satisfied(other); ok {
+		t.Error("an observation for another MachineSet satisfied this one")
+	}
+	e.Forget(other)
+	if ok, _ := e.Satisfied(other); !ok {
+		t.Error("Forget must drop everything")
+	}
+}
+
+func TestExpectationsDefaultTimeout(t *testing.T) {
+	e := NewExpectations(nil, 0)
+	if e.timeout != DefaultExpectationsTimeout {
+		t.Errorf("timeout = %v, want %v", e.timeout, DefaultExpectationsTimeout)
+	}
+}
+
+func TestExpectationsConcurrent(t *testing.T) {
+	e, _, _ := newTestExpectations(time.Minute)
+	const n = 200
+	e.BeginCreations(msKey, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		name := string(rune('a'+i%26)) + string(rune('A'+i/26))
+		wg.Go(func() { e.CreationSucceeded(msKey, name) })
+		wg.Go(func() { e.CreationObserved(msKey, name) })
+	}
+	wg.Wait()
+	mustSatisfied(t, e, true)
+}

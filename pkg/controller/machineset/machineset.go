@@ -1,0 +1,500 @@
+package machineset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Options configure a Reconciler.
+type Options struct {
+	// Namespace (optional) restricts the controller to MachineSets and
+	// Machines of one namespace; empty means every namespace the cache sees.
+	Namespace string
+	// Client reads MachineSets, Machines and Nodes and writes. Its reads
+	// must be served by a cache with the IndexMachineController and
+	// machine.NodeRefNameField indexes, which SetupWithManager registers
+	// (the manager's client; the default).
+	Client client.Client
+	// APIReader reads uncached: the MachineSet is re-read from the API server
+	// before adopting orphans. Default: the manager's API reader (Client when
+	// there is no manager).
+	APIReader client.Reader
+	// Recorder (optional) receives events. Default: the manager's recorder
+	// named ControllerName.
+	Recorder events.EventRecorder
+	// Clock (optional) is the time source; tests use a fake one.
+	Clock clock.PassiveClock
+	// MaxCreateBurst caps the Machines created by one Reconcile (default
+	// DefaultMaxCreateBurst, 500). Flag: --machine-create-burst.
+	MaxCreateBurst int
+	// MaxConcurrentDeletes caps the Machine deletions in flight at a time
+	// (default DefaultMaxConcurrentDeletes, 50). Flag: --max-concurrent-deletes.
+	MaxConcurrentDeletes int
+	// ExpectationsTimeout is how long an expected creation or deletion may
+	// stay unobserved in the cache before it is dropped (default
+	// DefaultExpectationsTimeout, 5m). Flag: --machineset-expectations-timeout.
+	ExpectationsTimeout time.Duration
+}
+
+// Reconciler is the MachineSet controller.
+type Reconciler struct {
+	client       client.Client
+	apiReader    client.Reader
+	recorder     events.EventRecorder
+	clock        clock.PassiveClock
+	namespace    string
+	maxCreate    int
+	maxDeletes   int
+	expectations *Expectations
+}
+
+// NewReconciler returns a MachineSet controller with opts' defaults filled
+// in. It registers the metrics.
+func NewReconciler(opts Options) *Reconciler {
+	RegisterMetrics()
+	r := &Reconciler{
+		client:     opts.Client,
+		apiReader:  opts.APIReader,
+		recorder:   opts.Recorder,
+		clock:      opts.Clock,
+		namespace:  opts.Namespace,
+		maxCreate:  opts.MaxCreateBurst,
+		maxDeletes: opts.MaxConcurrentDeletes,
+	}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.maxCreate <= 0 {
+		r.maxCreate = DefaultMaxCreateBurst
+	}
+	if r.maxDeletes <= 0 {
+		r.maxDeletes = DefaultMaxConcurrentDeletes
+	}
+	r.expectations = NewExpectations(r.clock, opts.ExpectationsTimeout)
+	r.expectations.OnTimeout = func(key types.NamespacedName, creates, deletes int) {
+		ExpectationTimeoutsTotal.Add(float64(creates + deletes))
+		ctrl.Log.WithName("machineset").Info("expected Machine changes never showed in the cache; dropped them",
+			"machineset", key, "creates", creates, "deletes", deletes)
+	}
+	return r
+}
+
+// Reconcile drives one MachineSet.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.namespace != "" && req.Namespace != r.namespace {
+		return ctrl.Result{}, nil
+	}
+	ms := &machinev1beta1.MachineSet{}
+	if err := r.client.Get(ctx, req.NamespacedName, ms); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Forget(req.NamespacedName)
+			deleteMachineSetMetrics(req.Name, req.Namespace)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading MachineSet %s: %w", req.NamespacedName, err)
+	}
+	if ms.DeletionTimestamp != nil {
+		// The garbage collector deletes the Machines (ownerReferences).
+		return ctrl.Result{}, nil
+	}
+	if errs := ValidateMachineSet(ms); len(errs) > 0 {
+		return ctrl.Result{}, r.reconcileInvalid(ctx, ms, errs)
+	}
+	scaleErr := r.syncScaleFromZero(ctx, ms)
+	res, err := r.reconcileReplicas(ctx, ms)
+	if err = errors.Join(err, scaleErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	return res, nil
+}
+
+// reconcileInvalid records why ms is invalid (status and one event per
+// distinct message). It is not requeued: a fix changes the MachineSet.
+func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.MachineSet, errs field.ErrorList) error {
+	msg := errs.ToAggregate().Error()
+	ctrl.LoggerFrom(ctx).Info("MachineSet is invalid; not managing its Machines", "error", msg)
+	changed := ms.Status.ErrorMessage == nil || *ms.Status.ErrorMessage != msg
+	setMachineSetMetrics(ms.Name, ms.Namespace, ms.Spec.Replicas, ms.Status.Replicas, ms.Status.ReadyReplicas, ms.Status.AvailableReplicas)
+	if err := r.patchStatus(ctx, ms, invalidStatus(ms, msg)); err != nil {
+		return err
+	}
+	if changed {
+		r.eventf(ms, nil, corev1.EventTypeWarning, EventInvalidConfiguration, "Validate", "%s", msg)
+	}
+	return nil
+}
+
+// reconcileReplicas claims Machines, creates or deletes to reach
+// spec.replicas and writes the status.
+func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.MachineSet) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	key := client.ObjectKeyFromObject(ms)
+	// Expectations are checked before the cache is read: an observation
+	// recorded after the list would otherwise vouch for a Machine the list
+	// does not contain.
+	satisfied, _ := r.expectations.Satisfied(key)
+	machines, err := r.listMachines(ctx, ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	c := classifyMachines(ms, selectorOf(ms), machines)
+	active := c.active
+
+	// Claim: adopt matching orphans, release owned Machines that stopped
+	// matching. A failed claim means our view is stale or contested: no
+	// replica changes until it succeeds.
+	var claimErr error
+	if len(c.adopt) > 0 {
+		adopted, err := r.adopt(ctx, ms, c.adopt)
+		active = append(active, adopted...)
+		claimErr = errors.Join(claimErr, err)
+	}
+	if len(c.release) > 0 {
+		claimErr = errors.Join(claimErr, r.release(ctx, ms, c.release))
+	}
+
+	var act replicaAction
+	var actErr error
+	if claimErr == nil {
+		policy := machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy)
+		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.maxCreate)
+		switch {
+		case act.wait:
+			creates, deletes := r.expectations.Pending(key)
+			log.V(4).Info("waiting for expected Machine changes to show in the cache",
+				"pendingCreates", creates, "pendingDeletes", deletes)
+		case act.create > 0:
+			log.V(2).Info("creating Machines", "count", act.create, "replicas", len(active), "desired", *ms.Spec.Replicas)
+			actErr = r.createMachines(ctx, ms, act.create)
+		case len(act.remove) > 0:
+			log.V(2).Info("deleting Machines", "count", len(act.remove), "replicas", len(active), "desired", *ms.Spec.Replicas)
+			actErr = r.deleteMachines(ctx, ms, act.remove)
+		}
+	}
+
+	nodes := r.nodeLookup(ctx)
+	st, availWait := computeStatus(ms, active, nodes, r.clock.Now())
+	setMachineSetMetrics(ms.Name, ms.Namespace, ms.Spec.Replicas, st.Replicas, st.ReadyReplicas, st.AvailableReplicas)
+	statusErr := r.patchStatus(ctx, ms, st)
+
+	if err := errors.Join(claimErr, actErr, statusErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	res := ctrl.Result{RequeueAfter: availWait}
+	// Wake up when pending expectations expire, should the cache never show
+	// them (a lost event).
+	if ok, wait := r.expectations.Satisfied(key); !ok && wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+		res.RequeueAfter = wait
+	}
+	return res, nil
+}
+
+// listMachines lists, from the cache, the Machines ms controls and the
+// orphans of its namespace (the index keeps this O(owned + orphans)). The
+// returned objects are the cache's own: never modify them.
+func (r *Reconciler) listMachines(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
+	var out []*machinev1beta1.Machine
+	for _, v := range []string{string(ms.UID), OrphanIndexValue} {
+		list := &machinev1beta1.MachineList{}
+		if err := r.client.List(ctx, list, client.InNamespace(ms.Namespace),
+			client.MatchingFields{IndexMachineController: v}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing Machines of MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// nodeLookup returns a memoizing cache lookup of Nodes by name (nil when
+// absent).
+func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
+	seen := map[string]*corev1.Node{}
+	return func(name string) *corev1.Node {
+		if n, ok := seen[name]; ok {
+			return n
+		}
+		n := &corev1.Node{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, n, client.UnsafeDisableDeepCopy); err != nil {
+			if !apierrors.IsNotFound(err) {
+				ctrl.LoggerFrom(ctx).Error(err, "reading Node for readiness", "node", name)
+			}
+			n = nil
+		}
+		seen[name] = n
+		return n
+	}
+}
+
+// patchStatus writes st as ms's status when it differs.
+func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
+	if equality.Semantic.DeepEqual(ms.Status, st) {
+		return nil
+	}
+	upd := ms.DeepCopy()
+	upd.Status = st
+	if err := r.client.Status().Patch(ctx, upd, client.MergeFrom(ms)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching MachineSet status: %w", err)
+	}
+	return nil
+}
+
+// syncScaleFromZero keeps the scale-from-zero annotations of a kubemark
+// MachineSet (metadata patch only when one differs).
+func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.MachineSet) error {
+	want, kubemark, err := ScaleFromZeroAnnotations(&ms.Spec.Template.Spec)
+	if !kubemark {
+		return nil
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("not writing scale-from-zero annotations: invalid kubemark providerSpec", "error", err.Error())
+		return nil
+	}
+	diff := missingAnnotations(ms.Annotations, want)
+	if diff == nil {
+		return nil
+	}
+	upd := ms.DeepCopy()
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	for k, v := range diff {
+		upd.Annotations[k] = v
+	}
+	if err := r.client.Patch(ctx, upd, client.MergeFrom(ms)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching scale-from-zero annotations: %w", err)
+	}
+	return nil
+}
+
+// adopt adds ms's controller reference to the orphans and returns the ones
+// adopted. The MachineSet is first re-read uncached so a deleted or
+// replaced MachineSet adopts nothing; each patch carries the Machine's
+// resourceVersion, so a concurrent change (another owner) wins.
+func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, orphans []*machinev1beta1.Machine) ([]*machinev1beta1.Machine, error) {
+	reader := r.apiReader
+	if reader == nil {
+		reader = r.client
+	}
+	fresh := &machinev1beta1.MachineSet{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
+		return nil, fmt.Errorf("re-reading MachineSet before adopting Machines: %w", err)
+	}
+	if fresh.UID != ms.UID {
+		return nil, fmt.Errorf("not adopting Machines: MachineSet was replaced (UID %s, cached %s)", fresh.UID, ms.UID)
+	}
+	if fresh.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("not adopting Machines: MachineSet is being deleted")
+	}
+	ref := metav1.NewControllerRef(ms, machineSetKind)
+	adopted := make([]*machinev1beta1.Machine, len(orphans))
+	errs := parallel(len(orphans), r.maxDeletes, func(i int) error {
+		orig := orphans[i]
+		upd := orig.DeepCopy()
+		upd.OwnerReferences = append(upd.OwnerReferences, *ref)
+		if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("adopting Machine %s: %w", orig.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).V(2).Info("adopted Machine", "machine", orig.Name)
+		adopted[i] = upd
+		return nil
+	})
+	var out []*machinev1beta1.Machine
+	for _, m := range adopted {
+		if m != nil {
+			out = append(out, m)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// release removes ms's ownerReference from Machines that stopped matching.
+func (r *Reconciler) release(ctx context.Context, ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Machine) error {
+	errs := parallel(len(machines), r.maxDeletes, func(i int) error {
+		orig := machines[i]
+		upd := orig.DeepCopy()
+		refs := upd.OwnerReferences[:0]
+		for _, ref := range upd.OwnerReferences {
+			if ref.UID != ms.UID {
+				refs = append(refs, ref)
+			}
+		}
+		upd.OwnerReferences = refs
+		if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("releasing Machine %s: %w", orig.Name, err)
+		}
+		ctrl.LoggerFrom(ctx).V(2).Info("released Machine: its labels no longer match the selector", "machine", orig.Name)
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+// newMachine returns a Machine built from ms's template.
+func newMachine(ms *machinev1beta1.MachineSet) *machinev1beta1.Machine {
+	t := &ms.Spec.Template
+	m := &machinev1beta1.Machine{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    ms.Name + "-",
+			Namespace:       ms.Namespace,
+			Labels:          copyMap(t.Labels),
+			Annotations:     copyMap(t.Annotations),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ms, machineSetKind)},
+		},
+		Spec: *t.Spec.DeepCopy(),
+	}
+	return m
+}
+
+func copyMap(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+// createMachines creates n Machines in batches of 1, 2, 4, ... and stops
+// after the first batch with a failure.
+func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.MachineSet, n int) error {
+	key := client.ObjectKeyFromObject(ms)
+	done := 0
+	for batch := 1; done < n; batch *= 2 {
+		size := min(batch, n-done)
+		r.expectations.BeginCreations(key, size)
+		errs := parallel(size, size, func(int) error { return r.createMachine(ctx, ms, key) })
+		done += size
+		if failed := countErrors(errs); failed > 0 {
+			return fmt.Errorf("%d of %d Machine creations in a batch failed (%d left for later): %w",
+				failed, size, n-done, firstError(errs))
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName) error {
+	m := newMachine(ms)
+	if err := r.client.Create(ctx, m); err != nil {
+		r.expectations.CreationFailed(key)
+		MachineCreatesTotal.WithLabelValues(ResultFailure).Inc()
+		r.eventf(ms, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
+		return err
+	}
+	r.expectations.CreationSucceeded(key, m.Name)
+	MachineCreatesTotal.WithLabelValues(ResultSuccess).Inc()
+	r.eventf(ms, m, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created machine: %s", m.Name)
+	return nil
+}
+
+// deleteMachines deletes victims, at most maxDeletes at a time.
+func (r *Reconciler) deleteMachines(ctx context.Context, ms *machinev1beta1.MachineSet, victims []*machinev1beta1.Machine) error {
+	key := client.ObjectKeyFromObject(ms)
+	uids := make([]types.UID, len(victims))
+	for i, m := range victims {
+		uids[i] = m.UID
+	}
+	r.expectations.ExpectDeletions(key, uids...)
+	errs := parallel(len(victims), r.maxDeletes, func(i int) error {
+		return r.deleteMachine(ctx, ms, key, victims[i])
+	})
+	if failed := countErrors(errs); failed > 0 {
+		return fmt.Errorf("%d of %d Machine deletions failed: %w", failed, len(victims), firstError(errs))
+	}
+	return nil
+}
+
+func (r *Reconciler) deleteMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName, victim *machinev1beta1.Machine) error {
+	uid := victim.UID
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace}}
+	err := r.client.Delete(ctx, m, client.Preconditions{UID: &uid})
+	switch {
+	case apierrors.IsNotFound(err):
+		// Already gone: nothing more will be observed.
+		r.expectations.DeletionFailed(key, uid)
+		return nil
+	case err != nil:
+		r.expectations.DeletionFailed(key, uid)
+		MachineDeletesTotal.WithLabelValues(ResultFailure).Inc()
+		r.eventf(ms, victim, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting machine %s: %v", victim.Name, err)
+		return fmt.Errorf("deleting Machine %s: %w", victim.Name, err)
+	}
+	MachineDeletesTotal.WithLabelValues(ResultSuccess).Inc()
+	r.eventf(ms, victim, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted machine: %s", victim.Name)
+	return nil
+}
+
+// eventf records an event on ms when a recorder is configured.
+func (r *Reconciler) eventf(ms *machinev1beta1.MachineSet, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(ms, related, eventType, reason, action, note, args...)
+}
+
+// parallel runs fn(0..n-1) with at most limit running at a time and returns
+// their errors by index.
+func parallel(n, limit int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	if n == 0 {
+		return errs
+	}
+	limit = max(1, min(limit, n))
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = fn(i)
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+func countErrors(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
+)
+
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// SetupWithManager registers the controller and its cache indexes with mgr.
+// It watches MachineSets; Machines (mapped to their controlling MachineSet,
+// orphans to every MachineSet of the namespace whose selector matches, and
+// on a change both the old and the new owner), recording expectation
+// observations on the way; and Nodes (mapped through the Machines whose
+// nodeRef, or the Node's machine.openshift.io/machine annotation, names
+// them) so readiness changes update the status.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.client == nil {
+		r.client = mgr.GetClient()
+	}
+	if r.apiReader == nil {
+		r.apiReader = mgr.GetAPIReader()
+	}
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	ctx := context.Background()
+	if err := IndexMachinesByController(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := machine.IndexMachinesByNodeRef(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machineset").
+		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(
+			predicate.NewPredicateFuncs(r.inNamespace),
+			// Status changes too: the status is computed against the cached
+			// MachineSet, and a cache that lagged behind our own status
+			// patch must be corrected once it catches up.
+			predicate.ResourceVersionChangedPredicate{},
+		)).
+		Watches(&machinev1beta1.Machine{}, r.machineHandler()).
+		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodePredicate())).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// IndexMachinesByController adds the IndexMachineController index.
+// Registering it a second time (another controller in the same manager did)
+// is not an error.
+func IndexMachinesByController(ctx context.Context, indexer client.FieldIndexer) error {
+	err := indexer.IndexField(ctx, &machinev1beta1.Machine{}, IndexMachineController, machineControllerIndex)
+	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		return fmt.Errorf("indexing Machines by %s: %w", IndexMachineController, err)
+	}
+	return nil
+}
+
+func machineControllerIndex(o client.Object) []string {
+	ref := controllerOf(o)
+	if ref == nil {
+		return []string{OrphanIndexValue}
+	}
+	return []string{string(ref.UID)}
+}
+
+func (r *Reconciler) inNamespace(o client.Object) bool {
+	return r.namespace == "" || o.GetNamespace() == r.namespace
+}
+
+// machineHandler records expectation observations for every Machine event
+// and enqueues the MachineSets concerned by relevant ones.
+func (r *Reconciler) machineHandler() handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			m, ok := e.Object.(*machinev1beta1.Machine)
+			if !ok || !r.inNamespace(m) {
+				return
+			}
+			if key, ok := machineSetOwner(m); ok {
+				r.expectations.CreationObserved(key, m.Name)
+				if m.DeletionTimestamp != nil {
+					r.expectations.DeletionObserved(key, m.UID)
+				}
+			}
+			r.enqueueFor(ctx, q, m)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			oldM, ok1 := e.ObjectOld.(*machinev1beta1.Machine)
+			newM, ok2 := e.ObjectNew.(*machinev1beta1.Machine)
+			if !ok1 || !ok2 || !r.inNamespace(newM) {
+				return
+			}
+			if newM.DeletionTimestamp != nil {
+				for _, m := range []*machinev1beta1.Machine{oldM, newM} {
+					if key, ok := machineSetOwner(m); ok {
+						r.expectations.DeletionObserved(key, newM.UID)
+					}
+				}
+			}
+			if !machineChangeMatters(oldM, newM) {
+				return
+			}
+			r.enqueueFor(ctx, q, newM)
+			if oldKey, ok := machineSetOwner(oldM); ok {
+				q.Add(reconcile.Request{NamespacedName: oldKey})
+			} else if !maps.Equal(oldM.Labels, newM.Labels) {
+				r.enqueueSelecting(ctx, q, oldM)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
+			m, ok := e.Object.(*machinev1beta1.Machine)
+			if !ok || !r.inNamespace(m) {
+				return
+			}
+			if key, ok := machineSetOwner(m); ok {
+				// The Machine existed, so an expected creation of it
+				// happened; and it is gone.
+				r.expectations.CreationObserved(key, m.Name)
+				r.expectations.DeletionObserved(key, m.UID)
+			}
+			r.enqueueFor(ctx, q, m)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
+			if m, ok := e.Object.(*machinev1beta1.Machine); ok && r.inNamespace(m) {
+				r.enqueueFor(ctx, q, m)
+			}
+		},
+	}
+}
+
+// machineChangeMatters reports whether an update changes what the
+// controller counts: labels, ownership, deletion or the nodeRef.
+func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
+	return oldM.UID != newM.UID ||
+		!maps.Equal(oldM.Labels, newM.Labels) ||
+		!equality.Semantic.DeepEqual(oldM.OwnerReferences, newM.OwnerReferences) ||
+		!oldM.DeletionTimestamp.Equal(newM.DeletionTimestamp) ||
+		!equality.Semantic.DeepEqual(oldM.Status.NodeRef, newM.Status.NodeRef)
+}
+
+// enqueueFor enqueues m's controlling MachineSet, or for an orphan every
+// MachineSet that selects it.
+func (r *Reconciler) enqueueFor(ctx context.Context, q queue, m *machinev1beta1.Machine) {
+	if key, ok := machineSetOwner(m); ok {
+		q.Add(reconcile.Request{NamespacedName: key})
+		return
+	}
+	if controllerOf(m) == nil {
+		r.enqueueSelecting(ctx, q, m)
+	}
+}
+
+// enqueueSelecting enqueues every MachineSet of m's namespace whose selector
+// matches m's labels (a Machine without labels matches none).
+func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1beta1.Machine) {
+	for _, key := range r.machineSetsSelecting(ctx, m) {
+		q.Add(reconcile.Request{NamespacedName: key})
+	}
+}
+
+func (r *Reconciler) machineSetsSelecting(ctx context.Context, m *machinev1beta1.Machine) []types.NamespacedName {
+	if len(m.Labels) == 0 {
+		return nil
+	}
+	list := &machinev1beta1.MachineSetList{}
+	if err := r.client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing MachineSets for an orphan Machine", "machine", m.Name)
+		return nil
+	}
+	var out []types.NamespacedName
+	set := labels.Set(m.Labels)
+	for i := range list.Items {
+		ms := &list.Items[i]
+		if selectorOf(ms).Matches(set) {
+			out = append(out, client.ObjectKeyFromObject(ms))
+		}
+	}
+	return out
+}
+
+// nodeHandler enqueues the MachineSets controlling the Machines of a Node.
+func (r *Reconciler) nodeHandler() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(r.nodeToMachineSets)
+}
+
+// nodeToMachineSets maps a Node to the MachineSets of the Machines whose
+// status.nodeRef names it, and of the Machine its
+// machine.openshift.io/machine annotation names.
+func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []reconcile.Request {
+	seen := map[types.NamespacedName]bool{}
+	var reqs []reconcile.Request
+	add := func(m *machinev1beta1.Machine) {
+		if key, ok := machineSetOwner(m); ok && !seen[key] && r.inNamespace(m) {
+			seen[key] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	list := &machinev1beta1.MachineList{}
+	opts := []client.ListOption{client.MatchingFields{machine.NodeRefNameField: o.GetName()}, client.UnsafeDisableDeepCopy}
+	if r.namespace != "" {
+		opts = append(opts, client.InNamespace(r.namespace))
+	}
+	if err := r.client.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", o.GetName())
+	}
+	for i := range list.Items {
+		add(&list.Items[i])
+	}
+	if ns, name, ok := strings.Cut(o.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
+		(r.namespace == "" || ns == r.namespace) {
+		m := &machinev1beta1.Machine{}
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m, client.UnsafeDisableDeepCopy); err == nil {
+			add(m)
+		}
+	}
+	return reqs
+}
+
+// nodePredicate passes Node creations, deletions, changes of the Ready
+// condition's status or lastTransitionTime and of the
+// machine.openshift.io/machine annotation (heartbeats are dropped).
+func nodePredicate() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldN, ok1 := e.ObjectOld.(*corev1.Node)
+			newN, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return nodeChangeMatters(oldN, newN)
+		},
+	}
+}
+
+func nodeChangeMatters(oldN, newN *corev1.Node) bool {
+	if oldN.Annotations[nodelink.MachineAnnotation] != newN.Annotations[nodelink.MachineAnnotation] {
+		return true
+	}
+	a, b := nodeReadyCondition(oldN), nodeReadyCondition(newN)
+	if a == nil || b == nil {
+		return (a == nil) != (b == nil)
+	}
+	return a.Status != b.Status || !a.LastTransitionTime.Equal(&b.LastTransitionTime)
+}

@@ -1,0 +1,462 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+var env *testenv.Env
+
+// TestMain starts one API server for the package. MACHINESET_TEST_LOG=1
+// shows the controller's logs.
+func TestMain(m *testing.M) {
+	out := io.Discard
+	if os.Getenv("MACHINESET_TEST_LOG") != "" {
+		out = os.Stderr
+	}
+	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
+	testenv.Main(m, &env)
+}
+
+const (
+	waitTimeout = 30 * time.Second
+	poll        = 50 * time.Millisecond
+	// settle is how long a "nothing happens" check watches.
+	settle = 1500 * time.Millisecond
+)
+
+// recorder collects events as "Type Reason MachineSet: note".
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := ""
+	if o, ok := regarding.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", eventtype, reason, name, fmt.Sprintf(note, args...)))
+}
+
+func (r *recorder) find(reason string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if strings.Fields(e)[1] == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// countingClient counts the Machine Create and Delete requests the
+// controller sends.
+type countingClient struct {
+	client.Client
+	creates, deletes atomic.Int64
+}
+
+func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, ok := obj.(*machinev1beta1.Machine); ok {
+		c.creates.Add(1)
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *countingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*machinev1beta1.Machine); ok {
+		c.deletes.Add(1)
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+// gate holds back the Machine informer while closed: its transform function
+// blocks, so neither the cache's store nor the event handlers see Machine
+// changes (a cache lagging behind the API server).
+type gate struct {
+	mu     sync.Mutex
+	closed chan struct{} // non-nil while closed; closed when opened
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed == nil {
+		g.closed = make(chan struct{})
+	}
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed != nil {
+		close(g.closed)
+		g.closed = nil
+	}
+}
+
+func (g *gate) transform(obj any) (any, error) {
+	g.mu.Lock()
+	ch := g.closed
+	g.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+	return obj, nil
+}
+
+var testSeq atomic.Int32
+
+type harnessOptions struct {
+	expectationsTimeout time.Duration
+	gate                bool
+}
+
+// harness runs the controller in its own manager, for one test namespace.
+// The test writes through h.c (uncached, not counted).
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	ns     string
+	c      client.Client
+	cc     *countingClient
+	cached client.Client
+	rec    *recorder
+	r      *Reconciler
+	gate   *gate
+	stopFn context.CancelFunc
+	done   chan struct{}
+}
+
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	seq := testSeq.Add(1)
+	h := &harness{
+		t:    t,
+		ctx:  t.Context(),
+		ns:   fmt.Sprintf("machineset-%d-%d", seq, time.Now().UnixNano()%100000),
+		c:    env.Client,
+		rec:  &recorder{},
+		gate: &gate{},
+	}
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	machineCache := cache.ByObject{Namespaces: map[string]cache.Config{h.ns: {}}}
+	if o.gate {
+		machineCache.Transform = h.gate.transform
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&machinev1beta1.Machine{}:    machineCache,
+			&machinev1beta1.MachineSet{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cached = mgr.GetClient()
+	h.cc = &countingClient{Client: mgr.GetClient()}
+	h.r = NewReconciler(Options{
+		Namespace:           h.ns,
+		Client:              h.cc,
+		Recorder:            h.rec,
+		ExpectationsTimeout: o.expectationsTimeout,
+	})
+	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopFn = cancel
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(h.stop)
+	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return h
+}
+
+func (h *harness) stop() {
+	h.gate.open()
+	if h.stopFn != nil {
+		h.stopFn()
+		<-h.done
+		h.stopFn = nil
+	}
+}
+
+const kubemarkSpec = `{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpu":"4","memory":"8Gi"}`
+
+// newMachineSet creates a MachineSet selecting set=<name>.
+func (h *harness) newMachineSet(name string, replicas int32, mutate ...func(*machinev1beta1.MachineSet)) *machinev1beta1.MachineSet {
+	h.t.Helper()
+	ms := &machinev1beta1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
+		Spec: machinev1beta1.MachineSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"set": name}},
+		},
+	}
+	ms.Spec.Template.Labels = map[string]string{"set": name, "role": "worker"}
+	ms.Spec.Template.Annotations = map[string]string{"note": "from-template"}
+	ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(kubemarkSpec)}
+	ms.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}
+	ms.Spec.Template.Spec.ObjectMeta.Labels = map[string]string{"node-label": "v"}
+	for _, f := range mutate {
+		f(ms)
+	}
+	if err := h.c.Create(h.ctx, ms); err != nil {
+		h.t.Fatal(err)
+	}
+	return ms
+}
+
+func (h *harness) machineSet(name string) *machinev1beta1.MachineSet {
+	h.t.Helper()
+	ms := &machinev1beta1.MachineSet{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, ms); err != nil {
+		h.t.Fatal(err)
+	}
+	return ms
+}
+
+// updateMachineSet applies f to the current MachineSet and updates it
+// (retrying on conflicts); it returns the new generation.
+func (h *harness) updateMachineSet(name string, f func(*machinev1beta1.MachineSet)) int64 {
+	h.t.Helper()
+	var gen int64
+	h.eventually("update MachineSet "+name, func() error {
+		ms := h.machineSet(name)
+		f(ms)
+		if err := h.c.Update(h.ctx, ms); err != nil {
+			return err
+		}
+		gen = ms.Generation
+		return nil
+	})
+	return gen
+}
+
+// poke changes the MachineSet's spec (minReadySeconds+1) and waits until the
+// controller reconciled the new generation: a reconcile provably ran.
+func (h *harness) poke(name string) {
+	h.t.Helper()
+	gen := h.updateMachineSet(name, func(ms *machinev1beta1.MachineSet) { ms.Spec.MinReadySeconds++ })
+	h.eventually("observedGeneration of "+name, func() error {
+		if got := h.machineSet(name).Status.ObservedGeneration; got < gen {
+			return fmt.Errorf("observedGeneration %d < %d", got, gen)
+		}
+		return nil
+	})
+}
+
+// machines lists the Machines of the namespace from the API server (not
+// being deleted unless all is set), sorted by name.
+func (h *harness) machines(all bool) []*machinev1beta1.Machine {
+	h.t.Helper()
+	list := &machinev1beta1.MachineList{}
+	if err := h.c.List(h.ctx, list, client.InNamespace(h.ns)); err != nil {
+		h.t.Fatal(err)
+	}
+	var out []*machinev1beta1.Machine
+	for i := range list.Items {
+		if all || list.Items[i].DeletionTimestamp == nil {
+			out = append(out, &list.Items[i])
+		}
+	}
+	slices.SortFunc(out, func(a, b *machinev1beta1.Machine) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ownedBy returns the Machines (not being deleted) ms controls.
+func (h *harness) ownedBy(ms *machinev1beta1.MachineSet) []*machinev1beta1.Machine {
+	var out []*machinev1beta1.Machine
+	for _, m := range h.machines(false) {
+		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID == ms.UID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (h *harness) machine(name string) *machinev1beta1.Machine {
+	h.t.Helper()
+	m := &machinev1beta1.Machine{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, m); err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+// patchMachine applies f to a Machine with a merge patch (status when
+// status is set).
+func (h *harness) patchMachine(name string, status bool, f func(*machinev1beta1.Machine)) {
+	h.t.Helper()
+	m := h.machine(name)
+	base := m.DeepCopy()
+	f(m)
+	var err error
+	if status {
+		err = h.c.Status().Patch(h.ctx, m, client.MergeFrom(base))
+	} else {
+		err = h.c.Patch(h.ctx, m, client.MergeFrom(base))
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// waitOwned waits until ms controls exactly n Machines (not being deleted).
+func (h *harness) waitOwned(ms *machinev1beta1.MachineSet, n int) []*machinev1beta1.Machine {
+	h.t.Helper()
+	var got []*machinev1beta1.Machine
+	h.eventually(fmt.Sprintf("%d Machines owned by %s", n, ms.Name), func() error {
+		got = h.ownedBy(ms)
+		if len(got) != n {
+			return fmt.Errorf("%d Machines: %v", len(got), names(got))
+		}
+		return nil
+	})
+	return got
+}
+
+// waitStatus waits until check accepts the MachineSet's status.
+func (h *harness) waitStatus(name string, check func(machinev1beta1.MachineSetStatus) error) {
+	h.t.Helper()
+	h.eventually("status of "+name, func() error { return check(h.machineSet(name).Status) })
+}
+
+func replicasAre(replicas, ready, available int32) func(machinev1beta1.MachineSetStatus) error {
+	return func(st machinev1beta1.MachineSetStatus) error {
+		if st.Replicas != replicas || st.ReadyReplicas != ready || st.AvailableReplicas != available {
+			return fmt.Errorf("replicas/ready/available = %d/%d/%d, want %d/%d/%d",
+				st.Replicas, st.ReadyReplicas, st.AvailableReplicas, replicas, ready, available)
+		}
+		return nil
+	}
+}
+
+func (h *harness) eventually(what string, f func() error) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(poll)
+	}
+	h.t.Fatalf("%s: not within %s: %v", what, waitTimeout, err)
+}
+
+// consistently checks f for the settle period.
+func (h *harness) consistently(what string, f func() error) {
+	h.t.Helper()
+	deadline := time.Now().Add(settle)
+	for time.Now().Before(deadline) {
+		if err := f(); err != nil {
+			h.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// createNode creates a Node named after the test with the given Ready
+// status and transition time; it is deleted when the test ends.
+func (h *harness) createNode(suffix string, ready corev1.ConditionStatus, since time.Time) string {
+	h.t.Helper()
+	name := h.ns + "-" + suffix
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := h.c.Create(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = h.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	h.setNodeReady(name, ready, since)
+	return name
+}
+
+func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since time.Time) {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Name: name}, n); err != nil {
+		h.t.Fatal(err)
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: ready, Reason: "Test",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(since),
+	}}
+	if err := h.c.Status().Update(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// gaugeValue returns the value of a per-MachineSet gauge, and whether it
+// exists.
+func gaugeValue(vec *prometheus.GaugeVec, name, namespace string) (float64, bool) {
+	ch := make(chan prometheus.Metric, 1000)
+	vec.Collect(ch)
+	close(ch)
+	for m := range ch {
+		d := &dto.Metric{}
+		if err := m.Write(d); err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, l := range d.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["name"] == name && labels["namespace"] == namespace {
+			return d.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	d := &dto.Metric{}
+	if err := c.Write(d); err != nil {
+		return -1
+	}
+	return d.GetCounter().GetValue()
+}

@@ -1,0 +1,65 @@
+package webhooks
+
+import (
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+)
+
+// ClusterIDLabel identifies the cluster a Machine belongs to
+// (machine.openshift.io/cluster-api-cluster).
+const ClusterIDLabel = machinev1beta1.MachineClusterIDLabel
+
+// Defaulted says what defaulting changed.
+type Defaulted struct {
+	// Labels is true when the cluster-ID label was added to metadata.labels
+	// (for a MachineSet: to metadata.labels or spec.template.metadata.labels).
+	Labels bool
+	// ProviderSpec lists the providerSpec.value keys that were filled in.
+	ProviderSpec []string
+}
+
+// Changed is true when defaulting changed anything.
+func (d Defaulted) Changed() bool { return d.Labels || len(d.ProviderSpec) > 0 }
+
+// DefaultMachine fills what m leaves out: the cluster-ID label (only when
+// cluster.InfrastructureName is known; an existing label is never
+// overwritten, since a different value would orphan the Machine) and the
+// provider's providerSpec defaults (see DefaultProviderSpec).
+func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
+	var d Defaulted
+	m.Labels, d.Labels = defaultClusterLabel(m.Labels, cluster.InfrastructureName)
+	d.ProviderSpec = DefaultProviderSpec(&m.Spec.ProviderSpec, cluster.Provider)
+	return d
+}
+
+// DefaultMachineSet defaults spec.template.spec as DefaultMachine defaults a
+// Machine, and adds the cluster-ID label to the MachineSet's and its
+// template's labels when missing (never to the selector, which is the
+// user's choice and immutable). Adding a template label never breaks the
+// selector match.
+func DefaultMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo) Defaulted {
+	var d Defaulted
+	var own, tmpl bool
+	ms.Labels, own = defaultClusterLabel(ms.Labels, cluster.InfrastructureName)
+	ms.Spec.Template.Labels, tmpl = defaultClusterLabel(ms.Spec.Template.Labels, cluster.InfrastructureName)
+	d.Labels = own || tmpl
+	d.ProviderSpec = DefaultProviderSpec(&ms.Spec.Template.Spec.ProviderSpec, cluster.Provider)
+	return d
+}
+
+// defaultClusterLabel returns labels with the cluster-ID label set to
+// infraName when it is missing, and whether it was added. The input map is
+// not modified (a copy is returned when a label is added).
+func defaultClusterLabel(labels map[string]string, infraName string) (map[string]string, bool) {
+	if infraName == "" {
+		return labels, false
+	}
+	if _, ok := labels[ClusterIDLabel]; ok {
+		return labels, false
+	}
+	out := make(map[string]string, len(labels)+1)
+	for k, v := range labels {
+		out[k] = v
+	}
+	out[ClusterIDLabel] = infraName
+	return out, true
+}

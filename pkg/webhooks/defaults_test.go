@@ -1,0 +1,176 @@
+package webhooks
+
+import (
+	"reflect"
+	"testing"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+)
+
+func TestDefaultProviderSpec(t *testing.T) {
+	const allDefaults = `{"apiVersion":"` + kubemarkAPIVersion + `","kind":"` + kubemarkKind + `","cpu":"2","memory":"4Gi","pods":"110"}`
+	all := []string{"apiVersion", "kind", "cpu", "memory", "pods"}
+	tests := []struct {
+		name    string
+		in      string // providerSpec.value JSON; "" = no value
+		cluster Provider
+		want    string // JSON of the value after defaulting; "" = unchanged
+		wantSet []string
+		// stillInvalid: the defaulted value keeps an error defaulting does not fix.
+		stillInvalid bool
+	}{
+		{
+			name: "kubemark group: only the capacity is added", in: `{"apiVersion":"` + kubemarkAPIVersion + `"}`, cluster: ProviderUnknown,
+			want: allDefaults, wantSet: []string{"kind", "cpu", "memory", "pods"},
+		},
+		{
+			name: "no apiVersion and kind on a kubemark cluster: everything", in: `{}`, cluster: ProviderKubemark,
+			want: allDefaults, wantSet: all,
+		},
+		{name: "no value on a kubemark cluster: everything", in: "", cluster: ProviderKubemark, want: allDefaults, wantSet: all},
+		{name: "null value on a kubemark cluster: everything", in: "null", cluster: ProviderKubemark, want: allDefaults, wantSet: all},
+		{name: "no apiVersion and kind, unknown platform: unchanged", in: `{"cpu":"1"}`, cluster: ProviderUnknown},
+		{name: "no value, unknown platform: unchanged", in: "", cluster: ProviderUnknown},
+		{
+			name: "kubemark kind without apiVersion: provider by kind", in: `{"kind":"` + kubemarkKind + `","cpu":"1","memory":"1Gi","pods":"10"}`, cluster: ProviderUnknown,
+			want: `{"apiVersion":"` + kubemarkAPIVersion + `","kind":"` + kubemarkKind + `","cpu":"1","memory":"1Gi","pods":"10"}`, wantSet: []string{"apiVersion"},
+		},
+		{name: "another kind without apiVersion on a kubemark cluster: unchanged", in: `{"kind":"AWSMachineProviderConfig"}`, cluster: ProviderKubemark},
+		{name: "another provider's group on a kubemark cluster: unchanged", in: `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig"}`, cluster: ProviderKubemark},
+		{name: "complete kubemark spec: unchanged", in: kubemarkSpec(`"cpu":"8","memory":"16Gi","pods":"250"`), cluster: ProviderKubemark},
+		{
+			name: "given values, null and empty strings", in: `{"apiVersion":"","kind":null,"cpu":"4","memory":null}`, cluster: ProviderKubemark,
+			want:    `{"apiVersion":"` + kubemarkAPIVersion + `","kind":"` + kubemarkKind + `","cpu":"4","memory":"4Gi","pods":"110"}`,
+			wantSet: []string{"apiVersion", "kind", "memory", "pods"},
+		},
+		{
+			name: "other keys are kept verbatim, unknown ones too (validation reports them)", in: kubemarkSpec(`"bootDelay":"30s","health":{"mode":"Once"},"cpus":1e3`), cluster: ProviderUnknown,
+			want:    kubemarkSpec(`"bootDelay":"30s","health":{"mode":"Once"},"cpus":1e3,"cpu":"2","memory":"4Gi","pods":"110"`),
+			wantSet: []string{"cpu", "memory", "pods"}, stillInvalid: true,
+		},
+		{name: "a wrong-version kubemark apiVersion is not rewritten", in: `{"apiVersion":"kubemark.machine-api-operator.io/v9","kind":"` + kubemarkKind + `","cpu":"1","memory":"1Gi","pods":"1"}`, cluster: ProviderKubemark},
+		{name: "not an object: unchanged", in: `[1,2]`, cluster: ProviderKubemark},
+		{name: "invalid JSON: unchanged", in: `{"cpu":`, cluster: ProviderKubemark},
+		{name: "a key given twice: unchanged", in: `{"cpu":"1","cpu":"2"}`, cluster: ProviderKubemark},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := value(tc.in)
+			before := ps.DeepCopy()
+			set := DefaultProviderSpec(&ps, tc.cluster)
+			if !reflect.DeepEqual(set, tc.wantSet) {
+				t.Errorf("defaulted keys = %q, want %q", set, tc.wantSet)
+			}
+			if tc.want == "" {
+				if !reflect.DeepEqual(&ps, before) {
+					t.Errorf("value changed to %s, want it unchanged", ps.Value.Raw)
+				}
+				return
+			}
+			jsonEqual(t, ps.Value.Raw, tc.want)
+			// The result passes the provider's own strict check.
+			if errs := ValidateProviderSpec(ps, ProviderUnknown, specPath.Child("providerSpec", "value")); (len(errs) > 0) != tc.stillInvalid {
+				t.Errorf("validation of the defaulted value: %v (want errors: %v)", errs, tc.stillInvalid)
+			}
+		})
+	}
+}
+
+func TestDefaultMachine(t *testing.T) {
+	tests := []struct {
+		name       string
+		labels     map[string]string
+		ps         string
+		cluster    ClusterInfo
+		wantLabels map[string]string
+		want       Defaulted
+	}{
+		{
+			name: "kubemark cluster: label and providerSpec", ps: `{}`, cluster: kubemarkCluster,
+			wantLabels: map[string]string{ClusterIDLabel: testInfraName},
+			want:       Defaulted{Labels: true, ProviderSpec: []string{"apiVersion", "kind", "cpu", "memory", "pods"}},
+		},
+		{
+			name: "existing cluster label is never overwritten", labels: map[string]string{ClusterIDLabel: "other", "a": "b"},
+			ps: kubemarkSpec(`"cpu":"1","memory":"1Gi","pods":"1"`), cluster: kubemarkCluster,
+			wantLabels: map[string]string{ClusterIDLabel: "other", "a": "b"},
+		},
+		{
+			name: "existing empty cluster label is kept", labels: map[string]string{ClusterIDLabel: ""},
+			ps: kubemarkSpec(`"cpu":"1","memory":"1Gi","pods":"1"`), cluster: kubemarkCluster,
+			wantLabels: map[string]string{ClusterIDLabel: ""},
+		},
+		{
+			name: "other labels are kept", labels: map[string]string{"a": "b"}, ps: `{"apiVersion":"foo.example.com/v1"}`, cluster: kubemarkCluster,
+			wantLabels: map[string]string{"a": "b", ClusterIDLabel: testInfraName}, want: Defaulted{Labels: true},
+		},
+		{
+			name: "no Infrastructure: providerSpec by group only, no label", ps: `{"apiVersion":"` + kubemarkAPIVersion + `"}`, cluster: unknownCluster,
+			want: Defaulted{ProviderSpec: []string{"kind", "cpu", "memory", "pods"}},
+		},
+		{name: "no Infrastructure, no apiVersion: nothing", ps: `{}`, cluster: unknownCluster},
+		{
+			name: "infrastructure name on another platform: label only", ps: `{}`, cluster: ClusterInfo{InfrastructureName: testInfraName},
+			wantLabels: map[string]string{ClusterIDLabel: testInfraName}, want: Defaulted{Labels: true},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := machine("m", value(tc.ps), func(m *machinev1beta1.Machine) { m.Labels = tc.labels })
+			inputLabels := map[string]string{}
+			for k, v := range tc.labels {
+				inputLabels[k] = v
+			}
+			got := DefaultMachine(m, tc.cluster)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("DefaultMachine = %+v, want %+v", got, tc.want)
+			}
+			if got.Changed() != (tc.want.Labels || len(tc.want.ProviderSpec) > 0) {
+				t.Errorf("Changed() = %v", got.Changed())
+			}
+			if len(m.Labels) != 0 || len(tc.wantLabels) != 0 {
+				if !reflect.DeepEqual(m.Labels, tc.wantLabels) {
+					t.Errorf("labels = %v, want %v", m.Labels, tc.wantLabels)
+				}
+			}
+			if len(tc.labels) > 0 && !reflect.DeepEqual(tc.labels, inputLabels) {
+				t.Errorf("the input label map was modified: %v", tc.labels)
+			}
+		})
+	}
+}
+
+func TestDefaultMachineSet(t *testing.T) {
+	sel := map[string]string{"machine.openshift.io/cluster-api-machineset": "workers"}
+	t.Run("template spec, template labels and own labels", func(t *testing.T) {
+		ms := machineSet("workers", sel, map[string]string{"machine.openshift.io/cluster-api-machineset": "workers"}, value(`{}`))
+		got := DefaultMachineSet(ms, kubemarkCluster)
+		want := Defaulted{Labels: true, ProviderSpec: []string{"apiVersion", "kind", "cpu", "memory", "pods"}}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("DefaultMachineSet = %+v, want %+v", got, want)
+		}
+		if ms.Labels[ClusterIDLabel] != testInfraName || ms.Spec.Template.Labels[ClusterIDLabel] != testInfraName {
+			t.Errorf("labels = %v, template labels = %v; want the cluster label on both", ms.Labels, ms.Spec.Template.Labels)
+		}
+		if _, ok := ms.Spec.Selector.MatchLabels[ClusterIDLabel]; ok {
+			t.Errorf("the selector was changed: %v", ms.Spec.Selector)
+		}
+		jsonEqual(t, ms.Spec.Template.Spec.ProviderSpec.Value.Raw,
+			`{"apiVersion":"`+kubemarkAPIVersion+`","kind":"`+kubemarkKind+`","cpu":"2","memory":"4Gi","pods":"110"}`)
+		if errs := ValidateMachineSet(ms, kubemarkCluster); len(errs) > 0 {
+			t.Errorf("defaulted MachineSet is invalid: %v", errs)
+		}
+	})
+	t.Run("existing labels and a foreign provider: unchanged", func(t *testing.T) {
+		labels := map[string]string{ClusterIDLabel: "mine", "machine.openshift.io/cluster-api-machineset": "workers"}
+		ms := machineSet("workers", sel, labels, value(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig"}`),
+			func(ms *machinev1beta1.MachineSet) { ms.Labels = map[string]string{ClusterIDLabel: "mine"} })
+		before := ms.DeepCopy()
+		if got := DefaultMachineSet(ms, kubemarkCluster); got.Changed() {
+			t.Errorf("DefaultMachineSet = %+v, want no change", got)
+		}
+		if !reflect.DeepEqual(ms, before) {
+			t.Errorf("MachineSet changed: %+v", ms)
+		}
+	})
+}

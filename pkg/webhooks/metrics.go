@@ -1,0 +1,49 @@
+package webhooks
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Values of the "result" label of RequestsTotal.
+const (
+	ResultAllowed = "allowed" // admitted unchanged
+	ResultDenied  = "denied"  // refused by a check
+	ResultPatched = "patched" // admitted with defaults added
+	ResultError   = "error"   // the request could not be handled (undecodable object)
+)
+
+var (
+	// RequestsTotal counts admission requests by webhook (WebhookMutateMachine,
+	// ...), operation (CREATE, UPDATE, ...) and result (ResultAllowed, ...).
+	RequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_webhook_requests_total",
+		Help: "Admission requests handled by the Machine API webhooks, by webhook, operation and result (allowed, denied, patched, error).",
+	}, []string{"webhook", "operation", "result"})
+
+	// DenialsTotal counts refused requests by webhook.
+	DenialsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_webhook_denials_total",
+		Help: "Admission requests refused by the Machine API webhooks, by webhook.",
+	}, []string{"webhook"})
+)
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers the webhook metrics with controller-runtime's
+// metrics.Registry. It is safe to call many times (Register calls it).
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		for _, c := range []prometheus.Collector{RequestsTotal, DenialsTotal} {
+			if err := ctrlmetrics.Registry.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+			}
+		}
+	})
+}

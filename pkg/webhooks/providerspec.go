@@ -1,0 +1,171 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+
+	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
+)
+
+// errNotObject says that providerSpec.value is not a JSON object (or has a
+// key twice); defaulting leaves such a value alone and validation reports it.
+var errNotObject = errors.New("providerSpec.value is not a JSON object with unique keys")
+
+// providerSpecRaw returns the JSON of providerSpec.value; nil when the value
+// is absent or null.
+func providerSpecRaw(ps machinev1beta1.ProviderSpec) ([]byte, error) {
+	v := ps.Value
+	var raw []byte
+	switch {
+	case v == nil:
+		return nil, nil
+	case len(v.Raw) > 0:
+		raw = v.Raw
+	case v.Object != nil:
+		b, err := json.Marshal(v.Object)
+		if err != nil {
+			return nil, fmt.Errorf("encoding providerSpec.value: %w", err)
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	return raw, nil
+}
+
+// parseFields parses a providerSpec.value into its top-level keys, keeping
+// every value's JSON exactly as given.
+func parseFields(raw []byte) (map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	strictErrs, err := sigsjson.UnmarshalStrict(raw, &fields)
+	if err != nil || len(strictErrs) > 0 || fields == nil {
+		return nil, errNotObject
+	}
+	return fields, nil
+}
+
+// stringField returns the value of key when it is a JSON string, else "".
+func stringField(fields map[string]json.RawMessage, key string) string {
+	var s string
+	if err := json.Unmarshal(fields[key], &s); err != nil {
+		return ""
+	}
+	return s
+}
+
+// missing is true when key is absent, null or the empty string.
+func missing(fields map[string]json.RawMessage, key string) bool {
+	v, ok := fields[key]
+	if !ok {
+		return true
+	}
+	v = bytes.TrimSpace(v)
+	return bytes.Equal(v, []byte("null")) || bytes.Equal(v, []byte(`""`))
+}
+
+// providerFor says which provider serves a providerSpec.value with the given
+// keys (nil: no value): the group of its apiVersion; without an apiVersion,
+// its kind; without either, the cluster's provider.
+func providerFor(fields map[string]json.RawMessage, cluster Provider) Provider {
+	if apiVersion := stringField(fields, "apiVersion"); apiVersion != "" {
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err == nil && gv.Group == kubemarkv1alpha1.GroupName {
+			return ProviderKubemark
+		}
+		return ProviderUnknown
+	}
+	if kind := stringField(fields, "kind"); kind != "" {
+		if kind == kubemarkv1alpha1.ProviderSpecKind {
+			return ProviderKubemark
+		}
+		return ProviderUnknown
+	}
+	return cluster
+}
+
+// kubemarkDefaults are the keys defaulting adds to a kubemark
+// providerSpec.value when they are missing, in the order they are reported.
+// Only the identity and the capacity are stored; bootDelay and health keep
+// their run-time defaults (the API package's Default) so the object stays small.
+var kubemarkDefaults = []struct{ key, value string }{
+	{"apiVersion", kubemarkv1alpha1.GroupVersion.String()},
+	{"kind", kubemarkv1alpha1.ProviderSpecKind},
+	{"cpu", kubemarkv1alpha1.DefaultCPU},
+	{"memory", kubemarkv1alpha1.DefaultMemory},
+	{"pods", kubemarkv1alpha1.DefaultPods},
+}
+
+// DefaultProviderSpec fills the keys a provider's providerSpec.value leaves
+// out and returns their names (nil: nothing changed). cluster is the
+// cluster's provider, used when the value names neither an apiVersion nor a
+// kind. A value that is not a JSON object, or that belongs to an unknown
+// provider, is left unchanged; every key already present is kept verbatim.
+func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster Provider) []string {
+	raw, err := providerSpecRaw(*ps)
+	if err != nil {
+		return nil
+	}
+	fields := map[string]json.RawMessage{}
+	if raw != nil {
+		if fields, err = parseFields(raw); err != nil {
+			return nil
+		}
+	}
+	if providerFor(fields, cluster) != ProviderKubemark {
+		return nil
+	}
+	var set []string
+	for _, d := range kubemarkDefaults {
+		if missing(fields, d.key) {
+			v, err := json.Marshal(d.value)
+			if err != nil {
+				return nil
+			}
+			fields[d.key] = v
+			set = append(set, d.key)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil
+	}
+	ps.Value = &runtime.RawExtension{Raw: out}
+	return set
+}
+
+// ValidateProviderSpec checks the providerSpec of a provider this package
+// knows; fldPath is the path of providerSpec.value. The kubemark provider's
+// check is the one its actuator runs (DecodeProviderSpec: strict decoding,
+// defaults, Validate). A value of an unknown provider is not checked.
+func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster Provider, fldPath *field.Path) field.ErrorList {
+	raw, err := providerSpecRaw(ps)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fldPath, "", err.Error())}
+	}
+	var fields map[string]json.RawMessage
+	if raw != nil {
+		// A value that is not an object has no apiVersion: the cluster's
+		// provider decides, and its decoder reports the problem.
+		fields, _ = parseFields(raw)
+	}
+	switch providerFor(fields, cluster) {
+	case ProviderKubemark:
+		_, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, fldPath)
+		return errs
+	default:
+		return nil
+	}
+}

@@ -1,0 +1,336 @@
+// Command scale is the MachineSet scale benchmark (`make bench`): against a
+// cluster running the machine, nodelink and machineset controllers with the
+// kubemark provider, it scales one MachineSet 0→N and N→0 and prints how long
+// each took, how many Machine create requests the API server served (exactly
+// N, or the run fails) and the API requests per Machine by verb, read from
+// the API server's own request counters.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+)
+
+// poolLabel marks the benchmark's Machines (and selects them).
+const poolLabel = "machine.openshift.io/cluster-api-machineset"
+
+type options struct {
+	kubeconfig string
+	namespace  string
+	name       string
+	replicas   int
+	timeout    time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (admin: reads the API server's /metrics)")
+	flag.StringVar(&o.namespace, "namespace", "openshift-machine-api", "namespace of the Machine API")
+	flag.StringVar(&o.name, "name", "bench", "name of the MachineSet to create")
+	flag.IntVar(&o.replicas, "replicas", 500, "replicas to scale to")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit for each phase")
+	flag.Parse()
+	if err := run(context.Background(), o); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig (--kubeconfig or $KUBECONFIG): %w", err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	s := scheme.New()
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	// The benchmark observes through informers, so measuring adds no load
+	// beyond one watch per kind.
+	selector := labels.SelectorFromSet(labels.Set{poolLabel: o.name})
+	informers, err := cache.New(cfg, cache.Options{Scheme: s, ByObject: map[client.Object]cache.ByObject{
+		&machinev1beta1.Machine{}: {Label: selector, Namespaces: map[string]cache.Config{o.namespace: {}}},
+		&corev1.Node{}:            {},
+	}})
+	if err != nil {
+		return err
+	}
+	go func() { _ = informers.Start(ctx) }()
+	if !informers.WaitForCacheSync(ctx) {
+		return fmt.Errorf("informers did not sync")
+	}
+	if _, err := informers.GetInformer(ctx, &machinev1beta1.Machine{}); err != nil {
+		return err
+	}
+	if _, err := informers.GetInformer(ctx, &corev1.Node{}); err != nil {
+		return err
+	}
+
+	ms := newMachineSet(o)
+	if err := c.Delete(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting a leftover MachineSet: %w", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := count(ctx, informers, o, func(*machinev1beta1.Machine, *corev1.Node) bool { return true })
+		return n == 0, err
+	}); err != nil {
+		return fmt.Errorf("waiting for leftover Machines to go: %w", err)
+	}
+	ms = newMachineSet(o)
+	if err := c.Create(ctx, ms); err != nil {
+		return fmt.Errorf("creating MachineSet %s: %w", o.name, err)
+	}
+	defer func() { _ = c.Delete(context.Background(), ms) }()
+
+	before, err := requestCounts(ctx, kube)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := scale(ctx, c, ms, o.replicas); err != nil {
+		return err
+	}
+	var allCreated time.Duration
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.timeout, true, func(ctx context.Context) (bool, error) {
+		if allCreated == 0 {
+			n, err := count(ctx, informers, o, func(*machinev1beta1.Machine, *corev1.Node) bool { return true })
+			if err != nil {
+				return false, err
+			}
+			if n >= o.replicas {
+				allCreated = time.Since(start)
+			}
+		}
+		n, err := count(ctx, informers, o, runningWithReadyNode)
+		return n == o.replicas, err
+	})
+	up := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("scale 0→%d: not all Running with Ready Nodes after %s: %w", o.replicas, up.Round(time.Millisecond), err)
+	}
+	mid, err := requestCounts(ctx, kube)
+	if err != nil {
+		return err
+	}
+
+	start = time.Now()
+	if err := scale(ctx, c, ms, 0); err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, o.timeout, true, func(ctx context.Context) (bool, error) {
+		return gone(ctx, informers, o)
+	})
+	down := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("scale %d→0: Machines or Nodes left after %s: %w", o.replicas, down.Round(time.Millisecond), err)
+	}
+	after, err := requestCounts(ctx, kube)
+	if err != nil {
+		return err
+	}
+
+	upReq, downReq := diff(mid, before), diff(after, mid)
+	creates := upReq[key{"POST", "machines", ""}]
+	fmt.Printf("MachineSet %s/%s, %d replicas\n", o.namespace, o.name, o.replicas)
+	fmt.Printf("  0→%d: all created in %.2fs, all Running with Ready Nodes in %.2fs\n", o.replicas, allCreated.Seconds(), up.Seconds())
+	fmt.Printf("  %d→0: all Machines and Nodes gone in %.2fs\n", o.replicas, down.Seconds())
+	fmt.Printf("  Machine create requests: %d (expected %d)\n", creates, o.replicas)
+	report("scale up", upReq, o.replicas)
+	report("scale down", downReq, o.replicas)
+	if creates != o.replicas {
+		return fmt.Errorf("%d Machine create requests for %d replicas", creates, o.replicas)
+	}
+	return nil
+}
+
+func newMachineSet(o options) *machinev1beta1.MachineSet {
+	lbls := map[string]string{
+		"machine.openshift.io/cluster-api-cluster": "kubemark",
+		poolLabel: o.name,
+	}
+	tmplLabels := map[string]string{"machine.openshift.io/cluster-api-machine-role": "worker"}
+	for k, v := range lbls {
+		tmplLabels[k] = v
+	}
+	return &machinev1beta1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: o.namespace},
+		Spec: machinev1beta1.MachineSetSpec{
+			Replicas: new(int32),
+			Selector: metav1.LabelSelector{MatchLabels: lbls},
+			Template: machinev1beta1.MachineTemplateSpec{
+				ObjectMeta: machinev1beta1.ObjectMeta{Labels: tmplLabels},
+				Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(
+					`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpu":"2","memory":"4Gi","pods":110}`,
+				)}}},
+			},
+		},
+	}
+}
+
+func scale(ctx context.Context, c client.Client, ms *machinev1beta1.MachineSet, replicas int) error {
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)
+	if err := c.Patch(ctx, ms, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("scaling to %d: %w", replicas, err)
+	}
+	return nil
+}
+
+func runningWithReadyNode(m *machinev1beta1.Machine, n *corev1.Node) bool {
+	if m.Status.Phase == nil || *m.Status.Phase != "Running" || m.DeletionTimestamp != nil || n == nil {
+		return false
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// count counts the benchmark's Machines for which ok holds; the Node passed
+// is the one of the Machine's nodeRef (nil if none or not found).
+func count(ctx context.Context, r client.Reader, o options, ok func(*machinev1beta1.Machine, *corev1.Node) bool) (int, error) {
+	var machines machinev1beta1.MachineList
+	if err := r.List(ctx, &machines, client.InNamespace(o.namespace), client.MatchingLabels{poolLabel: o.name}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		var node *corev1.Node
+		if m.Status.NodeRef != nil {
+			node = &corev1.Node{}
+			if err := r.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node); err != nil {
+				node = nil
+			}
+		}
+		if ok(m, node) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// gone is true when no benchmark Machine and no Node named after one is left
+// (kubemark Nodes are named after their Machine: generateName "<name>-").
+func gone(ctx context.Context, r client.Reader, o options) (bool, error) {
+	n, err := count(ctx, r, o, func(*machinev1beta1.Machine, *corev1.Node) bool { return true })
+	if err != nil || n > 0 {
+		return false, err
+	}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return false, err
+	}
+	for _, node := range nodes.Items {
+		if strings.HasPrefix(node.Name, o.name+"-") {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// key identifies an API request counter: verb, resource, subresource.
+type key struct{ verb, resource, subresource string }
+
+// requestCounts reads apiserver_request_total from the API server's metrics,
+// summed over everything but verb, resource and subresource.
+func requestCounts(ctx context.Context, kube kubernetes.Interface) (map[key]int, error) {
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's /metrics (needs an admin kubeconfig): %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the API server's metrics: %w", err)
+	}
+	out := map[key]int{}
+	fam := families["apiserver_request_total"]
+	if fam == nil {
+		return nil, fmt.Errorf("the API server exposes no apiserver_request_total")
+	}
+	for _, m := range fam.Metric {
+		k := key{label(m, "verb"), label(m, "resource"), label(m, "subresource")}
+		out[k] += int(m.GetCounter().GetValue())
+	}
+	return out, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.Label {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func diff(after, before map[key]int) map[key]int {
+	out := map[key]int{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// report prints the requests on machines and nodes (and their
+// subresources) per Machine, by verb, and the total of all requests.
+func report(phase string, reqs map[key]int, machines int) {
+	var keys []key
+	total := 0
+	for k, v := range reqs {
+		total += v
+		if k.resource == "machines" || k.resource == "nodes" || k.resource == "leases" || k.resource == "events" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].resource != keys[j].resource {
+			return keys[i].resource < keys[j].resource
+		}
+		if keys[i].subresource != keys[j].subresource {
+			return keys[i].subresource < keys[j].subresource
+		}
+		return keys[i].verb < keys[j].verb
+	})
+	fmt.Printf("  %s: %d API requests in all, %.1f per Machine; by resource and verb (per Machine):\n", phase, total, float64(total)/float64(machines))
+	for _, k := range keys {
+		res := k.resource
+		if k.subresource != "" {
+			res += "/" + k.subresource
+		}
+		fmt.Printf("    %-18s %-7s %6d  (%.2f)\n", res, k.verb, reqs[k], float64(reqs[k])/float64(machines))
+	}
+}
