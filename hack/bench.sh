@@ -41,8 +41,23 @@ if [ "$profile" = 1 ]; then
 		# Starts with the scale-up (the benchmark first waits for leftovers).
 		(sleep 2; curl -sf -o "$out/cpu-$port.pprof" "http://127.0.0.1:$port/debug/pprof/profile?seconds=20") &
 	done
+	(sleep 2; "$root/bin/kubectl" --kubeconfig "$kubeconfig" get --raw "/debug/pprof/profile?seconds=20" >"$out/kube-apiserver.cpu.pprof") &
 fi
+# cpu_seconds: CPU seconds (user+system) each cluster component and operand
+# has used so far.
+cpu_seconds() {
+	local tck pid comm
+	tck=$(getconf CLK_TCK)
+	for pid in $(pgrep -f "$KWOK_WORKDIR/clusters/$CLUSTER_NAME|bin/(machine-controller-manager|nodelink-controller|machineset-controller) .*$CLUSTER_NAME"); do
+		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+		awk -v c="$comm" -v t="$tck" '{ printf "%s %.1f\n", c, ($14+$15)/t }' "/proc/$pid/stat"
+	done | sort
+}
+cpu_seconds >"$out/cpu-before.txt"
 "$out/scale" --kubeconfig "$kubeconfig" --replicas "$replicas" | tee "$out/result.txt"
+cpu_seconds >"$out/cpu-after.txt"
+echo "  CPU seconds used during the run, by process:" | tee -a "$out/result.txt"
+join "$out/cpu-before.txt" "$out/cpu-after.txt" | awk '{ printf "    %-28s %6.1f\n", $1, $3-$2 }' | sort -k2 -nr | tee -a "$out/result.txt"
 if [ "$profile" = 1 ]; then
 	wait
 	for pair in 6060:machine-controller-manager 6061:nodelink-controller 6062:machineset-controller; do
@@ -52,4 +67,6 @@ if [ "$profile" = 1 ]; then
 		echo "== $name: top CPU (20 s during the scale-up)"
 		go tool pprof -top -nodecount=15 "bin/$name" "$out/$name.cpu.pprof" 2>/dev/null | sed -n '1,22p'
 	done
+	echo "== kube-apiserver: top CPU, cumulative (20 s during the scale-up)"
+	go tool pprof -top -cum -nodecount=40 bin/kube-apiserver "$out/kube-apiserver.cpu.pprof" 2>/dev/null | sed -n '1,46p'
 fi

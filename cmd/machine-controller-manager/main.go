@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -22,9 +23,10 @@ import (
 
 func main() {
 	opts := operand.Defaults("machine-controller", ":8081", ":9440")
-	// Drains block a reconcile for up to 20s per attempt: let other Machines
-	// proceed meanwhile.
-	opts.MaxConcurrentReconciles = 10
+	// Drains block a reconcile for up to 20s per attempt, and provisioning
+	// is a chain of API round trips: let 50 Machines proceed at once
+	// (sized by the scale benchmark, docs/performance.md).
+	opts.MaxConcurrentReconciles = 50
 	var drainTimeout time.Duration
 	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ExitOnError)
 	opts.AddFlags(fs)
@@ -53,15 +55,20 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	// The provider reads Nodes and node Leases (kube-node-lease) directly:
-	// the manager's cache only covers --namespace, and a few reads per
-	// reconcile are cheaper than a cluster-wide Lease watch.
+	// The provider writes Nodes and reads and writes node Leases
+	// (kube-node-lease) directly: the manager's cache only covers
+	// --namespace, and a few Lease reads are cheaper than a cluster-wide
+	// Lease watch. Nodes it reads from the manager's cache (cluster-wide,
+	// the machine controller watches them anyway), indexed by InternalIP.
 	providerClient, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return fmt.Errorf("creating the provider client: %w", err)
 	}
+	if err := kubemark.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	r := machine.NewReconciler(machine.Options{
-		Actuator:         kubemark.NewActuator(kubemark.Options{Client: providerClient}),
+		Actuator:         kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()}),
 		NodeDrainTimeout: drainTimeout,
 		Namespace:        opts.Namespace,
 	})

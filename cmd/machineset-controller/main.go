@@ -37,6 +37,7 @@ func main() {
 		maxConcurrentDeletes: machineset.DefaultMaxConcurrentDeletes,
 		expectationsTimeout:  machineset.DefaultExpectationsTimeout,
 	}
+	opts.MaxConcurrentReconciles = 10
 	fs := pflag.NewFlagSet("machineset-controller", pflag.ExitOnError)
 	opts.AddFlags(fs)
 	fs.IntVar(&f.createBurst, "machine-create-burst", f.createBurst,

@@ -17,6 +17,8 @@ import (
 
 func main() {
 	opts := operand.Defaults("nodelink-controller", ":8084", ":9444")
+	// Linking is two API round trips per Node; sized by the scale benchmark.
+	opts.MaxConcurrentReconciles = 50
 	fs := pflag.NewFlagSet("nodelink-controller", pflag.ExitOnError)
 	opts.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])

@@ -10,6 +10,7 @@
 # machineset-controller) the same way under the machine-api-controllers
 # ServiceAccount.
 #
+# OPERAND_ARGS adds flags to every operand (experiments: make bench).
 # PPROF=1 serves the operands' Go pprof endpoints (see hack/bench.sh).
 #
 # Writes .local/$CLUSTER_NAME-images.json, .local/$CLUSTER_NAME-{operator,controllers}.kubeconfig,
@@ -116,7 +117,7 @@ for operand in machine-controller-manager nodelink-controller machineset-control
 		--namespace "$ns" \
 		--metrics-bind-address 0 \
 		--health-probe-bind-address 0 \
-		"${extra[@]}" \
+		"${extra[@]}" ${OPERAND_ARGS:-} \
 		--v=2 >"$local_dir/logs/$name-$operand.log" 2>&1 &
 	echo $! >"$local_dir/$name.$operand.pid"
 	echo "deploy: $operand running as system:serviceaccount:$ns:machine-api-controllers (pid $!, log .local/logs/$name-$operand.log)"

@@ -75,8 +75,10 @@ func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 		MetricsBindAddress:      metricsAddr,
 		HealthProbeBindAddress:  healthAddr,
 		MaxConcurrentReconciles: 1,
-		KubeAPIQPS:              20,
-		KubeAPIBurst:            30,
+		// Sized by the scale benchmark (docs/performance.md); the operator
+		// renders the same values.
+		KubeAPIQPS:   200,
+		KubeAPIBurst: 400,
 	}
 }
 

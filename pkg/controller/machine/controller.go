@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
 // Default timings. Waits that depend on the provider or on pods use
@@ -91,6 +93,7 @@ type Reconciler struct {
 	drainBackoff    workqueue.TypedRateLimiter[types.NamespacedName]
 
 	events *eventMemo
+	writes *readyourwrites.Memo
 	// cpMu serializes the one-control-plane-drain-at-a-time check and cordon.
 	cpMu sync.Mutex
 }
@@ -112,6 +115,7 @@ func NewReconciler(opts Options) *Reconciler {
 		waitBackoff:      workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultWaitBackoffBase, defaultWaitBackoffMax),
 		drainBackoff:     workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultDrainBackoffBase, defaultDrainBackoffMax),
 		events:           newEventMemo(),
+		writes:           readyourwrites.New(),
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -156,12 +160,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.waitBackoff.Forget(req.NamespacedName)
 			r.drainBackoff.Forget(req.NamespacedName)
 			r.events.forget(req.NamespacedName)
+			r.writes.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.now()) {
+		// Our own last write is not in the cache yet (its event does not
+		// wake us: see machinePredicate).
+		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
+	}
+	read := m.ResourceVersion
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
+	defer func() { r.writes.Wrote(req.NamespacedName, read, s.base.ResourceVersion, r.now()) }()
 	if perr := r.patchStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
 			perr = nil

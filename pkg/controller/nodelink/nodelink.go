@@ -30,6 +30,7 @@ package nodelink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -51,6 +52,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
 // ControllerName names the controller (logs, metrics, events).
@@ -99,6 +102,9 @@ type Reconciler struct {
 	apiReader client.Reader
 	namespace string
 	recorder  events.EventRecorder
+	// nodeRefWrites: nodeRef patches the Machine cache has not shown yet,
+	// so a Node event meanwhile does not send the same patch again.
+	nodeRefWrites *readyourwrites.Memo
 }
 
 // NewReconciler returns a Reconciler. Its Client must read from a cache with
@@ -109,6 +115,8 @@ func NewReconciler(opts Options) *Reconciler {
 		apiReader: opts.APIReader,
 		namespace: opts.Namespace,
 		recorder:  opts.Recorder,
+
+		nodeRefWrites: readyourwrites.New(),
 	}
 }
 
@@ -177,6 +185,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = log.IntoContext(ctx, logger)
 
 	if err := r.setNodeRef(ctx, machine, node); err != nil {
+		if errors.Is(err, errCacheBehind) {
+			return reconcile.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
+		}
 		return r.result(err)
 	}
 	return r.result(r.syncNode(ctx, node, machine))
@@ -322,10 +333,18 @@ func (r *Reconciler) clearStaleNodeRefs(ctx context.Context, nodeName string, no
 	return nil
 }
 
+// errCacheBehind says the cached Machine predates our own last nodeRef
+// write: look again shortly instead of writing the same patch.
+var errCacheBehind = errors.New("the machine cache has not caught up with our last write")
+
 // setNodeRef points the Machine's status.nodeRef at node unless it already does.
 func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Machine, node *corev1.Node) error {
+	key := client.ObjectKeyFromObject(machine)
 	if nodeRefUpToDate(machine, node) {
 		return nil
+	}
+	if r.nodeRefWrites.Stale(key, machine.ResourceVersion, time.Now()) {
+		return errCacheBehind
 	}
 	m := machine.DeepCopy()
 	patch := client.MergeFrom(machine)
@@ -337,6 +356,7 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 		}
 		return fmt.Errorf("setting nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
+	r.nodeRefWrites.Wrote(key, machine.ResourceVersion, m.ResourceVersion, time.Now())
 	log.FromContext(ctx).Info("set nodeRef", "nodeUID", node.UID)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,12 +63,13 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			name: MachineSetContainer, image: cfg.Images.MachineAPIOperator, command: "/machineset-controller",
 			healthPort: machineSetHealthPort, metricsPort: machineSetMetricsPort, metricsName: "machineset-mtrc",
 			webhookPort: portWebhookServer, webhookNumber: webhookServerPort, certVolume: "machineset-webhook-cert",
+			extraArgs: clientArgs(),
 		}),
 		operandContainer(cfg, operand{
 			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
 			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: "machine-mtrc",
 			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
-			extraArgs: maxConcurrentReconcilesArgs(cfg),
+			extraArgs: machineControllerArgs(cfg),
 			extraEnv: append(
 				[]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}},
 				releaseVersionEnv(cfg)...),
@@ -75,12 +77,14 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 		operandContainer(cfg, operand{
 			name: NodeLinkContainer, image: cfg.Images.MachineAPIOperator, command: "/nodelink-controller",
 			healthPort: nodeLinkHealthPort, metricsPort: nodeLinkMetricsPort, metricsName: "nodelink-mtrc",
+			extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)),
 		}),
 	}
 	if cfg.MachineHealthCheckEnabled {
 		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineHealthCheckContainer, image: cfg.Images.MachineAPIOperator, command: "/machine-healthcheck",
 			healthPort: mhcHealthPort, metricsPort: mhcMetricsPort, metricsName: "mhc-mtrc",
+			extraArgs: clientArgs(),
 		}))
 	}
 
@@ -180,7 +184,31 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 	return c
 }
 
-func maxConcurrentReconcilesArgs(cfg config.Config) []string {
+// Client and worker sizing of this project's operand binaries, measured by
+// the MachineSet scale benchmark (docs/performance.md): 500 Machines need
+// some 10,000 API requests, which a 20 QPS client (client-go's default)
+// would spread over minutes. The API server's priority and fairness, not the
+// client, is what protects it.
+const (
+	operandQPS      = 200
+	operandBurst    = 400
+	kubemarkWorkers = 50
+	nodeLinkWorkers = 50
+)
+
+// clientArgs sizes the API client of a container running this project's
+// binaries.
+func clientArgs() []string {
+	return []string{fmt.Sprintf("--kube-api-qps=%d", operandQPS), fmt.Sprintf("--kube-api-burst=%d", operandBurst)}
+}
+
+// machineControllerArgs: the built-in kubemark provider (this project's
+// binary) gets the sized client and workers; a platform provider image gets
+// only what OpenShift renders for it.
+func machineControllerArgs(cfg config.Config) []string {
+	if cfg.PlatformType == configv1.ExternalPlatformType && cfg.ExternalPlatformName == config.KubemarkPlatformName {
+		return append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers))
+	}
 	if cfg.MaxConcurrentReconciles <= 0 {
 		return nil
 	}

@@ -82,12 +82,28 @@ func TestPlatforms(t *testing.T) {
 			if hasMax != tt.maxConcurrent {
 				t.Errorf("--max-concurrent-reconciles=10 present = %v, want %v (args %v)", hasMax, tt.maxConcurrent, mc.Args)
 			}
+			// This project's binaries get the client and workers the scale
+			// benchmark sized; a platform's provider image only what
+			// OpenShift renders for it.
+			kubemark := tt.platform == "kubemark"
 			for _, c := range d.Spec.Template.Spec.Containers {
+				ours := c.Name != MachineContainer || kubemark
+				if got := slices.Contains(c.Args, "--kube-api-qps=200") && slices.Contains(c.Args, "--kube-api-burst=400"); got != ours {
+					t.Errorf("container %s: sized client flags present = %v, want %v (args %v)", c.Name, got, ours, c.Args)
+				}
 				for _, a := range c.Args {
-					if c.Name != MachineContainer && strings.HasPrefix(a, "--max-concurrent-reconciles") {
-						t.Errorf("container %s has %s", c.Name, a)
+					if c.Name == MachineSetContainer || c.Name == MachineHealthCheckContainer {
+						if strings.HasPrefix(a, "--max-concurrent-reconciles") {
+							t.Errorf("container %s has %s", c.Name, a)
+						}
 					}
 				}
+			}
+			if nl := container(t, d, NodeLinkContainer); !slices.Contains(nl.Args, "--max-concurrent-reconciles=50") {
+				t.Errorf("nodelink args %v, want --max-concurrent-reconciles=50", nl.Args)
+			}
+			if kubemark && !slices.Contains(mc.Args, "--max-concurrent-reconciles=50") {
+				t.Errorf("kubemark machine controller args %v, want --max-concurrent-reconciles=50", mc.Args)
 			}
 
 			ds := find[*appsv1.DaemonSet](objs, config.TerminationHandlerName)

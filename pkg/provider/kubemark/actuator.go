@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -30,6 +31,12 @@ type Options struct {
 	// Client reads and writes Nodes and Leases. A cached (manager) client
 	// works: reads that lag behind writes only cause a retry.
 	Client client.Client
+	// NodeReader (optional) reads Nodes, normally from the manager's cache,
+	// which must then carry the IndexNodeInternalIP index (RegisterIndexes):
+	// looking up a Machine's Node and checking that an InternalIP is free
+	// then cost no API request. nil reads Nodes through Client and lists
+	// every Node to pick an IP.
+	NodeReader client.Reader
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// ReassertInterval is the longest Update waits, while a node is
@@ -43,6 +50,8 @@ type Options struct {
 // writes.
 type Actuator struct {
 	client   client.Client
+	nodes    client.Reader
+	indexed  bool // nodes has IndexNodeInternalIP
 	now      func() time.Time
 	reassert time.Duration
 }
@@ -51,7 +60,10 @@ var _ machine.Actuator = &Actuator{}
 
 // NewActuator returns a kubemark Actuator.
 func NewActuator(opts Options) *Actuator {
-	a := &Actuator{client: opts.Client, now: opts.Now, reassert: opts.ReassertInterval}
+	a := &Actuator{client: opts.Client, nodes: opts.NodeReader, indexed: opts.NodeReader != nil, now: opts.Now, reassert: opts.ReassertInterval}
+	if a.nodes == nil {
+		a.nodes = opts.Client
+	}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -106,11 +118,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err := a.releaseLease(ctx, m.Name, ""); err != nil {
 		return err
 	}
-	used, err := a.usedIPs(ctx)
-	if err != nil {
-		return err
-	}
-	ip, err := pickNodeIP(m.Namespace, m.Name, used)
+	ip, err := a.pickNodeIP(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -119,8 +127,9 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err := a.client.Create(ctx, created); err != nil {
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			// Registered concurrently (or the cache lagged): check whose it is.
-			node, gerr := a.ownNode(ctx, m)
+			// Registered concurrently (or the cache lagged): check whose it
+			// is, uncached.
+			node, gerr := a.getOwnNode(ctx, a.client, m)
 			if gerr != nil {
 				return fmt.Errorf("registering node %q: it already exists: %w", m.Name, gerr)
 			}
@@ -226,11 +235,15 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	return a.releaseLease(ctx, node.Name, node.UID)
 }
 
-// ownNode gets the Machine's Node: NotFound when there is none, an
-// errForeignNode when the Node of that name has another providerID.
+// ownNode gets the Machine's Node (from NodeReader): NotFound when there is
+// none, an errForeignNode when the Node of that name has another providerID.
 func (a *Actuator) ownNode(ctx context.Context, m *machinev1beta1.Machine) (*corev1.Node, error) {
+	return a.getOwnNode(ctx, a.nodes, m)
+}
+
+func (a *Actuator) getOwnNode(ctx context.Context, r client.Reader, m *machinev1beta1.Machine) (*corev1.Node, error) {
 	node := &corev1.Node{}
-	if err := a.client.Get(ctx, client.ObjectKey{Name: m.Name}, node); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Name: m.Name}, node); err != nil {
 		return nil, err
 	}
 	if want := ProviderID(m.Namespace, m.Name); node.Spec.ProviderID != want {
@@ -238,6 +251,28 @@ func (a *Actuator) ownNode(ctx context.Context, m *machinev1beta1.Machine) (*cor
 			errForeignNode, node.Name, node.Spec.ProviderID, want)
 	}
 	return node, nil
+}
+
+// pickNodeIP returns the first candidate InternalIP (NodeIP) for the
+// Machine that no Node uses. With an indexed NodeReader each candidate is one
+// cache lookup; two Machines registering at the same moment could, rarely,
+// draw the same IP before either Node is in the cache, which nodelink
+// tolerates (it matches by providerID first).
+func (a *Actuator) pickNodeIP(ctx context.Context, m *machinev1beta1.Machine) (netip.Addr, error) {
+	if !a.indexed {
+		used, err := a.usedIPs(ctx)
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		return pickNodeIP(m.Namespace, m.Name, func(ip string) (bool, error) { return used[ip], nil })
+	}
+	return pickNodeIP(m.Namespace, m.Name, func(ip string) (bool, error) {
+		nodes := &corev1.NodeList{}
+		if err := a.nodes.List(ctx, nodes, client.MatchingFields{IndexNodeInternalIP: ip}, client.UnsafeDisableDeepCopy); err != nil {
+			return false, fmt.Errorf("looking up nodes with InternalIP %s: %w", ip, err)
+		}
+		return len(nodes.Items) > 0, nil
+	})
 }
 
 // usedIPs returns the InternalIPs of every Node.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
@@ -239,31 +241,92 @@ func TestCreateRegistersNode(t *testing.T) {
 	}
 }
 
+// TestCreateDefaultsAndUniqueIP runs with Nodes read directly (a LIST per
+// Create) and from an informer cache with the InternalIP index, as
+// machine-controller-manager does.
 func TestCreateDefaultsAndUniqueIP(t *testing.T) {
-	a, _ := setup(t, Options{})
-	ctx := t.Context()
-	m := newMachine(t, "")
-	// Another node already has this machine's first-choice IP.
-	taken := NodeIP(testNamespace, m.Name, 0).String()
-	squatter := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.Name + "-squatter"}}
-	if err := env.Client.Create(ctx, squatter); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), squatter) })
-	squatter.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: taken}}
-	if err := env.Client.Status().Update(ctx, squatter); err != nil {
-		t.Fatal(err)
-	}
+	for _, cached := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "cached"}[cached], func(t *testing.T) {
+			ctx := t.Context()
+			var opts Options
+			if cached {
+				opts.NodeReader = indexedNodeCache(t)
+			}
+			a, _ := setup(t, opts)
+			m := newMachine(t, "")
+			// Another node already has this machine's first-choice IP.
+			taken := NodeIP(testNamespace, m.Name, 0).String()
+			squatter := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: m.Name + "-squatter"}}
+			if err := env.Client.Create(ctx, squatter); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), squatter) })
+			squatter.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: taken}}
+			if err := env.Client.Status().Update(ctx, squatter); err != nil {
+				t.Fatal(err)
+			}
+			if cached {
+				waitCached(t, opts.NodeReader, taken)
+			}
 
-	if err := a.Create(ctx, m); err != nil {
+			if err := a.Create(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			n := getNode(t, m.Name)
+			if got := n.Status.Addresses[0].Address; got == taken || got != NodeIP(testNamespace, m.Name, 1).String() {
+				t.Errorf("InternalIP %s; taken %s, want the second candidate %s", got, taken, NodeIP(testNamespace, m.Name, 1))
+			}
+			if c := n.Status.Capacity; c.Cpu().String() != "2" || c.Memory().String() != "4Gi" || c.Pods().String() != "110" {
+				t.Errorf("default capacity %v", c)
+			}
+			if cached {
+				// Exists reads the cache: true once the new Node is in it.
+				err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+					return a.Exists(ctx, m)
+				})
+				if err != nil {
+					t.Errorf("Exists never true through the cache: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// indexedNodeCache starts an informer cache of Nodes with the
+// IndexNodeInternalIP index, stopped when the test ends.
+func indexedNodeCache(t *testing.T) client.Reader {
+	t.Helper()
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
+	if err != nil {
 		t.Fatal(err)
 	}
-	n := getNode(t, m.Name)
-	if got := n.Status.Addresses[0].Address; got == taken || got != NodeIP(testNamespace, m.Name, 1).String() {
-		t.Errorf("InternalIP %s; taken %s, want the second candidate %s", got, taken, NodeIP(testNamespace, m.Name, 1))
+	if err := RegisterIndexes(t.Context(), c); err != nil {
+		t.Fatal(err)
 	}
-	if c := n.Status.Capacity; c.Cpu().String() != "2" || c.Memory().String() != "4Gi" || c.Pods().String() != "110" {
-		t.Errorf("default capacity %v", c)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = c.Start(ctx) }()
+	if _, err := c.GetInformer(t.Context(), &corev1.Node{}); err != nil {
+		t.Fatal(err)
+	}
+	if !c.WaitForCacheSync(t.Context()) {
+		t.Fatal("node cache did not sync")
+	}
+	return c
+}
+
+// waitCached waits until the cache's index knows a Node with InternalIP ip.
+func waitCached(t *testing.T, r client.Reader, ip string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		nodes := &corev1.NodeList{}
+		if err := r.List(ctx, nodes, client.MatchingFields{IndexNodeInternalIP: ip}); err != nil {
+			return false, err
+		}
+		return len(nodes.Items) == 1, nil
+	})
+	if err != nil {
+		t.Fatalf("node with InternalIP %s never in the cache: %v", ip, err)
 	}
 }
 

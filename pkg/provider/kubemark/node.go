@@ -1,6 +1,7 @@
 package kubemark
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -10,6 +11,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
 )
@@ -80,12 +82,16 @@ func NodeIP(namespace, name string, attempt int) netip.Addr {
 // maxIPAttempts bounds the search for a free InternalIP.
 const maxIPAttempts = 1000
 
-// pickNodeIP returns the first candidate IP for the Machine that is not in
+// pickNodeIP returns the first candidate IP for the Machine that is not
 // used.
-func pickNodeIP(namespace, name string, used map[string]bool) (netip.Addr, error) {
+func pickNodeIP(namespace, name string, used func(ip string) (bool, error)) (netip.Addr, error) {
 	for attempt := range maxIPAttempts {
 		ip := NodeIP(namespace, name, attempt)
-		if !used[ip.String()] {
+		inUse, err := used(ip.String())
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		if !inUse {
 			return ip, nil
 		}
 	}
@@ -145,4 +151,30 @@ func machineAddresses(node *corev1.Node) []corev1.NodeAddress {
 		}
 	}
 	return out
+}
+
+// IndexNodeInternalIP is the field index (on Nodes) of every InternalIP in
+// status.addresses that an Actuator's NodeReader must carry.
+const IndexNodeInternalIP = "kubemark:node.status.addresses.internalIP"
+
+// RegisterIndexes adds IndexNodeInternalIP to indexer (a manager's
+// GetFieldIndexer()); call it before the cache starts.
+func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	err := indexer.IndexField(ctx, &corev1.Node{}, IndexNodeInternalIP, func(o client.Object) []string {
+		n, ok := o.(*corev1.Node)
+		if !ok {
+			return nil
+		}
+		var ips []string
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && a.Address != "" {
+				ips = append(ips, a.Address)
+			}
+		}
+		return ips
+	})
+	if err != nil {
+		return fmt.Errorf("indexing Nodes by InternalIP: %w", err)
+	}
+	return nil
 }

@@ -117,11 +117,11 @@ func TestNodeIP(t *testing.T) {
 
 func TestPickNodeIP(t *testing.T) {
 	first := NodeIP("ns", "m", 0)
-	got, err := pickNodeIP("ns", "m", map[string]bool{})
+	got, err := pickNodeIP("ns", "m", inSet(map[string]bool{}))
 	if err != nil || got != first {
 		t.Fatalf("free: got %s, %v; want %s", got, err, first)
 	}
-	got, err = pickNodeIP("ns", "m", map[string]bool{first.String(): true})
+	got, err = pickNodeIP("ns", "m", inSet(map[string]bool{first.String(): true}))
 	if err != nil || got != NodeIP("ns", "m", 1) {
 		t.Fatalf("first taken: got %s, %v; want %s", got, err, NodeIP("ns", "m", 1))
 	}
@@ -129,7 +129,7 @@ func TestPickNodeIP(t *testing.T) {
 	for i := range maxIPAttempts {
 		all[NodeIP("ns", "m", i).String()] = true
 	}
-	if _, err := pickNodeIP("ns", "m", all); err == nil {
+	if _, err := pickNodeIP("ns", "m", inSet(all)); err == nil {
 		t.Fatal("no error with every candidate taken")
 	}
 }
@@ -240,4 +240,9 @@ func TestSamplesAreValid(t *testing.T) {
 		t.Errorf("machineset.yaml template: %v", err)
 	}
 	read("machinehealthcheck.yaml", &machinev1beta1.MachineHealthCheck{})
+}
+
+// inSet is a pickNodeIP lookup of the IPs in set.
+func inSet(set map[string]bool) func(string) (bool, error) {
+	return func(ip string) (bool, error) { return set[ip], nil }
 }

@@ -13,8 +13,10 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -27,9 +29,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
@@ -60,6 +64,7 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	ctrllog.SetLogger(logr.Discard())
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig (--kubeconfig or $KUBECONFIG): %w", err)
@@ -88,10 +93,19 @@ func run(ctx context.Context, o options) error {
 	if !informers.WaitForCacheSync(ctx) {
 		return fmt.Errorf("informers did not sync")
 	}
-	if _, err := informers.GetInformer(ctx, &machinev1beta1.Machine{}); err != nil {
+	stages := newStageRecorder()
+	machineInformer, err := informers.GetInformer(ctx, &machinev1beta1.Machine{})
+	if err != nil {
 		return err
 	}
-	if _, err := informers.GetInformer(ctx, &corev1.Node{}); err != nil {
+	nodeInformer, err := informers.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return err
+	}
+	if _, err := machineInformer.AddEventHandler(stages.machineHandler()); err != nil {
+		return err
+	}
+	if _, err := nodeInformer.AddEventHandler(stages.nodeHandler()); err != nil {
 		return err
 	}
 
@@ -116,6 +130,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	start := time.Now()
+	stages.reset(start)
 	if err := scale(ctx, c, ms, o.replicas); err != nil {
 		return err
 	}
@@ -159,11 +174,13 @@ func run(ctx context.Context, o options) error {
 	}
 
 	upReq, downReq := diff(mid, before), diff(after, mid)
-	creates := upReq[key{"POST", "machines", ""}]
+	creates := upReq[key{verb: "POST", resource: "machines"}]
 	fmt.Printf("MachineSet %s/%s, %d replicas\n", o.namespace, o.name, o.replicas)
 	fmt.Printf("  0→%d: all created in %.2fs, all Running with Ready Nodes in %.2fs\n", o.replicas, allCreated.Seconds(), up.Seconds())
 	fmt.Printf("  %d→0: all Machines and Nodes gone in %.2fs\n", o.replicas, down.Seconds())
-	fmt.Printf("  Machine create requests: %d (expected %d)\n", creates, o.replicas)
+	fmt.Printf("  Machine create requests accepted: %d (expected %d); rejected by the API server and retried: %d\n",
+		creates, o.replicas, upReq[key{verb: "POST", resource: "machines", rejected: true}])
+	stages.report(o.replicas)
 	report("scale up", upReq, o.replicas)
 	report("scale down", downReq, o.replicas)
 	if creates != o.replicas {
@@ -259,8 +276,13 @@ func gone(ctx context.Context, r client.Reader, o options) (bool, error) {
 	return true, nil
 }
 
-// key identifies an API request counter: verb, resource, subresource.
-type key struct{ verb, resource, subresource string }
+// key identifies an API request counter: verb, resource, subresource, and
+// whether the API server accepted it (a 429 from priority and fairness, which
+// client-go retries, counts as a separate, rejected request).
+type key struct {
+	verb, resource, subresource string
+	rejected                    bool
+}
 
 // requestCounts reads apiserver_request_total from the API server's metrics,
 // summed over everything but verb, resource and subresource.
@@ -280,7 +302,8 @@ func requestCounts(ctx context.Context, kube kubernetes.Interface) (map[key]int,
 		return nil, fmt.Errorf("the API server exposes no apiserver_request_total")
 	}
 	for _, m := range fam.Metric {
-		k := key{label(m, "verb"), label(m, "resource"), label(m, "subresource")}
+		code := label(m, "code")
+		k := key{label(m, "verb"), label(m, "resource"), label(m, "subresource"), code == "429" || strings.HasPrefix(code, "5")}
 		out[k] += int(m.GetCounter().GetValue())
 	}
 	return out, nil
@@ -323,6 +346,9 @@ func report(phase string, reqs map[key]int, machines int) {
 		if keys[i].subresource != keys[j].subresource {
 			return keys[i].subresource < keys[j].subresource
 		}
+		if keys[i].rejected != keys[j].rejected {
+			return !keys[i].rejected
+		}
 		return keys[i].verb < keys[j].verb
 	})
 	fmt.Printf("  %s: %d API requests in all, %.1f per Machine; by resource and verb (per Machine):\n", phase, total, float64(total)/float64(machines))
@@ -331,6 +357,111 @@ func report(phase string, reqs map[key]int, machines int) {
 		if k.subresource != "" {
 			res += "/" + k.subresource
 		}
-		fmt.Printf("    %-18s %-7s %6d  (%.2f)\n", res, k.verb, reqs[k], float64(reqs[k])/float64(machines))
+		verb := k.verb
+		if k.rejected {
+			verb += " (rejected: 429/5xx)"
+		}
+		fmt.Printf("    %-18s %-7s %6d  (%.2f)\n", res, verb, reqs[k], float64(reqs[k])/float64(machines))
+	}
+}
+
+// Stages of a Machine's life during the scale-up, in order.
+var stageNames = []string{"Machine created", "Node registered", "nodeRef set", "Node Ready", "Machine Running"}
+
+// stageRecorder notes, from informer events, when each Machine first reached
+// each stage, so the report shows where the time goes.
+type stageRecorder struct {
+	mu    sync.Mutex
+	start time.Time
+	at    map[string]map[string]time.Duration // stage → machine (node) name → time since start
+}
+
+func newStageRecorder() *stageRecorder {
+	r := &stageRecorder{}
+	r.reset(time.Now())
+	return r
+}
+
+func (r *stageRecorder) reset(start time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.start = start
+	r.at = map[string]map[string]time.Duration{}
+	for _, s := range stageNames {
+		r.at[s] = map[string]time.Duration{}
+	}
+}
+
+func (r *stageRecorder) note(stage, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.at[stage][name]; !ok {
+		r.at[stage][name] = time.Since(r.start)
+	}
+}
+
+func (r *stageRecorder) onMachine(obj any) {
+	m, ok := obj.(*machinev1beta1.Machine)
+	if !ok {
+		return
+	}
+	r.note("Machine created", m.Name)
+	if m.Status.NodeRef != nil {
+		r.note("nodeRef set", m.Name)
+	}
+	if m.Status.Phase != nil && *m.Status.Phase == "Running" {
+		r.note("Machine Running", m.Name)
+	}
+}
+
+func (r *stageRecorder) onNode(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	r.note("Node registered", n.Name)
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			r.note("Node Ready", n.Name)
+		}
+	}
+}
+
+func (r *stageRecorder) machineHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    r.onMachine,
+		UpdateFunc: func(_, obj any) { r.onMachine(obj) },
+	}
+}
+
+func (r *stageRecorder) nodeHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    r.onNode,
+		UpdateFunc: func(_, obj any) { r.onNode(obj) },
+	}
+}
+
+// report prints, per stage, when half, 90% and all of the Machines had
+// reached it (seconds since the scale request).
+func (r *stageRecorder) report(machines int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Printf("  scale up by stage (s since the scale request: 50%% / 90%% / 100%% of the Machines):\n")
+	for _, s := range stageNames {
+		var ts []time.Duration
+		for name, d := range r.at[s] {
+			if _, ok := r.at["Machine created"][name]; ok {
+				ts = append(ts, d)
+			}
+		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+		q := func(f float64) string {
+			i := int(f*float64(machines)) - 1
+			if i < 0 || i >= len(ts) {
+				return "   -  "
+			}
+			return fmt.Sprintf("%6.2f", ts[i].Seconds())
+		}
+		fmt.Printf("    %-16s %s / %s / %s\n", s, q(0.5), q(0.9), q(1.0))
 	}
 }
