@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,6 +175,7 @@ func (f *fixture) setDrainState(n *corev1.Node, unschedulable bool, owner string
 // controller cordoned itself for a Machine that is still being deleted.
 func TestDrainOneControlPlaneNodeAtATime(t *testing.T) {
 	t.Parallel()
+	serializeControlPlaneTest(t)
 	f := newFixture(t)
 	cp := map[string]string{ControlPlaneNodeRoleLabel: ""}
 	busy := f.node(f.nodeName("cp-a"), corev1.ConditionTrue, cp)
@@ -209,6 +211,7 @@ func TestDrainOneControlPlaneNodeAtATime(t *testing.T) {
 // deleted) does not block control-plane drains.
 func TestDrainControlPlaneStaleAnnotation(t *testing.T) {
 	t.Parallel()
+	serializeControlPlaneTest(t)
 	f := newFixture(t)
 	cp := map[string]string{ControlPlaneNodeRoleLabel: ""}
 	gone := f.node(f.nodeName("cp-gone"), corev1.ConditionTrue, cp)
@@ -233,6 +236,7 @@ func TestDrainControlPlaneStaleAnnotation(t *testing.T) {
 // start.
 func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
 	t.Parallel()
+	serializeControlPlaneTest(t)
 	f := newFixture(t)
 	cp := map[string]string{ControlPlaneNodeRoleLabel: ""}
 	other := f.node(f.nodeName("cp-a"), corev1.ConditionTrue, cp)
@@ -291,4 +295,17 @@ func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
 	f.clock.Advance(15 * time.Second)
 	f.mustReconcile(m)
 	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut)
+}
+
+// controlPlaneTests serializes the tests that create control-plane Nodes:
+// the one-control-plane-drain-at-a-time rule looks at every Node in the
+// cluster, so a parallel test's draining control-plane Node would block
+// another test's drain.
+var controlPlaneTests sync.Mutex
+
+// serializeControlPlaneTest holds controlPlaneTests until the test and its
+// cleanups (which delete its Nodes) are done.
+func serializeControlPlaneTest(t *testing.T) {
+	controlPlaneTests.Lock()
+	t.Cleanup(controlPlaneTests.Unlock)
 }
