@@ -1,0 +1,74 @@
+package machinehealthcheck
+
+import "time"
+
+// ControllerName names the controller (events, logs, the manager).
+const ControllerName = "machinehealthcheck-controller"
+
+// Annotations, labels and taints the controller reads.
+const (
+	// PausedAnnotation on a MachineHealthCheck (any value) pauses
+	// remediation; the status is still written.
+	PausedAnnotation = "cluster.x-k8s.io/paused"
+
+	// RemediateControlPlaneAnnotation set to "true" on a MachineHealthCheck
+	// lets it delete control-plane Machines. Without it, unhealthy
+	// control-plane Machines are reported (event SkippedControlPlane) but
+	// left alone: deleting one can cost etcd quorum. This opt-in is this
+	// project's own; OpenShift's controller has no control-plane protection.
+	// It guards deletion only: with spec.remediationTemplate set, requests
+	// are created for control-plane Machines too (the external remediator,
+	// e.g. a reboot, decides what is safe).
+	RemediateControlPlaneAnnotation = "machine.openshift.io/remediate-control-plane"
+
+	// MachineRoleLabel and MachineTypeLabel set to "master" mark a
+	// control-plane Machine.
+	MachineRoleLabel = "machine.openshift.io/cluster-api-machine-role"
+	MachineTypeLabel = "machine.openshift.io/cluster-api-machine-type"
+
+	// ExcludeFromRemediationLabel set to "true" on a Node excludes its
+	// Machine from remediation (medik8s convention).
+	ExcludeFromRemediationLabel = "remediation.medik8s.io/exclude-from-remediation"
+	// NodeMaintenanceTaint is the taint key a node maintenance puts on the
+	// Node it drains; such a Node is not remediated.
+	NodeMaintenanceTaint = "medik8s.io/drain"
+
+	// ClonedFromNameAnnotation and ClonedFromGroupKindAnnotation on an
+	// external remediation request name the template it was built from.
+	ClonedFromNameAnnotation      = "machine.openshift.io/cloned-from-name"
+	ClonedFromGroupKindAnnotation = "machine.openshift.io/cloned-from-groupkind"
+
+	masterRole = "master"
+)
+
+// DefaultNodeStartupTimeout applies when spec.nodeStartupTimeout is unset.
+const DefaultNodeStartupTimeout = 10 * time.Minute
+
+// Event reasons.
+const (
+	// On the MachineHealthCheck.
+	EventRemediationRestricted = "RemediationRestricted" // Warning: maxUnhealthy exceeded (once per transition)
+	EventTemplateNotFound      = "ExternalRemediationTemplateNotFound"
+
+	// On Machines.
+	EventDetectedUnhealthy     = "DetectedUnhealthy"     // Normal: the Machine is unhealthy, or will be when a timeout expires
+	EventMachineDeleted        = "MachineDeleted"        // Normal: remediated by deletion
+	EventMachineDeletionFailed = "MachineDeletionFailed" // Warning
+	EventSkippedNoController   = "SkippedNoController"   // Warning: nothing would replace the Machine
+	EventSkippedControlPlane   = "SkippedControlPlane"   // Warning: control-plane Machine, no opt-in
+	EventSkippedExcluded       = "SkippedExcluded"       // Normal: Node excluded from remediation or under maintenance
+	EventRequestCreated        = "ExternalRemediationRequestCreated"
+	EventRequestCreationFailed = "ExternalRemediationRequestCreationFailed"
+	EventRequestDeleted        = "ExternalRemediationRequestDeleted"
+)
+
+// Condition reasons (besides openshift/api's TooManyUnhealthyReason,
+// ExternalRemediationTemplateNotFound and
+// ExternalRemediationRequestCreationFailed).
+const (
+	ReasonPaused             = "Paused"             // RemediationAllowed=False: PausedAnnotation is set
+	ReasonInvalidSpec        = "InvalidSpec"        // RemediationAllowed=False: selector or maxUnhealthy unusable
+	ReasonRemediationAllowed = "RemediationAllowed" // RemediationAllowed=True
+	ReasonTemplateAvailable  = "TemplateAvailable"  // ExternalRemediationTemplateAvailable=True
+	ReasonRequestAvailable   = "RequestAvailable"   // ExternalRemediationRequestAvailable=True
+)

@@ -1,0 +1,346 @@
+package machinehealthcheck
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func testMachine(mutate ...func(*machinev1beta1.Machine)) *machinev1beta1.Machine {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}}
+	m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "n"}
+	for _, f := range mutate {
+		f(m)
+	}
+	return m
+}
+
+func testNode(conds ...corev1.NodeCondition) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Conditions: conds}}
+}
+
+func cond(t corev1.NodeConditionType, s corev1.ConditionStatus, since time.Time) corev1.NodeCondition {
+	return corev1.NodeCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(since)}
+}
+
+func TestAssess(t *testing.T) {
+	params := healthParams{
+		conditions: []machinev1beta1.UnhealthyCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Timeout: metav1.Duration{Duration: 5 * time.Minute}},
+			{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Timeout: metav1.Duration{Duration: 5 * time.Minute}},
+			{Type: "DiskPressure", Status: corev1.ConditionTrue, Timeout: metav1.Duration{Duration: 2 * time.Minute}},
+		},
+		startupTimeout: 10 * time.Minute,
+	}
+	noNode := func(created time.Time) func(*machinev1beta1.Machine) {
+		return func(m *machinev1beta1.Machine) {
+			m.Status.NodeRef = nil
+			m.CreationTimestamp = metav1.NewTime(created)
+			// An old lastUpdated must not matter: the timer runs from creation.
+			m.Status.LastUpdated = ptr.To(metav1.NewTime(t0.Add(-time.Hour)))
+		}
+	}
+	tests := []struct {
+		name        string
+		machine     *machinev1beta1.Machine
+		node        *corev1.Node
+		params      *healthParams
+		want        Health
+		wantRecheck time.Duration
+		wantReason  string
+	}{
+		{name: "healthy", machine: testMachine(), node: testNode(cond(corev1.NodeReady, corev1.ConditionTrue, t0.Add(-time.Hour))), want: Healthy},
+		{name: "no conditions at all is healthy", machine: testMachine(), node: testNode(), want: Healthy},
+		{name: "phase Failed", machine: testMachine(func(m *machinev1beta1.Machine) { m.Status.Phase = ptr.To(machinev1beta1.PhaseFailed) }),
+			node: testNode(), want: Unhealthy, wantReason: "Failed"},
+		{name: "node gone", machine: testMachine(), node: nil, want: Unhealthy, wantReason: "gone"},
+		{name: "Ready=False past timeout", machine: testMachine(),
+			node: testNode(cond(corev1.NodeReady, corev1.ConditionFalse, t0.Add(-6*time.Minute))), want: Unhealthy, wantReason: "Ready=False"},
+		{name: "Ready=Unknown exactly at timeout", machine: testMachine(),
+			node: testNode(cond(corev1.NodeReady, corev1.ConditionUnknown, t0.Add(-5*time.Minute))), want: Unhealthy},
+		{name: "Ready=False within timeout", machine: testMachine(),
+			node: testNode(cond(corev1.NodeReady, corev1.ConditionFalse, t0.Add(-2*time.Minute))), want: Suspect, wantRecheck: 3 * time.Minute},
+		{name: "two conditions within timeout: earliest expiry", machine: testMachine(),
+			node: testNode(cond(corev1.NodeReady, corev1.ConditionFalse, t0.Add(-time.Minute)), cond("DiskPressure", corev1.ConditionTrue, t0.Add(-90*time.Second))),
+			want: Suspect, wantRecheck: 30 * time.Second},
+		{name: "other condition past its own timeout", machine: testMachine(),
+			node: testNode(cond(corev1.NodeReady, corev1.ConditionTrue, t0.Add(-time.Hour)), cond("DiskPressure", corev1.ConditionTrue, t0.Add(-3*time.Minute))),
+			want: Unhealthy, wantReason: "DiskPressure=True"},
+		{name: "no node, inside startup window from creation", machine: testMachine(noNode(t0.Add(-4 * time.Minute))),
+			want: Starting, wantRecheck: 6 * time.Minute},
+		{name: "no node, past startup timeout from creation", machine: testMachine(noNode(t0.Add(-11 * time.Minute))),
+			want: Unhealthy, wantReason: "no Node"},
+		{name: "no node, lastUpdated recent but created long ago", machine: testMachine(noNode(t0.Add(-11*time.Minute)), func(m *machinev1beta1.Machine) {
+			m.Status.LastUpdated = ptr.To(metav1.NewTime(t0))
+		}), want: Unhealthy},
+		{name: "no node, startup timeout disabled", machine: testMachine(noNode(t0.Add(-24 * time.Hour))),
+			params: &healthParams{conditions: params.conditions}, want: Starting},
+		{name: "deleting", machine: testMachine(func(m *machinev1beta1.Machine) {
+			m.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+			m.Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
+		}), want: Deleting},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := params
+			if tc.params != nil {
+				p = *tc.params
+			}
+			got := assess(tc.machine, tc.node, p, t0)
+			if got.Health != tc.want || got.Recheck != tc.wantRecheck {
+				t.Errorf("assess = %v recheck %v (%q), want %v recheck %v", got.Health, got.Recheck, got.Reason, tc.want, tc.wantRecheck)
+			}
+			if !strings.Contains(got.Reason, tc.wantReason) {
+				t.Errorf("reason %q does not mention %q", got.Reason, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestParamsDefaults(t *testing.T) {
+	mhc := &machinev1beta1.MachineHealthCheck{}
+	if p := paramsOf(mhc); p.startupTimeout != DefaultNodeStartupTimeout {
+		t.Errorf("default startup timeout %v", p.startupTimeout)
+	}
+	mhc.Spec.NodeStartupTimeout = &metav1.Duration{}
+	if p := paramsOf(mhc); p.startupTimeout != 0 {
+		t.Errorf("\"0\" startup timeout = %v, want disabled", p.startupTimeout)
+	}
+}
+
+func TestMaxUnhealthyValue(t *testing.T) {
+	tests := []struct {
+		v       *intstr.IntOrString
+		total   int
+		want    int
+		wantErr bool
+	}{
+		{v: nil, total: 7, want: 7},
+		{v: ptr.To(intstr.FromInt32(3)), total: 7, want: 3},
+		{v: ptr.To(intstr.FromInt32(-1)), total: 7, want: 0},
+		{v: ptr.To(intstr.FromString("40%")), total: 5, want: 2},
+		{v: ptr.To(intstr.FromString("60%")), total: 7, want: 4},
+		{v: ptr.To(intstr.FromString("100%")), total: 3, want: 3},
+		{v: ptr.To(intstr.FromString("0%")), total: 3, want: 0},
+		{v: ptr.To(intstr.FromString("2")), total: 7, want: 2},
+		{v: ptr.To(intstr.FromString("a")), wantErr: true},
+		{v: ptr.To(intstr.FromString("a%")), wantErr: true},
+		{v: ptr.To(intstr.FromString("1%0")), wantErr: true},
+	}
+	for _, tc := range tests {
+		got, err := maxUnhealthyValue(tc.v, tc.total)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("maxUnhealthyValue(%v, %d) = %d, %v; want %d (error %v)", tc.v, tc.total, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	v := func(h Health, recheck time.Duration) verdict { return verdict{Health: h, Recheck: recheck} }
+	tests := []struct {
+		name     string
+		vs       []verdict
+		max      *intstr.IntOrString
+		want     summary
+		wantErr  bool
+		wantNext time.Duration
+	}{
+		{name: "all healthy, default 100%", vs: []verdict{v(Healthy, 0), v(Healthy, 0)},
+			want: summary{Expected: 2, Healthy: 2, MaxUnhealthy: 2, Allowed: true, RemediationsAllowed: 2}},
+		{name: "starting and suspect machines do not count as unhealthy",
+			vs:   []verdict{v(Healthy, 0), v(Starting, 4*time.Minute), v(Starting, 0), v(Suspect, time.Minute), v(Unhealthy, 0)},
+			max:  ptr.To(intstr.FromInt32(1)),
+			want: summary{Expected: 5, Healthy: 1, Unhealthy: 1, MaxUnhealthy: 1, Allowed: true, Requeue: time.Minute}},
+		{name: "deleting machines are not expected nor unhealthy",
+			vs:   []verdict{v(Healthy, 0), v(Deleting, 0), v(Deleting, 0)},
+			max:  ptr.To(intstr.FromInt32(0)),
+			want: summary{Expected: 1, Healthy: 1, MaxUnhealthy: 0, Allowed: true}},
+		{name: "too many unhealthy, int", vs: []verdict{v(Unhealthy, 0), v(Unhealthy, 0), v(Healthy, 0), v(Suspect, 90*time.Second)},
+			max:  ptr.To(intstr.FromInt32(1)),
+			want: summary{Expected: 4, Healthy: 1, Unhealthy: 2, MaxUnhealthy: 1, Requeue: 90 * time.Second}},
+		{name: "percent rounds down: 40% of 4 = 1", vs: []verdict{v(Unhealthy, 0), v(Healthy, 0), v(Healthy, 0), v(Healthy, 0)},
+			max:  ptr.To(intstr.FromString("40%")),
+			want: summary{Expected: 4, Healthy: 3, Unhealthy: 1, MaxUnhealthy: 1, Allowed: true}},
+		{name: "percent rounds down: 40% of 4 with 2 unhealthy", vs: []verdict{v(Unhealthy, 0), v(Unhealthy, 0), v(Healthy, 0), v(Healthy, 0)},
+			max:  ptr.To(intstr.FromString("40%")),
+			want: summary{Expected: 4, Healthy: 2, Unhealthy: 2, MaxUnhealthy: 1}},
+		{name: "remediationsAllowed", vs: []verdict{v(Unhealthy, 0), v(Healthy, 0), v(Healthy, 0), v(Healthy, 0)},
+			max:  ptr.To(intstr.FromInt32(3)),
+			want: summary{Expected: 4, Healthy: 3, Unhealthy: 1, MaxUnhealthy: 3, Allowed: true, RemediationsAllowed: 2}},
+		{name: "invalid maxUnhealthy", vs: []verdict{v(Healthy, 0)}, max: ptr.To(intstr.FromString("x")), wantErr: true,
+			want: summary{Expected: 1, Healthy: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := summarize(tc.vs, tc.max)
+			if (got.MaxErr != nil) != tc.wantErr {
+				t.Fatalf("MaxErr = %v", got.MaxErr)
+			}
+			got.MaxErr = nil
+			if got != tc.want {
+				t.Errorf("summarize = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextRequeue(t *testing.T) {
+	if d := nextRequeue(nil); d != 0 {
+		t.Errorf("no verdicts: %v", d)
+	}
+	vs := []verdict{{Health: Healthy}, {Health: Unhealthy}, {Health: Starting, Recheck: 9 * time.Minute}, {Health: Suspect, Recheck: 2 * time.Second}}
+	if d := nextRequeue(vs); d != 2*time.Second {
+		t.Errorf("nextRequeue = %v, want 2s", d)
+	}
+	// Nothing will change by time alone: no requeue at all (no polling).
+	if d := nextRequeue([]verdict{{Health: Unhealthy}, {Health: Unhealthy}}); d != 0 {
+		t.Errorf("only unhealthy: %v, want 0", d)
+	}
+}
+
+func TestRestrictedMessage(t *testing.T) {
+	s := summary{Expected: 5, Unhealthy: 3, MaxUnhealthy: 2}
+	got := restrictedMessage(s, ptr.To(intstr.FromString("40%")))
+	for _, want := range []string{"3 of 5", "40%", "= 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("message %q lacks %q", got, want)
+		}
+	}
+}
+
+func TestIsControlPlaneAndExcluded(t *testing.T) {
+	worker := testMachine()
+	if isControlPlane(worker, testNode()) {
+		t.Error("worker is control plane")
+	}
+	for _, l := range []string{MachineRoleLabel, MachineTypeLabel} {
+		m := testMachine(func(m *machinev1beta1.Machine) { m.Labels = map[string]string{l: "master"} })
+		if !isControlPlane(m, nil) {
+			t.Errorf("machine label %s=master not control plane", l)
+		}
+	}
+	for _, l := range []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"} {
+		n := testNode()
+		n.Labels = map[string]string{l: ""}
+		if !isControlPlane(worker, n) {
+			t.Errorf("node label %s not control plane", l)
+		}
+	}
+	n := testNode()
+	if excludedNode(n) != "" || excludedNode(nil) != "" {
+		t.Error("plain node excluded")
+	}
+	n.Labels = map[string]string{ExcludeFromRemediationLabel: "false"}
+	if excludedNode(n) != "" {
+		t.Error("label false excludes")
+	}
+	n.Labels[ExcludeFromRemediationLabel] = "true"
+	if excludedNode(n) == "" {
+		t.Error("label true does not exclude")
+	}
+	n = testNode()
+	n.Spec.Taints = []corev1.Taint{{Key: NodeMaintenanceTaint, Effect: corev1.TaintEffectNoSchedule}}
+	if excludedNode(n) == "" {
+		t.Error("maintenance taint does not exclude")
+	}
+}
+
+func TestRequestKind(t *testing.T) {
+	if k, err := requestKind("Metal3RemediationTemplate"); err != nil || k != "Metal3Remediation" {
+		t.Errorf("requestKind = %q, %v", k, err)
+	}
+	for _, bad := range []string{"Metal3Remediation", "Template", ""} {
+		if _, err := requestKind(bad); err == nil {
+			t.Errorf("requestKind(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSetCondition(t *testing.T) {
+	c := newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, "A", machinev1beta1.ConditionSeverityWarning, "m1")
+	conds := setCondition(nil, c, t0)
+	later := t0.Add(time.Minute)
+	c.Reason, c.Message = "B", "m2"
+	conds = setCondition(conds, c, later)
+	if len(conds) != 1 || !conds[0].LastTransitionTime.Time.Equal(t0) || conds[0].Reason != "B" {
+		t.Errorf("same status: %+v, want lastTransitionTime kept", conds)
+	}
+	conds = setCondition(conds, newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionTrue, "C", machinev1beta1.ConditionSeverityWarning, ""), later)
+	if !conds[0].LastTransitionTime.Time.Equal(later) || conds[0].Severity != machinev1beta1.ConditionSeverityNone {
+		t.Errorf("status change: %+v", conds[0])
+	}
+	if got := removeCondition(conds, machinev1beta1.RemediationAllowedCondition); len(got) != 0 {
+		t.Errorf("removeCondition left %+v", got)
+	}
+}
+
+func TestNodeChangeMatters(t *testing.T) {
+	base := testNode(cond(corev1.NodeReady, corev1.ConditionTrue, t0))
+	heartbeat := base.DeepCopy()
+	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(t0.Add(time.Minute))
+	heartbeat.ResourceVersion = "2"
+	if nodeChangeMatters(base, heartbeat) {
+		t.Error("heartbeat matters")
+	}
+	flip := base.DeepCopy()
+	flip.Status.Conditions[0].Status = corev1.ConditionFalse
+	labelled := base.DeepCopy()
+	labelled.Labels = map[string]string{ExcludeFromRemediationLabel: "true"}
+	tainted := base.DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{{Key: NodeMaintenanceTaint, Effect: corev1.TaintEffectNoSchedule}}
+	newCond := base.DeepCopy()
+	newCond.Status.Conditions = append(newCond.Status.Conditions, cond("DiskPressure", corev1.ConditionTrue, t0))
+	for name, n := range map[string]*corev1.Node{"status": flip, "label": labelled, "taint": tainted, "new condition": newCond} {
+		if !nodeChangeMatters(base, n) {
+			t.Errorf("%s change does not matter", name)
+		}
+	}
+	m := testMachine()
+	m2 := m.DeepCopy()
+	m2.Status.LastUpdated = ptr.To(metav1.NewTime(t0))
+	if machineChangeMatters(m, m2) {
+		t.Error("lastUpdated matters")
+	}
+	m2.Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
+	if !machineChangeMatters(m, m2) {
+		t.Error("phase change does not matter")
+	}
+}
+
+func TestEventMemo(t *testing.T) {
+	e := newEventMemo()
+	key := types.NamespacedName{Namespace: "ns", Name: "mhc"}
+	if !e.first(key, "m1", "R", "a") || e.first(key, "m1", "R", "a") {
+		t.Fatal("same note recorded twice, or never")
+	}
+	if !e.first(key, "m1", "R", "b") {
+		t.Error("changed note not recorded")
+	}
+	if !e.first(key, "m1", "S", "b") {
+		t.Error("other reason not recorded")
+	}
+	e.keepOnly(key, map[string]bool{"m2": true})
+	if !e.first(key, "m1", "R", "b") {
+		t.Error("a Machine dropped by keepOnly is still remembered")
+	}
+	e.clear(key, "m1", "R")
+	if !e.first(key, "m1", "R", "b") {
+		t.Error("cleared reason still remembered")
+	}
+	if !e.setRestricted(key, true) || e.setRestricted(key, true) || !e.setRestricted(key, false) {
+		t.Error("setRestricted does not report transitions")
+	}
+	e.forget(key)
+	if len(e.last) != 0 || len(e.restricted) != 0 {
+		t.Error("forget left state")
+	}
+}

@@ -1,0 +1,353 @@
+package machinehealthcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
+)
+
+// Options configure a Reconciler.
+type Options struct {
+	// Namespace (optional) restricts the controller to MachineHealthChecks
+	// and Machines of one namespace; empty means every namespace the cache
+	// sees.
+	Namespace string
+	// Client reads MachineHealthChecks, Machines and Nodes (from a cache
+	// with the machine.NodeRefNameField index, which SetupWithManager
+	// registers) and writes. Default: the manager's client.
+	Client client.Client
+	// APIReader reads uncached: it confirms that a Node missing from the
+	// cache is gone, and reads remediation templates and requests (kinds
+	// the cache does not watch). Default: the manager's API reader.
+	APIReader client.Reader
+	// Recorder (optional) receives events. Default: the manager's recorder
+	// named ControllerName.
+	Recorder events.EventRecorder
+	// Clock (optional) is the time source; tests use a fake one.
+	Clock clock.PassiveClock
+}
+
+// Reconciler is the MachineHealthCheck controller.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	namespace string
+	writes    *readyourwrites.Memo
+	events    *eventMemo
+}
+
+// NewReconciler returns a MachineHealthCheck controller with opts' defaults
+// filled in. It registers the metrics.
+func NewReconciler(opts Options) *Reconciler {
+	RegisterMetrics()
+	r := &Reconciler{
+		client:    opts.Client,
+		apiReader: opts.APIReader,
+		recorder:  opts.Recorder,
+		clock:     opts.Clock,
+		namespace: opts.Namespace,
+		writes:    readyourwrites.New(),
+		events:    newEventMemo(),
+	}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	return r
+}
+
+// target is one selected Machine with its Node and verdict.
+type target struct {
+	machine *machinev1beta1.Machine
+	node    *corev1.Node // nil: no nodeRef, or the Node is gone
+	verdict verdict
+}
+
+// Reconcile observes one MachineHealthCheck's targets, decides their
+// health, remediates what it may and reports the status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.namespace != "" && req.Namespace != r.namespace {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	mhc := &machinev1beta1.MachineHealthCheck{}
+	if err := r.client.Get(ctx, req.NamespacedName, mhc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.events.forget(req.NamespacedName)
+			r.writes.Forget(req.NamespacedName)
+			deleteMetrics(req.Name, req.Namespace)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading MachineHealthCheck %s: %w", req.NamespacedName, err)
+	}
+	if mhc.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	now := r.clock.Now()
+	if r.writes.Stale(req.NamespacedName, mhc.ResourceVersion, now) {
+		// Our last status write is not in the cache yet: deciding on the
+		// old status would repeat it.
+		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
+	}
+
+	// Observe.
+	selector, err := metav1.LabelSelectorAsSelector(&mhc.Spec.Selector)
+	if err != nil {
+		return ctrl.Result{}, r.reportInvalid(ctx, mhc, fmt.Sprintf("spec.selector is invalid: %v", err), now)
+	}
+	targets, err := r.listTargets(ctx, mhc, selector)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// Decide.
+	params := paramsOf(mhc)
+	verdicts := make([]verdict, len(targets))
+	for i := range targets {
+		targets[i].verdict = assess(targets[i].machine, targets[i].node, params, now)
+		verdicts[i] = targets[i].verdict
+	}
+	sum := summarize(verdicts, mhc.Spec.MaxUnhealthy)
+	_, paused := mhc.Annotations[PausedAnnotation]
+	key := client.ObjectKeyFromObject(mhc)
+	log.V(4).Info("assessed targets", "expected", sum.Expected, "healthy", sum.Healthy, "unhealthy", sum.Unhealthy,
+		"maxUnhealthy", sum.MaxUnhealthy, "paused", paused, "requeue", sum.Requeue)
+
+	st := mhc.Status.DeepCopy()
+	st.ExpectedMachines = ptr.To(sum.Expected)
+	st.CurrentHealthy = ptr.To(sum.Healthy)
+	st.RemediationsAllowed = sum.RemediationsAllowed
+	allowed := newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionTrue, ReasonRemediationAllowed, "", "")
+	restricted := false
+	switch {
+	case paused:
+		st.RemediationsAllowed = 0
+		allowed = newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonPaused,
+			machinev1beta1.ConditionSeverityInfo, fmt.Sprintf("The MachineHealthCheck is paused (annotation %s)", PausedAnnotation))
+	case sum.MaxErr != nil:
+		st.RemediationsAllowed = 0
+		allowed = newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonInvalidSpec,
+			machinev1beta1.ConditionSeverityError, sum.MaxErr.Error())
+	case !sum.Allowed:
+		restricted = true
+		allowed = newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, machinev1beta1.TooManyUnhealthyReason,
+			machinev1beta1.ConditionSeverityWarning, restrictedMessage(sum, mhc.Spec.MaxUnhealthy))
+	}
+	wasRestricted := false
+	if c := getCondition(mhc.Status.Conditions, machinev1beta1.RemediationAllowedCondition); c != nil &&
+		c.Status == corev1.ConditionFalse && c.Reason == machinev1beta1.TooManyUnhealthyReason {
+		wasRestricted = true
+	}
+	st.Conditions = setCondition(st.Conditions, allowed, now)
+	if mhc.Spec.RemediationTemplate == nil {
+		st.Conditions = removeCondition(st.Conditions, machinev1beta1.ExternalRemediationTemplateAvailable)
+		st.Conditions = removeCondition(st.Conditions, machinev1beta1.ExternalRemediationRequestAvailable)
+	}
+
+	// Act.
+	r.reportTargets(mhc, targets)
+	var actErr error
+	if !paused {
+		if sum.Allowed && sum.MaxErr == nil {
+			actErr = r.remediate(ctx, mhc, targets, st, now)
+		}
+		if mhc.Spec.RemediationTemplate != nil {
+			actErr = errors.Join(actErr, r.cleanupRequests(ctx, mhc, targets))
+		}
+	}
+
+	// Report.
+	if r.events.setRestricted(key, restricted) && restricted && !wasRestricted {
+		r.eventf(mhc, nil, corev1.EventTypeWarning, EventRemediationRestricted, "Remediate", "%s", allowed.Message)
+	}
+	if restricted {
+		log.V(2).Info("remediation short-circuited", "message", allowed.Message)
+	}
+	setMetrics(mhc.Name, mhc.Namespace, sum.Expected, restricted)
+	statusErr := r.patchStatus(ctx, mhc, st, now)
+	if err := errors.Join(actErr, statusErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: sum.Requeue}, nil
+}
+
+// listTargets lists the Machines selected by mhc with their Nodes.
+func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, selector labels.Selector) ([]target, error) {
+	list := &machinev1beta1.MachineList{}
+	if err := r.client.List(ctx, list, client.InNamespace(mhc.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, fmt.Errorf("listing the Machines of MachineHealthCheck %s/%s: %w", mhc.Namespace, mhc.Name, err)
+	}
+	targets := make([]target, 0, len(list.Items))
+	for i := range list.Items {
+		m := &list.Items[i]
+		t := target{machine: m}
+		if m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" && m.DeletionTimestamp == nil {
+			node, err := r.getNode(ctx, m.Status.NodeRef.Name)
+			if err != nil {
+				return nil, err
+			}
+			t.node = node
+		}
+		targets = append(targets, t)
+	}
+	return targets, nil
+}
+
+// getNode reads a Node from the cache; a Node missing there is confirmed
+// gone with the API server before it is reported nil (a cache that has not
+// seen a new Node yet must not get its Machine deleted).
+func (r *Reconciler) getNode(ctx context.Context, name string) (*corev1.Node, error) {
+	node := &corev1.Node{}
+	err := r.client.Get(ctx, types.NamespacedName{Name: name}, node)
+	if err == nil {
+		return node, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading Node %s: %w", name, err)
+	}
+	if err := r.apiReader.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Node %s: %w", name, err)
+	}
+	return node, nil
+}
+
+// reportTargets records DetectedUnhealthy once per Machine and state, and
+// forgets the events of Machines that are healthy again or gone.
+func (r *Reconciler) reportTargets(mhc *machinev1beta1.MachineHealthCheck, targets []target) {
+	key := client.ObjectKeyFromObject(mhc)
+	keep := map[string]bool{"": true} // "": events about the MachineHealthCheck itself
+	for _, t := range targets {
+		switch t.verdict.Health {
+		case Unhealthy, Suspect:
+			keep[t.machine.Name] = true
+			note := fmt.Sprintf("Machine %s/%s is unhealthy: %s", t.machine.Namespace, t.machine.Name, t.verdict.Reason)
+			if t.verdict.Health == Suspect {
+				note = fmt.Sprintf("Machine %s/%s may be unhealthy: %s", t.machine.Namespace, t.machine.Name, t.verdict.Reason)
+			}
+			r.machineEventOnce(key, t.machine, corev1.EventTypeNormal, EventDetectedUnhealthy, note)
+		case Deleting:
+			keep[t.machine.Name] = true // keep the memo until it is gone
+		}
+	}
+	r.events.keepOnly(key, keep)
+}
+
+// remediate acts on every Unhealthy target.
+func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) error {
+	key := client.ObjectKeyFromObject(mhc)
+	var errs []error
+	var ext *externalRemediation
+	for _, t := range targets {
+		if t.verdict.Health != Unhealthy {
+			continue
+		}
+		m := t.machine
+		if why := excludedNode(t.node); why != "" {
+			r.machineEventOnce(key, m, corev1.EventTypeNormal, EventSkippedExcluded, "Not remediating: "+why)
+			continue
+		}
+		if mhc.Spec.RemediationTemplate != nil {
+			if ext == nil {
+				ext = r.newExternalRemediation(ctx, mhc, st, now)
+			}
+			errs = append(errs, ext.request(ctx, m))
+			continue
+		}
+		if isControlPlane(m, t.node) && mhc.Annotations[RemediateControlPlaneAnnotation] != "true" {
+			r.machineEventOnce(key, m, corev1.EventTypeWarning, EventSkippedControlPlane,
+				fmt.Sprintf("Not deleting control-plane Machine %s (%s); annotate the MachineHealthCheck %s=true to allow it",
+					m.Name, t.verdict.Reason, RemediateControlPlaneAnnotation))
+			continue
+		}
+		if metav1.GetControllerOf(m) == nil {
+			r.machineEventOnce(key, m, corev1.EventTypeWarning, EventSkippedNoController,
+				fmt.Sprintf("Not deleting Machine %s (%s): it has no controller owner to replace it", m.Name, t.verdict.Reason))
+			continue
+		}
+		errs = append(errs, r.deleteMachine(ctx, mhc, m, t.verdict.Reason))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteMachine deletes m (precondition: same UID) and records the outcome.
+func (r *Reconciler) deleteMachine(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, why string) error {
+	ctrl.LoggerFrom(ctx).Info("deleting unhealthy Machine", "machine", m.Name, "reason", why)
+	err := r.client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone or replaced meanwhile
+	}
+	if err != nil {
+		r.machineEventOnce(client.ObjectKeyFromObject(mhc), m, corev1.EventTypeWarning, EventMachineDeletionFailed,
+			fmt.Sprintf("Deleting unhealthy Machine %s failed: %v", m.Name, err))
+		return fmt.Errorf("deleting unhealthy Machine %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	RemediationSuccessTotal.WithLabelValues(mhc.Name, mhc.Namespace).Inc()
+	r.eventf(m, mhc, corev1.EventTypeNormal, EventMachineDeleted, "Remediate",
+		"Machine %s deleted by MachineHealthCheck %s: %s", m.Name, mhc.Name, why)
+	return nil
+}
+
+// reportInvalid marks mhc as unable to remediate; it is not requeued (a fix
+// changes the MachineHealthCheck).
+func (r *Reconciler) reportInvalid(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, msg string, now time.Time) error {
+	ctrl.LoggerFrom(ctx).Info("MachineHealthCheck is invalid; not remediating", "error", msg)
+	st := mhc.Status.DeepCopy()
+	st.RemediationsAllowed = 0
+	st.Conditions = setCondition(st.Conditions, newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse,
+		ReasonInvalidSpec, machinev1beta1.ConditionSeverityError, msg), now)
+	return r.patchStatus(ctx, mhc, st, now)
+}
+
+// patchStatus writes st when it differs from mhc's status.
+func (r *Reconciler) patchStatus(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) error {
+	if equality.Semantic.DeepEqual(&mhc.Status, st) {
+		return nil
+	}
+	readVersion := mhc.ResourceVersion
+	base := mhc.DeepCopy()
+	mhc.Status = *st
+	if err := r.client.Status().Patch(ctx, mhc, client.MergeFrom(base)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the status of MachineHealthCheck %s/%s: %w", mhc.Namespace, mhc.Name, err)
+	}
+	r.writes.Wrote(client.ObjectKeyFromObject(mhc), readVersion, mhc.ResourceVersion, now)
+	return nil
+}
+
+// machineEventOnce records an event on m unless the same reason and note
+// were recorded for it last.
+func (r *Reconciler) machineEventOnce(mhc types.NamespacedName, m *machinev1beta1.Machine, eventType, reason, note string) {
+	if r.events.first(mhc, m.Name, reason, note) {
+		r.eventf(m, nil, eventType, reason, "Remediate", "%s", note)
+	}
+}
+
+func (r *Reconciler) eventf(regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(regarding, related, eventType, reason, action, note, args...)
+}

@@ -1,0 +1,64 @@
+package machinehealthcheck
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var mhcLabels = []string{"name", "namespace"}
+
+var (
+	// NodesCovered is the number of Machines a MachineHealthCheck covers
+	// (status.expectedMachines; OpenShift's name).
+	NodesCovered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mapi_machinehealthcheck_nodes_covered",
+		Help: "Number of nodes (machines) covered by a MachineHealthCheck.",
+	}, mhcLabels)
+	// RemediationSuccessTotal counts successful remediations (a Machine
+	// deleted or an external remediation request created).
+	RemediationSuccessTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mapi_machinehealthcheck_remediation_success_total",
+		Help: "Number of successful remediations performed by a MachineHealthCheck.",
+	}, mhcLabels)
+	// ShortCircuit is 1 while a MachineHealthCheck has more unhealthy
+	// Machines than maxUnhealthy allows, else 0.
+	ShortCircuit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "mapi_machinehealthcheck_short_circuit",
+		Help: "1 while remediation is short-circuited because maxUnhealthy is exceeded, else 0.",
+	}, mhcLabels)
+)
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers the controller's metrics with controller-runtime's
+// metrics.Registry. It is safe to call many times (NewReconciler calls it).
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		for _, c := range []prometheus.Collector{NodesCovered, RemediationSuccessTotal, ShortCircuit} {
+			if err := ctrlmetrics.Registry.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+			}
+		}
+	})
+}
+
+func setMetrics(name, namespace string, covered int, shortCircuit bool) {
+	NodesCovered.WithLabelValues(name, namespace).Set(float64(covered))
+	v := 0.0
+	if shortCircuit {
+		v = 1
+	}
+	ShortCircuit.WithLabelValues(name, namespace).Set(v)
+}
+
+func deleteMetrics(name, namespace string) {
+	NodesCovered.DeleteLabelValues(name, namespace)
+	ShortCircuit.DeleteLabelValues(name, namespace)
+	RemediationSuccessTotal.DeleteLabelValues(name, namespace)
+}

@@ -1,0 +1,483 @@
+package machinehealthcheck
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+var env *testenv.Env
+
+// Test remediation kinds, installed as extra CRDs.
+const (
+	remGroup   = "remediation.test.io"
+	remVersion = "v1alpha1"
+)
+
+// TestMain starts one API server for the package, with a test external
+// remediation API. MHC_TEST_LOG=1 shows the controller's logs.
+func TestMain(m *testing.M) {
+	out := io.Discard
+	if os.Getenv("MHC_TEST_LOG") != "" {
+		out = os.Stderr
+	}
+	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	e, err := testenv.New(testenv.Options{ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{
+		testCRD("TestRemediationTemplate", "testremediationtemplates"),
+		testCRD("TestRemediation", "testremediations"),
+	}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func testCRD(kind, plural string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + remGroup},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: remGroup,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: remVersion, Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+}
+
+const (
+	waitTimeout = 30 * time.Second
+	poll        = 50 * time.Millisecond
+	// settle is how long a "nothing happens" check watches.
+	settle = 2 * time.Second
+)
+
+// recorder collects events as "Type Reason Object: note".
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := ""
+	if o, ok := regarding.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", eventtype, reason, name, fmt.Sprintf(note, args...)))
+}
+
+// find returns the events of reason (about object name, when not empty).
+func (r *recorder) find(reason, name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		f := strings.Fields(e)
+		if f[1] == reason && (name == "" || strings.TrimSuffix(f[2], ":") == name) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// requestCounter counts the API requests (watches excluded) sent through
+// the controller's rest.Config, remembering the last few.
+type requestCounter struct {
+	n    atomic.Int64
+	mu   sync.Mutex
+	last []string
+}
+
+type countingTransport struct {
+	rt http.RoundTripper
+	c  *requestCounter
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") != "true" {
+		t.c.n.Add(1)
+		t.c.mu.Lock()
+		t.c.last = append(t.c.last, req.Method+" "+req.URL.Path)
+		if len(t.c.last) > 20 {
+			t.c.last = t.c.last[1:]
+		}
+		t.c.mu.Unlock()
+	}
+	return t.rt.RoundTrip(req)
+}
+
+func (c *requestCounter) reset() {
+	c.n.Store(0)
+	c.mu.Lock()
+	c.last = nil
+	c.mu.Unlock()
+}
+
+func (c *requestCounter) recent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.last...)
+}
+
+var testSeq atomic.Int32
+
+// harness runs the controller in its own manager for one test namespace.
+// The test writes through h.c (not counted).
+type harness struct {
+	t        *testing.T
+	ctx      context.Context
+	ns       string
+	c        client.Client
+	rec      *recorder
+	requests *requestCounter
+	stopFn   context.CancelFunc
+	done     chan struct{}
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	seq := testSeq.Add(1)
+	h := &harness{
+		t:        t,
+		ctx:      t.Context(),
+		ns:       fmt.Sprintf("mhc-%d-%d", seq, time.Now().UnixNano()%100000),
+		c:        env.Client,
+		rec:      &recorder{},
+		requests: &requestCounter{},
+	}
+	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, c: h.requests} }
+	nsOnly := cache.ByObject{Namespaces: map[string]cache.Config{h.ns: {}}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&machinev1beta1.Machine{}:            nsOnly,
+			&machinev1beta1.MachineHealthCheck{}: nsOnly,
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReconciler(Options{Namespace: h.ns, Recorder: h.rec})
+	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopFn = cancel
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(h.stop)
+	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return h
+}
+
+func (h *harness) stop() {
+	if h.stopFn != nil {
+		h.stopFn()
+		<-h.done
+		h.stopFn = nil
+	}
+}
+
+func (h *harness) eventually(what string, f func() error) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(poll)
+	}
+	h.t.Fatalf("%s: not within %s: %v", what, waitTimeout, err)
+}
+
+// consistently checks f for the settle period.
+func (h *harness) consistently(what string, f func() error) {
+	h.t.Helper()
+	deadline := time.Now().Add(settle)
+	for time.Now().Before(deadline) {
+		if err := f(); err != nil {
+			h.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(poll)
+	}
+}
+
+var unhealthyConditions = []machinev1beta1.UnhealthyCondition{
+	{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Timeout: metav1.Duration{Duration: 5 * time.Minute}},
+	{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Timeout: metav1.Duration{Duration: 5 * time.Minute}},
+}
+
+// newMHC creates a MachineHealthCheck selecting mhc=<name>.
+func (h *harness) newMHC(name string, mutate ...func(*machinev1beta1.MachineHealthCheck)) *machinev1beta1.MachineHealthCheck {
+	h.t.Helper()
+	mhc := &machinev1beta1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
+		Spec: machinev1beta1.MachineHealthCheckSpec{
+			Selector:            metav1.LabelSelector{MatchLabels: map[string]string{"mhc": name}},
+			UnhealthyConditions: unhealthyConditions,
+		},
+	}
+	for _, f := range mutate {
+		f(mhc)
+	}
+	if err := h.c.Create(h.ctx, mhc); err != nil {
+		h.t.Fatal(err)
+	}
+	return mhc
+}
+
+func (h *harness) mhc(name string) *machinev1beta1.MachineHealthCheck {
+	h.t.Helper()
+	mhc := &machinev1beta1.MachineHealthCheck{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, mhc); err != nil {
+		h.t.Fatal(err)
+	}
+	return mhc
+}
+
+func (h *harness) patchMHC(name string, f func(*machinev1beta1.MachineHealthCheck)) {
+	h.t.Helper()
+	mhc := h.mhc(name)
+	base := mhc.DeepCopy()
+	f(mhc)
+	if err := h.c.Patch(h.ctx, mhc, client.MergeFrom(base)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// machineOpts describe a test Machine.
+type machineOpts struct {
+	mhc    string            // label mhc=<mhc>
+	owned  bool              // a controller ownerReference (a MachineSet)
+	node   string            // status.nodeRef.name
+	failed bool              // status.phase Failed
+	labels map[string]string // extra labels
+}
+
+func (h *harness) newMachine(name string, o machineOpts) *machinev1beta1.Machine {
+	h.t.Helper()
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: map[string]string{"mhc": o.mhc}}}
+	for k, v := range o.labels {
+		m.Labels[k] = v
+	}
+	if o.owned {
+		m.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "machine.openshift.io/v1beta1", Kind: "MachineSet", Name: "ms",
+			UID: "6f1b0c9e-0000-4000-8000-000000000001", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}}
+	}
+	if err := h.c.Create(h.ctx, m); err != nil {
+		h.t.Fatal(err)
+	}
+	if o.node != "" || o.failed {
+		base := m.DeepCopy()
+		if o.node != "" {
+			m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: o.node}
+		}
+		if o.failed {
+			m.Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
+		}
+		if err := h.c.Status().Patch(h.ctx, m, client.MergeFrom(base)); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// exists reports whether the Machine exists (being deleted or not).
+func (h *harness) exists(name string) bool {
+	h.t.Helper()
+	err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, &machinev1beta1.Machine{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		h.t.Fatal(err)
+	}
+	return err == nil
+}
+
+func (h *harness) waitGone(name string) {
+	h.t.Helper()
+	h.eventually("Machine "+name+" deleted", func() error {
+		if h.exists(name) {
+			return fmt.Errorf("still exists")
+		}
+		return nil
+	})
+}
+
+// createNode creates a Node <ns>-<suffix> with the given Ready status and
+// transition time; it is deleted when the test ends.
+func (h *harness) createNode(suffix string, ready corev1.ConditionStatus, since time.Time, mutate ...func(*corev1.Node)) string {
+	h.t.Helper()
+	name := h.ns + "-" + suffix
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, f := range mutate {
+		f(n)
+	}
+	if err := h.c.Create(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = h.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	h.setNodeReady(name, ready, since)
+	return name
+}
+
+func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since time.Time) {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Name: name}, n); err != nil {
+		h.t.Fatal(err)
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: ready, Reason: "Test",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(since),
+	}}
+	if err := h.c.Status().Update(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) patchNode(name string, f func(*corev1.Node)) {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := h.c.Get(h.ctx, types.NamespacedName{Name: name}, n); err != nil {
+		h.t.Fatal(err)
+	}
+	base := n.DeepCopy()
+	f(n)
+	if err := h.c.Patch(h.ctx, n, client.MergeFrom(base)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// waitStatus waits until the MHC's status has these counts and check (if
+// any) accepts it.
+func (h *harness) waitStatus(name string, expected, healthy int, allowed int32, check func(machinev1beta1.MachineHealthCheckStatus) error) machinev1beta1.MachineHealthCheckStatus {
+	h.t.Helper()
+	var st machinev1beta1.MachineHealthCheckStatus
+	h.eventually("status of "+name, func() error {
+		st = h.mhc(name).Status
+		if st.ExpectedMachines == nil || st.CurrentHealthy == nil ||
+			*st.ExpectedMachines != expected || *st.CurrentHealthy != healthy || st.RemediationsAllowed != allowed {
+			return fmt.Errorf("status %s, want expected/healthy/allowed %d/%d/%d", statusString(st), expected, healthy, allowed)
+		}
+		if check != nil {
+			return check(st)
+		}
+		return nil
+	})
+	return st
+}
+
+func statusString(st machinev1beta1.MachineHealthCheckStatus) string {
+	s := fmt.Sprintf("expected=%v healthy=%v allowed=%d", ptrVal(st.ExpectedMachines), ptrVal(st.CurrentHealthy), st.RemediationsAllowed)
+	for _, c := range st.Conditions {
+		s += fmt.Sprintf(" %s=%s/%s", c.Type, c.Status, c.Reason)
+	}
+	return s
+}
+
+func ptrVal(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// hasCondition returns a check that t has status and reason.
+func hasCondition(t machinev1beta1.ConditionType, status corev1.ConditionStatus, reason string) func(machinev1beta1.MachineHealthCheckStatus) error {
+	return func(st machinev1beta1.MachineHealthCheckStatus) error {
+		c := getCondition(st.Conditions, t)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("condition %s = %+v, want %s/%s", t, c, status, reason)
+		}
+		return nil
+	}
+}
+
+func gaugeValue(vec *prometheus.GaugeVec, name, namespace string) (float64, bool) {
+	return metricValue(vec, name, namespace)
+}
+
+func metricValue(c prometheus.Collector, name, namespace string) (float64, bool) {
+	ch := make(chan prometheus.Metric, 1000)
+	c.Collect(ch)
+	close(ch)
+	for m := range ch {
+		d := &dto.Metric{}
+		if err := m.Write(d); err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, l := range d.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["name"] == name && labels["namespace"] == namespace {
+			if d.GetGauge() != nil {
+				return d.GetGauge().GetValue(), true
+			}
+			return d.GetCounter().GetValue(), true
+		}
+	}
+	return 0, false
+}
