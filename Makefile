@@ -54,6 +54,7 @@ lint: ## go vet and gofmt check
 .PHONY: generate
 generate: $(BIN)/controller-gen ## Regenerate deepcopy code of this project's API types (pkg/apis)
 	$(BIN)/controller-gen object paths=./pkg/apis/...
+	$(BIN)/controller-gen crd paths=./pkg/apis/nodemaintenance/... output:crd:dir=manifests/crds/nodemaintenance
 
 .PHONY: update-crds
 update-crds: ## Copy the CRDs from the pinned openshift/api into manifests/crds and install/

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh: the MachineSet scale benchmark (make bench). Brings up a dedicated
 # local cluster, deploys the Machine API as make run does, stops the operator
-# (so only the machine, nodelink and machineset controllers and the kubemark
-# provider act), runs test/bench/scale (0→REPLICAS→0, default 500) and tears
+# and the health controllers (so only the machine, nodelink and machineset
+# controllers and the kubemark provider act), runs test/bench/scale (0→REPLICAS→0, default 500) and tears
 # everything down. PROFILE=1 also records 20 s CPU profiles of the three
 # operands during the scale-up and prints their top functions; the profiles
 # stay in .local/bench/.
@@ -33,7 +33,9 @@ for _ in $(seq 1 240); do
 	"$root/bin/kubectl" --kubeconfig "$kubeconfig" -n openshift-machine-api get deployment machine-api-controllers >/dev/null 2>&1 && break
 	sleep 0.5
 done
-kill "$(cat ".local/$CLUSTER_NAME.operator.pid")" 2>/dev/null || true
+for process in operator machine-healthcheck; do
+	kill "$(cat ".local/$CLUSTER_NAME.$process.pid" 2>/dev/null)" 2>/dev/null || true
+done
 
 go build -o "$out/scale" ./test/bench/scale
 if [ "$profile" = 1 ]; then

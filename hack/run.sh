@@ -43,6 +43,9 @@ for _ in $(seq 1 240); do
 done
 kubectl -n "$ns" get machinesets
 echo
+echo "creating the sample MachineHealthCheck (config/samples/machinehealthcheck.yaml)"
+kubectl apply --server-side -f config/samples/machinehealthcheck.yaml >/dev/null
+echo
 kubectl -n "$ns" get machines
 echo
 kubectl get nodes
@@ -55,6 +58,9 @@ The Machine API operator is running against the local cluster. Try:
   bin/kubectl -n $ns scale machineset kubemark-workers --replicas=10   # 7 more Machines and Nodes
   bin/kubectl -n $ns scale machineset kubemark-workers --replicas=1    # back down (deletePolicy Random)
   bin/kubectl -n $ns annotate machine NAME machine.openshift.io/delete-machine=true   # delete this one first
+  bin/kubectl -n $ns get machinehealthchecks                   # remediates kubemark-workers Machines whose node is not Ready for 2m
+  bin/kubectl create -f - <<<'{"apiVersion":"nodemaintenance.medik8s.io/v1beta1","kind":"NodeMaintenance","metadata":{"name":"m1"},"spec":{"nodeName":"kubemark-sample","reason":"try it"}}'
+  bin/kubectl get nodemaintenances; bin/kubectl delete nodemaintenance m1   # cordon + drain, then undo
   bin/kubectl -n $ns delete machine kubemark-sample           # drains and removes its node
   bin/kubectl apply -f config/samples/machine.yaml            # and back
   bin/kubectl -n $ns edit deployment machine-api-controllers   # the operator reverts the edit

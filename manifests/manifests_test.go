@@ -11,6 +11,7 @@ func TestCRDsDecode(t *testing.T) {
 			"clusteroperators.config.openshift.io", "clusterversions.config.openshift.io", "proxies.config.openshift.io",
 			"featuregates.config.openshift.io", "infrastructures.config.openshift.io",
 		},
+		NodeMaintenanceCRDs: {"nodemaintenances.nodemaintenance.medik8s.io"},
 	}
 	for set, names := range want {
 		crds, err := CRDs(set)

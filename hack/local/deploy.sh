@@ -7,7 +7,7 @@
 # manifests is scheduled and "Running" but inert; the local process does the work.
 #
 # Then runs the operands (machine-controller-manager, nodelink-controller,
-# machineset-controller) the same way under the machine-api-controllers
+# machineset-controller, machine-healthcheck) the same way under the machine-api-controllers
 # ServiceAccount.
 #
 # OPERAND_ARGS adds flags to every operand (experiments: make bench).
@@ -98,7 +98,7 @@ for key in tls.crt tls.key; do
 	kubectl -n "$ns" get secret machine-api-operator-webhook-cert -o "go-template={{index .data \"$key\"}}" | base64 -d >"$certs/$key"
 done
 
-for operand in machine-controller-manager nodelink-controller machineset-controller; do
+for operand in machine-controller-manager nodelink-controller machineset-controller machine-healthcheck; do
 	[ -x "bin/$operand" ] || continue
 	extra=()
 	if [ "$operand" = machineset-controller ]; then
@@ -110,6 +110,7 @@ for operand in machine-controller-manager nodelink-controller machineset-control
 		machine-controller-manager) extra+=(--pprof-bind-address 127.0.0.1:6060) ;;
 		nodelink-controller) extra+=(--pprof-bind-address 127.0.0.1:6061) ;;
 		machineset-controller) extra+=(--pprof-bind-address 127.0.0.1:6062) ;;
+		machine-healthcheck) extra+=(--pprof-bind-address 127.0.0.1:6063) ;;
 		esac
 	fi
 	nohup "bin/$operand" \

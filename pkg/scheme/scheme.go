@@ -1,6 +1,6 @@
 // Package scheme builds the runtime.Scheme shared by the operator, the operands
 // and the tests: the Kubernetes built-in types plus the OpenShift config and
-// machine APIs.
+// machine APIs and this project's NodeMaintenance API.
 package scheme
 
 import (
@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	nodemaintenancev1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 )
 
 // New returns a new scheme with every API group the project uses registered.
@@ -20,5 +22,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(configv1.Install(s))
 	utilruntime.Must(machinev1beta1.Install(s))
+	utilruntime.Must(nodemaintenancev1beta1.AddToScheme(s))
 	return s
 }

@@ -22,8 +22,10 @@ var (
 
 const machineGroup = "machine.openshift.io"
 
+const nodeMaintenanceGroup = "nodemaintenance.medik8s.io"
+
 func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
-	return &rbacv1.ClusterRole{
+	role := &rbacv1.ClusterRole{
 		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 		ObjectMeta: objectMeta("", ControllersServiceAccountName, nil),
 		Rules: []rbacv1.PolicyRule{
@@ -42,6 +44,16 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 		},
 	}
+	if cfg.MachineHealthCheckEnabled {
+		// The NodeMaintenance controller (machine-healthcheck container):
+		// cluster-scoped NodeMaintenances; it drains with the rules above.
+		role.Rules = append(role.Rules,
+			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances/status"}, Verbs: []string{"get", "update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances/finalizers"}, Verbs: []string{"update"}},
+		)
+	}
+	return role
 }
 
 func role(cfg config.Config) *rbacv1.Role {

@@ -42,27 +42,36 @@ const (
 
 // Render returns the objects to apply for cfg, in apply order: CRDs,
 // ServiceAccounts, RBAC, Services, Deployment, DaemonSet, webhook
-// configurations. The Machine API CRDs are rendered on every platform (they
-// are the API, not the operand; in NoOp mode they are the only objects),
-// except on OpenShift, where the cluster version operator owns them.
+// configurations. The Machine API and NodeMaintenance CRDs are rendered on
+// every platform (they are the API, not the operand; in NoOp mode they are the
+// only objects), except the Machine API CRDs on OpenShift, where the cluster
+// version operator owns them.
 func Render(cfg config.Config) ([]client.Object, error) {
 	if cfg.Namespace == "" {
 		return nil, fmt.Errorf("render: config has no namespace")
 	}
-	crds, err := manifests.CRDs(manifests.MachineCRDs)
+	machineCRDs, err := manifests.CRDs(manifests.MachineCRDs)
 	if err != nil {
 		return nil, fmt.Errorf("render: %w", err)
 	}
-	var objs []client.Object
+	// The NodeMaintenance API (this project's, medik8s-compatible) is
+	// installed with the Machine API, on OpenShift too: no other component
+	// ships it, and its controller runs in the machine-healthcheck container.
+	crds, err := manifests.CRDs(manifests.NodeMaintenanceCRDs)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
 	// On OpenShift (service-ca present) the cluster version operator installs
-	// the CRD variant of the cluster's feature set from the payload; applying
-	// the embedded Default variant as well would fight it.
+	// the Machine API CRD variant of the cluster's feature set from the
+	// payload; applying the embedded Default variant as well would fight it.
 	if !cfg.Webhook.ServiceCA {
-		for _, crd := range crds {
-			crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
-			crd.Labels = withCommonLabels(crd.Labels)
-			objs = append(objs, crd)
-		}
+		crds = append(machineCRDs, crds...)
+	}
+	var objs []client.Object
+	for _, crd := range crds {
+		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		crd.Labels = withCommonLabels(crd.Labels)
+		objs = append(objs, crd)
 	}
 	if cfg.NoOp {
 		return objs, nil

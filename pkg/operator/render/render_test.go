@@ -139,7 +139,7 @@ func TestNoOpRendersOnlyCRDs(t *testing.T) {
 		}
 		names = append(names, o.GetName())
 	}
-	want := []string{"machinehealthchecks.machine.openshift.io", "machines.machine.openshift.io", "machinesets.machine.openshift.io"}
+	want := []string{"machinehealthchecks.machine.openshift.io", "machines.machine.openshift.io", "machinesets.machine.openshift.io", "nodemaintenances.nodemaintenance.medik8s.io"}
 	if !slices.Equal(names, want) {
 		t.Errorf("NoOp rendered %v, want %v", names, want)
 	}

@@ -1,0 +1,74 @@
+// Package nodemaintenance implements the NodeMaintenance controller
+// (nodemaintenance.medik8s.io/v1beta1): a NodeMaintenance cordons, taints,
+// excludes from remediation and drains one node, and on deletion undoes
+// exactly what it did.
+//
+// Compared with medik8s's node-maintenance-operator it
+//   - evicts in short passes (one eviction call per pod, no waiting) and
+//     requeues, so no worker is blocked while pods terminate;
+//   - supports spec.drainTimeout, after which the remaining pods are deleted;
+//   - does not drain again once Succeeded;
+//   - detects a second NodeMaintenance for the same node itself (no webhook
+//     needed) and leaves the node alone for it;
+//   - records what it changed on the node (annotations) and removes only that;
+//   - waits, instead of draining, on a control-plane node while an
+//     openshift-etcd PodDisruptionBudget allows no disruption of a pod there
+//     (any number of PDBs);
+//   - takes no node lease (errorOnLeaseCount stays 0).
+package nodemaintenance
+
+import "time"
+
+const (
+	// ControllerName is the name of the controller and of its event recorder.
+	ControllerName = "nodemaintenance-controller"
+
+	// Finalizer keeps a NodeMaintenance until its node is released. The
+	// name is medik8s's, so objects created by either operator are handled.
+	Finalizer = "foregroundDeleteNodeMaintenance"
+
+	// DrainTaintKey is the taint (effect NoSchedule) put on a node in maintenance.
+	DrainTaintKey = "medik8s.io/drain"
+	// UnschedulableTaintKey is the taint that goes with a cordon; it is added
+	// (NoSchedule) as medik8s does, when absent.
+	UnschedulableTaintKey = "node.kubernetes.io/unschedulable"
+	// ExcludeFromRemediationLabel (value "true") tells remediators (NHC,
+	// MachineHealthCheck) to leave the node alone.
+	ExcludeFromRemediationLabel = "remediation.medik8s.io/exclude-from-remediation"
+
+	// OwnerAnnotation, on the Node, names the NodeMaintenance that changed it.
+	OwnerAnnotation = "nodemaintenance.medik8s.io/owner"
+	// AddedAnnotation, on the Node, lists what the NodeMaintenance added and
+	// will remove on deletion: a comma-separated subset of AddedCordon,
+	// AddedDrainTaint, AddedUnschedulableTaint and AddedLabel.
+	AddedAnnotation = "nodemaintenance.medik8s.io/added"
+
+	// Values of AddedAnnotation.
+	AddedCordon             = "cordon"
+	AddedDrainTaint         = "taint"
+	AddedUnschedulableTaint = "unschedulable-taint"
+	AddedLabel              = "label"
+
+	// ControlPlaneNodeRoleLabel and MasterNodeRoleLabel mark control-plane nodes.
+	ControlPlaneNodeRoleLabel = "node-role.kubernetes.io/control-plane"
+	MasterNodeRoleLabel       = "node-role.kubernetes.io/master"
+	// EtcdNamespace holds the etcd quorum guard PodDisruptionBudget(s) on OpenShift.
+	EtcdNamespace = "openshift-etcd"
+
+	// NodeNameField indexes NodeMaintenances by spec.nodeName.
+	NodeNameField = "spec.nodeName"
+
+	// DefaultPollInterval is how soon a drain in progress is looked at again.
+	DefaultPollInterval = 5 * time.Second
+)
+
+// Event reasons (medik8s's names).
+const (
+	EventBeginMaintenance   = "BeginMaintenance"
+	EventFailedMaintenance  = "FailedMaintenance"
+	EventSucceedMaintenance = "SucceedMaintenance"
+	EventUncordonNode       = "UncordonNode"
+	EventRemovedMaintenance = "RemovedMaintenance"
+	EventWaiting            = "WaitingMaintenance"
+	EventDrainTimedOut      = "DrainTimedOut"
+)

@@ -1,0 +1,308 @@
+package nodemaintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+)
+
+// Options configure a Reconciler.
+type Options struct {
+	// Client reads and writes NodeMaintenances and reads Nodes and the
+	// sibling NodeMaintenances (normally the manager's cached client, with
+	// the NodeNameField index SetupWithManager registers).
+	Client client.Client
+	// KubeClient is the clientset the drain (kubectl's drain helper) and the
+	// node updates use. SetupWithManager builds one when nil.
+	KubeClient kubernetes.Interface
+	// Recorder (optional) receives events; SetupWithManager defaults it to
+	// the manager's recorder named ControllerName.
+	Recorder events.EventRecorder
+	// APIReader (optional) reads uncached, to check that the NodeMaintenance
+	// a node's OwnerAnnotation names still exists. SetupWithManager defaults
+	// it to the manager's API reader; otherwise Client is used.
+	APIReader client.Reader
+	// Clock (optional) is the time source (default: the real clock).
+	Clock clock.PassiveClock
+	// PollInterval (optional) is how soon a drain in progress is looked at
+	// again (default DefaultPollInterval).
+	PollInterval time.Duration
+}
+
+// Reconciler is the NodeMaintenance controller.
+type Reconciler struct {
+	client   client.Client
+	reader   client.Reader
+	kube     kubernetes.Interface
+	recorder events.EventRecorder
+	clock    clock.PassiveClock
+	poll     time.Duration
+}
+
+// NewReconciler returns a Reconciler; see Options for the defaults.
+func NewReconciler(opts Options) *Reconciler {
+	RegisterMetrics()
+	r := &Reconciler{
+		client:   opts.Client,
+		reader:   opts.APIReader,
+		kube:     opts.KubeClient,
+		recorder: opts.Recorder,
+		clock:    opts.Clock,
+		poll:     opts.PollInterval,
+	}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.poll <= 0 {
+		r.poll = DefaultPollInterval
+	}
+	return r
+}
+
+func (r *Reconciler) now() time.Time { return r.clock.Now() }
+
+// apiReader is Options.APIReader, else Client.
+func (r *Reconciler) apiReader() client.Reader {
+	if r.reader != nil {
+		return r.reader
+	}
+	return r.client
+}
+
+func (r *Reconciler) eventf(obj runtime.Object, eventType, reason, action, format string, args ...any) {
+	if r.recorder != nil {
+		r.recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
+	}
+}
+
+// Reconcile drives one NodeMaintenance.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.kube == nil {
+		return ctrl.Result{}, errors.New("the NodeMaintenance Reconciler has no Kubernetes clientset (Options.KubeClient)")
+	}
+	nm := &nmv1beta1.NodeMaintenance{}
+	if err := r.client.Get(ctx, req.NamespacedName, nm); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", nm.Spec.NodeName))
+
+	if !nm.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, nm)
+	}
+	if !controllerutil.ContainsFinalizer(nm, Finalizer) {
+		base := nm.DeepCopy()
+		controllerutil.AddFinalizer(nm, Finalizer)
+		if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+		r.eventf(nm, corev1.EventTypeNormal, EventBeginMaintenance, "Maintain", "Begin a node maintenance of node %s", nm.Spec.NodeName)
+	}
+
+	st := *nm.Status.DeepCopy()
+	res, err := r.maintain(ctx, nm, &st)
+	if perr := r.writeStatus(ctx, nm, st); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return res, err
+}
+
+// maintain computes the new status into st and does the node work.
+func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance, st *nmv1beta1.NodeMaintenanceStatus) (ctrl.Result, error) {
+	nodeName := nm.Spec.NodeName
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The Node watch brings us back when it appears; a node that
+			// comes back is drained afresh.
+			st.Phase, st.LastError = nmv1beta1.MaintenanceFailed, fmt.Sprintf("node %s not found", nodeName)
+			st.DrainStartTime = nil
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting node %s: %w", nodeName, err)
+	}
+
+	siblings := &nmv1beta1.NodeMaintenanceList{}
+	if err := r.client.List(ctx, siblings, client.MatchingFields{NodeNameField: nodeName}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing NodeMaintenances of node %s: %w", nodeName, err)
+	}
+	if !containsName(siblings.Items, nm.Name) {
+		siblings.Items = append(siblings.Items, *nm)
+	}
+	if first := owner(siblings.Items, nodeName, node.Annotations[OwnerAnnotation]); first != nil && first.Name != nm.Name {
+		// The NodeMaintenance watch brings us back when the first one goes.
+		st.Phase = nmv1beta1.MaintenanceFailed
+		st.LastError = fmt.Sprintf("node %s is already in maintenance by NodeMaintenance %s", nodeName, first.Name)
+		return ctrl.Result{}, nil
+	}
+
+	if st.Phase == nmv1beta1.MaintenanceSucceeded {
+		// Drained: keep the node as maintenance wants it, never drain again.
+		return r.nodeApplied(st, nodeName, r.applyNode(ctx, nodeName, nm.Name))
+	}
+	if st.Phase != nmv1beta1.MaintenanceRunning {
+		st.Phase, st.LastError = nmv1beta1.MaintenanceRunning, ""
+	}
+
+	h := r.drainHelper(ctx)
+	list, errs := h.GetPodsForDeletion(nodeName)
+	if len(errs) > 0 {
+		st.LastError = truncate("cannot list the pods to evict: "+joinErrors(errs), 1024)
+		return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
+	}
+	pods := list.Pods()
+
+	if isControlPlane(node) {
+		pdbs, err := r.kube.PolicyV1().PodDisruptionBudgets(EtcdNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", EtcdNamespace, err)
+		}
+		if msg := etcdGuardBlock(node, pods, pdbs.Items); msg != "" {
+			// PDB status is not watched: look again soon.
+			st.LastError = msg
+			return ctrl.Result{RequeueAfter: r.poll}, nil
+		}
+	}
+
+	if res, err := r.nodeApplied(st, nodeName, r.applyNode(ctx, nodeName, nm.Name)); err != nil || st.Phase == nmv1beta1.MaintenanceFailed {
+		return res, err
+	}
+
+	now := r.now()
+	if st.DrainStartTime == nil {
+		t := metav1.NewTime(now)
+		st.DrainStartTime = &t
+		all, err := r.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, err)
+		}
+		st.TotalPods = len(all.Items)
+		st.EvictionPods = len(pods)
+	}
+	return r.drainPass(ctx, nm, st, pods)
+}
+
+// nodeApplied turns the outcome of applyNode into the status: a vanished
+// node or one held by another maintenance fails this one (the watches bring
+// it back when that changes).
+func (r *Reconciler) nodeApplied(st *nmv1beta1.NodeMaintenanceStatus, nodeName string, err error) (ctrl.Result, error) {
+	var held *heldError
+	switch {
+	case err == nil:
+		return ctrl.Result{}, nil
+	case apierrors.IsNotFound(err):
+		st.Phase, st.LastError, st.DrainStartTime = nmv1beta1.MaintenanceFailed, fmt.Sprintf("node %s not found", nodeName), nil
+		return ctrl.Result{}, nil
+	case errors.As(err, &held):
+		st.Phase, st.LastError = nmv1beta1.MaintenanceFailed, held.Error()
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// finalize releases the node and removes the finalizer.
+func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance) error {
+	if !controllerutil.ContainsFinalizer(nm, Finalizer) {
+		forgetMetrics(nm.Name)
+		return nil
+	}
+	released, err := r.releaseNode(ctx, nm)
+	if err != nil {
+		return err
+	}
+	if released {
+		r.eventf(nm, corev1.EventTypeNormal, EventUncordonNode, "Release", "Uncordoned node %s and removed what the maintenance added", nm.Spec.NodeName)
+	}
+	base := nm.DeepCopy()
+	controllerutil.RemoveFinalizer(nm, Finalizer)
+	if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("removing the finalizer: %w", err)
+	}
+	r.eventf(nm, corev1.EventTypeNormal, EventRemovedMaintenance, "Release", "Removed the node maintenance of node %s", nm.Spec.NodeName)
+	forgetMetrics(nm.Name)
+	return nil
+}
+
+// writeStatus patches the status when it changed (lastUpdate aside), and
+// records phase events and metrics.
+func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintenance, st nmv1beta1.NodeMaintenanceStatus) error {
+	old := nm.Status
+	if statusEqual(old, st) {
+		setPhaseMetric(nm.Name, st.Phase)
+		return nil
+	}
+	t := metav1.NewTime(r.now())
+	st.LastUpdate = &t
+	base := nm.DeepCopy()
+	nm.Status = st
+	if err := r.client.Status().Patch(ctx, nm, client.MergeFrom(base)); err != nil {
+		nm.Status = old
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("updating the status: %w", err)
+	}
+	setPhaseMetric(nm.Name, st.Phase)
+	if st.Phase != old.Phase && st.Phase != "" {
+		PhaseTransitionsTotal.WithLabelValues(string(st.Phase)).Inc()
+	}
+	switch {
+	case st.Phase == nmv1beta1.MaintenanceFailed && (old.Phase != st.Phase || old.LastError != st.LastError):
+		r.eventf(nm, corev1.EventTypeWarning, EventFailedMaintenance, "Maintain", "Failed a node maintenance: %s", st.LastError)
+	case st.Phase == nmv1beta1.MaintenanceSucceeded && old.Phase != st.Phase:
+		note := "Node maintenance succeeded: node " + nm.Spec.NodeName + " is drained"
+		if st.LastError != "" {
+			note += "; " + st.LastError
+		}
+		r.eventf(nm, corev1.EventTypeNormal, EventSucceedMaintenance, "Maintain", "%s", note)
+	case st.Phase == nmv1beta1.MaintenanceRunning && st.LastError != "" && old.LastError != st.LastError && strings.HasPrefix(st.LastError, "waiting"):
+		r.eventf(nm, corev1.EventTypeNormal, EventWaiting, "Maintain", "%s", st.LastError)
+	}
+	return nil
+}
+
+func containsName(nms []nmv1beta1.NodeMaintenance, name string) bool {
+	for i := range nms {
+		if nms[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func joinErrors(errs []error) string {
+	s := make([]string, 0, len(errs))
+	for _, e := range errs {
+		s = append(s, e.Error())
+	}
+	return strings.Join(s, "; ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

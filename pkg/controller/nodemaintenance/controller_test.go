@@ -1,0 +1,257 @@
+package nodemaintenance
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+)
+
+var foreignTaint = corev1.Taint{Key: "example.com/foreign", Effect: corev1.TaintEffectNoSchedule}
+
+func TestMaintenanceLifecycle(t *testing.T) {
+	const node = "lifecycle-node"
+	createNode(t, node, func(n *corev1.Node) {
+		n.Labels = map[string]string{"example.com/keep": "yes"}
+		n.Spec.Taints = []corev1.Taint{foreignTaint}
+	})
+	ns := createNamespace(t, "")
+	web := map[string]string{"app": "web"}
+	p1 := createPod(t, ns, "web-1", node, web)
+	p2 := createPod(t, ns, "web-2", node, web)
+	other := createPod(t, ns, "elsewhere", "", nil) // not on the node
+	createPDB(t, ns, "web", web, 2)
+
+	createNM(t, "lifecycle", node)
+	nm := waitPhase(t, "lifecycle", nmv1beta1.MaintenanceSucceeded, nil)
+	st := nm.Status
+	if st.TotalPods != 2 || st.EvictionPods != 2 || st.DrainProgress != 100 || len(st.PendingPods) != 0 ||
+		st.LastError != "" || st.LastUpdate == nil || st.ErrorOnLeaseCount != 0 || st.DrainStartTime == nil {
+		t.Errorf("status = %+v", st)
+	}
+	if !slices.Contains(nm.Finalizers, Finalizer) {
+		t.Errorf("finalizers = %v, want %s", nm.Finalizers, Finalizer)
+	}
+	for _, p := range []*corev1.Pod{p1, p2} {
+		if ok, detail := podGone(t, p)(); !ok {
+			t.Errorf("pod not evicted: %s", detail)
+		}
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(other), &corev1.Pod{}); err != nil {
+		t.Errorf("pod on another node: %v", err)
+	}
+	n := getNode(t, node)
+	if !n.Spec.Unschedulable || !hasTaint(n.Spec.Taints, DrainTaintKey, corev1.TaintEffectNoSchedule) ||
+		!hasTaint(n.Spec.Taints, UnschedulableTaintKey, corev1.TaintEffectNoSchedule) ||
+		!hasTaint(n.Spec.Taints, foreignTaint.Key, foreignTaint.Effect) ||
+		n.Labels[ExcludeFromRemediationLabel] != "true" || n.Annotations[OwnerAnnotation] != "lifecycle" {
+		t.Fatalf("node not in maintenance: unschedulable=%v taints=%v labels=%v annotations=%v", n.Spec.Unschedulable, taintKeys(n), n.Labels, n.Annotations)
+	}
+	if n.Annotations[AddedAnnotation] != "cordon,taint,unschedulable-taint,label" {
+		t.Errorf("added annotation = %q", n.Annotations[AddedAnnotation])
+	}
+	m := &dto.Metric{}
+	if err := PhaseGauge.WithLabelValues("lifecycle", string(nmv1beta1.MaintenanceSucceeded)).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	if v := m.GetGauge().GetValue(); v != 1 {
+		t.Errorf("%s{phase=Succeeded} = %v, want 1", "machine_api_nodemaintenance_phase", v)
+	}
+	if !rec.has("lifecycle", EventBeginMaintenance) || !rec.has("lifecycle", EventSucceedMaintenance) {
+		t.Errorf("events missing: %v", rec.events)
+	}
+
+	// Someone adds a taint while in maintenance: it must stay.
+	n = getNode(t, node)
+	late := corev1.Taint{Key: "example.com/late", Effect: corev1.TaintEffectNoExecute}
+	n.Spec.Taints = append(n.Spec.Taints, late)
+	if err := env.Client.Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+
+	deleteNM(t, "lifecycle", true)
+	n = getNode(t, node)
+	if n.Spec.Unschedulable {
+		t.Error("node still unschedulable")
+	}
+	if got := strings.Join(taintKeys(n), ","); got != "example.com/foreign,example.com/late" {
+		t.Errorf("taints = %s, want the foreign ones only", got)
+	}
+	if _, ok := n.Labels[ExcludeFromRemediationLabel]; ok || n.Labels["example.com/keep"] != "yes" {
+		t.Errorf("labels = %v", n.Labels)
+	}
+	if _, ok := n.Annotations[OwnerAnnotation]; ok {
+		t.Errorf("annotations = %v", n.Annotations)
+	}
+	if !rec.has("lifecycle", EventUncordonNode) || !rec.has("lifecycle", EventRemovedMaintenance) {
+		t.Errorf("events missing: %v", rec.events)
+	}
+}
+
+func TestPreexistingCordonAndLabelAreKept(t *testing.T) {
+	const node = "precordoned-node"
+	createNode(t, node, func(n *corev1.Node) {
+		n.Labels = map[string]string{ExcludeFromRemediationLabel: "true"}
+		n.Spec.Unschedulable = true
+	})
+	createNM(t, "precordoned", node)
+	waitPhase(t, "precordoned", nmv1beta1.MaintenanceSucceeded, func(st nmv1beta1.NodeMaintenanceStatus) bool {
+		return st.TotalPods == 0 && st.DrainProgress == 100
+	})
+	deleteNM(t, "precordoned", true)
+	n := getNode(t, node)
+	if !n.Spec.Unschedulable || n.Labels[ExcludeFromRemediationLabel] != "true" {
+		t.Errorf("pre-existing cordon or label removed: unschedulable=%v labels=%v", n.Spec.Unschedulable, n.Labels)
+	}
+	if hasTaint(n.Spec.Taints, DrainTaintKey, corev1.TaintEffectNoSchedule) {
+		t.Errorf("drain taint left: %v", taintKeys(n))
+	}
+}
+
+func TestMissingNodeFailsThenRecovers(t *testing.T) {
+	const node = "late-node"
+	createNM(t, "late", node)
+	waitPhase(t, "late", nmv1beta1.MaintenanceFailed, func(st nmv1beta1.NodeMaintenanceStatus) bool {
+		return st.LastError == "node late-node not found" && st.TotalPods == 0 && st.EvictionPods == 0
+	})
+	createNode(t, node)
+	waitPhase(t, "late", nmv1beta1.MaintenanceSucceeded, func(st nmv1beta1.NodeMaintenanceStatus) bool { return st.LastError == "" })
+	if n := getNode(t, node); !n.Spec.Unschedulable {
+		t.Error("node not cordoned")
+	}
+	if !rec.has("late", EventFailedMaintenance) {
+		t.Errorf("no FailedMaintenance event: %v", rec.events)
+	}
+}
+
+func TestSecondMaintenanceOfANodeFails(t *testing.T) {
+	const node = "dup-node"
+	createNode(t, node)
+	createNM(t, "dup-first", node)
+	waitPhase(t, "dup-first", nmv1beta1.MaintenanceSucceeded, nil)
+	createNM(t, "dup-second", node)
+	waitPhase(t, "dup-second", nmv1beta1.MaintenanceFailed, func(st nmv1beta1.NodeMaintenanceStatus) bool {
+		return strings.Contains(st.LastError, "dup-first")
+	})
+	if n := getNode(t, node); n.Annotations[OwnerAnnotation] != "dup-first" {
+		t.Errorf("owner annotation = %q", n.Annotations[OwnerAnnotation])
+	}
+	if ok := getNM(t, "dup-first").Status.Phase == nmv1beta1.MaintenanceSucceeded; !ok {
+		t.Error("the first maintenance was disturbed")
+	}
+
+	// Once the first is gone, the second takes the node over.
+	deleteNM(t, "dup-first", true)
+	waitPhase(t, "dup-second", nmv1beta1.MaintenanceSucceeded, func(st nmv1beta1.NodeMaintenanceStatus) bool { return st.LastError == "" })
+	if n := getNode(t, node); !n.Spec.Unschedulable || n.Annotations[OwnerAnnotation] != "dup-second" {
+		t.Errorf("node not held by the second maintenance: unschedulable=%v annotations=%v", n.Spec.Unschedulable, n.Annotations)
+	}
+	deleteNM(t, "dup-second", true)
+	if n := getNode(t, node); n.Spec.Unschedulable || len(taintKeys(n)) != 0 {
+		t.Errorf("node not released: unschedulable=%v taints=%v", n.Spec.Unschedulable, taintKeys(n))
+	}
+}
+
+func TestValidation(t *testing.T) {
+	ctx := context.Background()
+	const node = "validation-node"
+	createNode(t, node)
+	nm := createNM(t, "validation", node)
+
+	// Merge patches (no resourceVersion): the controller writes concurrently.
+	nm = getNM(t, nm.Name)
+	base := nm.DeepCopy()
+	nm.Spec.NodeName = "another-node"
+	err := env.Client.Patch(ctx, nm, client.MergeFrom(base))
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "nodeName is immutable") {
+		t.Errorf("changing nodeName: err = %v, want Invalid: nodeName is immutable", err)
+	}
+
+	nm = getNM(t, "validation")
+	base = nm.DeepCopy()
+	nm.Spec.Reason = "changed"
+	if err := env.Client.Patch(ctx, nm, client.MergeFrom(base)); err != nil {
+		t.Errorf("changing the reason: %v", err)
+	}
+
+	empty := &nmv1beta1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "validation-empty"}}
+	if err := env.Client.Create(ctx, empty); !apierrors.IsInvalid(err) {
+		t.Errorf("empty nodeName: err = %v, want Invalid", err)
+	}
+	negative := &nmv1beta1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: "validation-negative"},
+		Spec:       nmv1beta1.NodeMaintenanceSpec{NodeName: node, DrainTimeout: &metav1.Duration{Duration: -time.Second}},
+	}
+	if err := env.Client.Create(ctx, negative); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "must not be negative") {
+		t.Errorf("negative drainTimeout: err = %v, want Invalid", err)
+	}
+}
+
+func TestDrainTimeoutDeletesPodsHeldByAPDB(t *testing.T) {
+	const node = "timeout-node"
+	createNode(t, node)
+	ns := createNamespace(t, "")
+	db := map[string]string{"app": "db"}
+	p := createPod(t, ns, "db-0", node, db)
+	createPDB(t, ns, "db", db, 0)
+
+	createNM(t, "timeout", node, func(nm *nmv1beta1.NodeMaintenance) {
+		nm.Spec.DrainTimeout = &metav1.Duration{Duration: 3 * time.Second}
+	})
+	waitPhase(t, "timeout", nmv1beta1.MaintenanceRunning, func(st nmv1beta1.NodeMaintenanceStatus) bool {
+		return strings.Contains(st.LastError, "PodDisruptionBudget") && slices.Equal(st.PendingPods, []string{"db-0"}) &&
+			st.EvictionPods == 1 && st.DrainProgress == 0
+	})
+	if ok, _ := podGone(t, p)(); ok {
+		t.Fatal("the PDB did not hold the pod")
+	}
+	nm := waitPhase(t, "timeout", nmv1beta1.MaintenanceSucceeded, nil)
+	if !strings.Contains(nm.Status.LastError, "drain timeout") || !strings.Contains(nm.Status.LastError, ns+"/db-0") {
+		t.Errorf("lastError = %q", nm.Status.LastError)
+	}
+	if ok, detail := podGone(t, p)(); !ok {
+		t.Error(detail)
+	}
+	if !rec.has("timeout", EventDrainTimedOut) {
+		t.Errorf("no DrainTimedOut event: %v", rec.events)
+	}
+}
+
+func TestControlPlaneWaitsForEtcdQuorumGuard(t *testing.T) {
+	const node = "cp-node"
+	createNode(t, node, func(n *corev1.Node) { n.Labels = map[string]string{ControlPlaneNodeRoleLabel: ""} })
+	createNamespace(t, EtcdNamespace)
+	guardLabels := map[string]string{"app": "guard"}
+	guard := createPod(t, EtcdNamespace, "etcd-guard-cp-node", node, guardLabels)
+	pdb := createPDB(t, EtcdNamespace, "etcd-guard-pdb", guardLabels, 0)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pdb) })
+
+	createNM(t, "cp", node)
+	waitPhase(t, "cp", nmv1beta1.MaintenanceRunning, func(st nmv1beta1.NodeMaintenanceStatus) bool {
+		return strings.Contains(st.LastError, "etcd quorum guard")
+	})
+	if n := getNode(t, node); n.Spec.Unschedulable || len(taintKeys(n)) != 0 {
+		t.Errorf("node touched while waiting for the quorum guard: unschedulable=%v taints=%v", n.Spec.Unschedulable, taintKeys(n))
+	}
+	if ok, _ := podGone(t, guard)(); ok {
+		t.Fatal("guard pod evicted")
+	}
+
+	setPDBAllowed(t, pdb, 1)
+	waitPhase(t, "cp", nmv1beta1.MaintenanceSucceeded, nil)
+	if ok, detail := podGone(t, guard)(); !ok {
+		t.Error(detail)
+	}
+	if n := getNode(t, node); !n.Spec.Unschedulable {
+		t.Error("node not cordoned")
+	}
+}

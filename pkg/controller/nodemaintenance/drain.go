@@ -1,0 +1,160 @@
+package nodemaintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/kubectl/pkg/drain"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+)
+
+// maxPodsInMessage bounds the pods named in lastError.
+const maxPodsInMessage = 10
+
+// drainHelper configures kubectl's drain helper: eviction API (PDBs
+// honoured), DaemonSet pods ignored, emptyDir data deleted, unmanaged pods
+// included. Only its listing, EvictPod and DeletePod are used: this
+// controller never waits inside a reconcile.
+func (r *Reconciler) drainHelper(ctx context.Context) *drain.Helper {
+	w := logWriter{log.FromContext(ctx)}
+	return &drain.Helper{
+		Ctx:                 ctx,
+		Client:              r.kube,
+		Force:               true,
+		GracePeriodSeconds:  -1,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  true,
+		Out:                 w,
+		ErrOut:              w,
+	}
+}
+
+// drainPass makes one eviction pass over the pods to evict (or, once the
+// drain timeout expired, deletes them) and fills the progress into st.
+func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenance, st *nmv1beta1.NodeMaintenanceStatus, pods []corev1.Pod) (ctrl.Result, error) {
+	nodeName := nm.Spec.NodeName
+	if len(pods) == 0 {
+		r.succeed(st, "")
+		return ctrl.Result{}, nil
+	}
+	h := r.drainHelper(ctx)
+	withStart := *nm
+	withStart.Status.DrainStartTime = st.DrainStartTime
+	deadline, bounded := drainDeadline(&withStart)
+	now := r.now()
+
+	if bounded && !now.Before(deadline) {
+		var deleted []string
+		var failed []error
+		for _, p := range pods {
+			if err := h.DeletePod(p); err != nil && !apierrors.IsNotFound(err) {
+				failed = append(failed, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
+				continue
+			}
+			deleted = append(deleted, p.Namespace+"/"+p.Name)
+		}
+		if len(failed) > 0 {
+			st.LastError = truncate("drain timeout expired; "+errors.Join(failed...).Error(), 1024)
+			return ctrl.Result{}, errors.Join(failed...)
+		}
+		sort.Strings(deleted)
+		msg := fmt.Sprintf("drain of node %s did not finish within the drain timeout %s: deleted %d remaining pod(s) without eviction: %s",
+			nodeName, nm.Spec.DrainTimeout.Duration, len(deleted), listNames(deleted))
+		r.eventf(nm, corev1.EventTypeWarning, EventDrainTimedOut, "Drain", "%s", msg)
+		r.succeed(st, msg)
+		return ctrl.Result{}, nil
+	}
+
+	gv, err := drain.CheckEvictionSupport(r.kube)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("checking eviction support: %w", err)
+	}
+	var blocked, failed []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue // already terminating
+		}
+		err := h.EvictPod(p, gv)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			blocked = append(blocked, p.Namespace+"/"+p.Name)
+		default:
+			failed = append(failed, fmt.Sprintf("%s/%s: %v", p.Namespace, p.Name, err))
+		}
+	}
+
+	// Pods evicted without a grace period are gone already: look again.
+	list, errs := h.GetPodsForDeletion(nodeName)
+	if len(errs) > 0 {
+		return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
+	}
+	remaining := list.Pods()
+	if len(remaining) == 0 {
+		r.succeed(st, "")
+		return ctrl.Result{}, nil
+	}
+	pendingStatus(st, remaining)
+	var msgs []string
+	if len(blocked) > 0 {
+		sort.Strings(blocked)
+		msgs = append(msgs, "eviction blocked by a PodDisruptionBudget: "+listNames(blocked))
+	}
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		msgs = append(msgs, "eviction failed: "+listNames(failed))
+	}
+	if len(msgs) == 0 {
+		msgs = append(msgs, fmt.Sprintf("waiting for %d pod(s) to terminate", len(remaining)))
+	}
+	msg := strings.Join(msgs, "; ")
+	if bounded {
+		msg += fmt.Sprintf("; remaining pods will be deleted without eviction at %s (drain timeout %s)",
+			deadline.UTC().Format("2006-01-02T15:04:05Z"), nm.Spec.DrainTimeout.Duration)
+	}
+	st.LastError = truncate(msg, 1024)
+	log.FromContext(ctx).V(1).Info("drain pass did not finish", "remainingPods", len(remaining))
+
+	after := r.poll
+	if bounded {
+		if until := deadline.Sub(now); until < after {
+			after = max(until, 0) + 10*time.Millisecond
+		}
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// succeed marks the drain done; note (may be empty) goes to lastError.
+func (r *Reconciler) succeed(st *nmv1beta1.NodeMaintenanceStatus, note string) {
+	st.Phase = nmv1beta1.MaintenanceSucceeded
+	st.DrainProgress = 100
+	st.PendingPods, st.PendingPodsRefs = nil, nil
+	st.LastError = note
+}
+
+func listNames(names []string) string {
+	if len(names) > maxPodsInMessage {
+		return strings.Join(names[:maxPodsInMessage], ", ") + fmt.Sprintf(" and %d more", len(names)-maxPodsInMessage)
+	}
+	return strings.Join(names, ", ")
+}
+
+// logWriter turns the drain helper's output into log lines.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	if msg := strings.TrimSpace(string(p)); msg != "" {
+		w.log.V(1).Info(msg)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,59 @@
+package nodemaintenance
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+)
+
+var (
+	// PhaseGauge is 1 for the current phase of each NodeMaintenance (one
+	// series per object; removed when the object is gone).
+	PhaseGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "machine_api_nodemaintenance_phase",
+		Help: "Current phase of each NodeMaintenance (1 for the phase it is in).",
+	}, []string{"name", "phase"})
+
+	// PhaseTransitionsTotal counts phase transitions by the phase entered.
+	PhaseTransitionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_nodemaintenance_phase_transitions_total",
+		Help: "NodeMaintenance phase transitions, by the phase entered.",
+	}, []string{"phase"})
+)
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers the metrics with controller-runtime's registry.
+// Safe to call many times (NewReconciler calls it).
+func RegisterMetrics() {
+	registerOnce.Do(func() {
+		for _, c := range []prometheus.Collector{PhaseGauge, PhaseTransitionsTotal} {
+			if err := ctrlmetrics.Registry.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+			}
+		}
+	})
+}
+
+var allPhases = []nmv1beta1.MaintenancePhase{nmv1beta1.MaintenanceRunning, nmv1beta1.MaintenanceSucceeded, nmv1beta1.MaintenanceFailed}
+
+func setPhaseMetric(name string, phase nmv1beta1.MaintenancePhase) {
+	for _, p := range allPhases {
+		if p == phase {
+			PhaseGauge.WithLabelValues(name, string(p)).Set(1)
+		} else {
+			PhaseGauge.DeleteLabelValues(name, string(p))
+		}
+	}
+}
+
+func forgetMetrics(name string) {
+	PhaseGauge.DeletePartialMatch(prometheus.Labels{"name": name})
+}

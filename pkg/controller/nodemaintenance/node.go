@@ -1,0 +1,87 @@
+package nodemaintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+)
+
+// heldError says the node is held by another, existing NodeMaintenance.
+type heldError struct{ node, owner string }
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("node %s is already in maintenance by NodeMaintenance %s", e.node, e.owner)
+}
+
+// applyNode cordons, taints and labels the node for maintenance nmName,
+// recording what it added in the same write. It refuses (heldError) when
+// the node's OwnerAnnotation names another NodeMaintenance that exists: this
+// closes the race of two maintenances created at once, before either is in
+// the other's cache.
+func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) error {
+	_, err := r.updateNode(ctx, nodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
+		if o := n.Annotations[OwnerAnnotation]; o != "" && o != nmName {
+			other := &nmv1beta1.NodeMaintenance{}
+			switch err := r.apiReader().Get(ctx, client.ObjectKey{Name: o}, other); {
+			case apierrors.IsNotFound(err):
+				// A stale record: taken over by planMaintenance.
+			case err != nil:
+				return nil, false, fmt.Errorf("getting NodeMaintenance %s named by node %s: %w", o, nodeName, err)
+			case other.Spec.NodeName == nodeName:
+				return nil, false, &heldError{node: nodeName, owner: o}
+			}
+		}
+		want, changed := planMaintenance(n, nmName, r.now())
+		return want, changed, nil
+	})
+	return err
+}
+
+// releaseNode undoes what maintenance nm recorded on its node. A missing
+// node, or one not owned by nm, is left alone. changed reports a write.
+func (r *Reconciler) releaseNode(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (bool, error) {
+	changed, err := r.updateNode(ctx, nm.Spec.NodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
+		want, changed := planRelease(n, nm.Name)
+		return want, changed, nil
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return changed, err
+}
+
+// updateNode reads the node fresh from the API server, applies plan and
+// writes the result with the read's resourceVersion (optimistic locking: a
+// concurrent change of the taints or labels is re-read, never overwritten),
+// retrying on conflicts.
+func (r *Reconciler) updateNode(ctx context.Context, nodeName string, plan func(*corev1.Node) (*corev1.Node, bool, error)) (bool, error) {
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := r.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		want, ok, err := plan(n)
+		if err != nil || !ok {
+			return err
+		}
+		if _, err := r.kube.CoreV1().Nodes().Update(ctx, want, metav1.UpdateOptions{FieldManager: ControllerName}); err != nil {
+			return err
+		}
+		changed = true
+		return nil
+	})
+	var held *heldError
+	if err != nil && !apierrors.IsNotFound(err) && !errors.As(err, &held) {
+		return changed, fmt.Errorf("updating node %s: %w", nodeName, err)
+	}
+	return changed, err
+}

@@ -1,0 +1,302 @@
+package nodemaintenance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+var (
+	env  *testenv.Env
+	kube kubernetes.Interface
+	rec  = &recorder{}
+)
+
+// TestMain starts one API server and one manager running the controller.
+// Set NODEMAINTENANCE_TEST_LOG=1 to see the controller's logs.
+func TestMain(m *testing.M) {
+	logger := logr.Discard()
+	if os.Getenv("NODEMAINTENANCE_TEST_LOG") != "" {
+		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
+	}
+	ctrl.SetLogger(logger)
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	e, err := testenv.New(testenv.Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	defer func() { _ = e.Stop() }()
+	env = e
+	kube, err = kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	r := NewReconciler(Options{KubeClient: kube, Recorder: rec, PollInterval: 200 * time.Millisecond})
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+	}
+	return code
+}
+
+// recorder collects events as "Type Reason: note".
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) Eventf(regarding runtime.Object, _ runtime.Object, eventtype, reason, _ string, note string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name := ""
+	if o, ok := regarding.(client.Object); ok {
+		name = o.GetName()
+	}
+	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", name, eventtype, reason, fmt.Sprintf(note, args...)))
+}
+
+// has reports whether an event of reason was recorded for object name.
+func (r *recorder) has(name, reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if strings.HasPrefix(e, name+" ") && strings.Contains(e, " "+reason+":") {
+			return true
+		}
+	}
+	return false
+}
+
+const waitTimeout = 30 * time.Second
+
+// eventually polls cond until it holds or waitTimeout passes.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
+		ok, detail := cond()
+		last = detail
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+	}
+}
+
+func createNode(t *testing.T, name string, mutate ...func(*corev1.Node)) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, f := range mutate {
+		f(n)
+	}
+	if err := env.Client.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), n) })
+}
+
+func getNode(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func createNamespace(t *testing.T, name string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if name == "" {
+		ns.GenerateName = "nm-"
+	}
+	if err := env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// createPod creates a pod bound to node, owned by a ReplicaSet (as a
+// controller), with no termination grace period so that an eviction
+// deletes it at once (envtest has no kubelet).
+func createPod(t *testing.T, ns, name, node string, labels map[string]string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, Labels: labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "0a7d1f1c-0000-4000-8000-000000000001", Controller: ptr.To(true),
+			}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers:                    []corev1.Container{{Name: "c", Image: "example.com/c"}},
+		},
+	}
+	if err := env.Client.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	// Running (the eviction API ignores PDBs for Pending pods), not Ready.
+	p.Status.Phase = corev1.PodRunning
+	if err := env.Client.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// createPDB creates a PodDisruptionBudget selecting labels, with the status
+// the disruption controller (absent in envtest) would write.
+func createPDB(t *testing.T, ns, name string, labels map[string]string, allowed int32) *policyv1.PodDisruptionBudget {
+	t.Helper()
+	ctx := context.Background()
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(1)),
+			Selector:     &metav1.LabelSelector{MatchLabels: labels},
+		},
+	}
+	if err := env.Client.Create(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	setPDBAllowed(t, pdb, allowed)
+	return pdb
+}
+
+func setPDBAllowed(t *testing.T, pdb *policyv1.PodDisruptionBudget, allowed int32) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{
+		ObservedGeneration: pdb.Generation,
+		DisruptionsAllowed: allowed,
+		// The pods are not Ready (no kubelet): keep the budget unmet so that
+		// their eviction depends on disruptionsAllowed alone.
+		CurrentHealthy: 0,
+		DesiredHealthy: 1,
+		ExpectedPods:   2,
+	}
+	if err := env.Client.Status().Update(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createNM(t *testing.T, name, node string, mutate ...func(*nmv1beta1.NodeMaintenance)) *nmv1beta1.NodeMaintenance {
+	t.Helper()
+	nm := &nmv1beta1.NodeMaintenance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       nmv1beta1.NodeMaintenanceSpec{NodeName: node, Reason: "test"},
+	}
+	for _, f := range mutate {
+		f(nm)
+	}
+	if err := env.Client.Create(context.Background(), nm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteNM(t, name, true) })
+	return nm
+}
+
+// deleteNM deletes a NodeMaintenance and, if wait, waits until it is gone.
+func deleteNM(t *testing.T, name string, wait bool) {
+	t.Helper()
+	nm := &nmv1beta1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Client.Delete(context.Background(), nm); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if !wait {
+		return
+	}
+	eventually(t, "NodeMaintenance "+name+" to be gone", func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, nm)
+		return apierrors.IsNotFound(err), fmt.Sprintf("err=%v finalizers=%v", err, nm.Finalizers)
+	})
+}
+
+func getNM(t *testing.T, name string) *nmv1beta1.NodeMaintenance {
+	t.Helper()
+	nm := &nmv1beta1.NodeMaintenance{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, nm); err != nil {
+		t.Fatal(err)
+	}
+	return nm
+}
+
+// waitPhase waits until the NodeMaintenance is in phase and check (may be
+// nil) accepts its status.
+func waitPhase(t *testing.T, name string, phase nmv1beta1.MaintenancePhase, check func(nmv1beta1.NodeMaintenanceStatus) bool) *nmv1beta1.NodeMaintenance {
+	t.Helper()
+	var nm *nmv1beta1.NodeMaintenance
+	eventually(t, fmt.Sprintf("NodeMaintenance %s in phase %s", name, phase), func() (bool, string) {
+		nm = &nmv1beta1.NodeMaintenance{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, nm); err != nil {
+			return false, err.Error()
+		}
+		ok := nm.Status.Phase == phase && (check == nil || check(nm.Status))
+		return ok, fmt.Sprintf("%+v", nm.Status)
+	})
+	return nm
+}
+
+func podGone(t *testing.T, p *corev1.Pod) func() (bool, string) {
+	return func() (bool, string) {
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+}
+
+// taintKeys lists the node's taint keys, leaving out the not-ready taint
+// the API server's admission puts on new nodes.
+func taintKeys(n *corev1.Node) []string {
+	var out []string
+	for _, t := range n.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady {
+			out = append(out, t.Key)
+		}
+	}
+	return out
+}
