@@ -2,7 +2,9 @@
 # bench.sh: the MachineSet scale benchmark (make bench). Brings up a dedicated
 # local cluster, deploys the Machine API as make run does, stops the operator
 # and the health controllers (so only the machine, nodelink and machineset
-# controllers and the kubemark provider act), runs test/bench/scale (0→REPLICAS→0, default 500) and tears
+# controllers and the kubemark provider act; MHC=1 keeps the health
+# controllers and adds a MachineHealthCheck covering the benchmark's
+# Machines), runs test/bench/scale (0→REPLICAS→0, default 500) and tears
 # everything down. PROFILE=1 also records 20 s CPU profiles of the three
 # operands during the scale-up and prints their top functions; the profiles
 # stay in .local/bench/.
@@ -33,9 +35,26 @@ for _ in $(seq 1 240); do
 	"$root/bin/kubectl" --kubeconfig "$kubeconfig" -n openshift-machine-api get deployment machine-api-controllers >/dev/null 2>&1 && break
 	sleep 0.5
 done
-for process in operator machine-healthcheck; do
+stop=(operator)
+[ "${MHC:-0}" = 1 ] || stop+=(machine-healthcheck)
+for process in "${stop[@]}"; do
 	kill "$(cat ".local/$CLUSTER_NAME.$process.pid" 2>/dev/null)" 2>/dev/null || true
 done
+if [ "${MHC:-0}" = 1 ]; then
+	# A MachineHealthCheck covering the benchmark's Machines (timeouts long
+	# enough that nothing is remediated): the health controller's cost.
+	"$root/bin/kubectl" --kubeconfig "$kubeconfig" apply --server-side -f - >/dev/null <<MHC
+apiVersion: machine.openshift.io/v1beta1
+kind: MachineHealthCheck
+metadata: {name: bench, namespace: openshift-machine-api}
+spec:
+  selector: {matchLabels: {machine.openshift.io/cluster-api-machineset: bench}}
+  unhealthyConditions:
+  - {type: Ready, status: "False", timeout: 300s}
+  - {type: Ready, status: Unknown, timeout: 300s}
+  maxUnhealthy: 40%
+MHC
+fi
 
 go build -o "$out/scale" ./test/bench/scale
 if [ "$profile" = 1 ]; then
@@ -50,7 +69,7 @@ fi
 cpu_seconds() {
 	local tck pid comm
 	tck=$(getconf CLK_TCK)
-	for pid in $(pgrep -f "$KWOK_WORKDIR/clusters/$CLUSTER_NAME|bin/(machine-controller-manager|nodelink-controller|machineset-controller) .*$CLUSTER_NAME"); do
+	for pid in $(pgrep -f "$KWOK_WORKDIR/clusters/$CLUSTER_NAME|bin/(machine-controller-manager|nodelink-controller|machineset-controller|machine-healthcheck) .*$CLUSTER_NAME"); do
 		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
 		awk -v c="$comm" -v t="$tck" '{ printf "%s %.1f\n", c, ($14+$15)/t }' "/proc/$pid/stat"
 	done | sort
@@ -60,6 +79,11 @@ cpu_seconds >"$out/cpu-before.txt"
 cpu_seconds >"$out/cpu-after.txt"
 echo "  CPU seconds used during the run, by process:" | tee -a "$out/result.txt"
 join "$out/cpu-before.txt" "$out/cpu-after.txt" | awk '{ printf "    %-28s %6.1f\n", $1, $3-$2 }' | sort -k2 -nr | tee -a "$out/result.txt"
+echo "  peak resident memory (VmHWM), by operand:" | tee -a "$out/result.txt"
+for operand in machine-controller-manager nodelink-controller machineset-controller machine-healthcheck; do
+	pid=$(cat ".local/$CLUSTER_NAME.$operand.pid" 2>/dev/null) || continue
+	awk -v o="$operand" '/^VmHWM/ { printf "    %-28s %6.0f MiB\n", o, $2/1024 }' "/proc/$pid/status" 2>/dev/null | tee -a "$out/result.txt"
+done
 if [ "$profile" = 1 ]; then
 	wait
 	for pair in 6060:machine-controller-manager 6061:nodelink-controller 6062:machineset-controller; do
