@@ -1,11 +1,9 @@
 package webhooks
 
 import (
-	"errors"
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 )
 
 // Values of the "result" label of RequestsTotal.
@@ -31,19 +29,8 @@ var (
 	}, []string{"webhook"})
 )
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the webhook metrics with controller-runtime's
 // metrics.Registry. It is safe to call many times (Register calls it).
 func RegisterMetrics() {
-	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{RequestsTotal, DenialsTotal} {
-			if err := ctrlmetrics.Registry.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
-	})
+	mapimetrics.Register(RequestsTotal, DenialsTotal)
 }

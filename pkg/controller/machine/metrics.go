@@ -1,11 +1,9 @@
 package machine
 
 import (
-	"errors"
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 )
 
 // Provider operations, the values of the "operation" metric label.
@@ -61,22 +59,8 @@ var (
 	})
 )
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the controller's metrics with controller-runtime's
 // metrics.Registry. It is safe to call many times (NewReconciler calls it).
 func RegisterMetrics() {
-	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{
-			PhaseTransitionSeconds, PhaseTransitionsTotal, ProviderCallsTotal,
-			ProviderErrorsTotal, DrainDurationSeconds, DrainTimeoutsTotal,
-		} {
-			if err := ctrlmetrics.Registry.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
-	})
+	mapimetrics.Register(PhaseTransitionSeconds, PhaseTransitionsTotal, ProviderCallsTotal, ProviderErrorsTotal, DrainDurationSeconds, DrainTimeoutsTotal)
 }

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
 // ControllerName is the name events are recorded under; the controller
@@ -203,16 +205,7 @@ func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 // deletion, readiness (Ready status) changes, cordon changes and our drain
 // annotation; heartbeats and other status updates are dropped.
 func nodePredicate() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldN, ok1 := e.ObjectOld.(*corev1.Node)
-			newN, ok2 := e.ObjectNew.(*corev1.Node)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return nodeChangeMatters(oldN, newN)
-		},
-	}
+	return updates.Matter(nodeChangeMatters)
 }
 
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {

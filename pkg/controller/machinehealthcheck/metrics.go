@@ -1,11 +1,9 @@
 package machinehealthcheck
 
 import (
-	"errors"
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 )
 
 var mhcLabels = []string{"name", "namespace"}
@@ -31,21 +29,10 @@ var (
 	}, mhcLabels)
 )
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the controller's metrics with controller-runtime's
 // metrics.Registry. It is safe to call many times (NewReconciler calls it).
 func RegisterMetrics() {
-	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{NodesCovered, RemediationSuccessTotal, ShortCircuit} {
-			if err := ctrlmetrics.Registry.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
-	})
+	mapimetrics.Register(NodesCovered, RemediationSuccessTotal, ShortCircuit)
 }
 
 func setMetrics(name, namespace string, covered int, shortCircuit bool) {

@@ -26,6 +26,8 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -152,16 +154,7 @@ func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcil
 // machinePredicate passes creations, deletions and updates of what the
 // health decision reads: labels, owners, phase, nodeRef and deletion.
 func machinePredicate() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldM, ok1 := e.ObjectOld.(*machinev1beta1.Machine)
-			newM, ok2 := e.ObjectNew.(*machinev1beta1.Machine)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return machineChangeMatters(oldM, newM)
-		},
-	}
+	return updates.Matter(machineChangeMatters)
 }
 
 func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
@@ -177,16 +170,7 @@ func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 // change a condition's status or lastTransitionTime, the labels, the taints
 // or the machine annotation (heartbeats are dropped).
 func nodePredicate() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldN, ok1 := e.ObjectOld.(*corev1.Node)
-			newN, ok2 := e.ObjectNew.(*corev1.Node)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return nodeChangeMatters(oldN, newN)
-		},
-	}
+	return updates.Matter(nodeChangeMatters)
 }
 
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {

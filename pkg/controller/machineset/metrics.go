@@ -1,11 +1,9 @@
 package machineset
 
 import (
-	"errors"
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 )
 
 // Values of the "result" label.
@@ -57,24 +55,10 @@ var (
 	})
 )
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the controller's metrics with controller-runtime's
 // metrics.Registry. It is safe to call many times (NewReconciler calls it).
 func RegisterMetrics() {
-	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{
-			StatusReplicas, StatusReplicasAvailable, StatusReplicasReady, SpecReplicas,
-			MachineCreatesTotal, MachineDeletesTotal, ExpectationTimeoutsTotal,
-		} {
-			if err := ctrlmetrics.Registry.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
-	})
+	mapimetrics.Register(StatusReplicas, StatusReplicasAvailable, StatusReplicasReady, SpecReplicas, MachineCreatesTotal, MachineDeletesTotal, ExpectationTimeoutsTotal)
 }
 
 // setMachineSetMetrics sets the per-MachineSet gauges.

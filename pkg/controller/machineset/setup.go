@@ -23,6 +23,8 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -242,16 +244,7 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 // condition's status or lastTransitionTime and of the
 // machine.openshift.io/machine annotation (heartbeats are dropped).
 func nodePredicate() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldN, ok1 := e.ObjectOld.(*corev1.Node)
-			newN, ok2 := e.ObjectNew.(*corev1.Node)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return nodeChangeMatters(oldN, newN)
-		},
-	}
+	return updates.Matter(nodeChangeMatters)
 }
 
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {

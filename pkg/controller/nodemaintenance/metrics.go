@@ -1,13 +1,11 @@
 package nodemaintenance
 
 import (
-	"errors"
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 )
 
 var (
@@ -25,21 +23,10 @@ var (
 	}, []string{"phase"})
 )
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the metrics with controller-runtime's registry.
 // Safe to call many times (NewReconciler calls it).
 func RegisterMetrics() {
-	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{PhaseGauge, PhaseTransitionsTotal} {
-			if err := ctrlmetrics.Registry.Register(c); err != nil {
-				var are prometheus.AlreadyRegisteredError
-				if !errors.As(err, &are) {
-					panic(err)
-				}
-			}
-		}
-	})
+	mapimetrics.Register(PhaseGauge, PhaseTransitionsTotal)
 }
 
 var allPhases = []nmv1beta1.MaintenancePhase{nmv1beta1.MaintenanceRunning, nmv1beta1.MaintenanceSucceeded, nmv1beta1.MaintenanceFailed}

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
 // SetupWithManager registers the controller. It watches NodeMaintenances
@@ -117,14 +119,5 @@ func createOrDelete() predicate.Funcs {
 // nodePredicate passes node creations and deletions and changes of the
 // fields maintenance manages; status heartbeats are ignored.
 func nodePredicate() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*corev1.Node)
-			n, ok2 := e.ObjectNew.(*corev1.Node)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return !nodeMaintenanceFieldsEqual(o, n)
-		},
-	}
+	return updates.Matter(func(o, n *corev1.Node) bool { return !nodeMaintenanceFieldsEqual(o, n) })
 }
