@@ -39,8 +39,9 @@ $(TOOL_BINS): $(BIN)/%: $(TOOLS_MOD)
 ##@ Build and test
 
 .PHONY: build
-build: ## Build every binary of this project into bin/
+build: ## Build every binary of this project into bin/ (and the local pod runner, bin/local-pods)
 	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+	go build -o $(BIN)/local-pods ./test/localpods/local-pods
 
 .PHONY: test
 test: tools ## Run every unit and envtest test (go test -race ./...)
@@ -105,7 +106,7 @@ bench: tools build ## MachineSet scale benchmark on a dedicated local cluster (R
 
 .PHONY: clean
 clean: cluster-down ## Remove build output (keeps the tools in bin/)
-	rm -f $(addprefix $(BIN)/,$(notdir $(wildcard cmd/*)))
+	rm -f $(addprefix $(BIN)/,$(notdir $(wildcard cmd/*))) $(BIN)/local-pods
 	rm -rf $(LOCAL)
 
 .PHONY: help

@@ -9,8 +9,14 @@ for pidfile in "$root/.local/$name".*.pid; do
 	pid=$(cat "$pidfile")
 	if kill -0 "$pid" 2>/dev/null; then
 		kill "$pid" 2>/dev/null || true
-		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -9 "$pid" 2>/dev/null || true
 	fi
 	rm -f "$pidfile"
 done
+# The local pod runner pins the pods' network namespaces under
+# .local/pods/CLUSTER_NAME; a runner that was killed leaves them mounted.
+for ns in "$root/.local/pods/$name"/*/netns; do
+	[ -e "$ns" ] && umount -l "$ns" 2>/dev/null || true
+done
+rm -rf "$root/.local/pods/$name"

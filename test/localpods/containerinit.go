@@ -1,0 +1,130 @@
+package localpods
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ContainerInitCommand is the first argument with which the Runner re-executes
+// its own binary to set up a container's namespaces before it executes the
+// container's binary; the binary's main must hand it to ContainerInit.
+const ContainerInitCommand = "container-init"
+
+// containerSpec is what the Runner hands to ContainerInit (as a JSON file).
+type containerSpec struct {
+	// NetNS is the pinned network namespace of the pod.
+	NetNS string
+	// Hostname is the pod's name.
+	Hostname string
+	// Mounts are bind mounts, applied in order.
+	Mounts []bindMount
+	// ReadOnlyRoot makes "/" read-only (readOnlyRootFilesystem).
+	ReadOnlyRoot bool
+	UID, GID     int
+	Dir          string
+	// Path is the binary to execute; Argv[0] is the container's command.
+	Path string
+	Argv []string
+	Env  []string
+}
+
+type bindMount struct {
+	Source, Target string
+	ReadOnly       bool
+}
+
+// ContainerInit runs in a child the Runner started in a new mount and UTS
+// namespace: it mounts the container's volumes, joins the pod's network
+// namespace, drops to the container's user and executes the container's
+// binary. It returns only on failure.
+func ContainerInit(specFile string) error {
+	// Setns and exec must happen on the same thread: the executed program
+	// keeps that thread's network namespace.
+	runtime.LockOSThread()
+	data, err := os.ReadFile(specFile)
+	if err != nil {
+		return err
+	}
+	var spec containerSpec
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return fmt.Errorf("decoding %s: %w", specFile, err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making mounts private: %w", err)
+	}
+	// Mount points are created before "/" turns read-only.
+	for _, m := range spec.Mounts {
+		if err := mountPoint(m); err != nil {
+			return err
+		}
+	}
+	if spec.ReadOnlyRoot {
+		if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("making / read-only: %w", err)
+		}
+	}
+	for _, m := range spec.Mounts {
+		if err := unix.Mount(m.Source, m.Target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("mounting %s at %s: %w", m.Source, m.Target, err)
+		}
+		if m.ReadOnly {
+			if err := unix.Mount("", m.Target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+				return fmt.Errorf("making %s read-only: %w", m.Target, err)
+			}
+		}
+	}
+	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
+		return fmt.Errorf("setting the hostname: %w", err)
+	}
+	ns, err := unix.Open(spec.NetNS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("joining the pod's network namespace: %w", err)
+	}
+	unix.Close(ns)
+	if spec.Dir != "" {
+		if err := os.Chdir(spec.Dir); err != nil {
+			return fmt.Errorf("changing to the working directory: %w", err)
+		}
+	}
+	if err := syscall.Setgroups([]int{spec.GID}); err != nil {
+		return err
+	}
+	if err := syscall.Setgid(spec.GID); err != nil {
+		return err
+	}
+	if err := syscall.Setuid(spec.UID); err != nil {
+		return err
+	}
+	return syscall.Exec(spec.Path, spec.Argv, spec.Env)
+}
+
+// mountPoint creates the file or directory a bind mount needs at its target.
+func mountPoint(m bindMount) error {
+	st, err := os.Stat(m.Source)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return os.MkdirAll(m.Target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(m.Target), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Stat(m.Target); os.IsNotExist(err) {
+		f, err := os.OpenFile(m.Target, os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	return nil
+}
