@@ -12,7 +12,6 @@ kubeconfig=$root/.local/$CLUSTER_NAME.kubeconfig
 teardown() {
 	local code=$?
 	mkdir -p "$logs"
-	cp "$root/.local/logs/$CLUSTER_NAME-operator.log" "$logs/" 2>/dev/null || true
 	if [ -d "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs" ]; then
 		mkdir -p "$logs/$CLUSTER_NAME" && cp -r "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs/." "$logs/$CLUSTER_NAME/" || true
 	fi

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # run.sh: the main job on the local cluster. Starts the kwok cluster
 # "machine-api", deploys the Machine API the way users do on vanilla Kubernetes
-# (kustomize build | kubectl apply, then config/ for kubemark), runs the
-# operator and the operands (machine-controller-manager, nodelink-controller,
-# machineset-controller)
-# as local processes under their ServiceAccounts' identities, waits for the
-# ClusterOperator machine-api to become Available and creates the sample
-# kubemark Machine and MachineSet (3 replicas).
+# (kustomize build | kubectl apply, then config/ for kubemark), and runs the
+# operator's pod from the payload's Deployment and the operand's pod from the
+# Deployment the operator renders as local processes (the local pod runner,
+# test/localpods). Waits for the ClusterOperator machine-api to become
+# Available and creates the sample kubemark Machine, MachineSet (3 replicas)
+# and MachineHealthCheck.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -24,7 +24,7 @@ available() {
 for _ in $(seq 1 240); do available && break; sleep 0.5; done
 if ! available; then
 	echo "the ClusterOperator did not become Available; last operator log lines:" >&2
-	tail -n 30 .local/logs/machine-api-operator.log >&2
+	tail -n 30 .local/logs/machine-api-operator-*/machine-api-operator.log >&2
 	exit 1
 fi
 kubectl get clusteroperator machine-api
@@ -65,6 +65,7 @@ The Machine API operator is running against the local cluster. Try:
   bin/kubectl apply -f config/samples/machine.yaml            # and back
   bin/kubectl -n $ns edit deployment machine-api-controllers   # the operator reverts the edit
   bin/kubectl patch infrastructure cluster --subresource=status --type=merge -p '{"status":{"platformStatus":{"type":"None"}}}'   # NoOp: operand pruned
-  tail -f .local/logs/machine-api-operator.log
+  bin/kubectl -n $ns get pods -o wide                          # the operator's and operand's pods, run as local processes
+  tail -f .local/logs/machine-api-controllers-*/machine-controller.log   # a container's log: .local/logs/<pod>/<container>.log
 Stop everything with: make cluster-down
 MSG

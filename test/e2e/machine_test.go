@@ -174,7 +174,14 @@ func TestInvalidProviderSpecFails(t *testing.T) {
 	m := newKubemarkMachine("e2e-invalid-"+rand.String(5), "invalid")
 	m.Spec.ProviderSpec.Value.Raw = []byte(`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpus":"4"}`)
 	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
+		// Where the validating webhook is served, admission refuses it
+		// (TestWebhooksRefuseInvalidObjects); the controller-side check is
+		// then proven by the machine controller's envtests.
+		if !strings.Contains(err.Error(), "cpus") {
+			t.Fatalf("creating machine %s: %v (want success, or a refusal naming the field cpus)", m.Name, err)
+		}
+		t.Logf("admission refused the invalid machine: %v", err)
+		return
 	}
 	deleteMachineOnCleanup(t, m)
 	waitFor(ctx, t, "machine "+m.Name+" Failed", func(ctx context.Context) (bool, error) {
