@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +114,21 @@ func TestNegativeDurationIsUsageError(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"start", "--images-json=/x", "--degraded-after=-1s"}, &out, &errOut); code != 2 {
 		t.Fatalf("exit code %d, want 2; stderr: %s", code, errOut.String())
+	}
+}
+
+// TestPayloadCommandLinesStart: the operator's container in install/ has a
+// command line the binary accepts (the operator itself is stubbed out).
+func TestPayloadCommandLinesStart(t *testing.T) {
+	for _, c := range rendertest.Containers(t, "/machine-api-operator") {
+		started := false
+		root := newRootCommandWith(io.Discard, io.Discard, func(context.Context, *startOptions, io.Writer) error {
+			started = true
+			return nil
+		})
+		root.SetArgs(c.Args)
+		if err := root.ExecuteContext(context.Background()); err != nil || !started {
+			t.Errorf("%s container %s: args %q refused: %v", c.Source, c.Name, c.Args, err)
+		}
 	}
 }

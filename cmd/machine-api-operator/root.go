@@ -42,6 +42,11 @@ func (usageError) usage(root *cobra.Command, args []string) string {
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	return newRootCommandWith(stdout, stderr, runStart)
+}
+
+// newRootCommandWith is newRootCommand with the operator's run replaced.
+func newRootCommandWith(stdout, stderr io.Writer, start starter) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "machine-api-operator",
 		Args:          func(cmd *cobra.Command, args []string) error { return usageArgs(cmd, args) },
@@ -59,7 +64,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlagSet(klogFlags)
 
-	root.AddCommand(newVersionCommand(stdout), newStartCommand(stderr), newRenderCommand(stdout))
+	root.AddCommand(newVersionCommand(stdout), newStartCommand(stderr, start), newRenderCommand(stdout))
 	return root
 }
 

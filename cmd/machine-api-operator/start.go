@@ -46,7 +46,11 @@ const (
 	webhookCertsOperator  = "operator"
 )
 
-func newStartCommand(stderr io.Writer) *cobra.Command {
+// starter runs the operator once the command line is accepted (runStart;
+// tests stub it to check command lines alone).
+type starter func(ctx context.Context, o *startOptions, stderr io.Writer) error
+
+func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	o := &startOptions{}
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -64,7 +68,7 @@ func newStartCommand(stderr io.Writer) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--webhook-certificates must be one of auto, service-ca, operator; got %q", o.webhookCertificates)}
 			}
-			return runStart(cmd.Context(), o, stderr)
+			return start(cmd.Context(), o, stderr)
 		},
 	}
 	ns := os.Getenv("COMPONENT_NAMESPACE")

@@ -22,31 +22,40 @@ import (
 )
 
 func main() {
-	opts := operand.Defaults("machine-controller", ":8081", ":9440")
-	// Drains block a reconcile for up to 20s per attempt, and provisioning
-	// is a chain of API round trips: let 50 Machines proceed at once
-	// (sized by the scale benchmark, docs/performance.md).
-	opts.MaxConcurrentReconciles = 50
-	var drainTimeout time.Duration
-	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ExitOnError)
-	opts.AddFlags(fs)
-	fs.DurationVar(&drainTimeout, "node-drain-timeout", 0,
-		"How long to try evicting a deleted Machine's pods before deleting the rest and proceeding; 0 waits forever. "+
-			"The Machine annotation machine.openshift.io/node-drain-timeout overrides it.")
-	_ = fs.Parse(os.Args[1:])
+	opts, drainTimeout, err := parse(os.Args[1:])
+	operand.ExitOnParseError("machine-controller-manager", err)
 	if err := run(opts, drainTimeout); err != nil {
 		fmt.Fprintf(os.Stderr, "machine-controller-manager: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts operand.Options, drainTimeout time.Duration) error {
+// parse parses and validates the command line.
+func parse(args []string) (operand.Options, time.Duration, error) {
+	opts := operand.Defaults("machine-controller", ":8081", ":9440")
+	// Drains block a reconcile for up to 20s per attempt, and provisioning
+	// is a chain of API round trips: let 50 Machines proceed at once
+	// (sized by the scale benchmark, docs/performance.md).
+	opts.MaxConcurrentReconciles = 50
+	var drainTimeout time.Duration
+	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	fs.DurationVar(&drainTimeout, "node-drain-timeout", 0,
+		"How long to try evicting a deleted Machine's pods before deleting the rest and proceeding; 0 waits forever. "+
+			"The Machine annotation machine.openshift.io/node-drain-timeout overrides it.")
+	if err := operand.ParseArgs(fs, args); err != nil {
+		return opts, 0, err
+	}
 	if err := opts.Validate(); err != nil {
-		return err
+		return opts, 0, err
 	}
 	if drainTimeout < 0 {
-		return fmt.Errorf("--node-drain-timeout must not be negative")
+		return opts, 0, fmt.Errorf("--node-drain-timeout must not be negative")
 	}
+	return opts, drainTimeout, nil
+}
+
+func run(opts operand.Options, drainTimeout time.Duration) error {
 	cfg, err := opts.RESTConfig("machine-controller-manager/" + version.String())
 	if err != nil {
 		return err

@@ -30,6 +30,16 @@ type flags struct {
 }
 
 func main() {
+	opts, f, err := parse(os.Args[1:])
+	operand.ExitOnParseError("machineset-controller", err)
+	if err := run(opts, f); err != nil {
+		fmt.Fprintf(os.Stderr, "machineset-controller: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// parse parses and validates the command line.
+func parse(args []string) (operand.Options, flags, error) {
 	opts := operand.Defaults(leaderElectionID, ":8082", ":9441")
 	opts.Webhook = &operand.WebhookOptions{Enabled: true, Port: webhooks.DefaultPort, CertDir: webhooks.DefaultCertDir}
 	f := flags{
@@ -38,7 +48,7 @@ func main() {
 		expectationsTimeout:  machineset.DefaultExpectationsTimeout,
 	}
 	opts.MaxConcurrentReconciles = 10
-	fs := pflag.NewFlagSet("machineset-controller", pflag.ExitOnError)
+	fs := pflag.NewFlagSet("machineset-controller", pflag.ContinueOnError)
 	opts.AddFlags(fs)
 	fs.IntVar(&f.createBurst, "machine-create-burst", f.createBurst,
 		"Most Machines one MachineSet creates in one pass; they are created in growing batches (1, 2, 4, ...), stopping at the first failing batch.")
@@ -46,23 +56,22 @@ func main() {
 		"Most Machine deletions one MachineSet issues at the same time when scaling down.")
 	fs.DurationVar(&f.expectationsTimeout, "expectations-timeout", f.expectationsTimeout,
 		"How long a MachineSet waits to observe its own creates and deletes in the cache before acting again anyway.")
-	_ = fs.Parse(os.Args[1:])
-	if err := run(opts, f); err != nil {
-		fmt.Fprintf(os.Stderr, "machineset-controller: %v\n", err)
-		os.Exit(1)
+	if err := operand.ParseArgs(fs, args); err != nil {
+		return opts, f, err
 	}
+	if err := opts.Validate(); err != nil {
+		return opts, f, err
+	}
+	if f.createBurst < 1 || f.maxConcurrentDeletes < 1 {
+		return opts, f, fmt.Errorf("--machine-create-burst and --max-concurrent-deletes must be at least 1")
+	}
+	if f.expectationsTimeout <= 0 {
+		return opts, f, fmt.Errorf("--expectations-timeout must be positive")
+	}
+	return opts, f, nil
 }
 
 func run(opts operand.Options, f flags) error {
-	if err := opts.Validate(); err != nil {
-		return err
-	}
-	if f.createBurst < 1 || f.maxConcurrentDeletes < 1 {
-		return fmt.Errorf("--machine-create-burst and --max-concurrent-deletes must be at least 1")
-	}
-	if f.expectationsTimeout <= 0 {
-		return fmt.Errorf("--expectations-timeout must be positive")
-	}
 	cfg, err := opts.RESTConfig("machineset-controller/" + version.String())
 	if err != nil {
 		return err

@@ -16,22 +16,28 @@ import (
 )
 
 func main() {
-	opts := operand.Defaults("nodelink-controller", ":8084", ":9444")
-	// Linking is two API round trips per Node; sized by the scale benchmark.
-	opts.MaxConcurrentReconciles = 50
-	fs := pflag.NewFlagSet("nodelink-controller", pflag.ExitOnError)
-	opts.AddFlags(fs)
-	_ = fs.Parse(os.Args[1:])
+	opts, err := parse(os.Args[1:])
+	operand.ExitOnParseError("nodelink-controller", err)
 	if err := run(opts); err != nil {
 		fmt.Fprintf(os.Stderr, "nodelink-controller: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts operand.Options) error {
-	if err := opts.Validate(); err != nil {
-		return err
+// parse parses and validates the command line.
+func parse(args []string) (operand.Options, error) {
+	opts := operand.Defaults("nodelink-controller", ":8084", ":9444")
+	// Linking is two API round trips per Node; sized by the scale benchmark.
+	opts.MaxConcurrentReconciles = 50
+	fs := pflag.NewFlagSet("nodelink-controller", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	if err := operand.ParseArgs(fs, args); err != nil {
+		return opts, err
 	}
+	return opts, opts.Validate()
+}
+
+func run(opts operand.Options) error {
 	cfg, err := opts.RESTConfig("nodelink-controller/" + version.String())
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -206,4 +207,31 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 // ControllerOptions are the controller settings the flags set.
 func (o *Options) ControllerOptions() controller.Options {
 	return controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+}
+
+// ParseArgs parses a binary's command line with its flag set (which must be
+// built with pflag.ContinueOnError) and refuses positional arguments, which
+// no operand takes. Binaries parse and validate before anything else, so a
+// test can tell whether a rendered command line would start them.
+func ParseArgs(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: %s takes only flags", fs.Args(), fs.Name())
+	}
+	return nil
+}
+
+// ExitOnParseError ends the process when the command line was refused:
+// status 0 for --help, 2 (usage) otherwise.
+func ExitOnParseError(name string, err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		os.Exit(0)
+	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	os.Exit(2)
 }
