@@ -44,11 +44,24 @@ const (
 // DefaultNodeStartupTimeout applies when spec.nodeStartupTimeout is unset.
 const DefaultNodeStartupTimeout = 10 * time.Minute
 
+// Causes of Unhealthy verdicts (verdict.Cause), the "reason" the backoff of
+// repeated remediation compares. A node condition's cause names its type,
+// not its status: Ready=False and Ready=Unknown are one cause.
+const (
+	CauseFailed              = "MachineFailed"
+	CauseNodeGone            = "NodeGone"
+	CauseNodeStartupTimeout  = "NodeStartupTimeout"
+	CauseNodeConditionPrefix = "NodeCondition/"
+)
+
 // Event reasons.
 const (
 	// On the MachineHealthCheck.
 	EventRemediationRestricted = "RemediationRestricted" // Warning: maxUnhealthy exceeded (once per transition)
 	EventTemplateNotFound      = "ExternalRemediationTemplateNotFound"
+	// Warning: the rate limit holds remediations back (once per episode:
+	// recorded again only after a pass in which it held none back).
+	EventRemediationRateLimited = "RemediationRateLimited"
 
 	// On Machines.
 	EventDetectedUnhealthy     = "DetectedUnhealthy"     // Normal: the Machine is unhealthy, or will be when a timeout expires
@@ -60,6 +73,10 @@ const (
 	EventRequestCreated        = "ExternalRemediationRequestCreated"
 	EventRequestCreationFailed = "ExternalRemediationRequestCreationFailed"
 	EventRequestDeleted        = "ExternalRemediationRequestDeleted"
+	// Warning: a repeated remediation of the same MachineSet (deletion) or
+	// Machine (external remediation) waits; the note names the delay and
+	// its end (once per Machine and wait).
+	EventRemediationBackoff = "RemediationBackoff"
 )
 
 // Condition reasons (besides openshift/api's TooManyUnhealthyReason,

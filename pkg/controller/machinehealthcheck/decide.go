@@ -53,6 +53,11 @@ type verdict struct {
 	// Reason says why the target is not healthy, in words that do not
 	// change while the state does not (it is an event note).
 	Reason string
+	// Cause classifies an Unhealthy verdict in words that are the same for
+	// every Machine (CauseFailed, CauseNodeGone, CauseNodeStartupTimeout,
+	// CauseNodeConditionPrefix+type): the backoff of repeated remediation
+	// compares it.
+	Cause string
 	// Recheck > 0 is when the verdict changes by the passing of time alone
 	// (a timeout expiring).
 	Recheck time.Duration
@@ -79,7 +84,7 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 		return verdict{Health: Deleting}
 	}
 	if m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseFailed {
-		return verdict{Health: Unhealthy, Reason: "the Machine is Failed"}
+		return verdict{Health: Unhealthy, Reason: "the Machine is Failed", Cause: CauseFailed}
 	}
 	if m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
 		if p.startupTimeout <= 0 {
@@ -87,12 +92,13 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 		}
 		expiry := m.CreationTimestamp.Add(p.startupTimeout)
 		if !now.Before(expiry) {
-			return verdict{Health: Unhealthy, Reason: fmt.Sprintf("no Node %s after creation (nodeStartupTimeout)", p.startupTimeout)}
+			return verdict{Health: Unhealthy, Reason: fmt.Sprintf("no Node %s after creation (nodeStartupTimeout)", p.startupTimeout),
+				Cause: CauseNodeStartupTimeout}
 		}
 		return verdict{Health: Starting, Reason: "no Node yet", Recheck: expiry.Sub(now)}
 	}
 	if node == nil {
-		return verdict{Health: Unhealthy, Reason: fmt.Sprintf("Node %s is gone", m.Status.NodeRef.Name)}
+		return verdict{Health: Unhealthy, Reason: fmt.Sprintf("Node %s is gone", m.Status.NodeRef.Name), Cause: CauseNodeGone}
 	}
 	var soonest time.Duration
 	suspectReason := ""
@@ -103,7 +109,8 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 		}
 		expiry := nc.LastTransitionTime.Add(c.Timeout.Duration)
 		if !now.Before(expiry) {
-			return verdict{Health: Unhealthy, Reason: fmt.Sprintf("Node %s has condition %s=%s for more than %s", node.Name, c.Type, c.Status, c.Timeout.Duration)}
+			return verdict{Health: Unhealthy, Reason: fmt.Sprintf("Node %s has condition %s=%s for more than %s", node.Name, c.Type, c.Status, c.Timeout.Duration),
+				Cause: CauseNodeConditionPrefix + string(c.Type)}
 		}
 		if d := expiry.Sub(now); soonest == 0 || d < soonest {
 			soonest = d

@@ -84,31 +84,36 @@ func (r *Reconciler) readTemplate(ctx context.Context, mhc *machinev1beta1.Machi
 	return tmpl, gv.WithKind(kind), nil
 }
 
-// request makes sure an external remediation request for m exists.
-func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Machine) error {
+// request makes sure an external remediation request for m exists. A
+// missing one is created only if admit (the pacing) allows it now; created
+// reports whether it was.
+func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Machine, admit func() bool) (created bool, err error) {
 	if e.template == nil {
-		return nil // reported by ExternalRemediationTemplateAvailable=False; a template change requeues
+		return false, nil // reported by ExternalRemediationTemplateAvailable=False; a template change requeues
 	}
 	key := client.ObjectKeyFromObject(e.mhc)
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(e.gvk)
-	err := e.r.apiReader.Get(ctx, client.ObjectKeyFromObject(m), existing)
+	err = e.r.apiReader.Get(ctx, client.ObjectKeyFromObject(m), existing)
 	if err == nil {
 		e.setRequestCondition()
-		return nil
+		return false, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return e.fail(m, fmt.Errorf("reading %s %s/%s: %w", e.gvk.Kind, m.Namespace, m.Name, err))
+		return false, e.fail(m, fmt.Errorf("reading %s %s/%s: %w", e.gvk.Kind, m.Namespace, m.Name, err))
+	}
+	if !admit() {
+		return false, nil
 	}
 	req := buildRequest(e.template, e.gvk, m)
 	if err := e.r.client.Create(ctx, req); err != nil && !apierrors.IsAlreadyExists(err) {
-		return e.fail(m, fmt.Errorf("creating %s %s/%s: %w", e.gvk.Kind, m.Namespace, m.Name, err))
+		return false, e.fail(m, fmt.Errorf("creating %s %s/%s: %w", e.gvk.Kind, m.Namespace, m.Name, err))
 	}
 	e.setRequestCondition()
 	RemediationSuccessTotal.WithLabelValues(e.mhc.Name, e.mhc.Namespace).Inc()
 	e.r.machineEventOnce(key, m, corev1.EventTypeNormal, EventRequestCreated,
 		fmt.Sprintf("Created %s %s/%s for unhealthy Machine %s", e.gvk.Kind, m.Namespace, m.Name, m.Name))
-	return nil
+	return true, nil
 }
 
 func (e *externalRemediation) fail(m *machinev1beta1.Machine, err error) error {

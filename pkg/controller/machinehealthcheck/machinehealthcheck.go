@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -42,6 +44,27 @@ type Options struct {
 	Recorder events.EventRecorder
 	// Clock (optional) is the time source; tests use a fake one.
 	Clock clock.PassiveClock
+	// RemediationBurst and RemediationInterval limit the remediations
+	// (Machine deletions, external remediation requests created) of each
+	// MachineHealthCheck with a token bucket: at most RemediationBurst at
+	// once, then one per RemediationInterval. A RemediationBurst or
+	// RemediationInterval of 0 disables the limit (the zero Options do;
+	// cmd/machine-healthcheck defaults to DefaultRemediationBurst and
+	// DefaultRemediationInterval).
+	RemediationBurst    int
+	RemediationInterval time.Duration
+}
+
+// Validate rejects a negative RemediationBurst, and a limit
+// (RemediationBurst > 0) without a positive RemediationInterval.
+func (o Options) Validate() error {
+	if o.RemediationBurst < 0 {
+		return fmt.Errorf("the remediation burst (--remediation-burst) must not be negative, got %d", o.RemediationBurst)
+	}
+	if o.RemediationBurst > 0 && o.RemediationInterval <= 0 {
+		return fmt.Errorf("the remediation interval (--remediation-interval) must be positive when the remediation burst (%d) is, got %s", o.RemediationBurst, o.RemediationInterval)
+	}
+	return nil
 }
 
 // Reconciler is the MachineHealthCheck controller.
@@ -53,6 +76,9 @@ type Reconciler struct {
 	namespace string
 	writes    *readyourwrites.Memo
 	events    *eventMemo
+	limit     rateLimit
+	backoff   backoffPolicy
+	pacing    *pacing
 }
 
 // NewReconciler returns a MachineHealthCheck controller with opts' defaults
@@ -67,6 +93,9 @@ func NewReconciler(opts Options) *Reconciler {
 		namespace: opts.Namespace,
 		writes:    readyourwrites.New(),
 		events:    newEventMemo(),
+		limit:     rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
+		backoff:   defaultBackoff,
+		pacing:    newPacing(),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -93,6 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.events.forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
+			r.pacing.forget(req.NamespacedName)
 			deleteMetrics(req.Name, req.Namespace)
 			return ctrl.Result{}, nil
 		}
@@ -165,9 +195,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Act.
 	r.reportTargets(mhc, targets)
 	var actErr error
+	requeue := sum.Requeue
 	if !paused {
 		if sum.Allowed && sum.MaxErr == nil {
-			actErr = r.remediate(ctx, mhc, targets, st, now)
+			var wait time.Duration
+			wait, actErr = r.remediate(ctx, mhc, targets, st, now)
+			requeue = earliest(requeue, wait)
 		}
 		if mhc.Spec.RemediationTemplate != nil {
 			actErr = errors.Join(actErr, r.cleanupRequests(ctx, mhc, targets))
@@ -186,7 +219,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := errors.Join(actErr, statusErr); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: sum.Requeue}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// earliest is the smallest positive of a and b, 0 when neither is.
+func earliest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // listTargets lists the Machines selected by mhc with their Nodes.
@@ -253,15 +294,15 @@ func (r *Reconciler) reportTargets(mhc *machinev1beta1.MachineHealthCheck, targe
 	r.events.keepOnly(key, keep)
 }
 
-// remediate acts on every Unhealthy target.
-func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) error {
+// remediate acts on every Unhealthy target, oldest first, as the pacing
+// allows. It returns when a remediation held back by the pacing may go
+// ahead (0: none is held back).
+func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(mhc)
 	var errs []error
 	var ext *externalRemediation
-	for _, t := range targets {
-		if t.verdict.Health != Unhealthy {
-			continue
-		}
+	pass := r.newPacingPass(ctx, mhc, targets, now)
+	for _, t := range unhealthyOldestFirst(targets) {
 		m := t.machine
 		if why := excludedNode(t.node); why != "" {
 			r.machineEventOnce(key, m, corev1.EventTypeNormal, EventSkippedExcluded, "Not remediating: "+why)
@@ -271,7 +312,12 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 			if ext == nil {
 				ext = r.newExternalRemediation(ctx, mhc, st, now)
 			}
-			errs = append(errs, ext.request(ctx, m))
+			bk := machineBackoffKey(m)
+			created, err := ext.request(ctx, m, func() bool { return pass.admit(t, bk) })
+			if created {
+				pass.remediated(t, bk)
+			}
+			errs = append(errs, err)
 			continue
 		}
 		if isControlPlane(m, t.node) && mhc.Annotations[RemediateControlPlaneAnnotation] != "true" {
@@ -280,32 +326,60 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 					m.Name, t.verdict.Reason, RemediateControlPlaneAnnotation))
 			continue
 		}
-		if metav1.GetControllerOf(m) == nil {
+		owner := metav1.GetControllerOf(m)
+		if owner == nil {
 			r.machineEventOnce(key, m, corev1.EventTypeWarning, EventSkippedNoController,
 				fmt.Sprintf("Not deleting Machine %s (%s): it has no controller owner to replace it", m.Name, t.verdict.Reason))
 			continue
 		}
-		errs = append(errs, r.deleteMachine(ctx, mhc, m, t.verdict.Reason))
+		bk := pass.ownerBackoffKey(owner)
+		if !pass.admit(t, bk) {
+			continue
+		}
+		deleted, err := r.deleteMachine(ctx, mhc, m, t.verdict.Reason)
+		if deleted {
+			pass.remediated(t, bk)
+		}
+		errs = append(errs, err)
 	}
-	return errors.Join(errs...)
+	return pass.done(), errors.Join(errs...)
 }
 
-// deleteMachine deletes m (precondition: same UID) and records the outcome.
-func (r *Reconciler) deleteMachine(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, why string) error {
+// unhealthyOldestFirst returns the Unhealthy targets, the oldest Machine
+// first (then by name): the order in which the pacing serves them.
+func unhealthyOldestFirst(targets []target) []target {
+	var out []target
+	for _, t := range targets {
+		if t.verdict.Health == Unhealthy {
+			out = append(out, t)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b target) int {
+		if c := a.machine.CreationTimestamp.Compare(b.machine.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.machine.Name, b.machine.Name)
+	})
+	return out
+}
+
+// deleteMachine deletes m (precondition: same UID) and records the outcome;
+// deleted reports whether this call deleted it.
+func (r *Reconciler) deleteMachine(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, why string) (deleted bool, err error) {
 	ctrl.LoggerFrom(ctx).Info("deleting unhealthy Machine", "machine", m.Name, "reason", why)
-	err := r.client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	err = r.client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // gone or replaced meanwhile
+		return false, nil // gone or replaced meanwhile
 	}
 	if err != nil {
 		r.machineEventOnce(client.ObjectKeyFromObject(mhc), m, corev1.EventTypeWarning, EventMachineDeletionFailed,
 			fmt.Sprintf("Deleting unhealthy Machine %s failed: %v", m.Name, err))
-		return fmt.Errorf("deleting unhealthy Machine %s/%s: %w", m.Namespace, m.Name, err)
+		return false, fmt.Errorf("deleting unhealthy Machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	RemediationSuccessTotal.WithLabelValues(mhc.Name, mhc.Namespace).Inc()
 	r.eventf(m, mhc, corev1.EventTypeNormal, EventMachineDeleted, "Remediate",
 		"Machine %s deleted by MachineHealthCheck %s: %s", m.Name, mhc.Name, why)
-	return nil
+	return true, nil
 }
 
 // reportInvalid marks mhc as unable to remediate; it is not requeued (a fix
@@ -338,11 +412,13 @@ func (r *Reconciler) patchStatus(ctx context.Context, mhc *machinev1beta1.Machin
 }
 
 // machineEventOnce records an event on m unless the same reason and note
-// were recorded for it last.
-func (r *Reconciler) machineEventOnce(mhc types.NamespacedName, m *machinev1beta1.Machine, eventType, reason, note string) {
+// were recorded for it last; it reports whether it recorded one.
+func (r *Reconciler) machineEventOnce(mhc types.NamespacedName, m *machinev1beta1.Machine, eventType, reason, note string) bool {
 	if r.events.first(mhc, m.Name, reason, note) {
 		r.eventf(m, nil, eventType, reason, "Remediate", "%s", note)
+		return true
 	}
+	return false
 }
 
 func (r *Reconciler) eventf(regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {

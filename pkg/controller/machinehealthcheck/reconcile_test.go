@@ -2,6 +2,7 @@ package machinehealthcheck
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -182,5 +183,83 @@ func TestRequestMapping(t *testing.T) {
 	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", Annotations: map[string]string{nodelink.MachineAnnotation: "garbage"}}}
 	if got := r.nodeToMHCs(ctx, bad); len(got) != 0 {
 		t.Errorf("MHCs for a Node with a bad annotation = %v", got)
+	}
+}
+
+// TestReconcilePacingRequeue (fake clock): the requeue is exactly when the
+// next token comes, or when a backoff ends, and never sooner.
+func TestReconcilePacingRequeue(t *testing.T) {
+	now := t0
+	clk := clocktesting.NewFakePassiveClock(now)
+	mk := func(name, owner string, created time.Time) *machinev1beta1.Machine {
+		return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			Labels: map[string]string{"a": "1"}, CreationTimestamp: metav1.NewTime(created),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "machine.openshift.io/v1beta1", Kind: "MachineSet", Name: owner,
+				UID: types.UID(owner), Controller: ptr.To(true)}}},
+			Status: machinev1beta1.MachineStatus{Phase: ptr.To(machinev1beta1.PhaseFailed)}}
+	}
+	mhc := &machinev1beta1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pacing"},
+		Spec:       machinev1beta1.MachineHealthCheckSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"a": "1"}}},
+	}
+	objs := []client.Object{mhc}
+	for i := range 5 {
+		objs = append(objs, mk(fmt.Sprintf("m%d", i+1), "ms", now.Add(-time.Hour+time.Duration(i)*time.Second)))
+	}
+	c := fakeClient(objs...)
+	rec := &recorder{}
+	r := NewReconciler(Options{Client: c, APIReader: c, Recorder: rec, Clock: clk, RemediationBurst: 2, RemediationInterval: time.Minute})
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "pacing"}}
+	ctx := context.Background()
+	left := func() []string {
+		list := &machinev1beta1.MachineList{}
+		if err := c.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range list.Items {
+			out = append(out, m.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	pass := func(at time.Duration, wantRequeue time.Duration, wantLeft ...string) {
+		t.Helper()
+		clk.SetTime(now.Add(at))
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RequeueAfter != wantRequeue {
+			t.Errorf("at %s: RequeueAfter = %v, want %v", at, res.RequeueAfter, wantRequeue)
+		}
+		if got := left(); !slices.Equal(got, wantLeft) {
+			t.Errorf("at %s: left %v, want %v", at, got, wantLeft)
+		}
+	}
+	pass(0, time.Minute, "m3", "m4", "m5")                 // the burst: the two oldest
+	pass(20*time.Second, 40*time.Second, "m3", "m4", "m5") // no token yet
+	pass(time.Minute, time.Minute, "m4", "m5")             // one token
+	pass(3*time.Minute, 0, []string{}...)                  // two tokens, nothing waits
+	if n := len(rec.find(EventRemediationRateLimited, "pacing")); n != 1 {
+		t.Errorf("%d RemediationRateLimited events, want 1", n)
+	}
+
+	// A replacement of the MachineSet's fails too: the backoff (1m from
+	// when it is due) holds it, the rate limit does not (the bucket has
+	// refilled by then).
+	if err := c.Create(ctx, mk("r1", "ms", now.Add(3*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	pass(3*time.Minute+10*time.Second, time.Minute, "r1")
+	pass(3*time.Minute+40*time.Second, 30*time.Second, "r1")
+	pass(4*time.Minute+10*time.Second, 0, []string{}...)
+	if ev := rec.find(EventRemediationBackoff, "r1"); len(ev) != 1 {
+		t.Errorf("RemediationBackoff events %v, want 1", ev)
+	}
+	// Nothing waits any more: after the reset window the state is gone.
+	pass(4*time.Minute+10*time.Second+RemediationBackoffReset, 0, []string{}...)
+	if n := len(r.pacing.mhcs); n != 0 {
+		t.Errorf("pacing state of %d MachineHealthChecks left", n)
 	}
 }

@@ -180,7 +180,9 @@ type harness struct {
 	done     chan struct{}
 }
 
-func newHarness(t *testing.T) *harness {
+// newHarness starts the controller; opts adjust its Options (Namespace and
+// Recorder are set).
+func newHarness(t *testing.T, opts ...func(*Options)) *harness {
 	t.Helper()
 	seq := testSeq.Add(1)
 	h := &harness{
@@ -210,7 +212,11 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewReconciler(Options{Namespace: h.ns, Recorder: h.rec})
+	o := Options{Namespace: h.ns, Recorder: h.rec}
+	for _, f := range opts {
+		f(&o)
+	}
+	r := NewReconciler(o)
 	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +293,18 @@ func (h *harness) newMHC(name string, mutate ...func(*machinev1beta1.MachineHeal
 	return mhc
 }
 
+// poke makes the controller reconcile MachineHealthCheck name now (an
+// annotation change), as a requeue would when the fake clock has advanced.
+func (h *harness) poke(name string) {
+	h.t.Helper()
+	h.patchMHC(name, func(m *machinev1beta1.MachineHealthCheck) {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations["test/poke"] = fmt.Sprint(time.Now().UnixNano())
+	})
+}
+
 func (h *harness) mhc(name string) *machinev1beta1.MachineHealthCheck {
 	h.t.Helper()
 	mhc := &machinev1beta1.MachineHealthCheck{}
@@ -309,7 +327,8 @@ func (h *harness) patchMHC(name string, f func(*machinev1beta1.MachineHealthChec
 // machineOpts describe a test Machine.
 type machineOpts struct {
 	mhc    string            // label mhc=<mhc>
-	owned  bool              // a controller ownerReference (a MachineSet)
+	owned  bool              // a controller ownerReference (a MachineSet of its own)
+	owner  string            // a controller ownerReference to the MachineSet of this name (shared)
 	node   string            // status.nodeRef.name
 	failed bool              // status.phase Failed
 	labels map[string]string // extra labels
@@ -321,10 +340,13 @@ func (h *harness) newMachine(name string, o machineOpts) *machinev1beta1.Machine
 	for k, v := range o.labels {
 		m.Labels[k] = v
 	}
-	if o.owned {
+	if o.owned && o.owner == "" {
+		o.owner = "ms-" + name // each Machine its own MachineSet: no backoff between them
+	}
+	if o.owner != "" {
 		m.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: "machine.openshift.io/v1beta1", Kind: "MachineSet", Name: "ms",
-			UID: "6f1b0c9e-0000-4000-8000-000000000001", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			APIVersion: "machine.openshift.io/v1beta1", Kind: "MachineSet", Name: o.owner,
+			UID: types.UID(h.ns + "-" + o.owner), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 		}}
 	}
 	if err := h.c.Create(h.ctx, m); err != nil {
