@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # bench.sh: the MachineSet scale benchmark (make bench). Brings up a dedicated
-# local cluster, deploys the Machine API as make run does, stops the operator
-# and the health controllers (so only the machine, nodelink and machineset
-# controllers and the kubemark provider act; MHC=1 keeps the health
-# controllers and adds a MachineHealthCheck covering the benchmark's
-# Machines), runs test/bench/scale (0→REPLICAS→0, default 500) and tears
-# everything down. PROFILE=1 also records 20 s CPU profiles of the three
-# operands during the scale-up and prints their top functions; the profiles
-# stay in .local/bench/.
+# local cluster, deploys the Machine API as make run does (the operand pod is
+# run from its rendered spec by the local pod runner), then scales the
+# operator to 0 and removes the health controller container from the operand
+# Deployment (so only the machine, nodelink and machineset controllers and the
+# kubemark provider act; MHC=1 keeps the health controllers and adds a
+# MachineHealthCheck covering the benchmark's Machines), runs
+# test/bench/scale (0→REPLICAS→0, default 500) and tears everything down.
+# PROFILE=1 also adds --pprof-bind-address to the three operands, records
+# 20 s CPU profiles during the scale-up and prints their top functions; the
+# profiles stay in .local/bench/. (With the operator stopped, these edits of
+# the operand Deployment stay; the operator would revert them.)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -22,28 +25,44 @@ mkdir -p "$out"
 teardown() {
 	local code=$?
 	hack/cluster.sh down >/dev/null || true
-	[ $code -eq 0 ] || echo "bench failed; operand logs are in .local/logs/$CLUSTER_NAME-*.log" >&2
+	[ $code -eq 0 ] || echo "bench failed; operand logs are in .local/logs/machine-api-controllers-*/" >&2
 	exit $code
 }
 trap teardown EXIT
 
 hack/cluster.sh up >/dev/null
-PPROF=$profile WEBHOOK_PORT=${WEBHOOK_PORT:-8453} hack/local/deploy.sh "$CLUSTER_NAME"
+hack/local/deploy.sh "$CLUSTER_NAME"
+kubectl() { "$root/bin/kubectl" --kubeconfig "$kubeconfig" -n openshift-machine-api "$@"; }
 # The operator installed everything; stop it so the benchmark measures the
 # operands alone.
 for _ in $(seq 1 240); do
-	"$root/bin/kubectl" --kubeconfig "$kubeconfig" -n openshift-machine-api get deployment machine-api-controllers >/dev/null 2>&1 && break
+	kubectl get deployment machine-api-controllers >/dev/null 2>&1 && break
 	sleep 0.5
 done
-stop=(operator)
-[ "${MHC:-0}" = 1 ] || stop+=(machine-healthcheck)
-for process in "${stop[@]}"; do
-	kill "$(cat ".local/$CLUSTER_NAME.$process.pid" 2>/dev/null)" 2>/dev/null || true
-done
+kubectl scale deployment machine-api-operator --replicas=0 >/dev/null
+kubectl wait --for=delete pod -l k8s-app=machine-api-operator --timeout=60s >/dev/null
+# container_index NAME: the index of a container of the operand pod template.
+container_index() {
+	kubectl get deployment machine-api-controllers -o jsonpath='{range .spec.template.spec.containers[*]}{.name}{"\n"}{end}' | grep -nx "$1" | cut -d: -f1 | awk '{print $1-1}'
+}
+patches=()
+[ "${MHC:-0}" = 1 ] || patches+=("{\"op\":\"remove\",\"path\":\"/spec/template/spec/containers/$(container_index machine-healthcheck-controller)\"}")
+if [ "$profile" = 1 ]; then
+	for pair in machine-controller:6060 nodelink-controller:6061 machineset-controller:6062; do
+		i=$(container_index "${pair%%:*}") port=${pair#*:}
+		patches+=("{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/$i/args/-\",\"value\":\"--pprof-bind-address=:$port\"}")
+		patches+=("{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/$i/ports/-\",\"value\":{\"name\":\"pprof-$port\",\"containerPort\":$port}}")
+	done
+fi
+if [ ${#patches[@]} -gt 0 ]; then
+	kubectl patch deployment machine-api-controllers --type=json -p "[$(IFS=,; echo "${patches[*]}")]" >/dev/null
+	kubectl rollout status deployment machine-api-controllers --timeout=120s >/dev/null
+fi
+pod_ip=$(kubectl get pods -l k8s-app=controller --field-selector=status.phase=Running -o jsonpath='{.items[0].status.podIP}')
 if [ "${MHC:-0}" = 1 ]; then
 	# A MachineHealthCheck covering the benchmark's Machines (timeouts long
 	# enough that nothing is remediated): the health controller's cost.
-	"$root/bin/kubectl" --kubeconfig "$kubeconfig" apply --server-side -f - >/dev/null <<MHC
+	kubectl apply --server-side -f - >/dev/null <<MHC
 apiVersion: machine.openshift.io/v1beta1
 kind: MachineHealthCheck
 metadata: {name: bench, namespace: openshift-machine-api}
@@ -60,7 +79,7 @@ go build -o "$out/scale" ./test/bench/scale
 if [ "$profile" = 1 ]; then
 	for port in 6060 6061 6062; do
 		# Starts with the scale-up (the benchmark first waits for leftovers).
-		(sleep 2; curl -sf -o "$out/cpu-$port.pprof" "http://127.0.0.1:$port/debug/pprof/profile?seconds=20") &
+		(sleep 2; curl -sf -o "$out/cpu-$port.pprof" "http://$pod_ip:$port/debug/pprof/profile?seconds=20") &
 	done
 	(sleep 2; "$root/bin/kubectl" --kubeconfig "$kubeconfig" get --raw "/debug/pprof/profile?seconds=20" >"$out/kube-apiserver.cpu.pprof") &
 fi
@@ -69,7 +88,7 @@ fi
 cpu_seconds() {
 	local tck pid comm
 	tck=$(getconf CLK_TCK)
-	for pid in $(pgrep -f "$KWOK_WORKDIR/clusters/$CLUSTER_NAME|bin/(machine-controller-manager|nodelink-controller|machineset-controller|machine-healthcheck) .*$CLUSTER_NAME"); do
+	for pid in $(pgrep -f "$KWOK_WORKDIR/clusters/$CLUSTER_NAME|^/(machine-controller-manager|nodelink-controller|machineset-controller|machine-healthcheck) "); do
 		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
 		awk -v c="$comm" -v t="$tck" '{ printf "%s %.1f\n", c, ($14+$15)/t }' "/proc/$pid/stat"
 	done | sort
@@ -81,7 +100,8 @@ echo "  CPU seconds used during the run, by process:" | tee -a "$out/result.txt"
 join "$out/cpu-before.txt" "$out/cpu-after.txt" | awk '{ printf "    %-28s %6.1f\n", $1, $3-$2 }' | sort -k2 -nr | tee -a "$out/result.txt"
 echo "  peak resident memory (VmHWM), by operand:" | tee -a "$out/result.txt"
 for operand in machine-controller-manager nodelink-controller machineset-controller machine-healthcheck; do
-	pid=$(cat ".local/$CLUSTER_NAME.$operand.pid" 2>/dev/null) || continue
+	pid=$(pgrep -f "^/$operand " | head -1) || continue
+	[ -n "$pid" ] || continue
 	awk -v o="$operand" '/^VmHWM/ { printf "    %-28s %6.0f MiB\n", o, $2/1024 }' "/proc/$pid/status" 2>/dev/null | tee -a "$out/result.txt"
 done
 if [ "$profile" = 1 ]; then
