@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"os"
 	"strings"
 	"testing"
@@ -208,4 +211,86 @@ func TestOperandDriftReverted(t *testing.T) {
 		return a != nil && p != nil && a.Status == configv1.ConditionTrue && p.Status == configv1.ConditionFalse &&
 			!strings.Contains(a.Message, "NoOp"), nil
 	})
+}
+
+// TestOperandAdditionsReverted: additions others make to what the operator
+// renders are reverted too, not only changed values: a container, an arg and
+// an env var added to the operand's pod template, and a rule granting
+// everything added to the operand's ClusterRole. Labels others add to the
+// Deployment's metadata are kept.
+func TestOperandAdditionsReverted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := expectedConfig(ctx, t)
+	if cfg.NoOp {
+		t.Skipf("platform %s is NoOp: no operand to edit", cfg.PlatformType)
+	}
+	key := client.ObjectKey{Namespace: cfg.Namespace, Name: config.OperandDeploymentName}
+	d := &appsv1.Deployment{}
+	if err := cluster.Get(ctx, key, d); err != nil {
+		t.Fatal(err)
+	}
+	machine := -1
+	for i, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == render.MachineContainer {
+			machine = i
+		}
+	}
+	if machine < 0 {
+		t.Fatalf("no container %s in %s", render.MachineContainer, key)
+	}
+	containers := len(d.Spec.Template.Spec.Containers)
+	args := len(d.Spec.Template.Spec.Containers[machine].Args)
+	patch := fmt.Sprintf(`[
+		{"op":"add","path":"/metadata/labels/e2e-kept","value":"yes"},
+		{"op":"add","path":"/spec/template/spec/containers/-","value":{"name":"evil","image":"example.invalid/evil:1"}},
+		{"op":"add","path":"/spec/template/spec/containers/%[1]d/args/-","value":"--evil"},
+		{"op":"add","path":"/spec/template/spec/containers/%[1]d/env/-","value":{"name":"EVIL","value":"1"}}]`, machine)
+	if err := cluster.Patch(ctx, d, client.RawPatch(types.JSONPatchType, []byte(patch)), client.FieldOwner("e2e")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(ctx, t, "added container, arg and env var removed", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, key, d); err != nil {
+			return false, err
+		}
+		spec := d.Spec.Template.Spec
+		if len(spec.Containers) != containers || len(spec.Containers[machine].Args) != args {
+			return false, nil
+		}
+		for _, e := range spec.Containers[machine].Env {
+			if e.Name == "EVIL" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("additions to the Deployment reverted in %s", time.Since(start).Round(time.Millisecond))
+	if d.Labels["e2e-kept"] != "yes" {
+		t.Errorf("the label others added to the Deployment's metadata was removed: %v", d.Labels)
+	}
+
+	role := &rbacv1.ClusterRole{}
+	roleKey := client.ObjectKey{Name: render.ControllersServiceAccountName} // the ClusterRole is named after the ServiceAccount
+	if err := cluster.Get(ctx, roleKey, role); err != nil {
+		t.Fatal(err)
+	}
+	rules := len(role.Rules)
+	escalation := `[{"op":"add","path":"/rules/-","value":{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}}]`
+	if err := cluster.Patch(ctx, role, client.RawPatch(types.JSONPatchType, []byte(escalation)), client.FieldOwner("e2e")); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	waitFor(ctx, t, "the rule granting everything removed from clusterrole "+roleKey.Name, func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, roleKey, role); err != nil {
+			return false, err
+		}
+		for _, r := range role.Rules {
+			if len(r.Verbs) == 1 && r.Verbs[0] == "*" && len(r.Resources) == 1 && r.Resources[0] == "*" {
+				return false, nil
+			}
+		}
+		return len(role.Rules) == rules, nil
+	})
+	t.Logf("added ClusterRole rule reverted in %s", time.Since(start).Round(time.Millisecond))
 }
