@@ -23,25 +23,67 @@ import (
 // controller, so that OpenShift's image and this one never both lead.
 const leaderElectionID = "cluster-api-provider-healthcheck-leader"
 
+// flags are this binary's own flags, beyond the shared operand ones.
+type flags struct {
+	mhc machinehealthcheck.Options
+	// nodeMaintenance runs the NodeMaintenance controller.
+	nodeMaintenance bool
+	// leaseNamespace is where the NodeMaintenance controller holds the node
+	// leases: --lease-namespace, else $LEASE_NAMESPACE (medik8s's
+	// variable), else nodemaintenance.DefaultLeaseNamespace.
+	leaseNamespace string
+}
+
 func main() {
-	opts := operand.Defaults(leaderElectionID, ":8083", ":9442")
-	opts.MaxConcurrentReconciles = 10
-	var noNodeMaintenance bool
-	fs := pflag.NewFlagSet("machine-healthcheck", pflag.ExitOnError)
-	opts.AddFlags(fs)
-	fs.BoolVar(&noNodeMaintenance, "disable-node-maintenance", false,
-		"Do not run the NodeMaintenance controller (for clusters where medik8s's node-maintenance-operator handles NodeMaintenances).")
-	_ = fs.Parse(os.Args[1:])
-	if err := run(opts, !noNodeMaintenance); err != nil {
+	opts, f, err := parse(os.Args[1:], os.Getenv("LEASE_NAMESPACE"))
+	operand.ExitOnParseError("machine-healthcheck", err)
+	if err := run(opts, f); err != nil {
 		fmt.Fprintf(os.Stderr, "machine-healthcheck: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(opts operand.Options, nodeMaintenance bool) error {
-	if err := opts.Validate(); err != nil {
-		return err
+// parse parses and validates the command line; leaseNamespaceEnv is
+// $LEASE_NAMESPACE.
+func parse(args []string, leaseNamespaceEnv string) (operand.Options, flags, error) {
+	opts := operand.Defaults(leaderElectionID, ":8083", ":9442")
+	opts.MaxConcurrentReconciles = 10
+	f := flags{
+		mhc: machinehealthcheck.Options{
+			RemediationBurst:    machinehealthcheck.DefaultRemediationBurst,
+			RemediationInterval: machinehealthcheck.DefaultRemediationInterval,
+		},
+		leaseNamespace: nodemaintenance.DefaultLeaseNamespace,
 	}
+	if leaseNamespaceEnv != "" {
+		f.leaseNamespace = leaseNamespaceEnv
+	}
+	var noNodeMaintenance bool
+	fs := pflag.NewFlagSet("machine-healthcheck", pflag.ContinueOnError)
+	opts.AddFlags(fs)
+	fs.IntVar(&f.mhc.RemediationBurst, "remediation-burst", f.mhc.RemediationBurst,
+		"How many remediations (Machine deletions, external remediation requests) a MachineHealthCheck may make at once; 0 disables the rate limit.")
+	fs.DurationVar(&f.mhc.RemediationInterval, "remediation-interval", f.mhc.RemediationInterval,
+		"How often a MachineHealthCheck regains one remediation of its --remediation-burst.")
+	fs.BoolVar(&noNodeMaintenance, "disable-node-maintenance", false,
+		"Do not run the NodeMaintenance controller (for clusters where medik8s's node-maintenance-operator handles NodeMaintenances).")
+	fs.StringVar(&f.leaseNamespace, "lease-namespace", f.leaseNamespace,
+		"Namespace of the node leases the NodeMaintenance controller shares with NodeHealthCheck and Self Node Remediation (default: $LEASE_NAMESPACE, else medik8s-leases); created when missing.")
+	if err := operand.ParseArgs(fs, args); err != nil {
+		return opts, f, err
+	}
+	f.nodeMaintenance = !noNodeMaintenance
+	if err := opts.Validate(); err != nil {
+		return opts, f, err
+	}
+	if f.leaseNamespace == "" {
+		return opts, f, fmt.Errorf("--lease-namespace must not be empty")
+	}
+	f.mhc.Namespace = opts.Namespace
+	return opts, f, f.mhc.Validate()
+}
+
+func run(opts operand.Options, f flags) error {
 	cfg, err := opts.RESTConfig("machine-healthcheck/" + version.String())
 	if err != nil {
 		return err
@@ -50,16 +92,16 @@ func run(opts operand.Options, nodeMaintenance bool) error {
 	if err != nil {
 		return err
 	}
-	mhc := machinehealthcheck.NewReconciler(machinehealthcheck.Options{Namespace: opts.Namespace})
+	mhc := machinehealthcheck.NewReconciler(f.mhc)
 	if err := mhc.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
 		return fmt.Errorf("setting up the machinehealthcheck controller: %w", err)
 	}
-	if nodeMaintenance {
+	if f.nodeMaintenance {
 		kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 		if err != nil {
 			return fmt.Errorf("creating the clientset for draining: %w", err)
 		}
-		nm := nodemaintenance.NewReconciler(nodemaintenance.Options{KubeClient: kube})
+		nm := nodemaintenance.NewReconciler(nodemaintenance.Options{KubeClient: kube, LeaseNamespace: f.leaseNamespace})
 		if err := nm.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
 			return fmt.Errorf("setting up the nodemaintenance controller: %w", err)
 		}

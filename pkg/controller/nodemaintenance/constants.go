@@ -14,7 +14,10 @@
 //   - waits, instead of draining, on a control-plane node while an
 //     openshift-etcd PodDisruptionBudget allows no disruption of a pod there
 //     (any number of PDBs);
-//   - takes no node lease (errorOnLeaseCount stays 0).
+//   - holds medik8s's node lease (see lease.go) like NMO, but a maintenance
+//     failed because another holder kept the lease restarts by itself once
+//     the lease expires or is released, and an API error is retried without
+//     counting as a lease failure.
 package nodemaintenance
 
 import "time"
@@ -60,6 +63,21 @@ const (
 
 	// DefaultPollInterval is how soon a drain in progress is looked at again.
 	DefaultPollInterval = 5 * time.Second
+
+	// DefaultLeaseNamespace holds the node leases (medik8s's default; the
+	// binary reads $LEASE_NAMESPACE like NMO).
+	DefaultLeaseNamespace = "medik8s-leases"
+	// LeaseHolderIdentity is the lease holder NodeHealthCheck and Self Node
+	// Remediation recognise as a node maintenance (NMO's identity).
+	LeaseHolderIdentity = "node-maintenance"
+	// LeaseNamePrefix + node name is the name of a node's lease.
+	LeaseNamePrefix = "node-"
+	// LeaseDuration is how long the lease is taken for; it is renewed once
+	// less than half of it remains.
+	LeaseDuration = time.Hour
+	// MaxLeaseErrors is how many failed attempts to keep the lease, once the
+	// drain has started, are retried: one more fails the maintenance.
+	MaxLeaseErrors = 3
 )
 
 // Event reasons (medik8s's names).

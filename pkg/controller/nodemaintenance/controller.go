@@ -41,8 +41,13 @@ type Options struct {
 	// Clock (optional) is the time source (default: the real clock).
 	Clock clock.PassiveClock
 	// PollInterval (optional) is how soon a drain in progress is looked at
-	// again (default DefaultPollInterval).
+	// again (default DefaultPollInterval). It is also the first retry
+	// backoff when another holder took the node lease mid-maintenance.
 	PollInterval time.Duration
+	// LeaseNamespace (optional) holds the node leases shared with
+	// NodeHealthCheck and Self Node Remediation (default
+	// DefaultLeaseNamespace); it is created when missing.
+	LeaseNamespace string
 }
 
 // Reconciler is the NodeMaintenance controller.
@@ -53,6 +58,7 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	poll     time.Duration
+	leaseNS  string
 }
 
 // NewReconciler returns a Reconciler; see Options for the defaults.
@@ -65,12 +71,16 @@ func NewReconciler(opts Options) *Reconciler {
 		recorder: opts.Recorder,
 		clock:    opts.Clock,
 		poll:     opts.PollInterval,
+		leaseNS:  opts.LeaseNamespace,
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
 	if r.poll <= 0 {
 		r.poll = DefaultPollInterval
+	}
+	if r.leaseNS == "" {
+		r.leaseNS = DefaultLeaseNamespace
 	}
 	return r
 }
@@ -155,6 +165,18 @@ func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 		return ctrl.Result{}, nil
 	}
 
+	// The node lease first: nothing is done to the node without it.
+	leaseRes, proceed, err := r.leaseStep(ctx, nm, node, st)
+	if err != nil || !proceed {
+		return leaseRes, err
+	}
+	res, err := r.maintainNode(ctx, nm, node, st)
+	return soonest(res, leaseRes), err
+}
+
+// maintainNode cordons, taints, labels and drains the node (the lease held).
+func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMaintenance, node *corev1.Node, st *nmv1beta1.NodeMaintenanceStatus) (ctrl.Result, error) {
+	nodeName := node.Name
 	if st.Phase == nmv1beta1.MaintenanceSucceeded {
 		// Drained: keep the node as maintenance wants it, never drain again.
 		return r.nodeApplied(st, nodeName, r.applyNode(ctx, nodeName, nm.Name))
@@ -219,7 +241,10 @@ func (r *Reconciler) nodeApplied(st *nmv1beta1.NodeMaintenanceStatus, nodeName s
 	return ctrl.Result{}, err
 }
 
-// finalize releases the node and removes the finalizer.
+// finalize releases the node and its lease, and removes the finalizer. The
+// lease is released only if this controller holds it and no other
+// NodeMaintenance of the node remains to keep it (a missing node: only the
+// lease).
 func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance) error {
 	if !controllerutil.ContainsFinalizer(nm, Finalizer) {
 		forgetMetrics(nm.Name)
@@ -231,6 +256,15 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	}
 	if released {
 		r.eventf(nm, corev1.EventTypeNormal, EventUncordonNode, "Release", "Uncordoned node %s and removed what the maintenance added", nm.Spec.NodeName)
+	}
+	keep, err := r.keepLeaseFor(ctx, nm)
+	if err != nil {
+		return err
+	}
+	if !keep {
+		if err := r.releaseLease(ctx, nm.Spec.NodeName); err != nil {
+			return err
+		}
 	}
 	base := nm.DeepCopy()
 	controllerutil.RemoveFinalizer(nm, Finalizer)

@@ -149,15 +149,27 @@ func TestSecondMaintenanceOfANodeFails(t *testing.T) {
 		t.Error("the first maintenance was disturbed")
 	}
 
-	// Once the first is gone, the second takes the node over.
+	lease := getLease(t, DefaultLeaseNamespace, node)
+	if leaseHolder(lease) != LeaseHolderIdentity {
+		t.Fatalf("lease not held: %+v", lease)
+	}
+
+	// Once the first is gone, the second takes the node over, and the lease
+	// with it (the first does not release it while the second remains).
 	deleteNM(t, "dup-first", true)
 	waitPhase(t, "dup-second", nmv1beta1.MaintenanceSucceeded, func(st nmv1beta1.NodeMaintenanceStatus) bool { return st.LastError == "" })
 	if n := getNode(t, node); !n.Spec.Unschedulable || n.Annotations[OwnerAnnotation] != "dup-second" {
 		t.Errorf("node not held by the second maintenance: unschedulable=%v annotations=%v", n.Spec.Unschedulable, n.Annotations)
 	}
+	if l := getLease(t, DefaultLeaseNamespace, node); l == nil || l.UID != lease.UID || leaseHolder(l) != LeaseHolderIdentity {
+		t.Errorf("lease released during the hand-over: %+v", l)
+	}
 	deleteNM(t, "dup-second", true)
 	if n := getNode(t, node); n.Spec.Unschedulable || len(taintKeys(n)) != 0 {
 		t.Errorf("node not released: unschedulable=%v taints=%v", n.Spec.Unschedulable, taintKeys(n))
+	}
+	if l := getLease(t, DefaultLeaseNamespace, node); l != nil {
+		t.Errorf("lease not released: %+v", l.Spec)
 	}
 }
 

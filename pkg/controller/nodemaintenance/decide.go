@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 )
@@ -243,4 +245,224 @@ func pendingStatus(st *nmv1beta1.NodeMaintenanceStatus, pods []corev1.Pod) {
 func statusEqual(a, b nmv1beta1.NodeMaintenanceStatus) bool {
 	a.LastUpdate, b.LastUpdate = nil, nil
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// leaseOwnerRef is the reference from a node's lease to the Node, so that
+// the lease goes with the node (not a controller reference: other holders
+// share the lease).
+func leaseOwnerRef(node *corev1.Node) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(false)}
+}
+
+// withNodeOwnerRef returns refs referring to node (its current UID: a
+// reference to an earlier node of the same name is replaced), other owners
+// kept.
+func withNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) []metav1.OwnerReference {
+	want := leaseOwnerRef(node)
+	out := make([]metav1.OwnerReference, 0, len(refs)+1)
+	for _, ref := range refs {
+		if ref.APIVersion == want.APIVersion && ref.Kind == want.Kind && ref.Name == want.Name {
+			continue
+		}
+		out = append(out, ref)
+	}
+	return append(out, want)
+}
+
+func hasNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) bool {
+	return slices.ContainsFunc(refs, func(ref metav1.OwnerReference) bool {
+		return ref.APIVersion == "v1" && ref.Kind == "Node" && ref.Name == node.Name && ref.UID == node.UID
+	})
+}
+
+// leaseHolder is the lease's holder, "" when free.
+func leaseHolder(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// leaseExpiry is when the lease runs out: its last renewal (else its
+// acquisition) plus its duration. A lease with neither time has expired.
+func leaseExpiry(l *coordinationv1.Lease) time.Time {
+	var from time.Time
+	switch {
+	case l.Spec.RenewTime != nil:
+		from = l.Spec.RenewTime.Time
+	case l.Spec.AcquireTime != nil:
+		from = l.Spec.AcquireTime.Time
+	default:
+		return time.Time{}
+	}
+	return from.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
+}
+
+// leasePlan is what to do with a node's lease, and what follows.
+type leasePlan struct {
+	// want is the lease to create (cur was nil) or update; nil: no write.
+	want *coordinationv1.Lease
+	// held: this controller holds the lease once want is written.
+	held bool
+	// renewAt (held) is when the lease is to be renewed.
+	renewAt time.Time
+	// holder and expires (not held) name the other holder and when its
+	// lease runs out.
+	holder  string
+	expires time.Time
+}
+
+// planLease decides how to hold the node's lease named name in namespace
+// ns, given the current one (nil when there is none): create it; renew ours
+// once less than half of LeaseDuration remains (no write before); take over
+// a free or expired one (leaseTransitions+1); or leave another holder's
+// valid lease alone.
+func planLease(cur *coordinationv1.Lease, ns, name string, node *corev1.Node, now time.Time) leasePlan {
+	duration := int32(LeaseDuration / time.Second)
+	mt := metav1.NewMicroTime(now)
+	if cur == nil {
+		return leasePlan{
+			want: &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{leaseOwnerRef(node)}},
+				Spec: coordinationv1.LeaseSpec{
+					HolderIdentity:       ptr.To(LeaseHolderIdentity),
+					LeaseDurationSeconds: ptr.To(duration),
+					AcquireTime:          &mt,
+					RenewTime:            &mt,
+					LeaseTransitions:     ptr.To[int32](0),
+				},
+			},
+			held:    true,
+			renewAt: now.Add(LeaseDuration / 2),
+		}
+	}
+	holder := leaseHolder(cur)
+	expires := leaseExpiry(cur)
+	if holder == LeaseHolderIdentity {
+		renewAt := expires.Add(-LeaseDuration / 2)
+		if ptr.Deref(cur.Spec.LeaseDurationSeconds, 0) == duration && now.Before(renewAt) {
+			if hasNodeOwnerRef(cur.OwnerReferences, node) {
+				return leasePlan{held: true, renewAt: renewAt}
+			}
+			l := cur.DeepCopy()
+			l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
+			return leasePlan{want: l, held: true, renewAt: renewAt}
+		}
+		l := cur.DeepCopy()
+		l.Spec.LeaseDurationSeconds = ptr.To(duration)
+		l.Spec.RenewTime = &mt
+		if l.Spec.AcquireTime == nil {
+			l.Spec.AcquireTime = &mt
+		}
+		l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
+		return leasePlan{want: l, held: true, renewAt: now.Add(LeaseDuration / 2)}
+	}
+	if holder != "" && now.Before(expires) {
+		return leasePlan{holder: holder, expires: expires}
+	}
+	// Free (released) or expired: take it over.
+	l := cur.DeepCopy()
+	l.Spec.HolderIdentity = ptr.To(LeaseHolderIdentity)
+	l.Spec.LeaseDurationSeconds = ptr.To(duration)
+	l.Spec.AcquireTime = &mt
+	l.Spec.RenewTime = &mt
+	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(cur.Spec.LeaseTransitions, 0) + 1)
+	l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
+	return leasePlan{want: l, held: true, renewAt: now.Add(LeaseDuration / 2)}
+}
+
+// leaseVerdict is what the maintenance does after looking at the lease.
+type leaseVerdict int
+
+const (
+	// leaseProceed: the lease is held; maintain the node.
+	leaseProceed leaseVerdict = iota
+	// leaseWait: another holder has it and the drain has not started:
+	// stay Running, touch nothing, look again when its lease expires.
+	leaseWait
+	// leaseRetry: another holder took it after the drain started: count the
+	// attempt and look again after a backoff; the node is left as it is.
+	leaseRetry
+	// leaseFail: too many attempts: release the node, fail the maintenance
+	// and look again when the other lease expires.
+	leaseFail
+	// leaseStayFailed: failed earlier for the lease, which is still held by
+	// another: keep the node released and wait for the lease.
+	leaseStayFailed
+)
+
+// Prefixes of the lastError messages about the lease (cleared once it is held).
+const (
+	leaseWaitMessage  = "waiting for the node lease"
+	leaseRetryMessage = "failed to extend the node lease"
+	leaseFailMessage  = "maintenance failed: lease could not be extended"
+	leaseErrorMessage = "cannot take the node lease"
+)
+
+func isLeaseMessage(s string) bool {
+	for _, p := range []string{leaseWaitMessage, leaseRetryMessage, leaseFailMessage, leaseErrorMessage} {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// failedForLease tells a maintenance failed because another holder kept the
+// lease (it restarts once the lease is free).
+func failedForLease(st *nmv1beta1.NodeMaintenanceStatus) bool {
+	return st.Phase == nmv1beta1.MaintenanceFailed && st.ErrorOnLeaseCount > MaxLeaseErrors
+}
+
+// decideLease updates st for the outcome of planLease (the lease ref is
+// "namespace/name", for messages) and says what follows; after is when to
+// look again (held: when to renew; other holder: its expiry, or the retry
+// backoff, base doubled at each attempt, whichever comes first).
+//
+// The drain has started when drainProgress > 0 (medik8s's rule). Unlike
+// medik8s, a maintenance failed for the lease restarts from scratch as soon
+// as the lease is free again (phase Running, errorOnLeaseCount 0).
+func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, ref string, now time.Time, base time.Duration) (leaseVerdict, time.Duration) {
+	if p.held {
+		if failedForLease(st) {
+			st.Phase = nmv1beta1.MaintenanceRunning
+			st.DrainStartTime, st.DrainProgress = nil, 0
+			st.PendingPods, st.PendingPodsRefs = nil, nil
+			st.EvictionPods, st.TotalPods = 0, 0
+		}
+		st.ErrorOnLeaseCount = 0
+		if isLeaseMessage(st.LastError) {
+			st.LastError = ""
+		}
+		return leaseProceed, max(p.renewAt.Sub(now), time.Second)
+	}
+	untilExpiry := max(p.expires.Sub(now), 0) + 10*time.Millisecond
+	until := p.expires.UTC().Format(time.RFC3339)
+	switch {
+	case failedForLease(st):
+		st.LastError = leaseFailedText(st.ErrorOnLeaseCount, ref, p.holder)
+		return leaseStayFailed, untilExpiry
+	case st.DrainProgress == 0:
+		st.Phase = nmv1beta1.MaintenanceRunning
+		// "failed to obtain a lease that is not owned by us" is medik8s's text.
+		st.LastError = fmt.Sprintf("%s: failed to obtain a lease that is not owned by us: lease %s is held by %q until %s",
+			leaseWaitMessage, ref, p.holder, until)
+		return leaseWait, untilExpiry
+	}
+	st.ErrorOnLeaseCount++
+	if st.ErrorOnLeaseCount > MaxLeaseErrors {
+		st.Phase = nmv1beta1.MaintenanceFailed
+		st.LastError = leaseFailedText(st.ErrorOnLeaseCount, ref, p.holder)
+		return leaseFail, untilExpiry
+	}
+	st.LastError = fmt.Sprintf("%s (attempt %d of %d): lease %s is held by %q until %s",
+		leaseRetryMessage, st.ErrorOnLeaseCount, MaxLeaseErrors, ref, p.holder, until)
+	return leaseRetry, min(base<<(st.ErrorOnLeaseCount-1), untilExpiry)
+}
+
+// leaseFailedText names no expiry time: a holder renewing its lease does not
+// rewrite the status of a failed maintenance.
+func leaseFailedText(attempts int, ref, holder string) string {
+	return fmt.Sprintf("%s after %d attempts: lease %s is held by %q; the node was released, and the maintenance restarts once the lease expires or is released",
+		leaseFailMessage, attempts, ref, holder)
 }

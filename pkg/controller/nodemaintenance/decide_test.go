@@ -5,9 +5,15 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 )
@@ -218,5 +224,247 @@ func TestStatusEqualIgnoresLastUpdate(t *testing.T) {
 	b.DrainProgress = 50
 	if statusEqual(a, b) {
 		t.Error("statuses differing in drainProgress are equal")
+	}
+}
+
+func leaseAt(holder string, renewed time.Time, seconds int32, transitions int32) *coordinationv1.Lease {
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: DefaultLeaseNamespace, Name: "node-n1"},
+		Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(seconds), LeaseTransitions: ptr.To(transitions)},
+	}
+	if holder != "" {
+		l.Spec.HolderIdentity = ptr.To(holder)
+	}
+	if !renewed.IsZero() {
+		l.Spec.AcquireTime = &metav1.MicroTime{Time: renewed.Add(-time.Minute)}
+		l.Spec.RenewTime = &metav1.MicroTime{Time: renewed}
+	}
+	return l
+}
+
+func TestPlanLease(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "uid-1"}}
+	withRef := func(l *coordinationv1.Lease, uid string) *coordinationv1.Lease {
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n1", UID: types.UID(uid)}}
+		return l
+	}
+	hour := int32(3600)
+	tests := []struct {
+		name            string
+		cur             *coordinationv1.Lease
+		wantWrite       bool
+		wantHeld        bool
+		wantRenewAt     time.Time // held
+		wantRenewTime   time.Time // of the written lease
+		wantAcquired    bool      // acquireTime set to now
+		wantTransitions int32
+		wantHolder      string // not held
+		wantExpires     time.Time
+	}{
+		{name: "none: created", cur: nil, wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantAcquired: true},
+		{name: "ours, fresh: no write", cur: withRef(leaseAt(LeaseHolderIdentity, now.Add(-10*time.Minute), hour, 0), "uid-1"),
+			wantHeld: true, wantRenewAt: now.Add(20 * time.Minute)},
+		{name: "ours, just over half left: no write", cur: withRef(leaseAt(LeaseHolderIdentity, now.Add(-30*time.Minute+time.Second), hour, 2), "uid-1"),
+			wantHeld: true, wantRenewAt: now.Add(time.Second)},
+		{name: "ours, half left: renewed", cur: withRef(leaseAt(LeaseHolderIdentity, now.Add(-30*time.Minute), hour, 2), "uid-1"),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantTransitions: 2},
+		{name: "ours, expired: renewed", cur: withRef(leaseAt(LeaseHolderIdentity, now.Add(-2*time.Hour), hour, 2), "uid-1"),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantTransitions: 2},
+		{name: "ours, other duration: renewed with ours", cur: withRef(leaseAt(LeaseHolderIdentity, now.Add(-time.Minute), 60, 0), "uid-1"),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now},
+		{name: "ours, fresh, reference to an earlier node: fixed, not renewed", cur: withRef(leaseAt(LeaseHolderIdentity, now.Add(-10*time.Minute), hour, 0), "uid-0"),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(20 * time.Minute), wantRenewTime: now.Add(-10 * time.Minute)},
+		{name: "released (no holder): taken", cur: leaseAt("", now.Add(-time.Minute), hour, 3),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantAcquired: true, wantTransitions: 4},
+		{name: "released (empty holder): taken", cur: leaseAt("", now.Add(-time.Minute), hour, 3), // holder set to "" below
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantAcquired: true, wantTransitions: 4},
+		{name: "another holder, valid: left alone", cur: leaseAt("NodeHealthCheck", now.Add(-time.Minute), 600, 1),
+			wantHolder: "NodeHealthCheck", wantExpires: now.Add(9 * time.Minute)},
+		{name: "another holder, expiring now: taken", cur: leaseAt("NodeHealthCheck", now.Add(-10*time.Minute), 600, 1),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantAcquired: true, wantTransitions: 2},
+		{name: "another holder, expired: taken", cur: leaseAt("NodeHealthCheck", now.Add(-time.Hour), 600, 1),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantAcquired: true, wantTransitions: 2},
+		{name: "another holder, no times: taken", cur: leaseAt("NodeHealthCheck", time.Time{}, 600, 0),
+			wantWrite: true, wantHeld: true, wantRenewAt: now.Add(30 * time.Minute), wantRenewTime: now, wantAcquired: true, wantTransitions: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := tt.cur
+			if strings.HasPrefix(tt.name, "released (empty holder)") {
+				cur.Spec.HolderIdentity = ptr.To("")
+			}
+			var before *coordinationv1.Lease
+			if cur != nil {
+				before = cur.DeepCopy()
+			}
+			p := planLease(cur, DefaultLeaseNamespace, "node-n1", node, now)
+			if cur != nil && !equality.Semantic.DeepEqual(before, cur) {
+				t.Error("planLease modified its input")
+			}
+			if (p.want != nil) != tt.wantWrite {
+				t.Fatalf("write = %v, want %v", p.want != nil, tt.wantWrite)
+			}
+			if p.held != tt.wantHeld {
+				t.Fatalf("held = %v, want %v", p.held, tt.wantHeld)
+			}
+			if !tt.wantHeld {
+				if p.holder != tt.wantHolder || !p.expires.Equal(tt.wantExpires) {
+					t.Errorf("holder, expires = %q, %v; want %q, %v", p.holder, p.expires, tt.wantHolder, tt.wantExpires)
+				}
+				return
+			}
+			if !p.renewAt.Equal(tt.wantRenewAt) {
+				t.Errorf("renewAt = %v, want %v", p.renewAt, tt.wantRenewAt)
+			}
+			if p.want == nil {
+				return
+			}
+			l := p.want
+			if l.Namespace != DefaultLeaseNamespace || l.Name != "node-n1" {
+				t.Errorf("lease %s/%s", l.Namespace, l.Name)
+			}
+			if leaseHolder(l) != LeaseHolderIdentity || ptr.Deref(l.Spec.LeaseDurationSeconds, 0) != 3600 {
+				t.Errorf("holder %q, duration %v", leaseHolder(l), ptr.Deref(l.Spec.LeaseDurationSeconds, 0))
+			}
+			if l.Spec.RenewTime == nil || !l.Spec.RenewTime.Time.Equal(tt.wantRenewTime) {
+				t.Errorf("renewTime = %v, want %v", l.Spec.RenewTime, tt.wantRenewTime)
+			}
+			if acquired := l.Spec.AcquireTime != nil && l.Spec.AcquireTime.Time.Equal(now); acquired != tt.wantAcquired {
+				t.Errorf("acquireTime = %v, acquired now: want %v", l.Spec.AcquireTime, tt.wantAcquired)
+			}
+			if got := ptr.Deref(l.Spec.LeaseTransitions, -1); got != tt.wantTransitions {
+				t.Errorf("leaseTransitions = %d, want %d", got, tt.wantTransitions)
+			}
+			if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != "uid-1" || l.OwnerReferences[0].Kind != "Node" ||
+				ptr.Deref(l.OwnerReferences[0].Controller, true) {
+				t.Errorf("ownerReferences = %+v, want one non-controller reference to node uid-1", l.OwnerReferences)
+			}
+		})
+	}
+}
+
+func TestDecideLease(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	start := metav1.NewTime(now.Add(-time.Hour))
+	const base = 5 * time.Second
+	const ref = "medik8s-leases/node-n1"
+	held := leasePlan{held: true, renewAt: now.Add(20 * time.Minute)}
+	other := leasePlan{holder: "NodeHealthCheck", expires: now.Add(10 * time.Minute)}
+	soon := leasePlan{holder: "NodeHealthCheck", expires: now.Add(100 * time.Millisecond)}
+	untilOther := 10*time.Minute + 10*time.Millisecond
+	running := func(progress, count int, lastError string) nmv1beta1.NodeMaintenanceStatus {
+		return nmv1beta1.NodeMaintenanceStatus{Phase: nmv1beta1.MaintenanceRunning, DrainProgress: progress, ErrorOnLeaseCount: count,
+			LastError: lastError, DrainStartTime: &start, EvictionPods: 4, TotalPods: 5}
+	}
+	failedForLeaseSt := nmv1beta1.NodeMaintenanceStatus{Phase: nmv1beta1.MaintenanceFailed, DrainProgress: 100, ErrorOnLeaseCount: 4,
+		LastError: leaseFailedText(4, ref, "NodeHealthCheck"), DrainStartTime: &start, EvictionPods: 4, TotalPods: 5}
+	tests := []struct {
+		name        string
+		st          nmv1beta1.NodeMaintenanceStatus
+		plan        leasePlan
+		wantVerdict leaseVerdict
+		wantAfter   time.Duration
+		wantPhase   nmv1beta1.MaintenancePhase
+		wantCount   int
+		wantError   string // prefix; "" means empty
+		wantReset   bool   // drain status reset for a fresh drain
+	}{
+		{name: "held, new maintenance", st: nmv1beta1.NodeMaintenanceStatus{}, plan: held,
+			wantVerdict: leaseProceed, wantAfter: 20 * time.Minute, wantPhase: ""},
+		{name: "held again after retries: count and message cleared", st: running(50, 2, leaseRetryMessage+" (attempt 2 of 3): ..."), plan: held,
+			wantVerdict: leaseProceed, wantAfter: 20 * time.Minute, wantPhase: nmv1beta1.MaintenanceRunning},
+		{name: "held, drain message kept", st: running(50, 0, "eviction blocked by a PodDisruptionBudget: a/b"), plan: held,
+			wantVerdict: leaseProceed, wantAfter: 20 * time.Minute, wantPhase: nmv1beta1.MaintenanceRunning, wantError: "eviction blocked"},
+		{name: "held, renewal due: at least a second", st: running(50, 0, ""), plan: leasePlan{held: true, renewAt: now},
+			wantVerdict: leaseProceed, wantAfter: time.Second, wantPhase: nmv1beta1.MaintenanceRunning},
+		{name: "free again after failing for the lease: restarts", st: failedForLeaseSt, plan: held,
+			wantVerdict: leaseProceed, wantAfter: 20 * time.Minute, wantPhase: nmv1beta1.MaintenanceRunning, wantReset: true},
+		{name: "other holder, new maintenance: waits until it expires", st: nmv1beta1.NodeMaintenanceStatus{}, plan: other,
+			wantVerdict: leaseWait, wantAfter: untilOther, wantPhase: nmv1beta1.MaintenanceRunning, wantError: leaseWaitMessage},
+		{name: "other holder, drain not started: waits, not counted", st: running(0, 0, "waiting for 3 pod(s) to terminate"), plan: other,
+			wantVerdict: leaseWait, wantAfter: untilOther, wantPhase: nmv1beta1.MaintenanceRunning, wantError: leaseWaitMessage},
+		{name: "other holder mid-drain: first retry", st: running(50, 0, ""), plan: other,
+			wantVerdict: leaseRetry, wantAfter: base, wantPhase: nmv1beta1.MaintenanceRunning, wantCount: 1, wantError: leaseRetryMessage + " (attempt 1 of 3)"},
+		{name: "second retry doubles the backoff", st: running(50, 1, ""), plan: other,
+			wantVerdict: leaseRetry, wantAfter: 2 * base, wantPhase: nmv1beta1.MaintenanceRunning, wantCount: 2, wantError: leaseRetryMessage + " (attempt 2 of 3)"},
+		{name: "third retry", st: running(50, 2, ""), plan: other,
+			wantVerdict: leaseRetry, wantAfter: 4 * base, wantPhase: nmv1beta1.MaintenanceRunning, wantCount: 3, wantError: leaseRetryMessage + " (attempt 3 of 3)"},
+		{name: "backoff capped by the expiry", st: running(50, 0, ""), plan: soon,
+			wantVerdict: leaseRetry, wantAfter: 110 * time.Millisecond, wantPhase: nmv1beta1.MaintenanceRunning, wantCount: 1, wantError: leaseRetryMessage},
+		{name: "succeeded, then another holder: retried, still Succeeded",
+			st: nmv1beta1.NodeMaintenanceStatus{Phase: nmv1beta1.MaintenanceSucceeded, DrainProgress: 100}, plan: other,
+			wantVerdict: leaseRetry, wantAfter: base, wantPhase: nmv1beta1.MaintenanceSucceeded, wantCount: 1, wantError: leaseRetryMessage},
+		{name: "fourth attempt fails the maintenance", st: running(50, 3, ""), plan: other,
+			wantVerdict: leaseFail, wantAfter: untilOther, wantPhase: nmv1beta1.MaintenanceFailed, wantCount: 4,
+			wantError: "maintenance failed: lease could not be extended after 4 attempts"},
+		{name: "failed for the lease, still held by the other: stays failed, not counted", st: failedForLeaseSt, plan: other,
+			wantVerdict: leaseStayFailed, wantAfter: untilOther, wantPhase: nmv1beta1.MaintenanceFailed, wantCount: 4,
+			wantError: "maintenance failed: lease could not be extended after 4 attempts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := *tt.st.DeepCopy()
+			verdict, after := decideLease(&st, tt.plan, ref, now, base)
+			if verdict != tt.wantVerdict || after != tt.wantAfter {
+				t.Errorf("verdict, after = %v, %v; want %v, %v", verdict, after, tt.wantVerdict, tt.wantAfter)
+			}
+			if st.Phase != tt.wantPhase || st.ErrorOnLeaseCount != tt.wantCount {
+				t.Errorf("phase, errorOnLeaseCount = %q, %d; want %q, %d", st.Phase, st.ErrorOnLeaseCount, tt.wantPhase, tt.wantCount)
+			}
+			if tt.wantError == "" && st.LastError != "" || !strings.HasPrefix(st.LastError, tt.wantError) {
+				t.Errorf("lastError = %q, want prefix %q", st.LastError, tt.wantError)
+			}
+			if reset := st.DrainStartTime == nil && st.DrainProgress == 0 && st.EvictionPods == 0 && st.TotalPods == 0; reset != tt.wantReset && tt.st.DrainStartTime != nil {
+				t.Errorf("drain status reset = %v, want %v: %+v", reset, tt.wantReset, st)
+			}
+			if !tt.plan.held {
+				for _, want := range []string{ref, `"NodeHealthCheck"`} {
+					if !strings.Contains(st.LastError, want) {
+						t.Errorf("lastError %q does not name %s", st.LastError, want)
+					}
+				}
+			}
+			if verdict == leaseWait || verdict == leaseRetry {
+				if until := tt.plan.expires.UTC().Format(time.RFC3339); !strings.Contains(st.LastError, until) {
+					t.Errorf("lastError %q does not say until when (%s)", st.LastError, until)
+				}
+			}
+			if verdict == leaseWait && !strings.Contains(st.LastError, "failed to obtain a lease that is not owned by us") {
+				t.Errorf("lastError %q lacks medik8s's text", st.LastError)
+			}
+		})
+	}
+}
+
+func TestSoonest(t *testing.T) {
+	r := func(d time.Duration) ctrl.Result { return ctrl.Result{RequeueAfter: d} }
+	for _, tt := range []struct{ a, b, want time.Duration }{{0, 0, 0}, {0, 5, 5}, {5, 0, 5}, {3, 5, 3}, {5, 3, 3}} {
+		if got := soonest(r(tt.a), r(tt.b)); got.RequeueAfter != tt.want {
+			t.Errorf("soonest(%v, %v) = %v, want %v", tt.a, tt.b, got.RequeueAfter, tt.want)
+		}
+	}
+}
+
+func TestLeasePredicate(t *testing.T) {
+	p := leasePredicate()
+	nodeLease := leaseAt("a", time.Now(), 60, 0)
+	other := nodeLease.DeepCopy()
+	other.Name = "machine-api-controllers-leader"
+	renewed := nodeLease.DeepCopy()
+	renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(time.Minute)}
+	relabelled := nodeLease.DeepCopy()
+	relabelled.Labels = map[string]string{"x": "y"}
+	if !p.Create(event.TypedCreateEvent[*coordinationv1.Lease]{Object: nodeLease}) || p.Create(event.TypedCreateEvent[*coordinationv1.Lease]{Object: other}) {
+		t.Error("create: node leases only")
+	}
+	if !p.Delete(event.TypedDeleteEvent[*coordinationv1.Lease]{Object: nodeLease}) {
+		t.Error("delete of a node lease dropped")
+	}
+	if !p.Update(event.TypedUpdateEvent[*coordinationv1.Lease]{ObjectOld: nodeLease, ObjectNew: renewed}) {
+		t.Error("spec change dropped")
+	}
+	if p.Update(event.TypedUpdateEvent[*coordinationv1.Lease]{ObjectOld: nodeLease, ObjectNew: relabelled}) {
+		t.Error("metadata-only change passed")
 	}
 }

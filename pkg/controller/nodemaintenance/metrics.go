@@ -21,12 +21,25 @@ var (
 		Name: "machine_api_nodemaintenance_phase_transitions_total",
 		Help: "NodeMaintenance phase transitions, by the phase entered.",
 	}, []string{"phase"})
+
+	// LeaseFailuresTotal counts the attempts to take or keep a node lease
+	// that failed, by reason (LeaseFailureHeld, LeaseFailureError).
+	LeaseFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_nodemaintenance_lease_failures_total",
+		Help: "Failed attempts to take or keep a node lease, by reason (held: another holder has a valid lease; error: API error).",
+	}, []string{"reason"})
+)
+
+// Values of the reason label of LeaseFailuresTotal.
+const (
+	LeaseFailureHeld  = "held"
+	LeaseFailureError = "error"
 )
 
 // RegisterMetrics registers the metrics with controller-runtime's registry.
 // Safe to call many times (NewReconciler calls it).
 func RegisterMetrics() {
-	mapimetrics.Register(PhaseGauge, PhaseTransitionsTotal)
+	mapimetrics.Register(PhaseGauge, PhaseTransitionsTotal, LeaseFailuresTotal)
 }
 
 var allPhases = []nmv1beta1.MaintenancePhase{nmv1beta1.MaintenanceRunning, nmv1beta1.MaintenanceSucceeded, nmv1beta1.MaintenanceFailed}

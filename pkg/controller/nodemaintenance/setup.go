@@ -5,18 +5,21 @@ import (
 	"fmt"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 
@@ -25,8 +28,12 @@ import (
 
 // SetupWithManager registers the controller. It watches NodeMaintenances
 // (a create or delete also wakes the others naming the same node, for the
-// one-maintenance-per-node rule) and Nodes (a node that appears, or whose
-// scheduling fields change, wakes the NodeMaintenances naming it).
+// one-maintenance-per-node rule), Nodes (a node that appears, or whose
+// scheduling fields change, wakes the NodeMaintenances naming it) and the
+// node leases (a lease released or taken by another holder wakes the
+// NodeMaintenances of its node), through a cache of the lease namespace only
+// (the manager's cache is not used: it would hold every Lease of the
+// cluster, kube-node-lease's heartbeats included, or none of this namespace).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -47,11 +54,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := IndexByNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if r.leaseNS == "" {
+		r.leaseNS = DefaultLeaseNamespace
+	}
+	leaseCache, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient:        mgr.GetHTTPClient(),
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{r.leaseNS: {}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the cache of namespace %s for the node leases: %w", r.leaseNS, err)
+	}
+	if err := mgr.Add(leaseCache); err != nil {
+		return fmt.Errorf("adding the node lease cache: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodemaintenance").
 		For(&nmv1beta1.NodeMaintenance{}, builder.WithPredicates(nmPredicate())).
 		Watches(&nmv1beta1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.siblings), builder.WithPredicates(createOrDelete())).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMaintenances), builder.WithPredicates(nodePredicate())).
+		WatchesRawSource(source.Kind(leaseCache, &coordinationv1.Lease{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.leaseToMaintenances), leasePredicate())).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -95,6 +119,28 @@ func (r *Reconciler) siblings(ctx context.Context, o client.Object) []reconcile.
 
 func (r *Reconciler) nodeToMaintenances(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.byNodeName(ctx, o.GetName())
+}
+
+func (r *Reconciler) leaseToMaintenances(ctx context.Context, l *coordinationv1.Lease) []reconcile.Request {
+	nodeName, ok := strings.CutPrefix(l.Name, LeaseNamePrefix)
+	if !ok || nodeName == "" {
+		return nil
+	}
+	return r.byNodeName(ctx, nodeName)
+}
+
+// leasePredicate passes the node leases' creations and deletions and the
+// changes of their spec (holder, times, duration).
+func leasePredicate() predicate.TypedPredicate[*coordinationv1.Lease] {
+	isNodeLease := func(l *coordinationv1.Lease) bool { return strings.HasPrefix(l.Name, LeaseNamePrefix) }
+	return predicate.TypedFuncs[*coordinationv1.Lease]{
+		CreateFunc: func(e event.TypedCreateEvent[*coordinationv1.Lease]) bool { return isNodeLease(e.Object) },
+		DeleteFunc: func(e event.TypedDeleteEvent[*coordinationv1.Lease]) bool { return isNodeLease(e.Object) },
+		UpdateFunc: func(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
+			return isNodeLease(e.ObjectNew) && !equality.Semantic.DeepEqual(e.ObjectOld.Spec, e.ObjectNew.Spec)
+		},
+		GenericFunc: func(event.TypedGenericEvent[*coordinationv1.Lease]) bool { return false },
+	}
 }
 
 // nmPredicate ignores the controller's own status writes.

@@ -33,7 +33,30 @@ var (
 	env  *testenv.Env
 	kube kubernetes.Interface
 	rec  = &recorder{}
+	clk  = &testClock{}
 )
+
+// testClock is time.Now shifted by an offset a test can advance (the
+// controller's Options.Clock). Requeues still wait real time: a test that
+// advances the clock wakes the controller itself (wakeNode).
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
 
 // TestMain starts one API server and one manager running the controller.
 // Set NODEMAINTENANCE_TEST_LOG=1 to see the controller's logs.
@@ -64,7 +87,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	r := NewReconciler(Options{KubeClient: kube, Recorder: rec, PollInterval: 200 * time.Millisecond})
+	r := NewReconciler(Options{KubeClient: kube, Recorder: rec, Clock: clk, PollInterval: 200 * time.Millisecond})
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

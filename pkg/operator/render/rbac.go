@@ -51,6 +51,13 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances/status"}, Verbs: []string{"get", "update", "patch"}},
 			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances/finalizers"}, Verbs: []string{"update"}},
+			// It holds the node leases shared with NodeHealthCheck and Self
+			// Node Remediation ("node-<node>" in medik8s-leases, or
+			// $LEASE_NAMESPACE / --lease-namespace: a namespace outside this
+			// operator's, hence cluster-wide), and creates that namespace
+			// when it is missing.
+			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: writeVerbs},
+			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create"}},
 		)
 	}
 	return role

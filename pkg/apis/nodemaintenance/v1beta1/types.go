@@ -97,9 +97,10 @@ type NodeMaintenanceStatus struct {
 	// +optional
 	EvictionPods int `json:"evictionPods,omitempty"`
 
-	// errorOnLeaseCount counts failures to take or renew the node lease.
-	// Kept for compatibility; this implementation takes no lease and leaves
-	// it 0.
+	// errorOnLeaseCount counts failed attempts to take or renew the node
+	// lease (coordination.k8s.io Lease node-<nodeName> in medik8s-leases)
+	// after the drain started; above 3 the maintenance fails and is
+	// restarted once the lease is free again.
 	// +optional
 	ErrorOnLeaseCount int `json:"errorOnLeaseCount,omitempty"`
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
+)
+
+// TestRenderedCommandLinesStart: every container the operator renders (on
+// every platform of the golden renders) with this binary has a command line
+// the binary accepts, so the pod would start.
+func TestRenderedCommandLinesStart(t *testing.T) {
+	for _, c := range rendertest.Containers(t, "/machine-healthcheck") {
+		if _, _, err := parse(c.Args, ""); err != nil {
+			t.Errorf("%s container %s: %v (args %q)", c.Source, c.Name, err, c.Args)
+		}
+	}
+}
+
+// TestBadCommandLineRefused: the check above can fail.
+func TestBadCommandLineRefused(t *testing.T) {
+	for _, args := range [][]string{{"--no-such-flag"}, {"positional"}, {"--namespace="}, {"--remediation-burst=-1"}, {"--lease-namespace="}} {
+		if _, _, err := parse(args, ""); err == nil {
+			t.Errorf("parse(%q) accepted", args)
+		}
+	}
+}
+
+// TestLeaseNamespace: --lease-namespace, else $LEASE_NAMESPACE, else
+// medik8s-leases.
+func TestLeaseNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{nil, "", "medik8s-leases"},
+		{nil, "from-env", "from-env"},
+		{[]string{"--lease-namespace=from-flag"}, "from-env", "from-flag"},
+	} {
+		_, f, err := parse(tc.args, tc.env)
+		if err != nil || f.leaseNamespace != tc.want {
+			t.Errorf("parse(%q, env %q): lease namespace %q (err %v), want %q", tc.args, tc.env, f.leaseNamespace, err, tc.want)
+		}
+	}
+}

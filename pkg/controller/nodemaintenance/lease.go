@@ -1,0 +1,181 @@
+package nodemaintenance
+
+// The node lease is how medik8s's operators coordinate on a node: a
+// NodeMaintenance holds coordination.k8s.io/v1 Lease "node-<nodeName>" in
+// the lease namespace (holder "node-maintenance") while it maintains the
+// node, and NodeHealthCheck / Self Node Remediation hold the same lease while
+// they remediate it. Whoever holds a valid lease has the node; an expired
+// one may be taken over. The decisions are in decide.go (planLease,
+// decideLease); this file reads and writes.
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+)
+
+// LeaseName is the name of a node's lease.
+func LeaseName(nodeName string) string { return LeaseNamePrefix + nodeName }
+
+func (r *Reconciler) leaseRef(nodeName string) string { return r.leaseNS + "/" + LeaseName(nodeName) }
+
+// takeLease creates, renews or takes over the node's lease as planLease
+// decides, and returns the plan (held, or who else holds it). The lease is
+// read from the API server and written with its resourceVersion; a
+// concurrent change is re-read. A missing lease namespace is created.
+func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePlan, error) {
+	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
+	name := LeaseName(node.Name)
+	var plan leasePlan
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			cur = nil
+		case err != nil:
+			return err
+		}
+		plan = planLease(cur, r.leaseNS, name, node, r.now())
+		if plan.want == nil {
+			return nil
+		}
+		if cur != nil {
+			_, err := leases.Update(ctx, plan.want, metav1.UpdateOptions{FieldManager: ControllerName})
+			return err
+		}
+		_, err = leases.Create(ctx, plan.want, metav1.CreateOptions{FieldManager: ControllerName})
+		if apierrors.IsNotFound(err) {
+			// The namespace is missing.
+			if err := r.ensureLeaseNamespace(ctx); err != nil {
+				return err
+			}
+			_, err = leases.Create(ctx, plan.want, metav1.CreateOptions{FieldManager: ControllerName})
+		}
+		if apierrors.IsAlreadyExists(err) {
+			// Created meanwhile by someone else: look again.
+			return apierrors.NewConflict(coordinationv1.Resource("leases"), name, err)
+		}
+		if err == nil {
+			log.FromContext(ctx).V(1).Info("created the node lease", "lease", r.leaseRef(node.Name))
+		}
+		return err
+	})
+	if err != nil {
+		return leasePlan{}, fmt.Errorf("lease %s: %w", r.leaseRef(node.Name), err)
+	}
+	return plan, nil
+}
+
+func (r *Reconciler) ensureLeaseNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.leaseNS}}
+	_, err := r.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: ControllerName})
+	switch {
+	case err == nil:
+		log.FromContext(ctx).Info("created the lease namespace", "namespace", r.leaseNS)
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("creating the lease namespace %s: %w", r.leaseNS, err)
+	}
+	return nil
+}
+
+// releaseLease deletes the node's lease if this controller holds it (only
+// that version: a lease taken meanwhile is re-read). A lease held by
+// someone else, or none, is left alone.
+func (r *Reconciler) releaseLease(ctx context.Context, nodeName string) error {
+	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
+	name := LeaseName(nodeName)
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil || leaseHolder(cur) != LeaseHolderIdentity {
+			return client.IgnoreNotFound(err)
+		}
+		err = leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID, ResourceVersion: &cur.ResourceVersion}})
+		if err == nil {
+			log.FromContext(ctx).V(1).Info("released the node lease", "lease", r.leaseRef(nodeName))
+		}
+		return client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return fmt.Errorf("releasing lease %s: %w", r.leaseRef(nodeName), err)
+	}
+	return nil
+}
+
+// leaseStep holds the node's lease before maintenance touches the node, and
+// fills the outcome into st (see decideLease). proceed is false when the
+// node must be left alone for now; res says when to look again (with
+// proceed, when to renew the lease).
+func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenance, node *corev1.Node, st *nmv1beta1.NodeMaintenanceStatus) (res ctrl.Result, proceed bool, err error) {
+	plan, err := r.takeLease(ctx, node)
+	if err != nil {
+		// An API error is retried with backoff; it is not another holder and
+		// does not count towards failing the maintenance.
+		LeaseFailuresTotal.WithLabelValues(LeaseFailureError).Inc()
+		if st.Phase == "" {
+			st.Phase = nmv1beta1.MaintenanceRunning
+		}
+		st.LastError = truncate(leaseErrorMessage+": "+err.Error(), 1024)
+		return ctrl.Result{}, false, err
+	}
+	verdict, after := decideLease(st, plan, r.leaseRef(node.Name), r.now(), r.poll)
+	res = ctrl.Result{RequeueAfter: after}
+	switch verdict {
+	case leaseProceed:
+		return res, true, nil
+	case leaseWait, leaseRetry:
+		LeaseFailuresTotal.WithLabelValues(LeaseFailureHeld).Inc()
+		log.FromContext(ctx).V(1).Info("the node lease is held by another holder", "holder", plan.holder, "expires", plan.expires, "errorOnLeaseCount", st.ErrorOnLeaseCount)
+		return res, false, nil
+	case leaseFail:
+		LeaseFailuresTotal.WithLabelValues(LeaseFailureHeld).Inc()
+	}
+	// Failed for the lease: give the node back to the lease holder.
+	released, err := r.releaseNode(ctx, nm)
+	if err != nil {
+		return ctrl.Result{}, false, err
+	}
+	if released {
+		r.eventf(nm, corev1.EventTypeNormal, EventUncordonNode, "Release",
+			"Uncordoned node %s and removed what the maintenance added: lease %s is held by %q", node.Name, r.leaseRef(node.Name), plan.holder)
+	}
+	return res, false, nil
+}
+
+// keepLeaseFor reports whether another NodeMaintenance of the node, not
+// being deleted, remains: it keeps the (shared) lease, which a deleted one
+// must then not release.
+func (r *Reconciler) keepLeaseFor(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (bool, error) {
+	list := &nmv1beta1.NodeMaintenanceList{}
+	if err := r.client.List(ctx, list, client.MatchingFields{NodeNameField: nm.Spec.NodeName}); err != nil {
+		return false, fmt.Errorf("listing NodeMaintenances of node %s: %w", nm.Spec.NodeName, err)
+	}
+	for i := range list.Items {
+		if o := &list.Items[i]; o.Name != nm.Name && o.Spec.NodeName == nm.Spec.NodeName && o.DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// soonest merges two results: the earlier requeue wins.
+func soonest(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case a.RequeueAfter <= 0:
+		return b
+	case b.RequeueAfter <= 0:
+		return a
+	case b.RequeueAfter < a.RequeueAfter:
+		return b
+	}
+	return a
+}
