@@ -1,21 +1,39 @@
 // Package apply writes the operator's desired objects with server-side apply
-// (field manager config.FieldManager) and deletes the ones a configuration
-// change made obsolete.
+// (field manager config.FieldManager), reverts what others change in them,
+// and deletes the ones a configuration change made obsolete.
 //
-// Steady state costs no writes: before applying an object, Apply reads the
-// live object (normally from an informer cache) and sends the apply patch
-// only when the object is missing, or when the live object does not match
-// the desired one (see Matches), or when the desired object differs from the
-// one last applied (recorded as a hash in the AppliedHashAnnotation, which
-// Matches compares like any other annotation). Nothing is kept in memory, so a
-// restart causes no writes either. No dry-run requests are sent.
+// The drift check compares no values. It reads the live object (normally
+// from an informer cache) and asks the API server's own record of who set
+// which field, metadata.managedFields:
 //
-// Drift (a foreign edit of a field we set, or a deletion) makes the live
-// object stop matching and is reverted by the next Apply with a forced apply.
-// Fields other managers add (extra labels, env vars, list items, API
-// defaults) do not make the object stop matching, so there is no fight.
-// Fields the operator stops setting are removed by server-side apply itself:
-// the desired object changed, so its hash changed, so it is applied.
+//   - The live AppliedHashAnnotation must equal the desired object's hash;
+//     otherwise the desired object changed and is applied.
+//   - Every field the desired object sets must still be owned by the
+//     operator's apply entry. Another manager that changes one of them (a
+//     value, an atomic list such as args, rules or tolerations) takes its
+//     ownership over; one that removes it removes it from every entry.
+//     Either way a forced apply takes it back.
+//   - No other manager may own a field the operator does not own, anywhere
+//     but in metadata and status (less the few fields others legitimately
+//     fill in, see othersMaySet). Such a field was added by someone else (a
+//     container, an env var, a volume, a webhook, a Service port, a pod
+//     template label) or is a server default someone changed; an update
+//     guarded by the resourceVersion removes it and drops the other
+//     managers' claims on it (a default comes back as the default).
+//
+// Server defaults are owned by nobody, so they never count. Labels,
+// annotations, finalizers and owner references others put on an object's
+// metadata are kept; the pod template's labels and annotations are part of
+// the product. The desired object's field set is computed with the schemas
+// the API server uses for server-side apply (client-go's for built-in
+// kinds, apiextensions' OpenAPI definitions for CRDs), so it is exactly what
+// the server recorded when it applied the object.
+//
+// Steady state costs no writes and, with a cache-backed reader, no requests.
+// Nothing is kept in memory, so a restart causes no writes either; no dry-run
+// requests are sent. Fields the operator stops setting are removed by
+// server-side apply itself: the desired object changed, so its hash changed,
+// so it is applied.
 package apply
 
 import (
@@ -31,24 +49,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
 // AppliedHashAnnotation is set on every applied object to a hash of the
 // desired object as it was applied. A desired object that differs from the
-// last applied one (for example one that stops setting a field) changes the
-// hash, which makes the live object not match, which makes Apply send it.
+// last applied one (a new image, a field it stops setting) changes the hash,
+// which makes Apply send it.
 const AppliedHashAnnotation = "machine.openshift.io/applied-configuration-hash"
 
 // Options configure an Applier.
 type Options struct {
-	// Client sends the writes (server-side apply patches, deletes). Its
-	// scheme resolves the kinds of typed objects and its REST mapper the
-	// scope of kinds. Required.
+	// Client sends the writes (server-side apply patches, updates that
+	// remove others' fields, deletes) and, after such an update conflicted,
+	// reads the object again (as unstructured, which a manager's client
+	// does not cache). Its scheme resolves the kinds of typed objects and
+	// its REST mapper the scope of kinds. Required.
 	Client client.Client
 	// Reader reads live objects; normally a cache-backed reader, so that a
-	// steady state causes no requests at all. Defaults to Client.
+	// steady state causes no requests at all. The drift check needs the
+	// objects' managedFields: a cache must not strip them. Defaults to
+	// Client.
 	Reader client.Reader
 	// FieldManager is the server-side apply field manager. Defaults to
 	// config.FieldManager.
@@ -56,13 +79,14 @@ type Options struct {
 }
 
 // Applier applies desired objects with server-side apply, skipping objects
-// whose live state already matches. It holds no state between calls and is
-// safe for concurrent use.
+// that have not drifted, and removes what others add to them. It holds no
+// state between calls and is safe for concurrent use.
 type Applier struct {
 	client       client.Client
 	reader       client.Reader
 	scheme       *runtime.Scheme
 	fieldManager string
+	types        typeConverter
 }
 
 // New returns an Applier. It panics when opts.Client is nil.
@@ -76,6 +100,7 @@ func New(opts Options) *Applier {
 		scheme:       opts.Client.Scheme(),
 		fieldManager: opts.FieldManager,
 	}
+	a.types = newTypeConverter(a.scheme)
 	if a.reader == nil {
 		a.reader = opts.Client
 	}
@@ -112,12 +137,12 @@ func (r ObjectRef) String() string {
 
 // Result says what Apply did with each object.
 type Result struct {
-	// Applied are the objects an apply patch was sent for (created or
-	// updated), in order.
+	// Applied are the objects written (created, applied, or updated to
+	// remove fields others added), in order.
 	Applied []ObjectRef
 	// Created is the subset of Applied that did not exist before.
 	Created []ObjectRef
-	// Unchanged already matched; no request was sent for them.
+	// Unchanged had not drifted; no request was sent for them.
 	Unchanged []ObjectRef
 	// Failed could not be read, converted or applied; the error says why.
 	Failed []ObjectRef
@@ -132,6 +157,12 @@ type Result struct {
 // config.ManagedByValue (which Prune relies on) and the AppliedHashAnnotation.
 // Only name, namespace, labels, annotations, ownerReferences and finalizers
 // of its metadata are sent; status is never sent.
+//
+// An object that drifted (see the package documentation) costs one or two
+// writes: a forced apply when the operator's own fields changed, and an
+// update (with the live resourceVersion) when others added fields. An
+// update that loses a race with another writer is left to the next sync,
+// which that writer's watch event brings.
 func (a *Applier) Apply(ctx context.Context, objs []client.Object) (Result, error) {
 	var res Result
 	var errs []error
@@ -176,20 +207,101 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 	case err != nil:
 		return ref, false, false, fmt.Errorf("reading the live object: %w", err)
 	default:
-		path := MismatchPath(desired, live)
-		if path == "" {
+		desiredSet, err := a.types.fieldSet(desired)
+		if err != nil {
+			return ref, false, false, err
+		}
+		d, err := checkDrift(desired, desiredSet, live, a.fieldManager)
+		if err != nil {
+			return ref, false, false, err
+		}
+		if d.none() {
 			return ref, false, false, nil
 		}
-		log.FromContext(ctx).V(1).Info("Live object differs from the desired one", "object", ref.String(), "path", path)
+		log.FromContext(ctx).Info("Live object drifted", "object", ref.String(), "drift", d.String())
+		if d.reapply == "" {
+			wrote, err := a.removeForeign(ctx, ref, live, d.foreign)
+			return ref, false, wrote, err
+		}
+		if first := removableFirst(d.foreign, desiredSet); !first.Empty() {
+			wrote, err := a.removeForeign(ctx, ref, live, first)
+			switch {
+			case apierrors.IsInvalid(err):
+				// Removing them first leaves the object invalid (a renamed
+				// container was the only one): apply first, remove after.
+				log.FromContext(ctx).V(1).Info("Applying before removing others' fields", "object", ref.String(), "error", err.Error())
+			case err != nil:
+				return ref, false, wrote, err
+			case !wrote:
+				return ref, false, false, nil // raced; the next sync retries
+			}
+			applied = wrote
+		}
 	}
 
-	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
+	sent := desired.DeepCopy()
+	if err := a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(sent),
 		client.FieldOwner(a.fieldManager), client.ForceOwnership); err != nil {
-		return ref, false, false, err
+		return ref, false, applied, err
 	}
 	log.FromContext(ctx).V(1).Info("Applied", "object", ref.String(), "created", created)
+	// A forced apply takes over the fields we set but keeps what others added
+	// next to them (normally removed above already).
+	foreign, _, err := foreignFields(gvk.GroupKind(), sent.GetManagedFields(), a.fieldManager)
+	if err != nil {
+		return ref, created, true, err
+	}
+	if !foreign.Empty() {
+		if _, err := a.removeForeign(ctx, ref, sent, foreign); err != nil {
+			return ref, created, true, err
+		}
+	}
 	return ref, created, true, nil
 }
+
+// removeForeign updates live without the foreign fields (see
+// typeConverter.withoutForeign), guarded by live's resourceVersion, and
+// reports whether it wrote. On a conflict (live came from a cache that lags,
+// or a controller wrote status meanwhile) it reads the object again through
+// the Client (a manager's client does not cache unstructured objects) and
+// retries, removing what is still foreign of the same fields; after
+// removalAttempts, or when the object is gone, it leaves the rest to the
+// next sync, which the newer version's watch event brings.
+func (a *Applier) removeForeign(ctx context.Context, ref ObjectRef, live *unstructured.Unstructured, foreign *fieldpath.Set) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		clean, err := a.types.withoutForeign(live, foreign, a.fieldManager)
+		if err != nil {
+			return false, err
+		}
+		err = a.client.Update(ctx, clean, client.FieldOwner(a.fieldManager+RevertManagerSuffix))
+		switch {
+		case err == nil:
+			log.FromContext(ctx).V(1).Info("Removed fields others added", "object", ref.String(), "fields", firstPaths(foreign, 10))
+			return true, nil
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) && attempt == removalAttempts:
+			log.FromContext(ctx).V(1).Info("Object changed while removing others' fields; the next sync retries", "object", ref.String(), "error", err.Error())
+			return false, nil
+		case !apierrors.IsConflict(err):
+			return false, fmt.Errorf("removing fields others added (%s): %w", firstPaths(foreign, 3), err)
+		}
+		fresh := &unstructured.Unstructured{}
+		fresh.SetGroupVersionKind(ref.GroupVersionKind)
+		if err := a.client.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		still, _, err := foreignFields(ref.GroupKind(), fresh.GetManagedFields(), a.fieldManager)
+		if err != nil {
+			return false, err
+		}
+		if foreign = foreign.Intersection(still); foreign.Empty() {
+			return false, nil
+		}
+		live = fresh
+	}
+}
+
+// removalAttempts bounds the updates removeForeign sends per call.
+const removalAttempts = 3
 
 // getLive reads the live object in the form the desired object has (typed
 // objects as the same typed kind, so that a cache-backed reader shares the
@@ -220,5 +332,7 @@ func (a *Applier) getLive(ctx context.Context, obj client.Object, gvk schema.Gro
 	if err != nil {
 		return nil, err
 	}
-	return &unstructured.Unstructured{Object: m}, nil
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
 }

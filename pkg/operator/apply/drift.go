@@ -1,0 +1,419 @@
+package apply
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/kube-openapi/pkg/schemaconv"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+)
+
+// typeConverter turns objects into structured-merge-diff typed values, with
+// the schemas the API server uses for server-side apply (the built-in types
+// of client-go, and the apiextensions types from their OpenAPI
+// definitions). A kind none of them knows is treated the way the API server
+// treats a custom resource without a schema: maps are structs, lists are
+// atomic.
+type typeConverter []managedfields.TypeConverter
+
+func newTypeConverter(s *runtime.Scheme) typeConverter {
+	c := typeConverter{applyconfigurations.NewTypeConverter(s)}
+	if p, err := apiextensionsTypes(); err == nil {
+		c = append(c, managedfields.NewSchemeTypeConverter(s, p))
+	}
+	return c
+}
+
+// apiextensionsTypes parses the OpenAPI definitions of the apiextensions
+// API (CustomResourceDefinition) once. client-go has no schema for them.
+var apiextensionsTypes = sync.OnceValues(func() (*typed.Parser, error) {
+	defs := apiextensionsopenapi.GetOpenAPIDefinitions(func(name string) spec.Ref {
+		return spec.MustCreateRef("#/definitions/" + name)
+	})
+	models := make(map[string]*spec.Schema, len(defs))
+	for name, def := range defs {
+		models[name] = &def.Schema
+	}
+	sc, err := schemaconv.ToSchemaFromOpenAPI(models, false)
+	if err != nil {
+		return nil, err
+	}
+	return &typed.Parser{Schema: smdschema.Schema{Types: sc.Types}}, nil
+})
+
+var deducedTypes = managedfields.NewDeducedTypeConverter()
+
+func (c typeConverter) toTyped(u *unstructured.Unstructured, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	tv, err := c.converterFor(u.GroupVersionKind()).ObjectToTyped(u, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s to a typed value: %w", u.GroupVersionKind(), err)
+	}
+	return tv, nil
+}
+
+// converterFor returns the first converter that knows kind gvk (converting
+// an empty object of that kind succeeds), else the deduced one.
+func (c typeConverter) converterFor(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+	empty := &unstructured.Unstructured{Object: map[string]any{}}
+	empty.SetGroupVersionKind(gvk)
+	for _, tc := range c {
+		if _, err := tc.ObjectToTyped(empty); err == nil {
+			return tc
+		}
+	}
+	return deducedTypes
+}
+
+// fieldSet returns the fields u sets, as server-side apply records them in
+// managedFields when u is applied.
+func (c typeConverter) fieldSet(u *unstructured.Unstructured) (*fieldpath.Set, error) {
+	tv, err := c.toTyped(u)
+	if err != nil {
+		return nil, err
+	}
+	return tv.ToFieldSet()
+}
+
+// notRecorded are the paths server-side apply never records in managedFields.
+var notRecorded = fieldpath.NewSet(
+	fieldpath.MakePathOrDie("apiVersion"),
+	fieldpath.MakePathOrDie("kind"),
+	fieldpath.MakePathOrDie("metadata", "name"),
+	fieldpath.MakePathOrDie("metadata", "namespace"),
+)
+
+// drift is what the check found wrong with a live object.
+type drift struct {
+	// reapply says why the desired object must be applied again ("" when
+	// the operator's apply is intact).
+	reapply string
+	// foreign are the fields other managers set in the operator's part of
+	// the object, which the operator does not own and which must be
+	// removed; empty when there are none.
+	foreign *fieldpath.Set
+	// foreignBy names the managers that set them (for logs).
+	foreignBy []string
+}
+
+func (d drift) none() bool { return d.reapply == "" && d.foreign.Empty() }
+
+func (d drift) String() string {
+	var parts []string
+	if d.reapply != "" {
+		parts = append(parts, d.reapply)
+	}
+	if !d.foreign.Empty() {
+		parts = append(parts, fmt.Sprintf("fields set by %s: %s", strings.Join(d.foreignBy, ", "), firstPaths(d.foreign, 3)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkDrift decides whether live, the live state of the object whose desired
+// form is desired and whose applied field set is desiredSet, must be written.
+// It is pure: it reads the live object's metadata only (the applied
+// configuration hash and managedFields) and compares no values. See the
+// package documentation.
+func checkDrift(desired *unstructured.Unstructured, desiredSet *fieldpath.Set, live metav1.Object, fieldManager string) (drift, error) {
+	var d drift
+	entries := live.GetManagedFields()
+	switch own := ownEntry(entries, fieldManager); {
+	case live.GetAnnotations()[AppliedHashAnnotation] != desired.GetAnnotations()[AppliedHashAnnotation]:
+		d.reapply = "the desired object changed since it was last applied"
+	case own == nil:
+		d.reapply = fmt.Sprintf("no fields are applied by %s", fieldManager)
+	case own.APIVersion != desired.GetAPIVersion():
+		d.reapply = fmt.Sprintf("the fields were applied as %s, not %s", own.APIVersion, desired.GetAPIVersion())
+	default:
+		ours, err := decodeSet(own)
+		if err != nil {
+			return d, err
+		}
+		if p, ok := firstMissing(desiredSet, ours); ok {
+			d.reapply = fmt.Sprintf("%s is no longer applied by %s (%s)", p, fieldManager, changedBy(entries, p, fieldManager))
+		}
+	}
+	var err error
+	d.foreign, d.foreignBy, err = foreignFields(desired.GroupVersionKind().GroupKind(), entries, fieldManager)
+	return d, err
+}
+
+// firstMissing returns the first path of want (less the paths managedFields
+// never records) that ours does not cover: owned directly, or inside a field
+// ours owns as a whole (an atomic list, map or struct), or (for a field the
+// local schema sees as atomic and the server's as granular) with owned
+// fields inside.
+func firstMissing(want, ours *fieldpath.Set) (fieldpath.Path, bool) {
+	var missing fieldpath.Path
+	want.Difference(notRecorded).Iterate(func(p fieldpath.Path) {
+		if missing == nil && !ours.Has(p) && !hasOwnedAncestor(ours, p) && !hasOwnedDescendant(ours, p) {
+			missing = p.Copy()
+		}
+	})
+	return missing, missing != nil
+}
+
+// foreignFields returns the fields of the operator's part of the object (see
+// othersMaySet) that other managers set and the operator does not own (by
+// its apply, or by its removals, see RevertManagerSuffix), nor owns
+// anything inside of (a list or map whose existence another manager also
+// claims, "."), and the names of those managers. Server defaults are not in
+// managedFields, so they are never foreign.
+func foreignFields(gk schema.GroupKind, entries []metav1.ManagedFieldsEntry, fieldManager string) (*fieldpath.Set, []string, error) {
+	ours := &fieldpath.Set{}
+	for i := range entries {
+		if isOurs(&entries[i], fieldManager) {
+			s, err := decodeSet(&entries[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			ours = ours.Union(s)
+		}
+	}
+	foreign := &fieldpath.Set{}
+	var by []string
+	for i := range entries {
+		e := &entries[i]
+		if isOurs(e, fieldManager) {
+			continue
+		}
+		theirs, err := decodeSet(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		found := false
+		theirs.Iterate(func(p fieldpath.Path) {
+			if othersMaySet(gk, p) || ours.Has(p) || hasOwnedDescendant(ours, p) {
+				return
+			}
+			foreign.Insert(p.Copy())
+			found = true
+		})
+		if found && !slices.Contains(by, e.Manager) {
+			by = append(by, e.Manager)
+		}
+	}
+	return foreign, by, nil
+}
+
+// removableFirst returns the foreign fields that the desired object does not
+// set, nor sets anything inside of: they can be removed before the desired
+// object is applied (the others are taken over by the apply). Removing them
+// first matters when a foreign item stands where ours must go (a Service
+// port whose number was changed keeps our port's name, and the API server
+// rejects two ports of the same name).
+func removableFirst(foreign, desiredSet *fieldpath.Set) *fieldpath.Set {
+	out := &fieldpath.Set{}
+	foreign.Iterate(func(p fieldpath.Path) {
+		if !desiredSet.Has(p) && !hasOwnedDescendant(desiredSet, p) {
+			out.Insert(p.Copy())
+		}
+	})
+	return out
+}
+
+var (
+	serviceAccountKind = schema.GroupKind{Kind: "ServiceAccount"}
+	crdKind            = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+)
+
+// othersMaySet reports whether other managers may set the field p of an
+// object of kind gk without that being drift:
+//   - metadata: others' labels, annotations, finalizers and owner references
+//     are kept (the operator's own are applied and so owned; a change of one
+//     of them is caught because the operator stops owning it);
+//   - status;
+//   - the CA bundle of a webhook client config (webhook configurations,
+//     conversion webhooks), which a CA injector (OpenShift's service-ca,
+//     cert-manager) fills in when the operator does not;
+//   - the secrets and imagePullSecrets of a ServiceAccount, which OpenShift's
+//     service account controllers fill in.
+//
+// Everything else (spec, including the pod template's metadata; rules,
+// subjects, roleRef, webhooks, data, ...) is the operator's product.
+func othersMaySet(gk schema.GroupKind, p fieldpath.Path) bool {
+	if len(p) == 0 || p[0].FieldName == nil {
+		return false
+	}
+	switch top := *p[0].FieldName; {
+	case top == "metadata", top == "status":
+		return true
+	case gk == serviceAccountKind && (top == "secrets" || top == "imagePullSecrets"):
+		return true
+	}
+	n := len(p)
+	if n >= 2 && isField(p[n-2], "clientConfig") && isField(p[n-1], "caBundle") {
+		return strings.HasSuffix(gk.Kind, "WebhookConfiguration") || gk == crdKind
+	}
+	return false
+}
+
+func isField(pe fieldpath.PathElement, name string) bool {
+	return pe.FieldName != nil && *pe.FieldName == name
+}
+
+// RevertManagerSuffix is appended to the field manager for the updates that
+// remove what others added. The fields those updates come to own are the
+// server defaults that a removal brought back (the old value was another
+// manager's, the default is nobody's, so the change is attributed to the
+// update); they count as the operator's. A separate name keeps this apart
+// from Update entries of an older operator that used the plain name.
+const RevertManagerSuffix = "-revert"
+
+// isApplied reports whether e is fieldManager's apply to the main resource.
+func isApplied(e *metav1.ManagedFieldsEntry, fieldManager string) bool {
+	return e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
+}
+
+// isOurs reports whether e is fieldManager's apply, or an update of its
+// revert manager, to the main resource.
+func isOurs(e *metav1.ManagedFieldsEntry, fieldManager string) bool {
+	return isApplied(e, fieldManager) ||
+		e.Manager == fieldManager+RevertManagerSuffix && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == ""
+}
+
+// ownEntry returns the managedFields entry of fieldManager's apply to the
+// main resource, nil if there is none.
+func ownEntry(entries []metav1.ManagedFieldsEntry, fieldManager string) *metav1.ManagedFieldsEntry {
+	for i := range entries {
+		if isApplied(&entries[i], fieldManager) {
+			return &entries[i]
+		}
+	}
+	return nil
+}
+
+func decodeSet(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
+	s := &fieldpath.Set{}
+	if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
+		return s, nil
+	}
+	if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		return nil, fmt.Errorf("decoding the managed fields of %s: %w", e.Manager, err)
+	}
+	return s, nil
+}
+
+// hasOwnedAncestor reports whether s owns a field enclosing p as a whole:
+// a member of s with nothing recorded inside it (an atomic list, map or
+// struct, whose items are never recorded). A list item or map that s owns
+// and also has fields recorded inside (".") is not owned as a whole.
+func hasOwnedAncestor(s *fieldpath.Set, p fieldpath.Path) bool {
+	for i := 1; i < len(p); i++ {
+		if s.Has(p[:i]) && !hasOwnedDescendant(s, p[:i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasAncestor reports whether s has a member enclosing p.
+func hasAncestor(s *fieldpath.Set, p fieldpath.Path) bool {
+	for i := 1; i < len(p); i++ {
+		if s.Has(p[:i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasOwnedDescendant(s *fieldpath.Set, p fieldpath.Path) bool {
+	for _, pe := range p {
+		s = s.WithPrefix(pe)
+		if s.Empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// changedBy says who owns p now, for logs.
+func changedBy(entries []metav1.ManagedFieldsEntry, p fieldpath.Path, fieldManager string) string {
+	for i := range entries {
+		e := &entries[i]
+		if isOurs(e, fieldManager) {
+			continue
+		}
+		if s, err := decodeSet(e); err == nil && s.Has(p) {
+			return "changed by " + e.Manager
+		}
+	}
+	return "removed"
+}
+
+func firstPaths(s *fieldpath.Set, n int) string {
+	var out []string
+	total := 0
+	s.Iterate(func(p fieldpath.Path) {
+		// Only the outermost paths: a removed list item implies its fields.
+		if hasAncestor(s, p) {
+			return
+		}
+		total++
+		if len(out) < n {
+			out = append(out, p.String())
+		}
+	})
+	if total > n {
+		out = append(out, fmt.Sprintf("and %d more", total-n))
+	}
+	return strings.Join(out, ", ")
+}
+
+// withoutForeign returns live with the foreign fields removed and every other
+// manager's claim on them dropped from managedFields. Dropping the claims
+// matters for fields the server defaults: they come back with the default
+// value, owned by nobody (same value as before) or by the revert manager
+// (the value changed back to the default), never by the other manager.
+// Live objects may hold duplicate keys in associative lists (the API server
+// accepts duplicate env var names, for example); they are kept.
+func (c typeConverter) withoutForeign(live *unstructured.Unstructured, foreign *fieldpath.Set, fieldManager string) (*unstructured.Unstructured, error) {
+	tv, err := c.toTyped(live, typed.AllowDuplicates)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := tv.RemoveItems(foreign).AsValue().Unstructured().(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("removing fields from %s: not an object", live.GroupVersionKind())
+	}
+	out := &unstructured.Unstructured{Object: m}
+	var entries []metav1.ManagedFieldsEntry
+	for _, e := range live.GetManagedFields() {
+		if isOurs(&e, fieldManager) {
+			entries = append(entries, e)
+			continue
+		}
+		s, err := decodeSet(&e)
+		if err != nil {
+			return nil, err
+		}
+		kept := s.RecursiveDifference(foreign)
+		if kept.Equals(s) {
+			entries = append(entries, e)
+			continue
+		}
+		if kept.Empty() {
+			continue
+		}
+		raw, err := kept.ToJSON()
+		if err != nil {
+			return nil, err
+		}
+		e.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		entries = append(entries, e)
+	}
+	out.SetManagedFields(entries)
+	return out, nil
+}
