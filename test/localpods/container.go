@@ -84,7 +84,8 @@ func (c *container) run(ctx context.Context, r *Runner) {
 		if err != nil {
 			klog.InfoS("Container did not start", "pod", c.sandbox.key, "container", c.spec.Name, "err", err)
 		}
-		policy := c.sandbox.pod.Spec.RestartPolicy
+		pod := c.sandbox.currentPod()
+		policy := pod.Spec.RestartPolicy
 		if policy == corev1.RestartPolicyNever || (policy == corev1.RestartPolicyOnFailure && exit == 0 && err == nil) {
 			return
 		}
@@ -95,7 +96,7 @@ func (c *container) run(ctx context.Context, r *Runner) {
 			s.LastTerminationState = s.State
 			s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 				Reason:  "CrashLoopBackOff",
-				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backoff, c.spec.Name, c.sandbox.pod.Name),
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backoff, c.spec.Name, pod.Name),
 			}}
 			s.Ready = false
 			s.Started = new(false)
@@ -160,13 +161,13 @@ func (c *container) runOnce(ctx context.Context, r *Runner) (int, error) {
 }
 
 func (c *container) logPath(r *Runner) string {
-	return filepath.Join(r.opts.LogDir, c.sandbox.pod.Name, c.spec.Name+".log")
+	return filepath.Join(r.opts.LogDir, c.sandbox.currentPod().Name, c.spec.Name+".log")
 }
 
 // start resolves the container's binary, command, args and env and starts
 // it through ContainerInit in its own mount and UTS namespaces.
 func (c *container) start(r *Runner) (*exec.Cmd, int64, error) {
-	pod := c.sandbox.pod
+	pod := c.sandbox.currentPod()
 	env, vars, err := containerEnv(pod, &c.spec, r.serviceEnv(pod), r.look)
 	if err != nil {
 		return nil, 0, fmt.Errorf("CreateContainerConfigError: %w", err)

@@ -47,6 +47,7 @@ func ContainerInit(specFile string) error {
 	// Setns and exec must happen on the same thread: the executed program
 	// keeps that thread's network namespace.
 	runtime.LockOSThread()
+	parent := os.Getppid()
 	data, err := os.ReadFile(specFile)
 	if err != nil {
 		return err
@@ -58,15 +59,13 @@ func ContainerInit(specFile string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
-	// Mount points are created before "/" turns read-only.
+	// Mount points are created, and the volumes mounted, before "/" turns
+	// read-only: a bind mount copies its source mount's flags, and the
+	// volumes' sources (under the state directory) are usually on the root
+	// filesystem, so a volume mounted after would be read-only too.
 	for _, m := range spec.Mounts {
 		if err := mountPoint(m); err != nil {
 			return err
-		}
-	}
-	if spec.ReadOnlyRoot {
-		if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
-			return fmt.Errorf("making / read-only: %w", err)
 		}
 	}
 	for _, m := range spec.Mounts {
@@ -77,6 +76,12 @@ func ContainerInit(specFile string) error {
 			if err := unix.Mount("", m.Target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
 				return fmt.Errorf("making %s read-only: %w", m.Target, err)
 			}
+		}
+	}
+	if spec.ReadOnlyRoot {
+		// Only the root mount: the volumes mounted on it stay writable.
+		if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("making / read-only: %w", err)
 		}
 	}
 	if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
@@ -103,6 +108,15 @@ func ContainerInit(specFile string) error {
 	}
 	if err := syscall.Setuid(spec.UID); err != nil {
 		return err
+	}
+	// Changing the user cleared the parent-death signal the Runner set
+	// (Pdeathsig): set it again, so that the container dies with the
+	// Runner, and give up if the Runner is already gone.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("setting the parent-death signal: %w", err)
+	}
+	if os.Getppid() != parent {
+		return fmt.Errorf("the runner exited")
 	}
 	return syscall.Exec(spec.Path, spec.Argv, spec.Env)
 }

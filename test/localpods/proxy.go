@@ -92,14 +92,15 @@ func (p *serviceProxy) dial(ctx context.Context, l *proxyListener) (net.Conn, er
 	var eps []endpoint
 	p.r.mu.Lock()
 	for _, s := range p.r.sandboxes {
-		if s.stopping || s.pod.Namespace != ns || !sel.Matches(labels.Set(s.pod.Labels)) {
+		pod := s.currentPod()
+		if s.stopping || pod.Namespace != ns || !sel.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
 		ready := true
 		for _, c := range s.containers {
 			ready = ready && c.snapshot().Ready
 		}
-		if port := targetPort(s.pod, l.port.TargetPort, l.port.Port); ready && port > 0 {
+		if port := targetPort(pod, l.port.TargetPort, l.port.Port); ready && port > 0 {
 			eps = append(eps, endpoint{s, port})
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,7 +81,11 @@ type Runner struct {
 // sandbox is a running pod: its network namespace, forwarders, volumes and
 // containers.
 type sandbox struct {
-	key        string
+	key string
+	// pod is the latest pod object, with the sandbox's IPs in its status;
+	// sync replaces it while the containers' supervisors and the proxy read
+	// it: use currentPod and setPod.
+	podMu      sync.Mutex
 	pod        *corev1.Pod
 	uid        types.UID
 	ip         string
@@ -93,9 +97,35 @@ type sandbox struct {
 	startTime  metav1.Time
 	stopping   bool
 	stopped    chan struct{}
+	stopOnce   sync.Once
 }
 
 func (s *sandbox) netnsPath() string { return filepath.Join(s.dir, "netns") }
+
+func (s *sandbox) currentPod() *corev1.Pod {
+	s.podMu.Lock()
+	defer s.podMu.Unlock()
+	return s.pod
+}
+
+func (s *sandbox) setPod(pod *corev1.Pod) {
+	s.podMu.Lock()
+	defer s.podMu.Unlock()
+	s.pod = pod
+}
+
+// withIPs returns pod with the sandbox's pod IP and the host IP in its
+// status: the containers' downward API (status.podIP) sees them before the
+// status is written, as with a kubelet.
+func (r *Runner) withIPs(pod *corev1.Pod, ip string) *corev1.Pod {
+	if pod.Status.PodIP == ip && pod.Status.HostIP == r.opts.HostIP {
+		return pod
+	}
+	p := pod.DeepCopy()
+	p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+	p.Status.HostIP, p.Status.HostIPs = r.opts.HostIP, []corev1.HostIP{{IP: r.opts.HostIP}}
+	return p
+}
 
 // New returns a Runner.
 func New(opts Options) *Runner {
@@ -251,8 +281,9 @@ func (r *Runner) sync(ctx context.Context, key string) error {
 			return r.reportPending(ctx, pod, err)
 		}
 	} else {
-		s.pod = pod
-		if _, err := r.volumes.write(ctx, pod, filepath.Join(s.dir, "volumes")); err != nil {
+		view := r.withIPs(pod, s.ip)
+		s.setPod(view)
+		if _, err := r.volumes.write(ctx, view, filepath.Join(s.dir, "volumes")); err != nil {
 			klog.InfoS("Refreshing volumes", "pod", key, "err", err)
 		}
 	}
@@ -304,6 +335,7 @@ func (r *Runner) startSandbox(ctx context.Context, key string, pod *corev1.Pod) 
 	if err != nil {
 		return nil, err
 	}
+	pod = r.withIPs(pod, ip)
 	s := &sandbox{key: key, pod: pod, uid: pod.UID, ip: ip, dir: filepath.Join(r.opts.StateDir, string(pod.UID)), startTime: metav1.Now(), stopped: make(chan struct{})}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, err
@@ -444,11 +476,9 @@ func (r *Runner) stopSandbox(s *sandbox, grace time.Duration) {
 	}
 	wg.Wait()
 	r.cleanupSandbox(s)
-	select {
-	case <-s.stopped:
-	default:
-		close(s.stopped)
-	}
+	// A pod that is deleted for good while its grace period runs, or the
+	// Runner stopping meanwhile, stops the sandbox a second time.
+	s.stopOnce.Do(func() { close(s.stopped) })
 	klog.InfoS("Stopped local pod", "pod", s.key)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -21,6 +22,9 @@ type volumeWriter struct {
 	client kubernetes.Interface
 	look   lookups
 	now    func() time.Time
+	// mu guards tokens: the Runner's workers write the volumes of
+	// different pods concurrently.
+	mu sync.Mutex
 	// tokens caches issued ServiceAccount tokens by volume/path, with the
 	// time to renew them.
 	tokens map[string]issuedToken
@@ -148,7 +152,10 @@ func (w *volumeWriter) projected(ctx context.Context, pod *corev1.Pod, v corev1.
 // TokenRequest API and renewed at 80% of its lifetime, as a kubelet does.
 func (w *volumeWriter) token(ctx context.Context, pod *corev1.Pod, volume string, p *corev1.ServiceAccountTokenProjection) (string, error) {
 	key := string(pod.UID) + "/" + volume + "/" + p.Path
-	if t, ok := w.tokens[key]; ok && w.now().Before(t.renewAt) {
+	w.mu.Lock()
+	t, ok := w.tokens[key]
+	w.mu.Unlock()
+	if ok && w.now().Before(t.renewAt) {
 		return t.token, nil
 	}
 	expiration := int64(3600)
@@ -172,12 +179,16 @@ func (w *volumeWriter) token(ctx context.Context, pod *corev1.Pod, volume string
 	}
 	issued := w.now()
 	lifetime := resp.Status.ExpirationTimestamp.Sub(issued)
+	w.mu.Lock()
 	w.tokens[key] = issuedToken{token: resp.Status.Token, renewAt: issued.Add(lifetime * 8 / 10)}
+	w.mu.Unlock()
 	return resp.Status.Token, nil
 }
 
 // forget drops the tokens of a pod that is gone.
 func (w *volumeWriter) forget(pod string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for k := range w.tokens {
 		if len(k) > len(pod) && k[:len(pod)+1] == pod+"/" {
 			delete(w.tokens, k)

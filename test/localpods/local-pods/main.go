@@ -40,10 +40,10 @@ func main() {
 func run() error {
 	var (
 		kubeconfig, namespace, selector, imagesConfigMap string
-		binDir, stateDir, logDir, podCIDR, hostIP         string
-		images                                            []string
-		uid                                               int
-		backoffInitial, backoffMax                        time.Duration
+		binDir, stateDir, logDir, podCIDR, hostIP        string
+		images                                           []string
+		uid                                              int
+		backoffInitial, backoffMax                       time.Duration
 	)
 	fs := pflag.NewFlagSet("local-pods", pflag.ExitOnError)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the local cluster (an administrator's).")
