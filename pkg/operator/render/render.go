@@ -1,17 +1,12 @@
 // Package render is a pure function from the operator's config.Config to the
 // Kubernetes objects the operator applies with server-side apply.
 //
-// Round-tripping rule. The operator detects drift by checking that every
-// field it rendered is present, with an equal value, in the live object. So
-// every rendered value must come back unchanged from the API server:
-//   - quantities, durations and enums use their canonical spelling ("10m",
-//     "20Mi", "TCP", ...);
-//   - a field the API server defaults is left unset unless we need its value
-//     to hold (then it is rendered explicitly, with the canonical value), and
-//     pointer fields we render always get an explicit value;
-//   - nothing renders an empty struct, map or slice (the server drops or
-//     rewrites them), nor status, resourceVersion, managedFields or
-//     creationTimestamp. TestNoEmptyValues guards this on the YAML output.
+// Rendering rules: quantities, durations and enums use their canonical
+// spelling ("10m", "20Mi", "TCP", ...), so the golden files read like what
+// the API server stores; nothing renders status, resourceVersion,
+// managedFields or creationTimestamp, nor an empty struct, map or slice
+// (TestNoEmptyValues guards this on the YAML output). Drift is detected from
+// managedFields, not by comparing values (see package apply).
 package render
 
 import (
