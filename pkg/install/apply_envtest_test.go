@@ -470,16 +470,21 @@ func runOperatorAsServiceAccount(ctx context.Context, t *testing.T, c client.Cli
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: render.TerminationHandlerServiceAccountName}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the termination handler ServiceAccount was not pruned: %v", err)
 	}
-	events := &eventsv1.EventList{}
-	if err := c.List(ctx, events, client.InNamespace("default")); err != nil {
-		t.Fatal(err)
-	}
-	recorded := false
-	for _, e := range events.Items {
-		recorded = recorded || (e.Regarding.Name == config.ClusterOperatorName && e.Reason == "AvailableTrue")
-	}
-	if !recorded {
-		t.Error("the operator recorded no AvailableTrue event for the ClusterOperator")
+	// Events are sent asynchronously after the status write: wait for it.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		events := &eventsv1.EventList{}
+		if err := c.List(ctx, events, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Name == config.ClusterOperatorName && e.Reason == "AvailableTrue" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("the operator recorded no AvailableTrue event for the ClusterOperator: %v", err)
 	}
 }
 
