@@ -13,8 +13,7 @@
 # is, instead of after 3 minutes).
 #
 # Writes .local/$CLUSTER_NAME.local-pods.pid, the runner's log
-# .local/logs/$CLUSTER_NAME-local-pods.log and the containers' logs
-# .local/logs/<pod>/<container>.log.
+# .local/logs/$CLUSTER_NAME-local-pods.log and the containers' logs (see below).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -23,6 +22,10 @@ local_dir=$root/.local
 admin=$local_dir/kubeconfig
 [ "$name" = machine-api ] || admin=$local_dir/$name.kubeconfig
 release=${RELEASE_VERSION:-0.0.1-local}
+# Container logs: .local/logs/<pod>/<container>.log for make run's cluster,
+# .local/logs/$CLUSTER_NAME/<pod>/<container>.log for the others.
+logs=$local_dir/logs
+[ "$name" = machine-api ] || logs=$local_dir/logs/$name
 export KUBECONFIG=$admin
 kubectl() { "$root/bin/kubectl" "$@"; }
 mkdir -p "$local_dir/logs"
@@ -49,7 +52,7 @@ hack/local/stop-processes.sh "$name"
 nohup bin/local-pods \
 	--kubeconfig "$admin" \
 	--state-dir "$local_dir/pods/$name" \
-	--log-dir "$local_dir/logs" \
+	--log-dir "$logs" \
 	--v=2 >"$local_dir/logs/$name-local-pods.log" 2>&1 &
 echo $! >"$local_dir/$name.local-pods.pid"
-echo "deploy: local pod runner running (pid $!, log .local/logs/$name-local-pods.log); containers log to .local/logs/<pod>/<container>.log"
+echo "deploy: local pod runner running (pid $!, log .local/logs/$name-local-pods.log); containers log to ${logs#$root/}/<pod>/<container>.log"

@@ -240,6 +240,9 @@ func (c *container) start(r *Runner) (*exec.Cmd, int64, error) {
 		return nil, 0, err
 	}
 	defer logFile.Close()
+	// Each run starts with a marker line, so a log holding several runs can
+	// be split (the chaos suite checks each run's leader election).
+	fmt.Fprintf(logFile, "=== container started %s\n", time.Now().UTC().Format(time.RFC3339Nano))
 	st, _ := logFile.Stat()
 	cmd := exec.Command(r.opts.SelfExe, ContainerInitCommand, specFile)
 	cmd.Env = []string{}

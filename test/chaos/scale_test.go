@@ -1,0 +1,441 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// poolLabel marks a scenario's Machines and, through the template's
+// spec.metadata, their Nodes.
+const poolLabel = "chaos-pool"
+
+// The operand containers the MachineSet scenarios kill.
+var scaleVictims = []string{"machineset-controller", "machine-controller", "nodelink-controller"}
+
+func newMachineSet(name string) *machinev1beta1.MachineSet {
+	labels := map[string]string{poolLabel: name, "machine.openshift.io/cluster-api-cluster": "kubemark"}
+	return &machinev1beta1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: machinev1beta1.MachineSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{poolLabel: name}},
+			Template: machinev1beta1.MachineTemplateSpec{
+				ObjectMeta: machinev1beta1.ObjectMeta{Labels: maps.Clone(labels)},
+				Spec: machinev1beta1.MachineSpec{
+					ObjectMeta: machinev1beta1.ObjectMeta{Labels: map[string]string{poolLabel: name}},
+					ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(
+						`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpu":"2","memory":"4Gi","pods":110}`)}},
+				},
+			},
+		},
+	}
+}
+
+// ownershipWatch watches a MachineSet's Machines and records every moment a
+// Machine is created while the MachineSet already owns as many non-deleting
+// Machines as it should: the overshoot a MachineSet must never make.
+type ownershipWatch struct {
+	ms types.UID
+
+	mu         sync.Mutex
+	desired    int
+	deleting   map[types.UID]bool // owned Machines, by UID: deleting?
+	maxOwned   int
+	violations []string
+	relists    int
+}
+
+func (w *ownershipWatch) setDesired(n int) {
+	w.mu.Lock()
+	w.desired = n
+	w.mu.Unlock()
+}
+
+func (w *ownershipWatch) owned(m *machinev1beta1.Machine) bool {
+	ref := metav1.GetControllerOf(m)
+	return ref != nil && ref.UID == w.ms
+}
+
+// observe applies one watch event.
+func (w *ownershipWatch) observe(t watch.EventType, m *machinev1beta1.Machine) {
+	if !w.owned(m) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, known := w.deleting[m.UID]
+	switch t {
+	case watch.Deleted:
+		delete(w.deleting, m.UID)
+		return
+	default:
+		w.deleting[m.UID] = m.DeletionTimestamp != nil
+	}
+	if known || t != watch.Added {
+		return
+	}
+	active := 0
+	for _, d := range w.deleting {
+		if !d {
+			active++
+		}
+	}
+	w.maxOwned = max(w.maxOwned, active)
+	if active > w.desired {
+		w.violations = append(w.violations, fmt.Sprintf("%s created while %d non-deleting Machines were owned, replicas %d", m.Name, active, w.desired))
+	}
+}
+
+// run follows the Machines until ctx ends, re-watching from the last
+// resourceVersion when the watch breaks (an API server outage) and
+// re-listing when that version is gone.
+func (w *ownershipWatch) run(ctx context.Context, t testing.TB) {
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			list := &machinev1beta1.MachineList{}
+			if err := cluster.List(ctx, list, client.InNamespace(namespace)); err != nil {
+				time.Sleep(500 * time.Millisecond)
+				continue
+			}
+			w.mu.Lock()
+			w.relists++
+			seen := map[types.UID]bool{}
+			for i := range list.Items {
+				m := &list.Items[i]
+				if w.owned(m) {
+					seen[m.UID] = true
+				}
+			}
+			for uid := range w.deleting {
+				if !seen[uid] {
+					delete(w.deleting, uid)
+				}
+			}
+			w.mu.Unlock()
+			for i := range list.Items {
+				w.observe(watch.Modified, &list.Items[i]) // not a creation we saw happen
+			}
+			rv = list.ResourceVersion
+		}
+		wi, err := cluster.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(namespace),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		if err != nil {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		for ev := range wi.ResultChan() {
+			if ev.Type == watch.Error {
+				if st, ok := ev.Object.(*metav1.Status); ok && st.Code == 410 {
+					rv = ""
+				}
+				break
+			}
+			m, ok := ev.Object.(*machinev1beta1.Machine)
+			if !ok {
+				continue
+			}
+			rv = m.ResourceVersion
+			if ev.Type != watch.Bookmark {
+				w.observe(ev.Type, m)
+			}
+		}
+		wi.Stop()
+	}
+}
+
+// checkEndState waits until the MachineSet owns exactly want Machines, none
+// deleting, all Running with a Ready Node, and no Node of the pool lacks its
+// Machine. It returns how long that took.
+func checkEndState(ctx context.Context, t *testing.T, ms *machinev1beta1.MachineSet, want int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	waitFor(ctx, t, fmt.Sprintf("machineset %s: exactly %d Machines Running with Ready Nodes, no orphan Node", ms.Name, want), func(ctx context.Context) (bool, error) {
+		machines := &machinev1beta1.MachineList{}
+		if err := cluster.List(ctx, machines, client.InNamespace(namespace), client.MatchingLabels{poolLabel: ms.Name}); err != nil {
+			return false, err
+		}
+		nodes := &corev1.NodeList{}
+		if err := cluster.List(ctx, nodes, client.MatchingLabels{poolLabel: ms.Name}); err != nil {
+			return false, err
+		}
+		ready := map[string]bool{}
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready[n.Name] = true
+				}
+			}
+		}
+		owned, deleting, running := 0, 0, 0
+		machineNodes := map[string]bool{}
+		for _, m := range machines.Items {
+			if ref := metav1.GetControllerOf(&m); ref == nil || ref.UID != ms.UID {
+				continue
+			}
+			owned++
+			if m.DeletionTimestamp != nil {
+				deleting++
+				continue
+			}
+			if m.Status.NodeRef != nil {
+				machineNodes[m.Status.NodeRef.Name] = true
+			}
+			if m.Status.Phase != nil && *m.Status.Phase == "Running" && m.Status.NodeRef != nil && ready[m.Status.NodeRef.Name] {
+				running++
+			}
+		}
+		orphans := 0
+		for _, n := range nodes.Items {
+			if !machineNodes[n.Name] {
+				orphans++
+			}
+		}
+		last = fmt.Sprintf("owned %d, deleting %d, running with ready node %d, nodes %d, orphan nodes %d", owned, deleting, running, len(nodes.Items), orphans)
+		return owned == want && deleting == 0 && running == want && orphans == 0 && len(nodes.Items) == want, nil
+	})
+	t.Logf("end state: %s", last)
+	return time.Since(start)
+}
+
+// scale sets the MachineSet's replicas.
+func scale(ctx context.Context, t *testing.T, ms *machinev1beta1.MachineSet, n int) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)
+	waitFor(ctx, t, "scaling "+ms.Name, func(ctx context.Context) (bool, error) {
+		return true, cluster.Patch(ctx, ms, client.RawPatch(types.MergePatchType, []byte(patch)))
+	})
+}
+
+// startScenario creates a MachineSet with 0 replicas and its ownership
+// watch; the MachineSet is scaled to 0 and removed when the test ends.
+func startScenario(ctx context.Context, t *testing.T, name string) (*machinev1beta1.MachineSet, *ownershipWatch) {
+	ms := newMachineSet(name)
+	if err := cluster.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		scale(ctx, t, ms, 0)
+		checkEndState(ctx, t, ms, 0)
+		if err := cluster.Delete(ctx, ms); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	})
+	w := &ownershipWatch{ms: ms.UID, deleting: map[types.UID]bool{}}
+	watchCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go w.run(watchCtx, t)
+	return ms, w
+}
+
+func (w *ownershipWatch) report(t *testing.T) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t.Logf("ownership watch: most non-deleting Machines owned at a creation %d, relists %d", w.maxOwned, w.relists)
+	for _, v := range w.violations {
+		t.Errorf("overshoot: %s", v)
+	}
+}
+
+// killRounds kills each victim once per round, at random moments, while
+// phase runs; rounds start 1-8 s apart.
+func killRounds(ctx context.Context, t *testing.T, r *rand.Rand, rounds int) (killed int) {
+	for range rounds {
+		wait := time.Duration(1000+r.IntN(7000)) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return killed
+		case <-time.After(wait):
+		}
+		for _, i := range r.Perm(len(scaleVictims)) {
+			v := kill(ctx, t, r, operandSelector, scaleVictims[i])
+			killed++
+			t.Logf("SIGKILL %s (pid %d)", v.name, v.pid)
+			time.Sleep(time.Duration(r.IntN(1500)) * time.Millisecond)
+		}
+	}
+	return killed
+}
+
+// TestScaleUnderKills: MachineSet 0→replicas and replicas→down while the
+// machineset, machine and nodelink processes are killed at random moments.
+func TestScaleUnderKills(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	r := rng(t.Name())
+	ms, w := startScenario(ctx, t, "chaos-kills")
+	upRounds := (*kills + 1) / 2
+	downRounds := *kills - upRounds
+	if downRounds == 0 {
+		downRounds = 1 // the scale-down is exercised too, even in the short form
+	}
+
+	w.setDesired(*replicas)
+	start := time.Now()
+	scale(ctx, t, ms, *replicas)
+	n := killRounds(ctx, t, r, upRounds)
+	settle := checkEndState(ctx, t, ms, *replicas)
+	t.Logf("FIGURE scale 0→%d with %d kills: end state %s after start, %s after the last kill",
+		*replicas, n, time.Since(start).Round(time.Second), settle.Round(time.Second))
+
+	start = time.Now()
+	scale(ctx, t, ms, *down)
+	w.setDesired(*down)
+	n = killRounds(ctx, t, r, downRounds)
+	settle = checkEndState(ctx, t, ms, *down)
+	t.Logf("FIGURE scale %d→%d with %d kills: end state %s after start, %s after the last kill",
+		*replicas, *down, n, time.Since(start).Round(time.Second), settle.Round(time.Second))
+	w.report(t)
+}
+
+// component is a process of the kwok cluster (binary runtime).
+type component struct{ name string }
+
+func (c component) pidFile() string { return filepath.Join(*workdir, "pids", c.name+".pid") }
+
+// stop kills the component with SIGKILL (a crash: its connections drop at
+// once; a SIGTERM'd API server would keep serving open connections for a
+// minute of graceful shutdown), waits for it to exit and returns a function
+// that starts it again exactly as kwokctl did (same argv, working directory
+// and environment, log appended).
+func (c component) stop(t *testing.T) (restart func()) {
+	t.Helper()
+	if *workdir == "" {
+		t.Fatal("-chaos.kwok-cluster-dir is required (make chaos sets it)")
+	}
+	data, err := os.ReadFile(c.pidFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := readNul(t, fmt.Sprintf("/proc/%d/cmdline", pid))
+	env := readNul(t, fmt.Sprintf("/proc/%d/environ", pid))
+	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+			break // exited; its parent has not reaped it yet
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return func() {
+		log, err := os.OpenFile(filepath.Join(*workdir, "logs", c.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer log.Close()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = cwd, env, log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("restarting %s: %v", c.name, err)
+		}
+		if err := os.WriteFile(c.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = cmd.Wait() }() // reap it if it exits while the test runs
+	}
+}
+
+func readNul(t *testing.T, path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+}
+
+// TestAPIServerOutageAndEtcdRestart: the API server is stopped for 30 s in
+// the middle of a scale-up, and etcd is restarted in the middle of the
+// scale-down; every controller recovers without a process restart.
+func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	r := rng(t.Name())
+	ms, w := startScenario(ctx, t, "chaos-outage")
+	before, err := restartsOf(ctx, scaleVictims...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := containers(ctx, operatorSelector, "machine-api-operator")
+	if err != nil || len(ops) != 1 {
+		t.Fatalf("want one running operator: %+v (err %v)", ops, err)
+	}
+	operatorBefore := ops[0].restarts
+	// Let the earlier scenario's restarted processes take their leases
+	// back first: this scenario is about the API server, not about kills.
+	up := min(*replicas, 100)
+	w.setDesired(up)
+	start := time.Now()
+	scale(ctx, t, ms, up)
+	time.Sleep(time.Duration(1000+r.IntN(3000)) * time.Millisecond)
+	restart := component{"kube-apiserver"}.stop(t)
+	stopped := time.Now()
+	t.Logf("kube-apiserver stopped %s into the scale-up", stopped.Sub(start).Round(time.Millisecond))
+	time.Sleep(30 * time.Second)
+	restart()
+	t.Logf("kube-apiserver restarted after %s", time.Since(stopped).Round(time.Millisecond))
+	settle := checkEndState(ctx, t, ms, up)
+	t.Logf("FIGURE scale 0→%d across a 30 s API server outage: end state %s after start, %s after the restart",
+		up, time.Since(start).Round(time.Second), settle.Round(time.Second))
+
+	downTo := min(*down, up/2)
+	w.setDesired(downTo)
+	start = time.Now()
+	scale(ctx, t, ms, downTo)
+	time.Sleep(time.Duration(500+r.IntN(1500)) * time.Millisecond)
+	restartEtcd := component{"etcd"}.stop(t)
+	restartEtcd()
+	t.Logf("etcd restarted %s into the scale-down", time.Since(start).Round(time.Millisecond))
+	settle = checkEndState(ctx, t, ms, downTo)
+	t.Logf("FIGURE scale %d→%d across an etcd restart: end state %s after start", up, downTo, time.Since(start).Round(time.Second))
+	_ = settle
+	w.report(t)
+
+	after, err := restartsOf(ctx, scaleVictims...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range scaleVictims {
+		if after[n] != before[n] {
+			t.Errorf("%s restarted %d times during the outage; controllers must ride it out", n, after[n]-before[n])
+		}
+	}
+	if ops, err := containers(ctx, operatorSelector, "machine-api-operator"); err != nil || len(ops) != 1 || ops[0].restarts != operatorBefore {
+		t.Errorf("the operator restarted during the outage (%+v, err %v); it must ride it out", ops, err)
+	}
+}
