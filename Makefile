@@ -28,13 +28,19 @@ tool.kustomize               := sigs.k8s.io/kustomize/kustomize/v5
 tool.controller-gen          := sigs.k8s.io/controller-tools/cmd/controller-gen
 TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl kustomize controller-gen
 TOOL_BINS := $(addprefix $(BIN)/,$(TOOLS))
+# promtool (alert rule unit tests) is pinned by a module of its own, so that
+# its dependencies leave the Kubernetes binaries' pins alone.
+PROMTOOL_MOD := hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/build-tool.sh
 
 .PHONY: tools
-tools: $(TOOL_BINS) ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, ... into bin/ (once; ~10-15 min on a fresh machine)
+tools: $(TOOL_BINS) $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, promtool, ... into bin/ (once; ~15-20 min on a fresh machine)
 
 # A tool is rebuilt only when the pins change, so a second run does nothing.
 $(TOOL_BINS): $(BIN)/%: $(TOOLS_MOD)
 	@hack/build-tool.sh $* $(tool.$*)
+
+$(BIN)/promtool: $(PROMTOOL_MOD)
+	@hack/build-tool.sh promtool github.com/prometheus/prometheus/cmd/promtool
 
 ##@ Build and test
 
@@ -47,10 +53,25 @@ build: ## Build every binary of this project into bin/ (and the local pod runner
 test: tools ## Run every unit and envtest test (go test -race ./...)
 	go test -race -count=1 ./...
 
+.PHONY: test-rules
+test-rules: $(BIN)/promtool ## Unit-test the alerting rules of install/ with promtool (hack/monitoring/alerts_test.yaml)
+	go test -count=1 -v -run 'TestAlertRules' ./pkg/install/
+
 .PHONY: lint
 lint: ## go vet and gofmt check
 	go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Fuzz each fuzz test (func Fuzz* in *_fuzz_test.go) for FUZZTIME (default 30s); make test runs their seed corpora
+	@for file in $$(git ls-files --cached --others --exclude-standard '*_fuzz_test.go'); do \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$file"); do \
+			echo "go test ./$$(dirname "$$file") -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME)"; \
+			go test "./$$(dirname "$$file")" -run '^$$' -fuzz "^$$name\$$" -fuzztime "$(FUZZTIME)"; \
+		done; \
+	done
 
 .PHONY: generate
 generate: $(BIN)/controller-gen ## Regenerate deepcopy code of this project's API types (pkg/apis)
@@ -95,6 +116,10 @@ test-e2e: ## Run the e2e suite against the cluster in $KUBECONFIG
 .PHONY: test-e2e-local
 test-e2e-local: tools build ## Bring up the local cluster, run the e2e suite on it, tear it down
 	hack/e2e-local.sh
+
+.PHONY: chaos
+chaos: tools build ## Chaos suite on a dedicated local cluster: SIGKILLs, API server outage, etcd restart, leader failover (CHAOS_KILLS=5, CHAOS_SEED=1)
+	hack/chaos.sh
 
 ##@ Benchmarks
 

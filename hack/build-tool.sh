@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# build-tool.sh NAME PACKAGE: builds one pinned tool from hack/tools/go.mod into bin/NAME.
-# Only the Go module proxy is used; versions come from hack/tools/go.sum.
+# build-tool.sh NAME PACKAGE: builds one pinned tool from hack/tools/go.mod into bin/NAME
+# (promtool: from hack/tools/promtool/go.mod, a module of its own).
+# Only the Go module proxy is used; versions come from the module's go.sum.
 set -euo pipefail
 name=$1 pkg=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,6 +10,7 @@ mkdir -p "$bin"
 
 k8s_version=v1.36.3
 ldflags=""
+module=hack/tools
 case "$pkg" in
 k8s.io/kubernetes/*)
 	# Without these the binaries report v0.0.0-master, which kwokctl and
@@ -24,11 +26,16 @@ sigs.k8s.io/kwok/*)
 sigs.k8s.io/kustomize/*)
 	ldflags="-X sigs.k8s.io/kustomize/api/provenance.version=v5.8.1"
 	;;
+github.com/prometheus/prometheus/*)
+	# github.com/prometheus/prometheus v0.315.0 is Prometheus 3.15.0.
+	module=hack/tools/promtool
+	ldflags="-X github.com/prometheus/common/version.Version=3.15.0"
+	;;
 esac
 
 start=$(date +%s)
 echo "tools: building $name ($pkg)..."
-cd "$root/hack/tools"
+cd "$root/$module"
 # -trimpath keeps the binaries independent of this checkout's path.
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg"
 mv "$bin/$name.tmp" "$bin/$name"

@@ -34,6 +34,7 @@ type startOptions struct {
 	renewDeadline         time.Duration
 	retryPeriod           time.Duration
 	metricsAddr           string
+	metricsCertDir        string
 	healthAddr            string
 	operandStableDuration time.Duration
 	degradedAfter         time.Duration
@@ -82,14 +83,33 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with the Lease "+config.OperatorLeaseName+" so only one replica syncs.")
 	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 137*time.Second, "How long a non-leader waits before trying to take over the lease.")
 	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 107*time.Second, "How long the leader retries renewing before giving up leadership.")
-	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 26*time.Second, "How often leader election is attempted.")
-	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8085", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	// 1 s, not OpenShift's 26 s: a standby then takes over within the lease
+	// duration + 2.4 s of a leader's death (one small Lease write a second).
+	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", time.Second, "How often leader election is attempted (the leader renews and a standby polls).")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", defaultMetricsAddress(),
+		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it. Default: :$METRICS_PORT, else :8443.")
+	f.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+		"Directory with the metrics serving certificate (tls.crt, tls.key), re-read when it changes; empty, or while the files are missing, a self-signed certificate is served.")
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9445", "Address of /healthz and /readyz; 0 disables them.")
 	f.DurationVar(&o.operandStableDuration, "operand-stable-duration", 3*time.Minute, "How long the operand Deployment must stay available before Available=True.")
 	f.DurationVar(&o.degradedAfter, "degraded-after", 2*time.Minute, "How long a failure or an operand outage must last before Degraded=True.")
 	f.StringVar(&o.webhookCertificates, "webhook-certificates", webhookCertsAuto,
 		"Who issues webhook serving certificates: service-ca (OpenShift), operator (self-managed CA), or auto (service-ca if the cluster serves servicecas.operator.openshift.io).")
 	return cmd
+}
+
+// defaultMetricsPort is the operator's metrics port: the container port
+// https of its Deployment and the port of the Service machine-api-operator,
+// as on OpenShift.
+const defaultMetricsPort = "8443"
+
+// defaultMetricsAddress is :$METRICS_PORT (the variable OpenShift's operator
+// Deployment sets), else :8443.
+func defaultMetricsAddress() string {
+	if p := os.Getenv("METRICS_PORT"); p != "" {
+		return ":" + p
+	}
+	return ":" + defaultMetricsPort
 }
 
 func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
@@ -130,6 +150,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	}, operator.ManagerOptions{
 		Scheme:                 scheme.New(),
 		MetricsBindAddress:     o.metricsAddr,
+		MetricsCertDir:         o.metricsCertDir,
 		HealthProbeBindAddress: o.healthAddr,
 		LeaderElection:         o.leaderElect,
 		LeaseDuration:          o.leaseDuration,

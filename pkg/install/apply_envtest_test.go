@@ -19,6 +19,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -53,10 +54,16 @@ var (
 // operator does: create each object or update the existing one, and write a
 // manifest's status (the ClusterOperator's) through the status subresource.
 // Of the feature-set variants of a CRD (same name) only Default is applied.
+// The ServiceMonitors and the PrometheusRule are left out: their CRDs come
+// with the Prometheus operator (cluster monitoring on OpenShift), which the
+// test API server does not have; monitoring_test.go checks them.
 func applyLikeCVO(ctx context.Context, t *testing.T, c client.Client, ms []install.Manifest) {
 	t.Helper()
 	for _, m := range ms {
 		if fs := m.Object.GetAnnotations()[featureSetAnno]; fs != "" && fs != "Default" {
+			continue
+		}
+		if m.Object.GroupVersionKind().Group == monitoringGroup {
 			continue
 		}
 		obj := m.Object.DeepCopy()
@@ -169,6 +176,32 @@ func TestApplyToAPIServer(t *testing.T) {
 			if sar(a) {
 				t.Errorf("the operator can %s", a)
 			}
+		}
+	})
+
+	t.Run("cluster monitoring may scrape the Machine API", func(t *testing.T) {
+		monitoringAccess(t, func(user string, groups []string, a access, url string) bool {
+			t.Helper()
+			spec := authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups}
+			if url != "" {
+				spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: url, Verb: a.Verb}
+			} else {
+				spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+					Verb: a.Verb, Group: a.Group, Resource: a.Resource, Namespace: a.Namespace, Name: a.Name,
+				}
+			}
+			review := &authorizationv1.SubjectAccessReview{Spec: spec}
+			if err := c.Create(ctx, review); err != nil {
+				t.Fatal(err)
+			}
+			return review.Status.Allowed
+		})
+		var policies networkingv1.NetworkPolicyList
+		if err := c.List(ctx, &policies, client.InNamespace(namespace)); err != nil {
+			t.Fatal(err)
+		}
+		if want := len(payloadNetworkPolicies(t, ms)); len(policies.Items) != want {
+			t.Errorf("%d NetworkPolicies in %s, want the payload's %d", len(policies.Items), namespace, want)
 		}
 	})
 

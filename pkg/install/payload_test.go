@@ -37,6 +37,7 @@ const (
 	operatorName     = "machine-api-operator"
 	versionSentinel  = "0.0.1-snapshot"
 	prefix           = "0000_30_machine-api-operator_"
+	monitoringPrefix = "0000_90_machine-api-operator_"
 	capabilityAnno   = "capability.openshift.io/name"
 	selfManagedAnno  = "include.release.openshift.io/self-managed-high-availability"
 	singleNodeAnno   = "include.release.openshift.io/single-node-developer"
@@ -66,6 +67,11 @@ func expectedFiles() []string {
 		prefix+"10_service.yaml",
 		prefix+"11_deployment.yaml",
 		prefix+"12_clusteroperator.yaml",
+		// Run level 90, after cluster monitoring: monitoring and network policies.
+		monitoringPrefix+"01_prometheus-rbac.yaml",
+		monitoringPrefix+"02_servicemonitors.yaml",
+		monitoringPrefix+"03_prometheusrule.yaml",
+		monitoringPrefix+"04_networkpolicies.yaml",
 	)
 	sort.Strings(files)
 	return files
@@ -100,11 +106,18 @@ func testScheme() *runtime.Scheme {
 
 // decodeStrict converts a manifest to its typed object, failing on unknown or
 // duplicate fields (a misspelt field would otherwise be dropped silently).
+// The Prometheus operator's kinds (ServiceMonitor, PrometheusRule) have no Go
+// types here: they are checked against the subset of their API the payload
+// uses (see monitoring_test.go), and decodeStrict returns nil for them.
 func decodeStrict(t testing.TB, m install.Manifest) runtime.Object {
 	t.Helper()
 	data, err := json.Marshal(m.Object.Object)
 	if err != nil {
 		t.Fatalf("%s: %v", m, err)
+	}
+	if m.Object.GroupVersionKind().Group == monitoringGroup {
+		decodeMonitoringStrict(t, m.String(), m.Object.GetKind(), data)
+		return nil
 	}
 	obj, _, err := serializer.NewCodecFactory(testScheme(), serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil)
 	if err != nil {
@@ -189,13 +202,13 @@ func TestFileNames(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("install/ holds\n  %s\nwant exactly\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
-	pattern := regexp.MustCompile(`^0000_30_machine-api-operator_[0-9]{2}_[a-z0-9]+([.-][A-Za-z0-9]+)*\.yaml$`)
+	pattern := regexp.MustCompile(`^0000_(30|90)_machine-api-operator_[0-9]{2}_[a-z0-9]+([.-][A-Za-z0-9]+)*\.yaml$`)
 	for _, name := range got {
 		if name == install.ImageReferencesFile || name == "README.md" {
 			continue
 		}
 		if !pattern.MatchString(name) {
-			t.Errorf("%s does not follow 0000_30_machine-api-operator_NN_<name>.yaml", name)
+			t.Errorf("%s does not follow 0000_{30,90}_machine-api-operator_NN_<name>.yaml", name)
 		}
 	}
 }
@@ -486,6 +499,11 @@ func TestOperatorDeployment(t *testing.T) {
 	})
 	check("volumes", spec.Volumes, []corev1.Volume{{Name: "images", VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: config.ImagesConfigMapName}},
+	}}, {Name: "machine-api-operator-tls", VolumeSource: corev1.VolumeSource{
+		// service-ca's metrics serving certificate on OpenShift; optional,
+		// as no one issues it elsewhere (the operator then serves a
+		// self-signed certificate).
+		Secret: &corev1.SecretVolumeSource{SecretName: "machine-api-operator-tls", Optional: ptr.To(true)},
 	}}})
 	if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 {
 		t.Fatalf("want one container, got %d (+%d init)", len(spec.Containers), len(spec.InitContainers))
@@ -494,7 +512,8 @@ func TestOperatorDeployment(t *testing.T) {
 	check("container name", c.Name, operatorName)
 	check("image", c.Image, images.MachineAPIOperator)
 	check("command", c.Command, []string{"/machine-api-operator"})
-	check("args", c.Args, []string{"start", "--images-json=/etc/machine-api-operator-config/images/" + config.ImagesConfigMapKey, "--v=2"})
+	check("args", c.Args, []string{"start", "--images-json=/etc/machine-api-operator-config/images/" + config.ImagesConfigMapKey,
+		"--metrics-cert-dir=/etc/tls/private", "--v=2"})
 	fieldRef := func(path string) *corev1.EnvVarSource {
 		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 	}
@@ -503,10 +522,10 @@ func TestOperatorDeployment(t *testing.T) {
 		{Name: "COMPONENT_NAMESPACE", ValueFrom: fieldRef("metadata.namespace")},
 		{Name: "POD_NAME", ValueFrom: fieldRef("metadata.name")},
 	})
-	// The start command's defaults: --metrics-bind-address=:8085,
-	// --health-probe-bind-address=:9445.
+	// The start command's defaults: --metrics-bind-address=:8443 (HTTPS,
+	// the port https of OpenShift's operator), --health-probe-bind-address=:9445.
 	check("ports", c.Ports, []corev1.ContainerPort{
-		{Name: "metrics", ContainerPort: 8085, Protocol: corev1.ProtocolTCP},
+		{Name: "https", ContainerPort: 8443, Protocol: corev1.ProtocolTCP},
 		{Name: "healthz", ContainerPort: 9445, Protocol: corev1.ProtocolTCP},
 	})
 	probe := func(path string) *corev1.Probe {
@@ -524,11 +543,15 @@ func TestOperatorDeployment(t *testing.T) {
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	})
-	check("volumeMounts", c.VolumeMounts, []corev1.VolumeMount{{Name: "images", MountPath: "/etc/machine-api-operator-config/images", ReadOnly: true}})
+	check("volumeMounts", c.VolumeMounts, []corev1.VolumeMount{
+		{Name: "images", MountPath: "/etc/machine-api-operator-config/images", ReadOnly: true},
+		{Name: "machine-api-operator-tls", MountPath: "/etc/tls/private", ReadOnly: true},
+	})
 
 	svc := typed[*corev1.Service](t, ms, "Service", operatorName)
 	check("Service selector", svc.Spec.Selector, labels)
-	check("Service ports", svc.Spec.Ports, []corev1.ServicePort{{Name: "metrics", Port: 8085, TargetPort: intstr.FromString("metrics"), Protocol: corev1.ProtocolTCP}})
+	check("Service ports", svc.Spec.Ports, []corev1.ServicePort{{Name: "https", Port: 8443, TargetPort: intstr.FromString("https"), Protocol: corev1.ProtocolTCP}})
+	check("Service serving certificate", svc.Annotations["service.beta.openshift.io/serving-cert-secret-name"], "machine-api-operator-tls")
 
 	sa := typed[*corev1.ServiceAccount](t, ms, "ServiceAccount", operatorName)
 	check("ServiceAccount namespace", sa.Namespace, namespace)

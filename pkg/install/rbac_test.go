@@ -77,6 +77,12 @@ func operatorAccess() []access {
 	}
 	add([]string{"create"}, "coordination.k8s.io", "leases", "", namespace, "")
 	add([]string{"get", "update"}, "coordination.k8s.io", "leases", "", namespace, config.OperatorLeaseName)
+	// The metrics endpoint authenticates and authorizes scrapers.
+	add([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "", "")
+	add([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", "", "")
+	// The metrics collector's informers (Machines, MachineSets).
+	add(read, "machine.openshift.io", "machines", "", namespace, "")
+	add(read, "machine.openshift.io", "machinesets", "", namespace, "")
 	// Webhook serving certificates (certs manager), watched by label.
 	add(read, "", "secrets", "", namespace, "")
 	add([]string{"create"}, "", "secrets", "", namespace, "")
@@ -103,6 +109,8 @@ func forbiddenAccess() []access {
 		{Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Namespace: namespace, Name: "machine-api-controllers-leader"},
 		{Verb: "update", Group: "config.openshift.io", Resource: "infrastructures", Name: config.ClusterConfigName},
 		{Verb: "update", Group: "machine.openshift.io", Resource: "machines", Namespace: namespace, Name: "m"},
+		{Verb: "list", Group: "machine.openshift.io", Resource: "machines", Namespace: ""},
+		{Verb: "delete", Group: "machine.openshift.io", Resource: "machinesets", Namespace: namespace, Name: "ms"},
 	}
 }
 
@@ -466,11 +474,12 @@ func TestOperatorRBACLeastPrivilege(t *testing.T) {
 		t.Errorf("RoleBinding namespace = %q", r.roleBinding.Namespace)
 	}
 
-	// Nothing else in the payload grants anything.
+	// Nothing else in the payload grants anything, except cluster
+	// monitoring's read access (TestMonitoringRBAC).
 	for _, m := range loadPayload(t) {
 		switch m.Object.GetKind() {
 		case "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding":
-			if m.Object.GetName() != operatorName {
+			if m.Object.GetName() != operatorName && !isMonitoringRBAC(m) {
 				t.Errorf("unexpected RBAC object %s", m)
 			}
 		}

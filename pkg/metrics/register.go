@@ -1,5 +1,8 @@
 // Package metrics registers the operands' Prometheus collectors with
-// controller-runtime's metrics registry, which every operand binary serves.
+// controller-runtime's metrics registry, which every binary serves, and
+// gives every binary (operator and operands) the options of its metrics
+// server: HTTPS, authenticated and authorized by the API server
+// (SecureServerOptions).
 package metrics
 
 import (

@@ -21,23 +21,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
 // Options are the flags every operand binary has.
 type Options struct {
-	Kubeconfig              string
-	Namespace               string
-	LeaderElect             bool
-	LeaderElectionID        string
-	LeaseDuration           time.Duration
-	RenewDeadline           time.Duration
-	RetryPeriod             time.Duration
-	MetricsBindAddress      string
+	Kubeconfig         string
+	Namespace          string
+	LeaderElect        bool
+	LeaderElectionID   string
+	LeaseDuration      time.Duration
+	RenewDeadline      time.Duration
+	RetryPeriod        time.Duration
+	MetricsBindAddress string
+	// MetricsCertDir holds the metrics serving certificate (tls.crt,
+	// tls.key); "" serves a self-signed one (see metrics.SecureServerOptions).
+	MetricsCertDir          string
 	HealthProbeBindAddress  string
 	PprofBindAddress        string
 	MaxConcurrentReconciles int
@@ -67,12 +70,17 @@ type WebhookOptions struct {
 // explicitly for each container).
 func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 	return Options{
-		Namespace:               config.DefaultNamespace,
-		LeaderElect:             true,
-		LeaderElectionID:        leaderElectionID,
-		LeaseDuration:           120 * time.Second,
-		RenewDeadline:           90 * time.Second,
-		RetryPeriod:             20 * time.Second,
+		Namespace:        config.DefaultNamespace,
+		LeaderElect:      true,
+		LeaderElectionID: leaderElectionID,
+		LeaseDuration:    120 * time.Second,
+		RenewDeadline:    90 * time.Second,
+		// A standby polls, and the leader renews, every RetryPeriod (with up
+		// to 20% jitter); a standby sees the lease expire at most one poll
+		// after the leader's last renewal and takes it at the next poll, so
+		// 1 s bounds a failover to the lease duration + 2.4 s after a
+		// leader's death (one small Lease write per second per binary).
+		RetryPeriod:             time.Second,
 		MetricsBindAddress:      metricsAddr,
 		HealthProbeBindAddress:  healthAddr,
 		MaxConcurrentReconciles: 1,
@@ -91,7 +99,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before trying to take over the lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before giving up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often leader election is attempted.")
-	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
+		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
+		"Directory with the metrics serving certificate (tls.crt, tls.key), re-read when it changes; empty, or while the files are missing, a self-signed certificate is served.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of the Go pprof endpoints (/debug/pprof/); empty or 0 disables them.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects are reconciled in parallel.")
@@ -157,7 +168,8 @@ func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
 
 // NewManager builds the binary's manager: namespaced cache for the Machine
 // API objects (cluster-scoped objects such as Nodes are cached cluster-wide),
-// leader election, metrics, health probes.
+// leader election, metrics (HTTPS with authentication and authorization by
+// the API server: metrics.SecureServerOptions), health probes.
 func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	ctrl.SetLogger(klog.NewKlogr())
 	var webhookServer webhook.Server
@@ -172,7 +184,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		WebhookServer:                 webhookServer,
 		Scheme:                        scheme.New(),
 		Cache:                         cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                       mapimetrics.SecureServerOptions(o.MetricsBindAddress, o.MetricsCertDir),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,

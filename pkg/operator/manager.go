@@ -9,6 +9,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,11 +32,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/collector"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
@@ -55,17 +57,21 @@ func ownedTypes() []client.Object {
 
 // CacheOptions restrict the manager's informers to what the operator needs:
 // namespaced objects in its namespace, owned kinds by label, and the
-// cluster-scoped inputs by name. Use them in manager.Options.Cache.
+// cluster-scoped inputs by name. Machines and MachineSets (of the namespace,
+// read only by the metrics collector) are cached stripped down to what the
+// collector reads (collector.Transform). Use them in manager.Options.Cache.
 func CacheOptions(namespace string) cache.Options {
 	owned := labels.SelectorFromSet(labels.Set{config.ManagedByLabel: config.ManagedByValue})
 	byName := func(name string) cache.ByObject {
 		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
 	}
 	by := map[client.Object]cache.ByObject{
-		&configv1.Infrastructure{}:  byName(config.ClusterConfigName),
-		&configv1.Proxy{}:           byName(config.ClusterConfigName),
-		&configv1.FeatureGate{}:     byName(config.ClusterConfigName),
-		&configv1.ClusterOperator{}: byName(config.ClusterOperatorName),
+		&configv1.Infrastructure{}:   byName(config.ClusterConfigName),
+		&configv1.Proxy{}:            byName(config.ClusterConfigName),
+		&configv1.FeatureGate{}:      byName(config.ClusterConfigName),
+		&configv1.ClusterOperator{}:  byName(config.ClusterOperatorName),
+		&machinev1beta1.Machine{}:    {Transform: collector.Transform},
+		&machinev1beta1.MachineSet{}: {Transform: collector.Transform},
 	}
 	for _, obj := range ownedTypes() {
 		by[obj] = cache.ByObject{Label: owned}
@@ -168,7 +174,11 @@ func fileDigest(path string) string {
 
 // ManagerOptions are the process-level settings of NewManager.
 type ManagerOptions struct {
+	// MetricsBindAddress serves the metrics over HTTPS with authentication
+	// and authorization ("0" disables it, and the Machine collector with
+	// it); MetricsCertDir holds its certificate ("" = self-signed).
 	MetricsBindAddress     string
+	MetricsCertDir         string
 	HealthProbeBindAddress string
 	LeaderElection         bool
 	LeaseDuration          time.Duration
@@ -184,8 +194,9 @@ type ManagerOptions struct {
 // NewManager waits until the API server answers (an unreachable API server
 // at start is retried with backoff, never fatal), then builds a
 // controller-runtime manager running the operator: the restricted cache, leader election on the Lease "machine-api-operator" in the
-// operand namespace, health checks, metrics, the webhook certificate issuer
-// when service-ca is absent, and the operator's controller.
+// operand namespace, health checks, metrics (with the Machine and MachineSet
+// collector, on every replica), the webhook certificate issuer when
+// service-ca is absent, and the operator's controller.
 func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerOptions) (manager.Manager, error) {
 	if o.Namespace == "" {
 		o.Namespace = config.DefaultNamespace
@@ -200,7 +211,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	mgr, err := manager.New(restCfg, manager.Options{
 		Scheme:                        m.Scheme,
 		Cache:                         CacheOptions(o.Namespace),
-		Metrics:                       metricsserver.Options{BindAddress: m.MetricsBindAddress},
+		Metrics:                       mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir),
 		HealthProbeBindAddress:        m.HealthProbeBindAddress,
 		LeaderElection:                m.LeaderElection,
 		LeaderElectionID:              config.OperatorLeaseName,
@@ -220,6 +231,11 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
+	}
+	if m.MetricsBindAddress != "0" {
+		if err := mgr.Add(collector.New(mgr.GetCache(), o.Namespace)); err != nil {
+			return nil, err
+		}
 	}
 	var issuer CertIssuer
 	if !o.ServiceCA {

@@ -581,4 +581,3 @@ func checkStandbysIdle(t *testing.T) {
 }
 
 var logDir = flag.String("chaos.log-dir", ".local/logs", "The local pod runner's container log directory.")
-

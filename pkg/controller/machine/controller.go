@@ -161,6 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.drainBackoff.Forget(req.NamespacedName)
 			r.events.forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
+			deleteInstanceFailedMetrics(req.Name, req.Namespace)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -442,7 +443,7 @@ func requeueOrError(err error) (ctrl.Result, error) {
 func (r *Reconciler) exists(ctx context.Context, s *scope) (bool, error) {
 	ProviderCallsTotal.WithLabelValues(OperationExists).Inc()
 	ok, err := r.actuator.Exists(ctx, s.m.DeepCopy())
-	countProviderError(OperationExists, err)
+	countProviderError(s.m, OperationExists, err)
 	return ok, err
 }
 
@@ -454,7 +455,7 @@ func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call
 	ProviderCallsTotal.WithLabelValues(op).Inc()
 	c := s.m.DeepCopy()
 	err := call(ctx, c)
-	countProviderError(op, err)
+	countProviderError(s.m, op, err)
 	if op == OperationDelete {
 		return err
 	}
@@ -474,7 +475,10 @@ func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call
 	return err
 }
 
-func countProviderError(op string, err error) {
+// countProviderError counts a failed provider call (machine_api_provider_
+// errors_total, and OpenShift's mapi_instance_{create,update,delete}_failed
+// for the Machine); a RequeueAfterError is a provider-side wait, not a failure.
+func countProviderError(m *machinev1beta1.Machine, op string, err error) {
 	if err == nil {
 		return
 	}
@@ -482,6 +486,9 @@ func countProviderError(op string, err error) {
 		return
 	}
 	ProviderErrorsTotal.WithLabelValues(op).Inc()
+	if c := instanceFailed(op); c != nil {
+		c.WithLabelValues(m.Name, m.Namespace, failureReason(err)).Inc()
+	}
 }
 
 // patchObject changes metadata/spec with a merge patch (optionally with an

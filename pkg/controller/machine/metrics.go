@@ -1,6 +1,8 @@
 package machine
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
@@ -14,10 +16,17 @@ const (
 	OperationDelete = "delete"
 )
 
+var instanceFailedLabels = []string{"name", "namespace", "reason"}
+
+// maxReasonLength bounds the reason label of the mapi_instance_*_failed
+// counters when it is an error message.
+const maxReasonLength = 128
+
 var (
 	// PhaseTransitionSeconds observes, when a Machine enters a phase, the
 	// seconds since the Machine was created (as upstream MAO's metric of the
-	// same name; Deleting is not observed).
+	// same name, label phase; Deleting is not observed). Its buckets are
+	// OpenShift's (5s to 600s) plus 900s to 3600s.
 	PhaseTransitionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mapi_machine_phase_transition_seconds",
 		Help:    "Seconds from Machine creation until it entered the phase.",
@@ -43,6 +52,27 @@ var (
 		Help: "Provider (Actuator) calls that failed, by operation.",
 	}, []string{"operation"})
 
+	// InstanceCreateFailed, InstanceUpdateFailed and InstanceDeleteFailed
+	// count the provider's failed Create, Update and Delete calls per
+	// Machine (OpenShift's names and labels; a RequeueAfterError is a wait,
+	// not a failure). reason is the Machine API error reason when the
+	// provider returns a MachineError (InvalidConfiguration, CreateError,
+	// ...), else the error message (as OpenShift's providers report it),
+	// cut to maxReasonLength bytes. A Machine's series are dropped when it
+	// is gone, so deleted Machines do not accumulate.
+	InstanceCreateFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mapi_instance_create_failed",
+		Help: "Number of times the provider failed to create the Machine's instance.",
+	}, instanceFailedLabels)
+	InstanceUpdateFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mapi_instance_update_failed",
+		Help: "Number of times the provider failed to update the Machine's instance.",
+	}, instanceFailedLabels)
+	InstanceDeleteFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mapi_instance_delete_failed",
+		Help: "Number of times the provider failed to delete the Machine's instance.",
+	}, instanceFailedLabels)
+
 	// DrainDurationSeconds observes how long node drains took, from the
 	// first attempt until the node was drained or the drain timed out.
 	DrainDurationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -62,5 +92,36 @@ var (
 // RegisterMetrics registers the controller's metrics with controller-runtime's
 // metrics.Registry. It is safe to call many times (NewReconciler calls it).
 func RegisterMetrics() {
-	mapimetrics.Register(PhaseTransitionSeconds, PhaseTransitionsTotal, ProviderCallsTotal, ProviderErrorsTotal, DrainDurationSeconds, DrainTimeoutsTotal)
+	mapimetrics.Register(PhaseTransitionSeconds, PhaseTransitionsTotal, ProviderCallsTotal, ProviderErrorsTotal,
+		InstanceCreateFailed, InstanceUpdateFailed, InstanceDeleteFailed, DrainDurationSeconds, DrainTimeoutsTotal)
+}
+
+// instanceFailed is the counter of a failed provider operation, nil for
+// operations OpenShift does not count (Exists).
+func instanceFailed(op string) *prometheus.CounterVec {
+	switch op {
+	case OperationCreate:
+		return InstanceCreateFailed
+	case OperationUpdate:
+		return InstanceUpdateFailed
+	case OperationDelete:
+		return InstanceDeleteFailed
+	}
+	return nil
+}
+
+// failureReason is the reason label of an instance failure.
+func failureReason(err error) string {
+	var me *MachineError
+	if errors.As(err, &me) && me.Reason != "" {
+		return string(me.Reason)
+	}
+	return truncate(err.Error(), maxReasonLength)
+}
+
+// deleteInstanceFailedMetrics drops a gone Machine's failure counters.
+func deleteInstanceFailedMetrics(name, namespace string) {
+	for _, c := range []*prometheus.CounterVec{InstanceCreateFailed, InstanceUpdateFailed, InstanceDeleteFailed} {
+		c.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
+	}
 }

@@ -222,7 +222,7 @@ func TestReconcileWithFakeClient(t *testing.T) {
 	if err := c.List(context.Background(), list); err != nil || len(list.Items) != 3 {
 		t.Fatalf("%d Machines after a second pass (%v), want 3", len(list.Items), err)
 	}
-	// Gone: expectations and gauges are dropped.
+	// Gone: expectations are dropped.
 	if err := c.Delete(context.Background(), got); err != nil {
 		t.Fatal(err)
 	}
@@ -231,9 +231,6 @@ func TestReconcileWithFakeClient(t *testing.T) {
 	}
 	if ok, _ := r.expectations.Satisfied(key); !ok {
 		t.Error("expectations of a deleted MachineSet kept")
-	}
-	if _, ok := gaugeValue(SpecReplicas, ms.Name, ms.Namespace); ok {
-		t.Error("gauges of a deleted MachineSet kept")
 	}
 }
 

@@ -104,7 +104,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.NamespacedName)
-			deleteMachineSetMetrics(req.Name, req.Namespace)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("reading MachineSet %s: %w", req.NamespacedName, err)
@@ -130,7 +129,6 @@ func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.Ma
 	msg := errs.ToAggregate().Error()
 	ctrl.LoggerFrom(ctx).Info("MachineSet is invalid; not managing its Machines", "error", msg)
 	changed := ms.Status.ErrorMessage == nil || *ms.Status.ErrorMessage != msg
-	setMachineSetMetrics(ms.Name, ms.Namespace, ms.Spec.Replicas, ms.Status.Replicas, ms.Status.ReadyReplicas, ms.Status.AvailableReplicas)
 	if err := r.patchStatus(ctx, ms, invalidStatus(ms, msg)); err != nil {
 		return err
 	}
@@ -190,7 +188,6 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 
 	nodes := r.nodeLookup(ctx)
 	st, availWait := computeStatus(ms, active, nodes, r.clock.Now())
-	setMachineSetMetrics(ms.Name, ms.Namespace, ms.Spec.Replicas, st.Replicas, st.ReadyReplicas, st.AvailableReplicas)
 	statusErr := r.patchStatus(ctx, ms, st)
 
 	if err := errors.Join(claimErr, actErr, statusErr); err != nil {

@@ -57,12 +57,6 @@ func TestScaling(t *testing.T) {
 	if n := len(h.rec.find(EventSuccessfulCreate)); n != 3 {
 		t.Errorf("%d SuccessfulCreate events, want 3", n)
 	}
-	if v, ok := gaugeValue(SpecReplicas, "workers", h.ns); !ok || v != 3 {
-		t.Errorf("spec replicas gauge = %v (%v), want 3", v, ok)
-	}
-	if v, ok := gaugeValue(StatusReplicas, "workers", h.ns); !ok || v != 3 {
-		t.Errorf("status replicas gauge = %v (%v), want 3", v, ok)
-	}
 
 	// Scale-from-zero annotations of the kubemark template.
 	h.eventually("scale-from-zero annotations", func() error {
@@ -114,17 +108,6 @@ func TestScaling(t *testing.T) {
 		counterValue(MachineDeletesTotal.WithLabelValues(ResultSuccess))-deletesBefore; c != 5 || d != 4 {
 		t.Errorf("creates/deletes counters grew by %v/%v, want 5/4", c, d)
 	}
-
-	// Deleting the MachineSet drops its gauges.
-	if err := h.c.Delete(h.ctx, ms); err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("gauges dropped", func() error {
-		if _, ok := gaugeValue(StatusReplicas, "workers", h.ns); ok {
-			return fmt.Errorf("status replicas gauge still set")
-		}
-		return nil
-	})
 }
 
 // TestDeletingMachineIsReplaced: a Machine being deleted (held by a
@@ -275,15 +258,9 @@ func TestReadyAndAvailable(t *testing.T) {
 	// minReadySeconds 2: n2 becomes available by the requeue, no event.
 	h.updateMachineSet("ready", func(ms *machinev1beta1.MachineSet) { ms.Spec.MinReadySeconds = 2 })
 	h.waitStatus("ready", replicasAre(2, 2, 2))
-	if v, _ := gaugeValue(StatusReplicasAvailable, "ready", h.ns); v != 2 {
-		t.Errorf("available gauge = %v, want 2", v)
-	}
 	// Not ready any more.
 	h.setNodeReady(n1, corev1.ConditionUnknown, time.Now())
 	h.waitStatus("ready", replicasAre(2, 1, 1))
-	if v, _ := gaugeValue(StatusReplicasReady, "ready", h.ns); v != 1 {
-		t.Errorf("ready gauge = %v, want 1", v)
-	}
 }
 
 // TestScaleSubresource: the scale subresource reads status.labelSelector and

@@ -12,30 +12,13 @@ const (
 	ResultFailure = "failure"
 )
 
-var msLabels = []string{"name", "namespace"}
+// The per-MachineSet gauges (mapi_machine_set_status_replicas{,_available,
+// _ready}, mapi_machine_set_spec_replicas) are served by the operator's
+// collector (pkg/operator/collector), where OpenShift serves them, from the
+// MachineSets' status this controller writes; serving them here too would
+// make two series of each.
 
 var (
-	// StatusReplicas is status.replicas per MachineSet (OpenShift's name).
-	StatusReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mapi_machine_set_status_replicas",
-		Help: "Information about the current number of replicas of a MachineSet.",
-	}, msLabels)
-	// StatusReplicasAvailable is status.availableReplicas per MachineSet.
-	StatusReplicasAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mapi_machine_set_status_replicas_available",
-		Help: "Information about the number of available replicas of a MachineSet.",
-	}, msLabels)
-	// StatusReplicasReady is status.readyReplicas per MachineSet.
-	StatusReplicasReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mapi_machine_set_status_replicas_ready",
-		Help: "Information about the number of ready replicas of a MachineSet.",
-	}, msLabels)
-	// SpecReplicas is spec.replicas per MachineSet.
-	SpecReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mapi_machine_set_spec_replicas",
-		Help: "The desired number of replicas of a MachineSet.",
-	}, msLabels)
-
 	// MachineCreatesTotal counts Machine Create requests by result.
 	MachineCreatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_machineset_machine_creates_total",
@@ -58,24 +41,5 @@ var (
 // RegisterMetrics registers the controller's metrics with controller-runtime's
 // metrics.Registry. It is safe to call many times (NewReconciler calls it).
 func RegisterMetrics() {
-	mapimetrics.Register(StatusReplicas, StatusReplicasAvailable, StatusReplicasReady, SpecReplicas, MachineCreatesTotal, MachineDeletesTotal, ExpectationTimeoutsTotal)
-}
-
-// setMachineSetMetrics sets the per-MachineSet gauges.
-func setMachineSetMetrics(name, namespace string, spec *int32, replicas, ready, available int32) {
-	if spec != nil {
-		SpecReplicas.WithLabelValues(name, namespace).Set(float64(*spec))
-	} else {
-		SpecReplicas.DeleteLabelValues(name, namespace)
-	}
-	StatusReplicas.WithLabelValues(name, namespace).Set(float64(replicas))
-	StatusReplicasReady.WithLabelValues(name, namespace).Set(float64(ready))
-	StatusReplicasAvailable.WithLabelValues(name, namespace).Set(float64(available))
-}
-
-// deleteMachineSetMetrics drops the per-MachineSet gauges.
-func deleteMachineSetMetrics(name, namespace string) {
-	for _, g := range []*prometheus.GaugeVec{StatusReplicas, StatusReplicasAvailable, StatusReplicasReady, SpecReplicas} {
-		g.DeleteLabelValues(name, namespace)
-	}
+	mapimetrics.Register(MachineCreatesTotal, MachineDeletesTotal, ExpectationTimeoutsTotal)
 }

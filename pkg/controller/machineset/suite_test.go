@@ -431,28 +431,6 @@ func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since 
 	}
 }
 
-// gaugeValue returns the value of a per-MachineSet gauge, and whether it
-// exists.
-func gaugeValue(vec *prometheus.GaugeVec, name, namespace string) (float64, bool) {
-	ch := make(chan prometheus.Metric, 1000)
-	vec.Collect(ch)
-	close(ch)
-	for m := range ch {
-		d := &dto.Metric{}
-		if err := m.Write(d); err != nil {
-			continue
-		}
-		labels := map[string]string{}
-		for _, l := range d.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["name"] == name && labels["namespace"] == namespace {
-			return d.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
-}
-
 func counterValue(c prometheus.Counter) float64 {
 	d := &dto.Metric{}
 	if err := c.Write(d); err != nil {

@@ -79,14 +79,33 @@ func LoadImages(path string) (Images, error) {
 	return images, nil
 }
 
-// ParseImages decodes and validates the content of images.json.
+// ParseImages decodes and validates the content of images.json. Every error
+// says where the document is wrong: the byte offset of a syntax error, the
+// key of a value of the wrong type, or the key that is missing.
 func ParseImages(data []byte) (Images, error) {
 	var images Images
 	if err := json.Unmarshal(data, &images); err != nil {
-		return Images{}, fmt.Errorf("malformed JSON: %w", err)
+		return Images{}, malformedJSON(err)
 	}
 	if images.MachineAPIOperator == "" {
 		return Images{}, errors.New(`"machineAPIOperator" is missing or empty: set it to the pull spec of the machine-api-operator image`)
 	}
 	return images, nil
+}
+
+// malformedJSON describes an error of json.Unmarshal into Images with its
+// location: the byte offset of a syntax error, or the key whose value is not
+// a string (all keys are strings).
+func malformedJSON(err error) error {
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntaxErr):
+		return fmt.Errorf("malformed JSON at byte offset %d: %w", syntaxErr.Offset, err)
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Errorf("malformed JSON: %q: must be a string, not %s", typeErr.Field, typeErr.Value)
+	case errors.As(err, &typeErr):
+		return fmt.Errorf("malformed JSON: the document must be a JSON object, not %s", typeErr.Value)
+	}
+	return fmt.Errorf("malformed JSON: %w", err)
 }

@@ -28,8 +28,10 @@ const (
 // Port names and numbers. Containers of a pod share one network namespace,
 // so every number is distinct. The health ports follow upstream (9440-9442);
 // nodelink has none upstream and gets 9444 (9443 is controller-runtime's
-// default webhook port, kept free). Metrics are served directly (no
-// kube-rbac-proxy) on the ports upstream's proxies forward to, plus 8084.
+// default webhook port, kept free). Metrics are served directly over HTTPS
+// with authentication and authorization (no kube-rbac-proxy) on the ports
+// upstream's proxies forward to, plus 8084 for nodelink; the Service
+// machine-api-controllers names them.
 const (
 	portWebhookServer  = "webhook-server"
 	portMachineWebhook = "machine-webhook"
@@ -48,7 +50,17 @@ const (
 	mhcMetricsPort        = 8083
 	nodeLinkMetricsPort   = 8084
 
+	machineSetMetricsName = "machineset-mtrc"
+	machineMetricsName    = "machine-mtrc"
+	mhcMetricsName        = "mhc-mtrc"
+	nodeLinkMetricsName   = "nodelink-mtrc"
+
 	webhookCertDir = "/etc/machine-api-operator/tls"
+
+	// metricsCertVolume mounts ControllersMetricsCertSecretName (service-ca
+	// only) at metricsCertDir, OpenShift's path for it.
+	metricsCertVolume = "machine-api-controllers-tls"
+	metricsCertDir    = "/etc/tls/private"
 )
 
 var controllerLabels = map[string]string{"api": "clusterapi", "k8s-app": "controller"}
@@ -61,31 +73,38 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 	containers := []corev1.Container{
 		operandContainer(cfg, operand{
 			name: MachineSetContainer, image: cfg.Images.MachineAPIOperator, command: "/machineset-controller",
-			healthPort: machineSetHealthPort, metricsPort: machineSetMetricsPort, metricsName: "machineset-mtrc",
+			healthPort: machineSetHealthPort, metricsPort: machineSetMetricsPort, metricsName: machineSetMetricsName,
 			webhookPort: portWebhookServer, webhookNumber: webhookServerPort, certVolume: "machineset-webhook-cert",
-			extraArgs: clientArgs(),
+			extraArgs: clientArgs(), ours: true,
 		}),
 		operandContainer(cfg, operand{
 			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
-			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: "machine-mtrc",
+			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: machineMetricsName,
 			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
-			extraArgs: machineControllerArgs(cfg),
+			extraArgs: machineControllerArgs(cfg), ours: providerIsOurs(cfg),
 			extraEnv: append(
 				[]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}},
 				releaseVersionEnv(cfg)...),
 		}),
 		operandContainer(cfg, operand{
 			name: NodeLinkContainer, image: cfg.Images.MachineAPIOperator, command: "/nodelink-controller",
-			healthPort: nodeLinkHealthPort, metricsPort: nodeLinkMetricsPort, metricsName: "nodelink-mtrc",
-			extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)),
+			healthPort: nodeLinkHealthPort, metricsPort: nodeLinkMetricsPort, metricsName: nodeLinkMetricsName,
+			extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)), ours: true,
 		}),
 	}
 	if cfg.MachineHealthCheckEnabled {
 		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineHealthCheckContainer, image: cfg.Images.MachineAPIOperator, command: "/machine-healthcheck",
-			healthPort: mhcHealthPort, metricsPort: mhcMetricsPort, metricsName: "mhc-mtrc",
-			extraArgs: clientArgs(),
+			healthPort: mhcHealthPort, metricsPort: mhcMetricsPort, metricsName: mhcMetricsName,
+			extraArgs: clientArgs(), ours: true,
 		}))
+	}
+	volumes := []corev1.Volume{
+		secretVolume("machineset-webhook-cert", config.WebhookCertSecretName),
+		secretVolume("machine-webhook-cert", config.MachineWebhookCertSecretName),
+	}
+	if cfg.Webhook.ServiceCA {
+		volumes = append(volumes, secretVolume(metricsCertVolume, ControllersMetricsCertSecretName))
 	}
 
 	return &appsv1.Deployment{
@@ -119,10 +138,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 						{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](120)},
 					},
 					Containers: containers,
-					Volumes: []corev1.Volume{
-						secretVolume("machineset-webhook-cert", config.WebhookCertSecretName),
-						secretVolume("machine-webhook-cert", config.MachineWebhookCertSecretName),
-					},
+					Volumes:    volumes,
 				},
 			},
 		},
@@ -139,6 +155,17 @@ type operand struct {
 	certVolume              string // mounted at webhookCertDir when webhookPort is set
 	extraArgs               []string
 	extraEnv                []corev1.EnvVar
+	// ours: the container runs this project's binary (which has
+	// --metrics-cert-dir), not a platform provider's image.
+	ours bool
+}
+
+// providerIsOurs: the machine-controller container runs this project's
+// machine-controller-manager (the built-in kubemark provider; vSphere, whose
+// images.json entry is this image), not a platform provider image.
+func providerIsOurs(cfg config.Config) bool {
+	return cfg.ProviderImage == cfg.Images.MachineAPIOperator ||
+		(cfg.PlatformType == configv1.ExternalPlatformType && cfg.ExternalPlatformName == config.KubemarkPlatformName)
 }
 
 func operandContainer(cfg config.Config, o operand) corev1.Container {
@@ -151,14 +178,20 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 		fmt.Sprintf("--health-probe-bind-address=:%d", o.healthPort),
 		fmt.Sprintf("--metrics-bind-address=:%d", o.metricsPort),
 	}
-	args = append(args, o.extraArgs...)
-
 	var ports []corev1.ContainerPort
 	var mounts []corev1.VolumeMount
 	if o.webhookPort != "" {
 		ports = append(ports, tcpPort(o.webhookPort, o.webhookNumber))
 		mounts = append(mounts, corev1.VolumeMount{Name: o.certVolume, MountPath: webhookCertDir, ReadOnly: true})
 	}
+	// With service-ca, this project's binaries serve the metrics certificate
+	// it issues for the Service machine-api-controllers (Prometheus verifies
+	// it); otherwise they serve self-signed ones.
+	if cfg.Webhook.ServiceCA && o.ours {
+		args = append(args, "--metrics-cert-dir="+metricsCertDir)
+		mounts = append(mounts, corev1.VolumeMount{Name: metricsCertVolume, MountPath: metricsCertDir, ReadOnly: true})
+	}
+	args = append(args, o.extraArgs...)
 	// Health port names are unique per pod ("<controller>-hlth"): a name
 	// shared by several containers draws an API warning on every apply.
 	healthName := strings.TrimSuffix(o.metricsName, "mtrc") + "hlth"

@@ -42,6 +42,11 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures"}, Verbs: readVerbs},
 			// every controller records events.
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+			// every controller's metrics endpoint authenticates the scraper
+			// (TokenReview) and authorizes GET /metrics (SubjectAccessReview)
+			// with the API server.
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		},
 	}
 	if cfg.MachineHealthCheckEnabled {

@@ -33,10 +33,18 @@ const (
 	ControllersServiceAccountName = "machine-api-controllers"
 	// TerminationHandlerServiceAccountName runs the termination handler.
 	TerminationHandlerServiceAccountName = "machine-api-termination-handler"
+	// ControllersServiceName is the Service of the operand's metrics ports
+	// (machine-mtrc, machineset-mtrc, mhc-mtrc, nodelink-mtrc), as on
+	// OpenShift.
+	ControllersServiceName = "machine-api-controllers"
+	// ControllersMetricsCertSecretName holds the metrics serving certificate
+	// OpenShift's service-ca issues for ControllersServiceName (only rendered
+	// with service-ca; elsewhere the controllers serve self-signed ones).
+	ControllersMetricsCertSecretName = "machine-api-controllers-tls"
 )
 
 // Render returns the objects to apply for cfg, in apply order: CRDs,
-// ServiceAccounts, RBAC, Services, Deployment, DaemonSet, webhook
+// ServiceAccounts, RBAC, Services (webhooks, metrics), Deployment, DaemonSet, webhook
 // configurations. The Machine API and NodeMaintenance CRDs are rendered on
 // every platform (they are the API, not the operand; in NoOp mode they are the
 // only objects), except the Machine API CRDs on OpenShift, where the cluster
@@ -83,6 +91,7 @@ func Render(cfg config.Config) ([]client.Object, error) {
 		clusterRole(cfg), clusterRoleBinding(cfg), role(cfg), roleBinding(cfg),
 		webhookService(cfg, config.WebhookServiceName, config.WebhookCertSecretName, portWebhookServer),
 		webhookService(cfg, config.MachineWebhookServiceName, config.MachineWebhookCertSecretName, portMachineWebhook),
+		metricsService(cfg),
 		deployment(cfg),
 	)
 	if cfg.TerminationHandlerImage != "" {

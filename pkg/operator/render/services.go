@@ -31,3 +31,48 @@ func webhookService(cfg config.Config, name, certSecret, targetPort string) *cor
 	}
 	return svc
 }
+
+// metricsService fronts the metrics ports of the operand Deployment, one
+// named port per controller container, for ServiceMonitors (Prometheus
+// scrapes the pods behind it, by port name). It carries the pods' labels
+// (k8s-app: controller), which the ServiceMonitor machine-api-controllers
+// selects. With service-ca it gets the serving certificate
+// ControllersMetricsCertSecretName, which the containers serve.
+func metricsService(cfg config.Config) *corev1.Service {
+	var ports []corev1.ServicePort
+	for _, p := range metricsPorts(cfg) {
+		ports = append(ports, corev1.ServicePort{
+			Name: p.name, Port: p.number, TargetPort: intstr.FromString(p.name), Protocol: corev1.ProtocolTCP,
+		})
+	}
+	svc := &corev1.Service{
+		TypeMeta:   typeMeta("v1", "Service"),
+		ObjectMeta: objectMeta(cfg.Namespace, ControllersServiceName, controllerLabels),
+		Spec: corev1.ServiceSpec{
+			Selector: copyLabels(controllerLabels),
+			Ports:    ports,
+		},
+	}
+	if cfg.Webhook.ServiceCA {
+		svc.Annotations = map[string]string{servingCertAnnotation: ControllersMetricsCertSecretName}
+	}
+	return svc
+}
+
+type namedPort struct {
+	name   string
+	number int32
+}
+
+// metricsPorts are the operand's metrics ports, in container order.
+func metricsPorts(cfg config.Config) []namedPort {
+	ports := []namedPort{
+		{machineSetMetricsName, machineSetMetricsPort},
+		{machineMetricsName, machineMetricsPort},
+		{nodeLinkMetricsName, nodeLinkMetricsPort},
+	}
+	if cfg.MachineHealthCheckEnabled {
+		ports = append(ports, namedPort{mhcMetricsName, mhcMetricsPort})
+	}
+	return ports
+}

@@ -1,0 +1,272 @@
+// Package collector is the operator's Prometheus collector of Machine and
+// MachineSet series, OpenShift's Machine API operator's (same names, labels
+// and meaning), read from the operator's informer cache at scrape time:
+//
+//	mapi_machine_items                          number of Machines in the namespace
+//	mapi_machine_created_timestamp_seconds      per Machine with a phase: creation time (Unix seconds),
+//	  {name,namespace,spec_provider_id,node,api_version,phase}
+//	mapi_machineset_items                       number of MachineSets in the namespace
+//	mapi_machineset_created_timestamp_seconds   per MachineSet: creation time
+//	  {name,namespace,api_version}
+//	mapi_machine_set_status_replicas{name,namespace}            status.replicas
+//	mapi_machine_set_status_replicas_available{name,namespace}  status.availableReplicas
+//	mapi_machine_set_status_replicas_ready{name,namespace}      status.readyReplicas
+//	mapi_mao_collector_up{kind}                 1 when that kind could be listed, else 0;
+//	  kind is "mapi_machine_items" or "mapi_machineset_items"
+//
+// plus this project's mapi_machine_set_spec_replicas{name,namespace}
+// (spec.replicas). A kind that cannot be listed (its informer has not synced:
+// the CRD is missing, RBAC forbids it, the API server is unreachable) gets
+// mapi_mao_collector_up 0 and none of its other series, as on OpenShift.
+//
+// The per-MachineSet series are served here only, not by the MachineSet
+// controller: a series served by two scrape targets would be two series
+// (different job/instance labels) and break aggregations and alerts.
+package collector
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Values of the kind label of mapi_mao_collector_up (OpenShift's: the name
+// of the count series of that kind).
+const (
+	KindMachines    = "mapi_machine_items"
+	KindMachineSets = "mapi_machineset_items"
+)
+
+var (
+	machineCountDesc = prometheus.NewDesc("mapi_machine_items",
+		"Number of Machines in the Machine API namespace.", nil, nil)
+	machineSetCountDesc = prometheus.NewDesc("mapi_machineset_items",
+		"Number of MachineSets in the Machine API namespace.", nil, nil)
+	machineInfoDesc = prometheus.NewDesc("mapi_machine_created_timestamp_seconds",
+		"Creation time (Unix seconds) of a Machine that has a phase, labelled with its providerID, node and phase.",
+		[]string{"name", "namespace", "spec_provider_id", "node", "api_version", "phase"}, nil)
+	machineSetInfoDesc = prometheus.NewDesc("mapi_machineset_created_timestamp_seconds",
+		"Creation time (Unix seconds) of a MachineSet.",
+		[]string{"name", "namespace", "api_version"}, nil)
+	statusReplicasDesc = prometheus.NewDesc("mapi_machine_set_status_replicas",
+		"status.replicas of a MachineSet.", []string{"name", "namespace"}, nil)
+	statusAvailableDesc = prometheus.NewDesc("mapi_machine_set_status_replicas_available",
+		"status.availableReplicas of a MachineSet.", []string{"name", "namespace"}, nil)
+	statusReadyDesc = prometheus.NewDesc("mapi_machine_set_status_replicas_ready",
+		"status.readyReplicas of a MachineSet.", []string{"name", "namespace"}, nil)
+	specReplicasDesc = prometheus.NewDesc("mapi_machine_set_spec_replicas",
+		"spec.replicas of a MachineSet (the desired number of Machines).", []string{"name", "namespace"}, nil)
+	collectorUpDesc = prometheus.NewDesc("mapi_mao_collector_up",
+		"1 when the operator could list the kind of objects its Machine API series are computed from, else 0.",
+		[]string{"kind"}, nil)
+)
+
+// Source is where the collector reads: the operator manager's cache.
+type Source interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+	List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
+}
+
+// errNotSynced: the informer has not listed its kind yet (or cannot).
+var errNotSynced = errors.New("the informer has not synced")
+
+// Collector is a prometheus.Collector and a manager.Runnable (add it to the
+// operator's manager: it registers itself with controller-runtime's metrics
+// registry while the manager runs).
+type Collector struct {
+	source    Source
+	namespace string
+	// timeout bounds one scrape's reads (they are cache reads; only a
+	// missing informer costs an API discovery request).
+	timeout time.Duration
+	// warmup is how often Start retries starting the informers.
+	warmup time.Duration
+}
+
+// New returns a collector of the Machines and MachineSets of namespace.
+func New(source Source, namespace string) *Collector {
+	return &Collector{source: source, namespace: namespace, timeout: 10 * time.Second, warmup: 10 * time.Second}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{machineCountDesc, machineSetCountDesc, machineInfoDesc, machineSetInfoDesc,
+		statusReplicasDesc, statusAvailableDesc, statusReadyDesc, specReplicasDesc, collectorUpDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	c.collectMachines(ctx, ch)
+	c.collectMachineSets(ctx, ch)
+}
+
+func (c *Collector) collectMachines(ctx context.Context, ch chan<- prometheus.Metric) {
+	list := &machinev1beta1.MachineList{}
+	if err := c.list(ctx, &machinev1beta1.Machine{}, list); err != nil {
+		log.FromContext(ctx).V(2).Info("metrics: cannot list Machines", "err", err.Error())
+		ch <- up(KindMachines, false)
+		return
+	}
+	ch <- up(KindMachines, true)
+	ch <- gauge(machineCountDesc, float64(len(list.Items)))
+	for i := range list.Items {
+		m := &list.Items[i]
+		// As on OpenShift, only Machines with a phase: a Machine no
+		// machine controller has seen yet has none.
+		if m.Status.Phase == nil || *m.Status.Phase == "" {
+			continue
+		}
+		providerID, node := "", ""
+		if m.Spec.ProviderID != nil {
+			providerID = *m.Spec.ProviderID
+		}
+		if m.Status.NodeRef != nil {
+			node = m.Status.NodeRef.Name
+		}
+		ch <- gauge(machineInfoDesc, created(m.CreationTimestamp),
+			m.Name, m.Namespace, providerID, node, apiVersion(m.APIVersion), *m.Status.Phase)
+	}
+}
+
+func (c *Collector) collectMachineSets(ctx context.Context, ch chan<- prometheus.Metric) {
+	list := &machinev1beta1.MachineSetList{}
+	if err := c.list(ctx, &machinev1beta1.MachineSet{}, list); err != nil {
+		log.FromContext(ctx).V(2).Info("metrics: cannot list MachineSets", "err", err.Error())
+		ch <- up(KindMachineSets, false)
+		return
+	}
+	ch <- up(KindMachineSets, true)
+	ch <- gauge(machineSetCountDesc, float64(len(list.Items)))
+	for i := range list.Items {
+		ms := &list.Items[i]
+		ch <- gauge(machineSetInfoDesc, created(ms.CreationTimestamp), ms.Name, ms.Namespace, apiVersion(ms.APIVersion))
+		ch <- gauge(statusReplicasDesc, float64(ms.Status.Replicas), ms.Name, ms.Namespace)
+		ch <- gauge(statusAvailableDesc, float64(ms.Status.AvailableReplicas), ms.Name, ms.Namespace)
+		ch <- gauge(statusReadyDesc, float64(ms.Status.ReadyReplicas), ms.Name, ms.Namespace)
+		if ms.Spec.Replicas != nil {
+			ch <- gauge(specReplicasDesc, float64(*ms.Spec.Replicas), ms.Name, ms.Namespace)
+		}
+	}
+}
+
+// list reads the namespace's objects from the cache, only once the kind's
+// informer has synced: reading an unsynced informer would block the scrape
+// (or report an empty, wrong list).
+func (c *Collector) list(ctx context.Context, obj client.Object, list client.ObjectList) error {
+	inf, err := c.source.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if !inf.HasSynced() {
+		return errNotSynced
+	}
+	return c.source.List(ctx, list, client.InNamespace(c.namespace))
+}
+
+// Start registers the collector with controller-runtime's metrics registry
+// (replacing one registered earlier in the process, e.g. by a previous
+// manager in a test) and starts the Machine and MachineSet informers, so the
+// first scrape finds them synced; until the Machine API CRDs exist (the
+// operator installs them itself on vanilla Kubernetes) it retries every 10s.
+// When the manager stops, the collector is unregistered.
+func (c *Collector) Start(ctx context.Context) error {
+	ctrlmetrics.Registry.Unregister(c)
+	if err := ctrlmetrics.Registry.Register(c); err != nil {
+		return err
+	}
+	defer ctrlmetrics.Registry.Unregister(c)
+	logger := log.FromContext(ctx).WithName("metrics-collector")
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		var errs []error
+		for _, obj := range []client.Object{&machinev1beta1.Machine{}, &machinev1beta1.MachineSet{}} {
+			if _, err := c.source.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			logger.Info("cannot watch Machines and MachineSets yet; retrying", "err", err.Error())
+			return
+		}
+		logger.V(1).Info("watching Machines and MachineSets", "namespace", c.namespace)
+		<-ctx.Done()
+	}, c.warmup)
+	return nil
+}
+
+// NeedLeaderElection: every replica serves its metrics (the cache runs on
+// every replica).
+func (c *Collector) NeedLeaderElection() bool { return false }
+
+func up(kind string, ok bool) prometheus.Metric {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	return gauge(collectorUpDesc, v, kind)
+}
+
+func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func created(t metav1.Time) float64 { return float64(t.Unix()) }
+
+// apiVersion is the object's apiVersion; typed objects from the cache may
+// not carry it, and Machines and MachineSets have one version.
+func apiVersion(v string) string {
+	if v == "" {
+		return machinev1beta1.GroupVersion.String()
+	}
+	return v
+}
+
+// Transform strips cached Machines and MachineSets down to what the
+// collector reads (name, namespace, creation time; spec.providerID,
+// status.phase and status.nodeRef.name; spec.replicas and the status replica
+// counts), so the operator's cache costs a few hundred bytes per object
+// instead of its providerSpec, providerStatus, conditions and managedFields.
+// Use it as the cache's Transform for both kinds; the operator reads them for
+// nothing else. Other objects pass unchanged.
+func Transform(in any) (any, error) {
+	switch o := in.(type) {
+	case *machinev1beta1.Machine:
+		out := &machinev1beta1.Machine{TypeMeta: o.TypeMeta, ObjectMeta: strippedMeta(o.ObjectMeta)}
+		out.Spec.ProviderID = o.Spec.ProviderID
+		out.Status.Phase = o.Status.Phase
+		if o.Status.NodeRef != nil {
+			out.Status.NodeRef = &corev1.ObjectReference{Kind: o.Status.NodeRef.Kind, Name: o.Status.NodeRef.Name, UID: o.Status.NodeRef.UID}
+		}
+		return out, nil
+	case *machinev1beta1.MachineSet:
+		out := &machinev1beta1.MachineSet{TypeMeta: o.TypeMeta, ObjectMeta: strippedMeta(o.ObjectMeta)}
+		out.Spec.Replicas = o.Spec.Replicas
+		out.Status.Replicas = o.Status.Replicas
+		out.Status.ReadyReplicas = o.Status.ReadyReplicas
+		out.Status.AvailableReplicas = o.Status.AvailableReplicas
+		return out, nil
+	}
+	return in, nil
+}
+
+// strippedMeta keeps the identity, version and lifecycle of an object's
+// metadata (the informer needs name, namespace and resourceVersion).
+func strippedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+	}
+}
