@@ -84,7 +84,7 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 137*time.Second, "How long a non-leader waits before trying to take over the lease.")
 	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 107*time.Second, "How long the leader retries renewing before giving up leadership.")
 	// 1 s, not OpenShift's 26 s: a standby then takes over within the lease
-	// duration + 2.4 s of a leader's death (one small Lease write a second).
+	// duration + 4.4 s of a leader's death (one small Lease write a second).
 	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", time.Second, "How often leader election is attempted (the leader renews and a standby polls).")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", defaultMetricsAddress(),
 		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it. Default: :$METRICS_PORT, else :8443.")

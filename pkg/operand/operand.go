@@ -75,11 +75,10 @@ func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 		LeaderElectionID: leaderElectionID,
 		LeaseDuration:    120 * time.Second,
 		RenewDeadline:    90 * time.Second,
-		// A standby polls, and the leader renews, every RetryPeriod (with up
-		// to 20% jitter); a standby sees the lease expire at most one poll
-		// after the leader's last renewal and takes it at the next poll, so
-		// 1 s bounds a failover to the lease duration + 2.4 s after a
-		// leader's death (one small Lease write per second per binary).
+		// The leader renews every RetryPeriod and a standby polls every
+		// RetryPeriod plus client-go's jitter (up to 120%): 1 s bounds a
+		// failover to the lease duration + 4.4 s after a leader's death
+		// (docs/reliability.md), for one small Lease write a second.
 		RetryPeriod:             time.Second,
 		MetricsBindAddress:      metricsAddr,
 		HealthProbeBindAddress:  healthAddr,
