@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
 
 	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -65,13 +71,188 @@ func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, ad
 	return info, nil
 }
 
+// decode decodes the JSON object of a request into the pointer into.
+// Every error says where the document is wrong:
+//
+//	the admission request has no object
+//	decoding the object: malformed JSON at byte offset 7: unexpected end of JSON input
+//	decoding the object: the document must be a JSON object, not null
+//	decoding the object: metadata.labels: json: cannot unmarshal number into ...
+//	decoding the object: spec.taints[0].timeAdded: parsing time "x" as ...
 func decode(raw []byte, into any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
 		return fmt.Errorf("the admission request has no object")
 	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, into); err != nil {
-		return fmt.Errorf("decoding the object: %w", err)
+	if bytes.Equal(trimmed, []byte("null")) {
+		return fmt.Errorf("decoding the object: the document must be a JSON object, not null")
 	}
+	err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, into)
+	if err == nil {
+		return nil
+	}
+	var typeErr *json.UnmarshalTypeError
+	if isSyntax, offset := sigsjson.SyntaxErrorOffset(err); isSyntax {
+		return fmt.Errorf("decoding the object: malformed JSON at byte offset %d: %w", offset, err)
+	}
+	if trimmed[0] != '{' && errors.As(err, &typeErr) {
+		return fmt.Errorf("decoding the object: the document must be a JSON object, not %s", typeErr.Value)
+	}
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return fmt.Errorf("decoding the object: %s: %w", typeErr.Field, err)
+	}
+	// The error of a type's own UnmarshalJSON (such as metav1.Time's) does
+	// not say where the value is.
+	if path := locate(raw, reflect.TypeOf(into).Elem(), err.Error()); path != "" {
+		return fmt.Errorf("decoding the object: %s: %w", path, err)
+	}
+	return fmt.Errorf("decoding the object: %w", err)
+}
+
+// locate returns the path (such as spec.taints[0].timeAdded) of the value in
+// the JSON object raw that makes decoding it into a t fail with the message
+// msg: it descends into the member (or element) whose value alone, every
+// sibling set to null (which decodes into any type), still fails with msg,
+// found by bisection. "" when no single value does. Keys are kept in order,
+// duplicates too.
+func locate(raw []byte, t reflect.Type, msg string) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	doc, err := parseTree(dec)
+	if err != nil {
+		return ""
+	}
+	fails := func() bool {
+		var buf bytes.Buffer
+		if err := encodeTree(&buf, doc); err != nil {
+			return false
+		}
+		err := sigsjson.UnmarshalCaseSensitivePreserveInts(buf.Bytes(), reflect.New(t).Interface())
+		return err != nil && err.Error() == msg
+	}
+	path := ""
+	for node := doc; ; {
+		var children []*jsonMember
+		switch n := node.(type) {
+		case jsonObject:
+			children = n
+		case jsonArray:
+			children = n
+		default:
+			return path
+		}
+		saved := make([]any, len(children))
+		for i, c := range children {
+			saved[i] = c.value
+		}
+		// keep sets every member outside [from, to) to null.
+		keep := func(from, to int) {
+			for i, c := range children {
+				c.value = nil
+				if from <= i && i < to {
+					c.value = saved[i]
+				}
+			}
+		}
+		lo, hi := 0, len(children)
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if keep(lo, mid); fails() {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		if keep(lo, lo+1); lo >= len(children) || !fails() {
+			return path
+		}
+		c := children[lo]
+		if c.key == nil {
+			path = fmt.Sprintf("%s[%d]", path, lo)
+		} else {
+			path = childPath(path, *c.key)
+		}
+		node = c.value
+	}
+}
+
+// A JSON document as parseTree reads it: jsonObject (members in order,
+// duplicates kept), jsonArray (members without keys), or a token
+// (string, json.Number, bool, nil).
+type (
+	jsonMember struct {
+		key   *string
+		value any
+	}
+	jsonObject []*jsonMember
+	jsonArray  []*jsonMember
+)
+
+func parseTree(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil
+	}
+	var members []*jsonMember
+	for dec.More() {
+		m := &jsonMember{}
+		if delim == '{' {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			key, _ := k.(string)
+			m.key = &key
+		}
+		if m.value, err = parseTree(dec); err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if delim == '{' {
+		return jsonObject(members), nil
+	}
+	return jsonArray(members), nil
+}
+
+func encodeTree(buf *bytes.Buffer, v any) error {
+	var members []*jsonMember
+	open, end := byte('{'), byte('}')
+	switch n := v.(type) {
+	case jsonObject:
+		members = n
+	case jsonArray:
+		members, open, end = n, '[', ']'
+	default:
+		b, err := json.Marshal(n)
+		buf.Write(b)
+		return err
+	}
+	buf.WriteByte(open)
+	for i, m := range members {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if m.key != nil {
+			b, err := json.Marshal(*m.key)
+			if err != nil {
+				return err
+			}
+			buf.Write(b)
+			buf.WriteByte(':')
+		}
+		if err := encodeTree(buf, m.value); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte(end)
 	return nil
 }
 
@@ -250,6 +431,10 @@ func patchResponse(original []byte, edits []edit) admission.Response {
 	if err := dec.Decode(&obj); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
 	}
+	// The JSON patch is computed on float64 numbers.
+	if path, n := hugeNumber(obj, ""); n != "" {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %s: number %s is out of range", path, n))
+	}
 	for _, e := range edits {
 		if len(e.path) == 0 {
 			continue
@@ -270,4 +455,42 @@ func patchResponse(original []byte, edits []edit) admission.Response {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding the defaulted object: %w", err))
 	}
 	return admission.PatchResponseFromRaw(original, patched)
+}
+
+// hugeNumber returns the path and text of the first number in v (decoded
+// with UseNumber) too large for a float64, such as 1e400; "" if none.
+func hugeNumber(v any, path string) (string, json.Number) {
+	switch n := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+			return path, n
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(n)) {
+			if p, num := hugeNumber(n[k], childPath(path, k)); num != "" {
+				return p, num
+			}
+		}
+	case []any:
+		for i, x := range n {
+			if p, num := hugeNumber(x, fmt.Sprintf("%s[%d]", path, i)); num != "" {
+				return p, num
+			}
+		}
+	}
+	return "", ""
+}
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// childPath appends a JSON object key to a path in the style of field
+// paths: metadata.name, or ["a key"] when the key is not an identifier.
+func childPath(path, key string) string {
+	switch {
+	case !identifier.MatchString(key):
+		return path + "[" + strconv.Quote(key) + "]"
+	case path == "":
+		return key
+	}
+	return path + "." + key
 }

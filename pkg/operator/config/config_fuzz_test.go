@@ -249,3 +249,23 @@ func checkConfig(t *testing.T, in Inputs, cfg Config) {
 		t.Fatalf("Describe() = %q", d)
 	}
 }
+
+// TestParseImagesErrorsSayWhere: found by FuzzParseImages, malformed
+// images.json errors did not say where the document is wrong ("malformed
+// JSON: unexpected end of JSON input", "json: cannot unmarshal array into Go
+// value of type config.Images").
+func TestParseImagesErrorsSayWhere(t *testing.T) {
+	for data, want := range map[string]string{
+		``:                             `malformed JSON at byte offset 0: unexpected end of JSON input`,
+		`{"machineAPIOperator":`:       `malformed JSON at byte offset 22: unexpected end of JSON input`,
+		`{"machineAPIOperator":"m"} x`: `malformed JSON at byte offset 28: invalid character 'x' after top-level value`,
+		`{"machineAPIOperator":1}`:     `malformed JSON: "machineAPIOperator": must be a string, not number`,
+		`{"machineAPIOperator":"m","kubeRBACProxy":{}}`: `malformed JSON: "kubeRBACProxy": must be a string, not object`,
+		`["machineAPIOperator"]`:                        `malformed JSON: the document must be a JSON object, not array`,
+		`{"kubeRBACProxy":"k"}`:                         `"machineAPIOperator" is missing or empty: set it to the pull spec of the machine-api-operator image`,
+	} {
+		if _, err := ParseImages([]byte(data)); err == nil || err.Error() != want {
+			t.Errorf("ParseImages(%q) error %v, want %q", data, err, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,6 +26,8 @@ import (
 //	providerSpec.value.health.mode: Unsupported value: "Sometimes": supported values: "Once", "Periodic"
 //
 // Keys are matched exactly (case-sensitive); a key given twice is an error.
+// A quantity longer than 64 characters or with an exponent beyond ±100 is
+// refused before it is parsed (parsing such values takes seconds to minutes).
 // On errors the returned spec is nil.
 func DecodeProviderSpec(raw []byte, fldPath *field.Path) (*KubemarkMachineProviderSpec, field.ErrorList) {
 	raw = bytes.TrimSpace(raw)
@@ -57,6 +60,9 @@ func decodeStruct(raw []byte, v reflect.Value, p *field.Path) field.ErrorList {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
 			return field.ErrorList{field.Invalid(p, badValue(raw), "must be an object")}
+		}
+		if ok, offset := sigsjson.SyntaxErrorOffset(err); ok {
+			return field.ErrorList{field.Invalid(p, shorten(raw), fmt.Sprintf("is not valid JSON at byte offset %d: %v", offset, err))}
 		}
 		return field.ErrorList{field.Invalid(p, shorten(raw), "is not valid JSON: "+err.Error())}
 	}
@@ -105,12 +111,46 @@ func decodeValue(raw json.RawMessage, fv reflect.Value, p *field.Path) field.Err
 		}
 		return nil
 	}
+	if elem == quantityType {
+		if detail := costlyQuantity(raw); detail != "" {
+			return field.ErrorList{field.Invalid(p, shorten([]byte(badValue(raw))), detail)}
+		}
+	}
 	target := reflect.New(t)
 	if err := json.Unmarshal(raw, target.Interface()); err != nil {
 		return field.ErrorList{field.Invalid(p, badValue(raw), hint(elem, err))}
 	}
 	fv.Set(target.Elem())
 	return nil
+}
+
+// Bounds of a quantity's text, checked before resource.ParseQuantity, whose
+// time grows steeply with the number of digits and the exponent (seconds for
+// a million digits, minutes for "1e-99999999"). No capacity needs more.
+const (
+	maxQuantityLength   = 64
+	maxQuantityExponent = 100
+)
+
+// costlyQuantity says why the JSON value raw (a string or a number) is too
+// long or has too large an exponent to be parsed as a quantity, or "".
+func costlyQuantity(raw []byte) string {
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		text = string(bytes.TrimSpace(raw))
+	}
+	if len(text) > maxQuantityLength {
+		return fmt.Sprintf("must be a quantity of at most %d characters", maxQuantityLength)
+	}
+	// The decimal exponent form: <number>e<signed number> (or E).
+	if i := strings.IndexAny(text, "eE"); i >= 0 {
+		digits := strings.TrimLeft(text[i+1:], "+-")
+		n, err := strconv.ParseUint(digits, 10, 64)
+		if (err == nil && n > maxQuantityExponent) || errors.Is(err, strconv.ErrRange) {
+			return fmt.Sprintf("must be a quantity with an exponent between -%d and %d", maxQuantityExponent, maxQuantityExponent)
+		}
+	}
+	return ""
 }
 
 // hint says what a value of type t looks like.
