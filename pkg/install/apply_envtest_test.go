@@ -392,13 +392,17 @@ func runOperatorAsServiceAccount(ctx context.Context, t *testing.T, c client.Cli
 			StableDuration: time.Second,
 			DegradedAfter:  time.Minute,
 		}, operator.ManagerOptions{
-			Scheme:                       scheme.New(),
-			MetricsBindAddress:           "0",
-			HealthProbeBindAddress:       "0",
+			Scheme:                 scheme.New(),
+			MetricsBindAddress:     "0",
+			HealthProbeBindAddress: "0",
+			// Leader election as deployed, with deadlines a loaded CI
+			// machine (-race, 2 cores) keeps: a 3 s renew deadline was
+			// missed there, and the operator stopped before it sent its
+			// events.
 			LeaderElection:               true,
-			LeaseDuration:                4 * time.Second,
-			RenewDeadline:                3 * time.Second,
-			RetryPeriod:                  500 * time.Millisecond,
+			LeaseDuration:                15 * time.Second,
+			RenewDeadline:                10 * time.Second,
+			RetryPeriod:                  time.Second,
 			SkipControllerNameValidation: true,
 		})
 		if err == nil {
