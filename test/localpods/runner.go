@@ -469,10 +469,7 @@ func (r *Runner) stopSandbox(s *sandbox, grace time.Duration) {
 	}
 	if s.cancel != nil {
 		// Stops the supervisors' restarts and probes once SIGTERM is sent.
-		go func() {
-			time.Sleep(0)
-			s.cancel()
-		}()
+		go s.cancel()
 	}
 	wg.Wait()
 	r.cleanupSandbox(s)
