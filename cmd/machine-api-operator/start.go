@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -30,9 +31,7 @@ type startOptions struct {
 	imagesJSON            string
 	namespace             string
 	leaderElect           bool
-	leaseDuration         time.Duration
-	renewDeadline         time.Duration
-	retryPeriod           time.Duration
+	leaderElection        leaderelection.Timing
 	metricsAddr           string
 	metricsCertDir        string
 	healthAddr            string
@@ -61,6 +60,11 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 			if o.imagesJSON == "" {
 				return usageError{errors.New("--images-json is required: the path of images.json (the machine-api-operator-images ConfigMap)")}
 			}
+			if o.leaderElect {
+				if err := o.leaderElection.Validate(); err != nil {
+					return usageError{err}
+				}
+			}
 			if o.operandStableDuration < 0 || o.degradedAfter < 0 {
 				return usageError{errors.New("--operand-stable-duration and --degraded-after must not be negative")}
 			}
@@ -81,11 +85,17 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.StringVar(&o.imagesJSON, "images-json", "", "Path to images.json (required).")
 	f.StringVar(&o.namespace, "namespace", ns, "Namespace of the operands (default: $COMPONENT_NAMESPACE, else openshift-machine-api).")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with the Lease "+config.OperatorLeaseName+" so only one replica syncs.")
-	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 137*time.Second, "How long a non-leader waits before trying to take over the lease.")
-	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 107*time.Second, "How long the leader retries renewing before giving up leadership.")
-	// 1 s, not OpenShift's 26 s: a standby then takes over within the lease
-	// duration + 4.4 s of a leader's death (one small Lease write a second).
-	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", time.Second, "How often leader election is attempted (the leader renews and a standby polls).")
+	// OpenShift's lease duration and renew deadline (137 s, 107 s); the
+	// retry period is 250 ms, not 26 s, and the leader writes the lease
+	// every 10 s: a standby takes over within the lease duration + 1.1 s
+	// of the leader's last write (pkg/leaderelection).
+	o.leaderElection = leaderelection.Timing{
+		LeaseDuration: 137 * time.Second,
+		RenewDeadline: 107 * time.Second,
+		RetryPeriod:   leaderelection.DefaultRetryPeriod,
+		RenewInterval: leaderelection.DefaultRenewInterval,
+	}
+	o.leaderElection.AddFlags(f)
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", defaultMetricsAddress(),
 		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it. Default: :$METRICS_PORT, else :8443.")
 	f.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
@@ -153,9 +163,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 		MetricsCertDir:         o.metricsCertDir,
 		HealthProbeBindAddress: o.healthAddr,
 		LeaderElection:         o.leaderElect,
-		LeaseDuration:          o.leaseDuration,
-		RenewDeadline:          o.renewDeadline,
-		RetryPeriod:            o.retryPeriod,
+		LeaderElectionTiming:   o.leaderElection,
 	})
 	if err != nil {
 		return err

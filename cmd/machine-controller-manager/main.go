@@ -30,9 +30,13 @@ func main() {
 	}
 }
 
+// leaderElectionID follows OpenShift's providers' lease names
+// (cluster-api-provider-<provider>-leader) for this binary's provider.
+const leaderElectionID = "cluster-api-provider-kubemark-leader"
+
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, time.Duration, error) {
-	opts := operand.Defaults("machine-controller", ":8081", ":9440")
+	opts := operand.Defaults(leaderElectionID, ":8081", ":9440")
 	// Drains block a reconcile for up to 20s per attempt, and provisioning
 	// is a chain of API round trips: let 50 Machines proceed at once
 	// (sized by the scale benchmark, docs/performance.md).

@@ -24,9 +24,13 @@ func main() {
 	}
 }
 
+// leaderElectionID is OpenShift's lease name for nodelink, so that during an
+// upgrade from OpenShift's operator the old and the new pod never both lead.
+const leaderElectionID = "cluster-api-provider-nodelink-leader"
+
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, error) {
-	opts := operand.Defaults("nodelink-controller", ":8084", ":9444")
+	opts := operand.Defaults(leaderElectionID, ":8084", ":9444")
 	// Linking is two API round trips per Node; sized by the scale benchmark.
 	opts.MaxConcurrentReconciles = 50
 	fs := pflag.NewFlagSet("nodelink-controller", pflag.ContinueOnError)

@@ -34,6 +34,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/install"
+	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -399,10 +400,13 @@ func runOperatorAsServiceAccount(ctx context.Context, t *testing.T, c client.Cli
 			// machine (-race, 2 cores) keeps: a 3 s renew deadline was
 			// missed there, and the operator stopped before it sent its
 			// events.
-			LeaderElection:               true,
-			LeaseDuration:                15 * time.Second,
-			RenewDeadline:                10 * time.Second,
-			RetryPeriod:                  time.Second,
+			LeaderElection: true,
+			LeaderElectionTiming: leaderelection.Timing{
+				LeaseDuration: 15 * time.Second,
+				RenewDeadline: 10 * time.Second,
+				RetryPeriod:   time.Second,
+				RenewInterval: 2 * time.Second,
+			},
 			SkipControllerNameValidation: true,
 		})
 		if err == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -30,13 +32,12 @@ import (
 
 // Options are the flags every operand binary has.
 type Options struct {
-	Kubeconfig         string
-	Namespace          string
-	LeaderElect        bool
-	LeaderElectionID   string
-	LeaseDuration      time.Duration
-	RenewDeadline      time.Duration
-	RetryPeriod        time.Duration
+	Kubeconfig       string
+	Namespace        string
+	LeaderElect      bool
+	LeaderElectionID string
+	// LeaderElection is the election's timing (the --leader-elect-* flags).
+	LeaderElection     leaderelection.Timing
 	MetricsBindAddress string
 	// MetricsCertDir holds the metrics serving certificate (tls.crt,
 	// tls.key); "" serves a self-signed one (see metrics.SecureServerOptions).
@@ -73,13 +74,16 @@ func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 		Namespace:        config.DefaultNamespace,
 		LeaderElect:      true,
 		LeaderElectionID: leaderElectionID,
-		LeaseDuration:    120 * time.Second,
-		RenewDeadline:    90 * time.Second,
-		// The leader renews every RetryPeriod and a standby polls every
-		// RetryPeriod plus client-go's jitter (up to 120%): 1 s bounds a
-		// failover to the lease duration + 4.4 s after a leader's death
-		// (docs/reliability.md), for one small Lease write a second.
-		RetryPeriod:             time.Second,
+		// OpenShift's lease duration and renew deadline; a standby checks
+		// the lease every 250 ms while the leader writes it every 10 s, so
+		// a failover takes the lease duration + 1.1 s at most
+		// (docs/reliability.md).
+		LeaderElection: leaderelection.Timing{
+			LeaseDuration: 120 * time.Second,
+			RenewDeadline: 90 * time.Second,
+			RetryPeriod:   leaderelection.DefaultRetryPeriod,
+			RenewInterval: leaderelection.DefaultRenewInterval,
+		},
 		MetricsBindAddress:      metricsAddr,
 		HealthProbeBindAddress:  healthAddr,
 		MaxConcurrentReconciles: 1,
@@ -95,9 +99,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Default: in-cluster config, then $KUBECONFIG.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace whose Machine API objects this controller manages.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader (Lease "+o.LeaderElectionID+" in --namespace) so only one replica acts.")
-	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a non-leader waits before trying to take over the lease.")
-	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before giving up leadership.")
-	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often leader election is attempted.")
+	o.LeaderElection.AddFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
@@ -124,6 +126,11 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.Namespace == "" {
 		errs = append(errs, errors.New("--namespace must not be empty"))
+	}
+	if o.LeaderElect {
+		if err := o.LeaderElection.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles))
@@ -179,24 +186,36 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 			Host: w.Host, Port: w.Port, CertDir: w.CertDir, CertName: "tls.crt", KeyName: "tls.key",
 		})
 	}
+	var lock *leaderelection.Lock
+	if o.LeaderElect {
+		var err error
+		if lock, err = leaderelection.NewLock(cfg, o.Namespace, o.LeaderElectionID, o.LeaderElection); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		WebhookServer:                 webhookServer,
-		Scheme:                        scheme.New(),
-		Cache:                         cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
-		Metrics:                       mapimetrics.SecureServerOptions(o.MetricsBindAddress, o.MetricsCertDir),
-		HealthProbeBindAddress:        o.HealthProbeBindAddress,
-		PprofBindAddress:              o.PprofBindAddress,
-		LeaderElection:                o.LeaderElect,
-		LeaderElectionID:              o.LeaderElectionID,
-		LeaderElectionNamespace:       o.Namespace,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &o.LeaseDuration,
-		RenewDeadline:                 &o.RenewDeadline,
-		RetryPeriod:                   &o.RetryPeriod,
+		WebhookServer:                       webhookServer,
+		Scheme:                              scheme.New(),
+		Cache:                               cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
+		Metrics:                             mapimetrics.SecureServerOptions(o.MetricsBindAddress, o.MetricsCertDir),
+		HealthProbeBindAddress:              o.HealthProbeBindAddress,
+		PprofBindAddress:                    o.PprofBindAddress,
+		LeaderElection:                      o.LeaderElect,
+		LeaderElectionID:                    o.LeaderElectionID,
+		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionResourceLockInterface: lockInterface(lock),
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       &o.LeaderElection.LeaseDuration,
+		RenewDeadline:                       &o.LeaderElection.RenewDeadline,
+		RetryPeriod:                         &o.LeaderElection.RetryPeriod,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if lock != nil {
+		if err := mgr.Add(lock); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -245,4 +264,13 @@ func ExitOnParseError(name string, err error) {
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	os.Exit(2)
+}
+
+// lockInterface is lock as the manager's option: nil (no election) stays an
+// untyped nil.
+func lockInterface(lock *leaderelection.Lock) resourcelock.Interface {
+	if lock == nil {
+		return nil
+	}
+	return lock
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -300,13 +301,15 @@ func runManager(ctx context.Context, cfg *rest.Config, images string, o harnessO
 		StableDuration: o.stable,
 		DegradedAfter:  o.degradedAfter,
 	}, ManagerOptions{
-		Scheme:                       scheme.New(),
-		MetricsBindAddress:           "0",
-		HealthProbeBindAddress:       "0",
-		LeaderElection:               o.leaderElection,
-		LeaseDuration:                4 * time.Second,
-		RenewDeadline:                3 * time.Second,
-		RetryPeriod:                  500 * time.Millisecond,
+		Scheme:                 scheme.New(),
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		LeaderElection:         o.leaderElection,
+		LeaderElectionTiming: leaderelection.Timing{
+			LeaseDuration: 4 * time.Second,
+			RenewDeadline: 3 * time.Second,
+			RetryPeriod:   500 * time.Millisecond,
+		},
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/collector"
@@ -181,9 +183,10 @@ type ManagerOptions struct {
 	MetricsCertDir         string
 	HealthProbeBindAddress string
 	LeaderElection         bool
-	LeaseDuration          time.Duration
-	RenewDeadline          time.Duration
-	RetryPeriod            time.Duration
+	// LeaderElectionTiming is the election's timing; zero fields take
+	// controller-runtime's defaults (tests) and RenewInterval 0 writes the
+	// Lease at every renewal.
+	LeaderElectionTiming leaderelection.Timing
 	// Scheme must have every API group the operator uses (pkg/scheme.New()).
 	Scheme *runtime.Scheme
 	// SkipControllerNameValidation allows several managers in one process
@@ -208,23 +211,37 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	if err := WaitForAPIServer(ctx, disco); err != nil {
 		return nil, err
 	}
+	var lock resourcelock.Interface
+	var events *leaderelection.Lock
+	if m.LeaderElection {
+		if events, err = leaderelection.NewLock(restCfg, o.Namespace, config.OperatorLeaseName, m.LeaderElectionTiming); err != nil {
+			return nil, err
+		}
+		lock = events
+	}
+	t := m.LeaderElectionTiming
 	mgr, err := manager.New(restCfg, manager.Options{
-		Scheme:                        m.Scheme,
-		Cache:                         CacheOptions(o.Namespace),
-		Metrics:                       mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir),
-		HealthProbeBindAddress:        m.HealthProbeBindAddress,
-		LeaderElection:                m.LeaderElection,
-		LeaderElectionID:              config.OperatorLeaseName,
-		LeaderElectionNamespace:       o.Namespace,
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 durationOrNil(m.LeaseDuration),
-		RenewDeadline:                 durationOrNil(m.RenewDeadline),
-		RetryPeriod:                   durationOrNil(m.RetryPeriod),
-		Controller:                    ctrlconfig.Controller{SkipNameValidation: &m.SkipControllerNameValidation},
+		Scheme:                              m.Scheme,
+		Cache:                               CacheOptions(o.Namespace),
+		Metrics:                             mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir),
+		HealthProbeBindAddress:              m.HealthProbeBindAddress,
+		LeaderElection:                      m.LeaderElection,
+		LeaderElectionID:                    config.OperatorLeaseName,
+		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaseDuration:                       durationOrNil(t.LeaseDuration),
+		RenewDeadline:                       durationOrNil(t.RenewDeadline),
+		RetryPeriod:                         durationOrNil(t.RetryPeriod),
+		Controller:                          ctrlconfig.Controller{SkipNameValidation: &m.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if events != nil {
+		if err := mgr.Add(events); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
