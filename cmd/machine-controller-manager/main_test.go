@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/operandtest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
 )
 
@@ -24,4 +25,18 @@ func TestBadCommandLineRefused(t *testing.T) {
 			t.Errorf("parse(%q) accepted", args)
 		}
 	}
+}
+
+// TestOpenShiftCommandLine: the binary starts with the command line
+// OpenShift's machine-api-operator renders for its machine-controller container: featureGateArgs, plus --max-concurrent-reconciles=10 (Azure, GCP) and tlsArgs (BareMetal)), with the flags
+// OpenShift's own binary defines under their OpenShift names.
+func TestOpenShiftCommandLine(t *testing.T) {
+	args := append(operandtest.FeatureGateArgs(), "--max-concurrent-reconciles=10")
+	args = append(args, operandtest.TLSArgs()...)
+	args = append(args, operandtest.UpstreamFlags(":9440", ":8081", false)...)
+	opts, _, err := parse(args)
+	if err != nil {
+		t.Fatalf("OpenShift's command line refused: %v", err)
+	}
+	operandtest.Check(t, opts, operandtest.Want{HealthAddr: ":9440", MetricsAddr: ":8081", FeatureGates: true, TLS: true})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/operandtest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
 )
 
@@ -43,4 +44,16 @@ func TestLeaseNamespace(t *testing.T) {
 			t.Errorf("parse(%q, env %q): lease namespace %q (err %v), want %q", tc.args, tc.env, f.leaseNamespace, err, tc.want)
 		}
 	}
+}
+
+// TestOpenShiftCommandLine: the binary starts with the command line
+// OpenShift's machine-api-operator renders for its machine-healthcheck-controller container: the common args), with the flags
+// OpenShift's own binary defines under their OpenShift names.
+func TestOpenShiftCommandLine(t *testing.T) {
+	args := append(operandtest.CommonArgs(), operandtest.UpstreamFlags(":9442", ":8083", false)...)
+	opts, _, err := parse(args, "")
+	if err != nil {
+		t.Fatalf("OpenShift's command line refused: %v", err)
+	}
+	operandtest.Check(t, opts, operandtest.Want{HealthAddr: ":9442", MetricsAddr: ":8083"})
 }

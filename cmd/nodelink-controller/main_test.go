@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/operandtest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
 )
 
@@ -24,4 +25,16 @@ func TestBadCommandLineRefused(t *testing.T) {
 			t.Errorf("parse(%q) accepted", args)
 		}
 	}
+}
+
+// TestOpenShiftCommandLine: the binary starts with the command line
+// OpenShift's machine-api-operator renders for its nodelink-controller container: the common args), with the flags
+// OpenShift's own binary defines under their OpenShift names.
+func TestOpenShiftCommandLine(t *testing.T) {
+	args := append(operandtest.CommonArgs(), operandtest.UpstreamFlags(":9444", ":8084", false)...)
+	opts, err := parse(args)
+	if err != nil {
+		t.Fatalf("OpenShift's command line refused: %v", err)
+	}
+	operandtest.Check(t, opts, operandtest.Want{HealthAddr: ":9444", MetricsAddr: ":8084"})
 }

@@ -49,7 +49,10 @@ var certRecheck = 10 * time.Second
 // HTTP/2 is not offered (HTTP/1.1 only), as kubebuilder does by default:
 // Prometheus scrapes over HTTP/1.1, and the endpoint is then not exposed to
 // HTTP/2 stream-reset floods (CVE-2023-44487, CVE-2023-39325).
-func SecureServerOptions(bindAddress, certDir string) metricsserver.Options {
+//
+// tlsOpts (the binary's TLS flags) are applied after this function's own
+// settings, so they may raise the minimum version or pick cipher suites.
+func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Config)) metricsserver.Options {
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
 		SecureServing:  true,
@@ -59,6 +62,7 @@ func SecureServerOptions(bindAddress, certDir string) metricsserver.Options {
 			c.MinVersion = tls.VersionTLS12
 		}},
 	}
+	opts.TLSOpts = append(opts.TLSOpts, tlsOpts...)
 	if certDir == "" {
 		// controller-runtime generates the self-signed certificate when the
 		// (default, temporary) cert directory holds no tls.crt/tls.key.

@@ -6,6 +6,7 @@
 package operand
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -36,6 +38,8 @@ type Options struct {
 	Namespace        string
 	LeaderElect      bool
 	LeaderElectionID string
+	// LeaderElectionNamespace holds the Lease; "" is Namespace.
+	LeaderElectionNamespace string
 	// LeaderElection is the election's timing (the --leader-elect-* flags).
 	LeaderElection     leaderelection.Timing
 	MetricsBindAddress string
@@ -47,6 +51,13 @@ type Options struct {
 	MaxConcurrentReconciles int
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
+	// TLS configures the metrics and webhook servers.
+	TLS TLSOptions
+	// FeatureGates are OpenShift's feature gates as the operator passes
+	// them (--feature-gates=A=true,B=false). None changes these binaries'
+	// behaviour yet; they are accepted, so that OpenShift's operator can
+	// drive them, and logged.
+	FeatureGates map[string]bool
 	// Webhook, when set, adds the admission webhook server flags; binaries
 	// that serve no webhook leave it nil.
 	Webhook *WebhookOptions
@@ -91,6 +102,7 @@ func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 		// renders the same values.
 		KubeAPIQPS:   200,
 		KubeAPIBurst: 400,
+		TLS:          TLSOptions{MinVersion: DefaultTLSMinVersion},
 	}
 }
 
@@ -99,12 +111,22 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Default: in-cluster config, then $KUBECONFIG.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace whose Machine API objects this controller manages.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader (Lease "+o.LeaderElectionID+" in --namespace) so only one replica acts.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-elect-resource-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader-election Lease; empty is --namespace.")
 	o.LeaderElection.AddFlags(fs)
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress,
 		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
 		"Directory with the metrics serving certificate (tls.crt, tls.key), re-read when it changes; empty, or while the files are missing, a self-signed certificate is served.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
+	// OpenShift's binaries call it --health-addr.
+	fs.StringVar(&o.HealthProbeBindAddress, "health-addr", o.HealthProbeBindAddress, "Same as --health-probe-bind-address (OpenShift's name).")
+	fs.StringVar(&o.TLS.MinVersion, "tls-min-version", o.TLS.MinVersion,
+		"Minimum TLS version of the metrics and webhook servers: VersionTLS12 or VersionTLS13.")
+	fs.StringSliceVar(&o.TLS.CipherSuites, "tls-cipher-suites", o.TLS.CipherSuites,
+		"Comma-separated IANA names of the TLS 1.2 cipher suites of the metrics and webhook servers; empty keeps Go's defaults.")
+	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates",
+		"OpenShift feature gates, A=true,B=false; accepted and logged (no gate changes these binaries yet).")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of the Go pprof endpoints (/debug/pprof/); empty or 0 disables them.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects are reconciled in parallel.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server.")
@@ -131,6 +153,9 @@ func (o *Options) Validate() error {
 		if err := o.LeaderElection.Validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if _, err := o.TLS.Apply(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles))
@@ -178,18 +203,29 @@ func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
 // the API server: metrics.SecureServerOptions), health probes.
 func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	ctrl.SetLogger(klog.NewKlogr())
+	applyTLS, err := o.TLS.Apply()
+	if err != nil {
+		return nil, err
+	}
+	if len(o.FeatureGates) > 0 {
+		klog.InfoS("Feature gates (none changes this binary's behaviour)", "featureGates", o.FeatureGates)
+	}
+	leaseNamespace := o.LeaderElectionNamespace
+	if leaseNamespace == "" {
+		leaseNamespace = o.Namespace
+	}
 	var webhookServer webhook.Server
 	if w := o.Webhook; w != nil && w.Enabled {
 		// certwatcher (inside the server) reloads tls.crt/tls.key when the
 		// mounted Secret is rotated.
 		webhookServer = webhook.NewServer(webhook.Options{
 			Host: w.Host, Port: w.Port, CertDir: w.CertDir, CertName: "tls.crt", KeyName: "tls.key",
+			TLSOpts: []func(*tls.Config){applyTLS},
 		})
 	}
 	var lock *leaderelection.Lock
 	if o.LeaderElect {
-		var err error
-		if lock, err = leaderelection.NewLock(cfg, o.Namespace, o.LeaderElectionID, o.LeaderElection); err != nil {
+		if lock, err = leaderelection.NewLock(cfg, leaseNamespace, o.LeaderElectionID, o.LeaderElection); err != nil {
 			return nil, err
 		}
 	}
@@ -197,12 +233,12 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		WebhookServer:                       webhookServer,
 		Scheme:                              scheme.New(),
 		Cache:                               cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}},
-		Metrics:                             mapimetrics.SecureServerOptions(o.MetricsBindAddress, o.MetricsCertDir),
+		Metrics:                             mapimetrics.SecureServerOptions(o.MetricsBindAddress, o.MetricsCertDir, applyTLS),
 		HealthProbeBindAddress:              o.HealthProbeBindAddress,
 		PprofBindAddress:                    o.PprofBindAddress,
 		LeaderElection:                      o.LeaderElect,
 		LeaderElectionID:                    o.LeaderElectionID,
-		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionNamespace:             leaseNamespace,
 		LeaderElectionResourceLockInterface: lockInterface(lock),
 		LeaderElectionReleaseOnCancel:       true,
 		LeaseDuration:                       &o.LeaderElection.LeaseDuration,

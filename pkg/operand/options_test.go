@@ -1,0 +1,73 @@
+package operand
+
+import (
+	"crypto/tls"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func parseOptions(t *testing.T, args ...string) (Options, error) {
+	t.Helper()
+	o := Defaults("test-leader", ":8080", ":9440")
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := ParseArgs(fs, args); err != nil {
+		return o, err
+	}
+	return o, o.Validate()
+}
+
+func TestOptionsValidate(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: nil},
+		{args: []string{"--tls-min-version=VersionTLS13", "--health-addr=:9999"}},
+		{args: []string{"--tls-min-version=TLS12"}, wantErr: "--tls-min-version: unknown tls version"},
+		{args: []string{"--tls-cipher-suites=TLS_RSA_WITH_NOTHING"}, wantErr: "--tls-cipher-suites"},
+		{args: []string{"--feature-gates=A=yes"}, wantErr: "feature-gates"},
+		{args: []string{"--leader-elect-renew-interval=40s"}, wantErr: "--leader-elect-renew-interval (40s)"},
+		// Timing is not checked without an election.
+		{args: []string{"--leader-elect=false", "--leader-elect-renew-interval=40s"}},
+		{args: []string{"--namespace="}, wantErr: "--namespace must not be empty"},
+	}
+	for _, tt := range tests {
+		_, err := parseOptions(t, tt.args...)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%q: %v", tt.args, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%q: error %v, want one containing %q", tt.args, err, tt.wantErr)
+		}
+	}
+}
+
+func TestTLSOptionsApply(t *testing.T) {
+	o, err := parseOptions(t, "--tls-min-version=VersionTLS13", "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply, err := o.TLS.Apply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	apply(c)
+	if c.MinVersion != tls.VersionTLS13 || len(c.CipherSuites) != 1 || c.CipherSuites[0] != tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 {
+		t.Fatalf("tls.Config min version %x, suites %v", c.MinVersion, c.CipherSuites)
+	}
+	// The default keeps TLS 1.2 and Go's suites.
+	d, _ := parseOptions(t)
+	apply, err = d.TLS.Apply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = &tls.Config{}
+	apply(c)
+	if c.MinVersion != tls.VersionTLS12 || c.CipherSuites != nil {
+		t.Fatalf("default: min version %x, suites %v", c.MinVersion, c.CipherSuites)
+	}
+}
