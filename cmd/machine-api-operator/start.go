@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/kubeconfig"
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
@@ -133,7 +133,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 		logger.Info("WARNING: RELEASE_VERSION is not set; the ClusterOperator will report no version and the cluster version operator cannot tell when this release is rolled out")
 	}
 
-	restCfg, err := loadRESTConfig(o.kubeconfig)
+	restCfg, err := kubeconfig.Load(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -172,26 +172,6 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 		return fmt.Errorf("running the operator: %w", err)
 	}
 	return nil
-}
-
-// loadRESTConfig: --kubeconfig, else in-cluster, else $KUBECONFIG.
-func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("loading --kubeconfig %s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	if cfg, err := rest.InClusterConfig(); err == nil {
-		return cfg, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("not running in a cluster and no usable kubeconfig (set --kubeconfig or $KUBECONFIG): %w", err)
-	}
-	return cfg, nil
 }
 
 // resolveServiceCA decides who issues webhook certificates. Auto-detection

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/klog/v2"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/kubeconfig"
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -177,20 +177,9 @@ func (o *Options) Validate() error {
 // RESTConfig loads the client configuration: --kubeconfig, else in-cluster,
 // else $KUBECONFIG; with the QPS and burst flags and a user agent.
 func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	switch {
-	case o.Kubeconfig != "":
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	default:
-		cfg, err = rest.InClusterConfig()
-		if err != nil {
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-		}
-	}
+	cfg, err := kubeconfig.Load(o.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("loading the client configuration (set --kubeconfig or $KUBECONFIG): %w", err)
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	cfg.UserAgent = userAgent
