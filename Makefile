@@ -31,6 +31,8 @@ TOOL_BINS := $(addprefix $(BIN)/,$(TOOLS))
 # promtool (alert rule unit tests) is pinned by a module of its own, so that
 # its dependencies leave the Kubernetes binaries' pins alone.
 PROMTOOL_MOD := hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/build-tool.sh
+# staticcheck (make lint) likewise.
+STATICCHECK_MOD := hack/tools/staticcheck/go.mod hack/tools/staticcheck/go.sum hack/build-tool.sh
 
 .PHONY: tools
 tools: $(TOOL_BINS) $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, promtool, ... into bin/ (once; ~15-20 min on a fresh machine)
@@ -41,6 +43,9 @@ $(TOOL_BINS): $(BIN)/%: $(TOOLS_MOD)
 
 $(BIN)/promtool: $(PROMTOOL_MOD)
 	@hack/build-tool.sh promtool github.com/prometheus/prometheus/cmd/promtool
+
+$(BIN)/staticcheck: $(STATICCHECK_MOD)
+	@hack/build-tool.sh staticcheck honnef.co/go/tools/cmd/staticcheck
 
 ##@ Build and test
 
@@ -58,8 +63,11 @@ test-rules: $(BIN)/promtool ## Unit-test the alerting rules of install/ with pro
 	go test -count=1 -v -run 'TestAlertRules' ./pkg/install/
 
 .PHONY: lint
-lint: ## go vet and gofmt check
+lint: $(BIN)/staticcheck ## go vet (also the e2e and chaos suites), staticcheck and gofmt check
 	go vet ./...
+	go vet -tags e2e ./test/e2e/
+	go vet -tags chaos ./test/chaos/
+	$(BIN)/staticcheck ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 FUZZTIME ?= 30s

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build-tool.sh NAME PACKAGE: builds one pinned tool from hack/tools/go.mod into bin/NAME
-# (promtool: from hack/tools/promtool/go.mod, a module of its own).
+# (promtool, staticcheck: from hack/tools/<name>/go.mod, modules of their own).
 # Only the Go module proxy is used; versions come from the module's go.sum.
 set -euo pipefail
 name=$1 pkg=$2
@@ -30,6 +30,9 @@ github.com/prometheus/prometheus/*)
 	# github.com/prometheus/prometheus v0.315.0 is Prometheus 3.15.0.
 	module=hack/tools/promtool
 	ldflags="-X github.com/prometheus/common/version.Version=3.15.0"
+	;;
+honnef.co/go/tools/*)
+	module=hack/tools/staticcheck
 	;;
 esac
 
