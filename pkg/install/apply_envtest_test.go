@@ -57,14 +57,16 @@ var (
 // Of the feature-set variants of a CRD (same name) only Default is applied.
 // The ServiceMonitors and the PrometheusRule are left out: their CRDs come
 // with the Prometheus operator (cluster monitoring on OpenShift), which the
-// test API server does not have; monitoring_test.go checks them.
+// test API server does not have; monitoring_test.go checks them. So are the
+// CredentialsRequests and the SecurityContextConstraints, whose CRDs come
+// with other OpenShift operators (openshift_test.go checks them).
 func applyLikeCVO(ctx context.Context, t *testing.T, c client.Client, ms []install.Manifest) {
 	t.Helper()
 	for _, m := range ms {
 		if fs := m.Object.GetAnnotations()[featureSetAnno]; fs != "" && fs != "Default" {
 			continue
 		}
-		if m.Object.GroupVersionKind().Group == monitoringGroup {
+		if m.Object.GroupVersionKind().Group == monitoringGroup || openShiftOnlyKind(m) {
 			continue
 		}
 		obj := m.Object.DeepCopy()
@@ -105,6 +107,12 @@ func TestApplyToAPIServer(t *testing.T) {
 	defer cancel()
 	ms := loadPayload(t)
 	c := env.Client
+	// Namespaces other OpenShift components create.
+	for ns := range foreignNamespaces {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	applyLikeCVO(ctx, t, c, ms)
 	// The cluster version operator re-applies the payload periodically.
@@ -177,6 +185,55 @@ func TestApplyToAPIServer(t *testing.T) {
 			if sar(a) {
 				t.Errorf("the operator can %s", a)
 			}
+		}
+	})
+
+	t.Run("the API server authorizes the operand's OpenShift roles", func(t *testing.T) {
+		user := "system:serviceaccount:" + namespace + ":" + operandRoleName
+		groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+		sar := func(a access) bool {
+			t.Helper()
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: user, Groups: groups,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: a.Verb, Group: a.Group, Resource: a.Resource, Namespace: a.Namespace, Name: a.Name,
+				},
+			}}
+			if err := c.Create(ctx, review); err != nil {
+				t.Fatal(err)
+			}
+			return review.Status.Allowed
+		}
+		for _, ns := range []string{"openshift-config", "openshift-config-managed"} {
+			if a := (access{Verb: "get", Resource: "configmaps", Namespace: ns, Name: "cloud-provider-config"}); !sar(a) {
+				t.Errorf("the operand cannot %s", a)
+			}
+			if a := (access{Verb: "get", Resource: "secrets", Namespace: ns, Name: "pull-secret"}); sar(a) {
+				t.Errorf("the operand can %s", a)
+			}
+		}
+		// A remediation provider's aggregated ClusterRole reaches the operand.
+		remediation := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-remediation-aggregation",
+				Labels: map[string]string{"rbac.ext-remediation/aggregate-to-ext-remediation": "true"}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
+				Resources: []string{"metal3remediations"}, Verbs: []string{"create", "get"}}},
+		}
+		if err := c.Create(ctx, remediation); err != nil {
+			t.Fatal(err)
+		}
+		a := access{Verb: "create", Group: "infrastructure.cluster.x-k8s.io", Resource: "metal3remediations", Namespace: namespace}
+		// envtest runs no controller manager, which aggregates roles: do it.
+		agg := &rbacv1.ClusterRole{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "machine-api-operator-ext-remediation"}, agg); err != nil {
+			t.Fatal(err)
+		}
+		agg.Rules = remediation.Rules
+		if err := c.Update(ctx, agg); err != nil {
+			t.Fatal(err)
+		}
+		if !sar(a) {
+			t.Errorf("with an aggregated remediation role, the operand cannot %s", a)
 		}
 	})
 
@@ -511,8 +568,9 @@ func runOperatorAsServiceAccount(ctx context.Context, t *testing.T, c client.Cli
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: render.TerminationHandlerServiceAccountName}, &corev1.ServiceAccount{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the termination handler ServiceAccount was not pruned: %v", err)
 	}
-	// Events are sent asynchronously after the status write: wait for it.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	// Events are sent asynchronously after the status write: wait for it
+	// (a loaded CI machine has taken over 10 s).
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		events := &eventsv1.EventList{}
 		if err := c.List(ctx, events, client.InNamespace("default")); err != nil {
 			return false, err

@@ -13,6 +13,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	imagev1 "github.com/openshift/api/image/v1"
+	securityv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/install"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -53,7 +55,8 @@ var featureSets = []string{"Default", "CustomNoUpgrade", "DevPreviewNoUpgrade", 
 // expectedFiles are exactly the files of install/ (other code refers to these
 // names), in apply order.
 func expectedFiles() []string {
-	files := []string{prefix + "00_namespace.yaml", prefix + "01_images.configmap.yaml"}
+	files := []string{prefix + "00_credentials-request.yaml", prefix + "00_namespace.yaml", prefix + "01_images.configmap.yaml",
+		prefix + "01_trusted-ca.configmap.yaml"}
 	for _, fs := range featureSets {
 		files = append(files, prefix+"02_machine."+fs+".crd.yaml")
 	}
@@ -62,11 +65,14 @@ func expectedFiles() []string {
 	}
 	files = append(files,
 		prefix+"07_machinehealthcheck.crd.yaml",
+		prefix+"09_operand-rbac.yaml",
 		prefix+"09_rbac.yaml",
+		prefix+"09_security-context-constraint.yaml",
 		prefix+"09_serviceaccount.yaml",
 		prefix+"10_service.yaml",
 		prefix+"11_deployment.yaml",
 		prefix+"12_clusteroperator.yaml",
+		prefix+"13_machinehealthcheck.yaml",
 		// Run level 90, after cluster monitoring: monitoring and network policies.
 		monitoringPrefix+"01_prometheus-rbac.yaml",
 		monitoringPrefix+"02_servicemonitors.yaml",
@@ -101,7 +107,30 @@ func testScheme() *runtime.Scheme {
 	if err := imagev1.Install(s); err != nil {
 		panic(err)
 	}
+	if err := securityv1.Install(s); err != nil {
+		panic(err)
+	}
 	return s
+}
+
+// foreignNamespaces are created by other OpenShift components; the payload
+// ships objects into them but not the namespaces themselves.
+var foreignNamespaces = map[string]bool{
+	credentialsRequestNamespace: true,
+	"openshift-config":          true,
+	"openshift-config-managed":  true,
+}
+
+// openShiftOnlyKinds have their CRDs installed by other OpenShift
+// components (the cloud credential operator, the config operator).
+var openShiftOnlyKinds = map[string]bool{
+	"cloudcredential.openshift.io/CredentialsRequest":  true,
+	"security.openshift.io/SecurityContextConstraints": true,
+}
+
+func openShiftOnlyKind(m install.Manifest) bool {
+	gvk := m.Object.GroupVersionKind()
+	return openShiftOnlyKinds[gvk.Group+"/"+gvk.Kind]
 }
 
 // decodeStrict converts a manifest to its typed object, failing on unknown or
@@ -117,6 +146,10 @@ func decodeStrict(t testing.TB, m install.Manifest) runtime.Object {
 	}
 	if m.Object.GroupVersionKind().Group == monitoringGroup {
 		decodeMonitoringStrict(t, m.String(), m.Object.GetKind(), data)
+		return nil
+	}
+	if m.Object.GroupVersionKind().Group == credentialsRequestGroup {
+		decodeCredentialsRequestStrict(t, m.String(), data)
 		return nil
 	}
 	obj, _, err := serializer.NewCodecFactory(testScheme(), serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil)
@@ -250,7 +283,7 @@ func TestApplyOrder(t *testing.T) {
 	}
 	for i, m := range ms {
 		obj := m.Object
-		if ns := obj.GetNamespace(); ns != "" {
+		if ns := obj.GetNamespace(); ns != "" && !foreignNamespaces[ns] {
 			before(i, "its Namespace", key("Namespace", "", ns))
 		}
 		gv := strings.Split(obj.GetAPIVersion(), "/")
@@ -305,14 +338,23 @@ func TestReleaseAnnotations(t *testing.T) {
 		if a[selfManagedAnno] != "true" {
 			t.Errorf("%s: want %s: \"true\"", m, selfManagedAnno)
 		}
-		if _, ok := a[createOnlyAnno]; ok {
-			t.Errorf("%s: %s is only for objects the cluster version operator must not overwrite; none of the payload is", m, createOnlyAnno)
+		// create-only: the cluster version operator must not overwrite
+		// the bundle the network operator injects; nothing else.
+		trustedCA := kind == "ConfigMap" && m.Object.GetName() == names.TrustedCAConfigMapName
+		if _, ok := a[createOnlyAnno]; ok != trustedCA {
+			t.Errorf("%s: %s present = %v; only the trusted CA ConfigMap is created once and never overwritten", m, createOnlyAnno, ok)
 		}
-		if kind == "Namespace" {
+		switch {
+		case kind == "Namespace":
 			if _, ok := a[capabilityAnno]; ok {
 				t.Errorf("%s: the Namespace carries no capability annotation", m)
 			}
-		} else if a[capabilityAnno] != "MachineAPI" {
+		case kind == "CredentialsRequest":
+			// Only with the cloud credential operator.
+			if a[capabilityAnno] != "MachineAPI+CloudCredential" {
+				t.Errorf("%s: want %s: MachineAPI+CloudCredential", m, capabilityAnno)
+			}
+		case a[capabilityAnno] != "MachineAPI":
 			t.Errorf("%s: want %s: MachineAPI", m, capabilityAnno)
 		}
 		if kind == "CustomResourceDefinition" {
@@ -325,8 +367,18 @@ func TestReleaseAnnotations(t *testing.T) {
 			}
 			continue
 		}
-		if a[singleNodeAnno] != "true" {
-			t.Errorf("%s: want %s: \"true\"", m, singleNodeAnno)
+		// As on OpenShift, credentials, the termination handler's SCC and
+		// MachineHealthCheck are not in the single-node profile (a single
+		// node has no spot workers to replace).
+		switch kind {
+		case "CredentialsRequest", "SecurityContextConstraints", "MachineHealthCheck":
+			if _, ok := a[singleNodeAnno]; ok {
+				t.Errorf("%s: not in the %s profile on OpenShift", m, singleNodeAnno)
+			}
+		default:
+			if a[singleNodeAnno] != "true" {
+				t.Errorf("%s: want %s: \"true\"", m, singleNodeAnno)
+			}
 		}
 		if kind != "Namespace" && kind != "ConfigMap" && a[hostedExcludeAnn] != "true" {
 			t.Errorf("%s: want %s: \"true\"", m, hostedExcludeAnn)

@@ -8,11 +8,13 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -59,7 +61,7 @@ func operatorAccess() []access {
 	}
 	read := []string{"list", "watch"}
 	const cfg = "config.openshift.io"
-	for _, r := range []string{"infrastructures", "proxies", "featuregates", "clusterversions"} {
+	for _, r := range []string{"infrastructures", "proxies", "featuregates", "apiservers", "clusterversions"} {
 		add(read, cfg, r, "", "", "")
 		add([]string{"get"}, cfg, r, "", "", config.ClusterConfigName)
 	}
@@ -80,6 +82,9 @@ func operatorAccess() []access {
 	// The metrics endpoint authenticates and authorizes scrapers.
 	add([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "", "")
 	add([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", "", "")
+	// The trusted CA bundle, read from the informer cache.
+	add(read, "", "configmaps", "", namespace, "")
+	add([]string{"get"}, "", "configmaps", "", namespace, names.TrustedCAConfigMapName)
 	// The metrics collector's informers (Machines, MachineSets).
 	add(read, "machine.openshift.io", "machines", "", namespace, "")
 	add(read, "machine.openshift.io", "machinesets", "", namespace, "")
@@ -475,15 +480,113 @@ func TestOperatorRBACLeastPrivilege(t *testing.T) {
 	}
 
 	// Nothing else in the payload grants anything, except cluster
-	// monitoring's read access (TestMonitoringRBAC).
+	// monitoring's read access (TestMonitoringRBAC) and the operand's
+	// OpenShift roles (TestOperandRBACOnOpenShift).
 	for _, m := range loadPayload(t) {
 		switch m.Object.GetKind() {
 		case "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding":
-			if m.Object.GetName() != operatorName && !isMonitoringRBAC(m) {
+			if m.Object.GetName() != operatorName && !isMonitoringRBAC(m) && m.File != operandRBACFile {
 				t.Errorf("unexpected RBAC object %s", m)
 			}
 		}
 	}
+}
+
+// operandRBACFile holds the operand's OpenShift-only RBAC.
+const operandRBACFile = prefix + "09_operand-rbac.yaml"
+
+// TestOperandRBACOnOpenShift: the payload's RBAC for the operand's
+// ServiceAccount, with OpenShift's names: read-only ConfigMaps in
+// openshift-config and openshift-config-managed, the aggregated
+// external-remediation ClusterRole, and the cluster-reader aggregation. Each
+// grants what its purpose needs and nothing more.
+func TestOperandRBACOnOpenShift(t *testing.T) {
+	ms := loadPayload(t)
+	operandSA := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operandRoleName, Namespace: namespace}}
+	kinds := map[string]int{}
+	for _, m := range ms {
+		if m.File == operandRBACFile {
+			kinds[m.Object.GetKind()]++
+		}
+	}
+	if want := map[string]int{"Role": 2, "RoleBinding": 2, "ClusterRole": 2, "ClusterRoleBinding": 1}; !equality.Semantic.DeepEqual(kinds, want) {
+		t.Errorf("%s holds %v, want %v", operandRBACFile, kinds, want)
+	}
+
+	for _, ns := range []string{"openshift-config", "openshift-config-managed"} {
+		t.Run("ConfigMaps in "+ns, func(t *testing.T) {
+			var role *rbacv1.Role
+			var binding *rbacv1.RoleBinding
+			for _, m := range ms {
+				if m.Object.GetNamespace() != ns || m.Object.GetName() != operandRoleName {
+					continue
+				}
+				switch o := decodeStrict(t, m).(type) {
+				case *rbacv1.Role:
+					role = o
+				case *rbacv1.RoleBinding:
+					binding = o
+				}
+			}
+			if role == nil || binding == nil {
+				t.Fatalf("no Role and RoleBinding %s in %s", operandRoleName, ns)
+			}
+			for _, a := range []access{
+				{Verb: "get", Resource: "configmaps", Namespace: ns, Name: "cloud-provider-config"},
+				{Verb: "list", Resource: "configmaps", Namespace: ns},
+				{Verb: "watch", Resource: "configmaps", Namespace: ns},
+			} {
+				if !allows(role.Rules, a) {
+					t.Errorf("the operand cannot %s", a)
+				}
+			}
+			for _, a := range []access{
+				{Verb: "get", Resource: "secrets", Namespace: ns, Name: "pull-secret"},
+				{Verb: "update", Resource: "configmaps", Namespace: ns, Name: "cloud-provider-config"},
+				{Verb: "delete", Resource: "configmaps", Namespace: ns, Name: "x"},
+			} {
+				if allows(role.Rules, a) {
+					t.Errorf("the operand can %s, which it does not need", a)
+				}
+			}
+			if binding.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: operandRoleName}) || !slices.Equal(binding.Subjects, operandSA) {
+				t.Errorf("RoleBinding %s/%s: roleRef %+v subjects %+v", ns, binding.Name, binding.RoleRef, binding.Subjects)
+			}
+		})
+	}
+
+	t.Run("external remediation", func(t *testing.T) {
+		const name = "machine-api-operator-ext-remediation"
+		cr := typed[*rbacv1.ClusterRole](t, ms, "ClusterRole", name)
+		if cr.AggregationRule == nil || len(cr.AggregationRule.ClusterRoleSelectors) != 1 ||
+			!equality.Semantic.DeepEqual(cr.AggregationRule.ClusterRoleSelectors[0].MatchLabels, map[string]string{"rbac.ext-remediation/aggregate-to-ext-remediation": "true"}) {
+			t.Errorf("ClusterRole %s aggregation %+v, want the rbac.ext-remediation/aggregate-to-ext-remediation label", name, cr.AggregationRule)
+		}
+		if len(cr.Rules) != 0 {
+			t.Errorf("ClusterRole %s has rules of its own: %v (the controller manager fills them)", name, cr.Rules)
+		}
+		crb := typed[*rbacv1.ClusterRoleBinding](t, ms, "ClusterRoleBinding", name)
+		if crb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}) || !slices.Equal(crb.Subjects, operandSA) {
+			t.Errorf("ClusterRoleBinding %s: roleRef %+v subjects %+v", name, crb.RoleRef, crb.Subjects)
+		}
+	})
+
+	t.Run("cluster-reader", func(t *testing.T) {
+		cr := typed[*rbacv1.ClusterRole](t, ms, "ClusterRole", "machine-api-operator:cluster-reader")
+		if cr.Labels["rbac.authorization.k8s.io/aggregate-to-cluster-reader"] != "true" {
+			t.Errorf("labels %v, want the cluster-reader aggregation label", cr.Labels)
+		}
+		for _, r := range []string{"machines", "machinesets", "machinehealthchecks"} {
+			for _, v := range []string{"get", "list", "watch"} {
+				if a := (access{Verb: v, Group: "machine.openshift.io", Resource: r, Namespace: namespace, Name: "x"}); !allows(cr.Rules, a) {
+					t.Errorf("cluster readers cannot %s", a)
+				}
+			}
+			if a := (access{Verb: "update", Group: "machine.openshift.io", Resource: r, Namespace: namespace, Name: "x"}); allows(cr.Rules, a) {
+				t.Errorf("cluster readers can %s", a)
+			}
+		}
+	})
 }
 
 // clusterScoped are the cluster-scoped kinds the operator writes.

@@ -16,17 +16,20 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
@@ -150,11 +153,17 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		var res apply.Result
 		res, requeue, err = o.sync(ctx, cfg)
 		applied = res.Applied
-		if err != nil {
+		switch {
+		case err != nil:
 			failure = &status.Failure{Reason: status.ReasonSyncFailed,
 				Message: fmt.Sprintf("Failed to sync the Machine API for %s: %v", cfg.Describe(), err)}
 			retryErr = err
-		} else {
+		case cfg.Unsupported != nil:
+			// Synced (only the CRDs, earlier operand objects pruned), and
+			// reported at once: waiting cannot fix it.
+			failure = &status.Failure{Reason: cfg.Unsupported.Reason, Message: cfg.Unsupported.Message, Immediate: true}
+			o.lastGood = cfg
+		default:
 			o.lastGood = cfg
 		}
 	}
@@ -169,6 +178,7 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		Now:            now,
 		ReleaseVersion: o.opts.ReleaseVersion,
 		NoOp:           cfg.NoOp,
+		Unsupported:    cfg.Unsupported != nil,
 		Failure:        failure,
 		FailingSince:   o.failingSince,
 		OperandUnknown: operandUnknown,
@@ -176,10 +186,10 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	if cfg.PlatformType != "" {
 		obs.Change = cfg.Describe()
 	}
-	if obs.NoOp {
+	if !cfg.RendersOperand() {
 		o.operandMissingSince = time.Time{}
 	}
-	if !obs.NoOp && !obs.OperandUnknown {
+	if cfg.RendersOperand() && !obs.OperandUnknown {
 		operand, err := o.observeOperand(ctx, cfg, now)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -237,6 +247,22 @@ func (o *Operator) observeConfig(ctx context.Context) (config.Config, error) {
 	case !apierrors.IsNotFound(err):
 		return config.Config{}, fmt.Errorf("getting featuregate %s: %w", config.ClusterConfigName, err)
 	}
+	trustedCA := &corev1.ConfigMap{}
+	switch err := o.reader.Get(ctx, client.ObjectKey{Namespace: o.opts.Namespace, Name: names.TrustedCAConfigMapName}, trustedCA); {
+	case err == nil:
+		in.TrustedCA = trustedCA
+	case !apierrors.IsNotFound(err):
+		return config.Config{}, fmt.Errorf("getting configmap %s/%s: %w", o.opts.Namespace, names.TrustedCAConfigMapName, err)
+	}
+	// The APIServer (TLS profile) exists only on OpenShift: a cluster that
+	// does not serve its kind has the default profile.
+	apiServer := &configv1.APIServer{}
+	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, apiServer); {
+	case err == nil:
+		in.APIServer = apiServer
+	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+		return config.Config{}, fmt.Errorf("getting apiserver %s: %w", config.ClusterConfigName, err)
+	}
 	in.Webhook.ServiceCA = o.opts.ServiceCA
 	return config.Build(in)
 }
@@ -245,7 +271,7 @@ func (o *Operator) observeConfig(ctx context.Context) (config.Config, error) {
 // returns when to come back for certificate rotation.
 func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, time.Duration, error) {
 	var requeue time.Duration
-	if !cfg.NoOp && !cfg.Webhook.ServiceCA && o.certs != nil {
+	if cfg.RendersOperand() && !cfg.Webhook.ServiceCA && o.certs != nil {
 		bundle, next, err := o.certs.Ensure(ctx)
 		if err != nil {
 			return apply.Result{}, 0, fmt.Errorf("ensuring webhook serving certificates: %w", err)
@@ -375,6 +401,11 @@ func (o *Operator) report(ctx context.Context, obs status.Observation) (time.Dur
 	if err != nil {
 		return 0, err
 	}
+	if status.InstallGateApplies(co.Status, obs) {
+		if obs.WaitingForWorkers, err = o.waitingForWorkers(ctx); err != nil {
+			return 0, err
+		}
+	}
 	next, requeue := status.Compute(co.Status, obs, status.Options{
 		StableDuration: o.opts.StableDuration,
 		DegradedAfter:  o.opts.DegradedAfter,
@@ -384,6 +415,24 @@ func (o *Operator) report(ctx context.Context, obs status.Observation) (time.Dur
 		return 0, err
 	}
 	return requeue, nil
+}
+
+// waitingForWorkers is the install gate's check of the namespace's
+// MachineSets and Machines (read from the cache, stripped by
+// collector.Transform to what the check needs): "" when met.
+func (o *Operator) waitingForWorkers(ctx context.Context) (string, error) {
+	sets := &machinev1beta1.MachineSetList{}
+	if err := o.reader.List(ctx, sets, client.InNamespace(o.opts.Namespace)); err != nil {
+		return "", fmt.Errorf("listing machinesets for the install gate: %w", err)
+	}
+	if len(sets.Items) == 0 {
+		return "", nil
+	}
+	machines := &machinev1beta1.MachineList{}
+	if err := o.reader.List(ctx, machines, client.InNamespace(o.opts.Namespace)); err != nil {
+		return "", fmt.Errorf("listing machines for the install gate: %w", err)
+	}
+	return status.CheckMinimumWorkers(sets.Items, machines.Items), nil
 }
 
 func joinMsg(a, b string) string {

@@ -452,3 +452,43 @@ func reconcileCount() float64 {
 	}
 	return total
 }
+
+// TestUnsupportedPlatform: on vSphere (no provider in this project yet) the
+// operator reports Degraded and Available=False with a reason naming the
+// missing provider, and removes the operand an earlier platform deployed:
+// nothing may act on the vSphere Machines.
+func TestUnsupportedPlatform(t *testing.T) {
+	ns := newNamespace(t)
+	setInfrastructure(t, configv1.AWSPlatformType, "")
+	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns})
+	waitDeployment(t, ns)
+
+	setInfrastructure(t, configv1.VSpherePlatformType, "")
+	waitCondition(t, configv1.OperatorDegraded, configv1.ConditionTrue, "MissingVSphereProvider", "VSphere machine provider")
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionFalse, "MissingVSphereProvider", "")
+	waitCondition(t, configv1.OperatorProgressing, configv1.ConditionFalse, "", "")
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.OperandDeploymentName}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.TerminationHandlerName}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
+	} {
+		eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
+			ok, err := exists(ctx, obj)
+			return !ok, err
+		})
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsGVK)
+	crd.SetName("machines.machine.openshift.io")
+	if ok, err := exists(context.Background(), crd); !ok {
+		t.Fatalf("Machine CRD was removed: %v", err)
+	}
+	co, err := getCO(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a DegradedTrue event", func(context.Context) (bool, error) {
+		return coEvents(t, co.UID)["DegradedTrue"] > 0, nil
+	})
+}

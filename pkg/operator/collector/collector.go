@@ -235,16 +235,18 @@ func apiVersion(v string) string {
 }
 
 // Transform strips cached Machines and MachineSets down to what the
-// collector reads (name, namespace, creation time; spec.providerID,
-// status.phase and status.nodeRef.name; spec.replicas and the status replica
-// counts), so the operator's cache costs a few hundred bytes per object
-// instead of its providerSpec, providerStatus, conditions and managedFields.
-// Use it as the cache's Transform for both kinds; the operator reads them for
-// nothing else. Other objects pass unchanged.
+// operator reads: for the collector name, namespace, creation time;
+// spec.providerID, status.phase and status.nodeRef.name; spec.replicas and
+// the status replica counts; for the install gate (Running worker Machines
+// of each MachineSet) the Machines' labels and the MachineSets' selector. The
+// operator's cache so costs a few hundred bytes per object instead of its
+// providerSpec, providerStatus, conditions and managedFields. Use it as the
+// cache's Transform for both kinds. Other objects pass unchanged.
 func Transform(in any) (any, error) {
 	switch o := in.(type) {
 	case *machinev1beta1.Machine:
 		out := &machinev1beta1.Machine{TypeMeta: o.TypeMeta, ObjectMeta: strippedMeta(o.ObjectMeta)}
+		out.Labels = o.Labels
 		out.Spec.ProviderID = o.Spec.ProviderID
 		out.Status.Phase = o.Status.Phase
 		if o.Status.NodeRef != nil {
@@ -254,6 +256,7 @@ func Transform(in any) (any, error) {
 	case *machinev1beta1.MachineSet:
 		out := &machinev1beta1.MachineSet{TypeMeta: o.TypeMeta, ObjectMeta: strippedMeta(o.ObjectMeta)}
 		out.Spec.Replicas = o.Spec.Replicas
+		out.Spec.Selector = o.Spec.Selector
 		out.Status.Replicas = o.Status.Replicas
 		out.Status.ReadyReplicas = o.Status.ReadyReplicas
 		out.Status.AvailableReplicas = o.Status.AvailableReplicas

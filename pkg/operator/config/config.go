@@ -4,43 +4,50 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
 
-// Fixed names shared with OpenShift's Machine API.
+// Fixed names shared with OpenShift's Machine API. They are defined in the
+// leaf package names, which every binary may import; these are aliases for
+// the operator's packages.
 const (
-	DefaultNamespace       = "openshift-machine-api"
-	ClusterOperatorName    = "machine-api"
-	ImagesConfigMapName    = "machine-api-operator-images"
-	ImagesConfigMapKey     = "images.json"
-	ClusterConfigName      = "cluster"
-	KubemarkPlatformName   = "kubemark"
-	OperatorLeaseName      = "machine-api-operator"
-	OperandDeploymentName  = "machine-api-controllers"
-	TerminationHandlerName = "machine-api-termination-handler"
+	DefaultNamespace       = names.DefaultNamespace
+	ClusterOperatorName    = names.ClusterOperatorName
+	ImagesConfigMapName    = names.ImagesConfigMapName
+	ImagesConfigMapKey     = names.ImagesConfigMapKey
+	ClusterConfigName      = names.ClusterConfigName
+	KubemarkPlatformName   = names.KubemarkPlatformName
+	OperatorLeaseName      = names.OperatorLeaseName
+	OperandDeploymentName  = names.OperandDeploymentName
+	TerminationHandlerName = names.TerminationHandlerName
 
 	// ManagedByLabel marks every object the operator applies, with value
 	// ManagedByValue; pruning finds obsolete objects by it and nothing else.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	ManagedByValue = "machine-api-operator"
+	ManagedByLabel = names.ManagedByLabel
+	ManagedByValue = names.ManagedByValue
 	// FieldManager is the server-side apply field manager of the operator.
-	FieldManager = "machine-api-operator"
+	FieldManager = names.FieldManager
 
 	// WebhookServiceName fronts the machineset-controller webhook server;
 	// WebhookCertSecretName holds its serving certificate.
-	WebhookServiceName    = "machine-api-operator-webhook"
-	WebhookCertSecretName = "machine-api-operator-webhook-cert"
+	WebhookServiceName    = names.WebhookServiceName
+	WebhookCertSecretName = names.WebhookCertSecretName
 	// MachineWebhookServiceName / MachineWebhookCertSecretName: the same for
 	// the machine-controller webhook port.
-	MachineWebhookServiceName    = "machine-api-operator-machine-webhook"
-	MachineWebhookCertSecretName = "machine-api-operator-machine-webhook-cert"
+	MachineWebhookServiceName    = names.MachineWebhookServiceName
+	MachineWebhookCertSecretName = names.MachineWebhookCertSecretName
 	// WebhookConfigurationName names both admission webhook configurations.
-	WebhookConfigurationName = "machine-api"
+	WebhookConfigurationName = names.WebhookConfigurationName
 
 	// FeatureGateDisableMachineHealthCheck turns the MHC controller off.
 	FeatureGateDisableMachineHealthCheck = "MachineAPIOperatorDisableMachineHealthCheckController"
@@ -61,6 +68,11 @@ type Config struct {
 	// rendered and earlier objects are pruned. NoOpReason explains why.
 	NoOp       bool
 	NoOpReason string
+	// Unsupported is set on a platform whose Machine API provider this
+	// project does not have yet: like NoOp, nothing that would act on
+	// Machines is rendered (and earlier operand objects are pruned), but
+	// the operator reports the platform as unsupported (Degraded).
+	Unsupported *Unsupported
 
 	Images Images
 	// ProviderImage runs the machine-controller container.
@@ -80,6 +92,64 @@ type Config struct {
 	// FeatureGates are the resolved gates (name → enabled) of the FeatureGate
 	// "cluster"; empty if it does not exist.
 	FeatureGates map[string]bool
+	// ProviderFeatureGates are the gates passed to the provider image as
+	// --feature-gates: exactly ProviderFeatureGateNames, false when the
+	// FeatureGate does not name them.
+	ProviderFeatureGates map[string]bool
+
+	// TLS is the TLS profile of the operand's TLS servers (see
+	// ResolveTLSProfile).
+	TLS TLSProfile
+
+	// TrustedCAHash is a digest of the trusted CA bundle ConfigMap
+	// (names.TrustedCAConfigMapName), "" when it does not exist; the
+	// operand is rolled when it changes.
+	TrustedCAHash string
+}
+
+// OnOpenShift is true when the cluster is OpenShift, which the operator
+// knows by OpenShift's service-ca serving the webhook certificates (the
+// start command detects the servicecas.operator.openshift.io API, or is told
+// with --webhook-certificates). It adds what only OpenShift has: the
+// control-plane nodeSelector, the system-node-critical priority class, the
+// workload-partitioning annotation and the termination handler's SCC.
+func (c Config) OnOpenShift() bool { return c.Webhook.ServiceCA }
+
+// ProviderFeatureGateNames are the feature gates OpenShift's operator passes
+// to the provider images (which know every one of them and refuse unknown
+// ones), in --feature-gates order.
+var ProviderFeatureGateNames = []string{"AWSDedicatedHosts", "AzureWorkloadIdentity", "MachineAPIMigration", "VSphereHostVMGroupZonal"}
+
+// Unsupported explains why the platform's Machines cannot be served.
+type Unsupported struct {
+	// Reason is a ClusterOperator condition reason naming the missing
+	// provider (for example MissingVSphereProvider).
+	Reason string
+	// Message says what is missing and what is (not) deployed.
+	Message string
+}
+
+// unsupportedPlatforms are the platforms OpenShift's Machine API serves with a
+// provider this project does not have yet, by their provider's name.
+// OpenShift's payload points vSphere's images.json key at the operator's own
+// image, which here holds only the kubemark provider: deploying it would
+// fail every vSphere Machine.
+var unsupportedPlatforms = map[configv1.PlatformType]string{
+	configv1.VSpherePlatformType: "VSphere",
+}
+
+// unsupported returns why the platform is unsupported, nil if it is not.
+func unsupported(t configv1.PlatformType) *Unsupported {
+	provider, ok := unsupportedPlatforms[t]
+	if !ok {
+		return nil
+	}
+	return &Unsupported{
+		Reason: "Missing" + provider + "Provider",
+		Message: fmt.Sprintf("platform %s is not supported: this Machine API operator has no %s machine provider yet, "+
+			"so it deploys no controller that would act on the cluster's Machines (only the Machine API CRDs); "+
+			"use OpenShift's machine-api-operator on this platform", t, provider),
+	}
 }
 
 // WebhookTLS says who issues the webhook serving certificates.
@@ -110,8 +180,16 @@ type Inputs struct {
 	Infrastructure *configv1.Infrastructure
 	Proxy          *configv1.Proxy
 	FeatureGate    *configv1.FeatureGate
-	Webhook        WebhookTLS
+	// APIServer is the APIServer "cluster" (its TLS profile).
+	APIServer *configv1.APIServer
+	// TrustedCA is the trusted CA bundle ConfigMap in Namespace.
+	TrustedCA *corev1.ConfigMap
+	Webhook   WebhookTLS
 }
+
+// RendersOperand is true when the operand (controllers, RBAC, webhooks) is
+// rendered: the platform has a provider this project can deploy.
+func (c Config) RendersOperand() bool { return !c.NoOp && c.Unsupported == nil }
 
 // Build validates the inputs and derives the Config. Errors are InputErrors
 // whose Reason says which input is wrong.
@@ -145,7 +223,13 @@ func Build(in Inputs) (Config, error) {
 		MachineHealthCheckEnabled: !gates[FeatureGateDisableMachineHealthCheck],
 		Proxy:                     proxyEnv(in.Proxy),
 		FeatureGates:              gates,
+		ProviderFeatureGates:      providerFeatureGates(gates),
+		TLS:                       ResolveTLSProfile(in.APIServer),
+		TrustedCAHash:             configMapHash(in.TrustedCA),
 		Webhook:                   in.Webhook,
+	}
+	if cfg.Unsupported = unsupported(cfg.PlatformType); cfg.Unsupported != nil {
+		return cfg, nil
 	}
 	cfg.ProviderImage, cfg.NoOpReason = providerImage(cfg.PlatformType, cfg.ExternalPlatformName, in.Images)
 	if cfg.ProviderImage == "" && cfg.NoOpReason == "" {
@@ -272,12 +356,52 @@ func ResolveFeatureGates(fg *configv1.FeatureGate, releaseVersion string) map[st
 	return gates
 }
 
+// configMapHash is a short digest of a ConfigMap's data, "" for none.
+func configMapHash(cm *corev1.ConfigMap) string {
+	if cm == nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, data := range []map[string]string{cm.Data, stringMap(cm.BinaryData)} {
+		keys := make([]string, 0, len(data))
+		for k := range data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(data[k]), data[k])
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func stringMap(m map[string][]byte) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
+
+// providerFeatureGates picks ProviderFeatureGateNames out of the resolved gates.
+func providerFeatureGates(gates map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(ProviderFeatureGateNames))
+	for _, name := range ProviderFeatureGateNames {
+		out[name] = gates[name]
+	}
+	return out
+}
+
 // Describe is a short human summary used in Progressing messages and logs.
 func (c Config) Describe() string {
 	var parts []string
 	parts = append(parts, "platform "+platformLabel(c.PlatformType, c.ExternalPlatformName))
 	if c.NoOp {
 		parts = append(parts, "NoOp")
+	}
+	if c.Unsupported != nil {
+		parts = append(parts, "unsupported")
 	}
 	if !c.MachineHealthCheckEnabled {
 		parts = append(parts, "MachineHealthCheck disabled")

@@ -50,7 +50,6 @@ func TestBuildPlatformTable(t *testing.T) {
 		{platform: configv1.GCPPlatformType, provider: "gcp", termination: "gcp", maxConc: 10},
 		{platform: configv1.OpenStackPlatformType, provider: "openstack"},
 		{platform: configv1.BareMetalPlatformType, provider: "baremetal"},
-		{platform: configv1.VSpherePlatformType, provider: "vsphere"},
 		{platform: configv1.IBMCloudPlatformType, provider: "ibmcloud"},
 		{platform: configv1.PowerVSPlatformType, provider: "powervs"},
 		{platform: configv1.NutanixPlatformType, provider: "nutanix"},
@@ -81,6 +80,31 @@ func TestBuildPlatformTable(t *testing.T) {
 				t.Errorf("namespace %q, MHC enabled %v", cfg.Namespace, cfg.MachineHealthCheckEnabled)
 			}
 		})
+	}
+}
+
+// TestBuildUnsupportedPlatform: vSphere (no provider in this project yet) is
+// unsupported, whatever images.json says: no provider image, nothing that
+// would act on Machines, a reason naming the missing provider.
+func TestBuildUnsupportedPlatform(t *testing.T) {
+	for _, images := range []Images{allImages, {MachineAPIOperator: "mao"}} {
+		cfg, err := Build(Inputs{Images: images, Infrastructure: infra(configv1.VSpherePlatformType, "")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Unsupported == nil || cfg.Unsupported.Reason != "MissingVSphereProvider" || !strings.Contains(cfg.Unsupported.Message, "VSphere") {
+			t.Fatalf("Unsupported = %+v, want reason MissingVSphereProvider", cfg.Unsupported)
+		}
+		if cfg.RendersOperand() || cfg.NoOp || cfg.ProviderImage != "" || cfg.TerminationHandlerImage != "" {
+			t.Errorf("renders operand %v, NoOp %v, provider %q, termination %q", cfg.RendersOperand(), cfg.NoOp, cfg.ProviderImage, cfg.TerminationHandlerImage)
+		}
+		if !strings.Contains(cfg.Describe(), "unsupported") {
+			t.Errorf("Describe() = %q", cfg.Describe())
+		}
+	}
+	cfg, err := Build(Inputs{Images: allImages, Infrastructure: infra(configv1.AWSPlatformType, "")})
+	if err != nil || cfg.Unsupported != nil || !cfg.RendersOperand() {
+		t.Errorf("AWS: Unsupported %+v, RendersOperand %v, err %v", cfg.Unsupported, cfg.RendersOperand(), err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,6 +78,21 @@ var infrastructures = map[string]*configv1.Infrastructure{
 		configv1.PlatformSpec{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformSpec{}},
 		configv1.PlatformStatus{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformStatus{
 			APIServerInternalIPs: []string{"192.168.10.5"}, IngressIPs: []string{"192.168.10.4"}}}),
+	"ibmcloud": infrastructure(
+		configv1.PlatformSpec{Type: configv1.IBMCloudPlatformType, IBMCloud: &configv1.IBMCloudPlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.IBMCloudPlatformType, IBMCloud: &configv1.IBMCloudPlatformStatus{
+			Location: "us-east", ResourceGroupName: "test-7xk2p-rg", ProviderType: configv1.IBMCloudProviderTypeVPC}}),
+	"powervs": infrastructure(
+		configv1.PlatformSpec{Type: configv1.PowerVSPlatformType, PowerVS: &configv1.PowerVSPlatformSpec{}},
+		configv1.PlatformStatus{Type: configv1.PowerVSPlatformType, PowerVS: &configv1.PowerVSPlatformStatus{
+			Region: "us-south", Zone: "dal12", ResourceGroup: "test-7xk2p-rg"}}),
+	"nutanix": infrastructure(
+		configv1.PlatformSpec{Type: configv1.NutanixPlatformType, Nutanix: &configv1.NutanixPlatformSpec{
+			PrismCentral:  configv1.NutanixPrismEndpoint{Address: "prism.example.com", Port: 9440},
+			PrismElements: []configv1.NutanixPrismElementEndpoint{{Name: "pe", Endpoint: configv1.NutanixPrismEndpoint{Address: "pe.example.com", Port: 9440}}},
+		}},
+		configv1.PlatformStatus{Type: configv1.NutanixPlatformType, Nutanix: &configv1.NutanixPlatformStatus{
+			APIServerInternalIPs: []string{"10.0.1.5"}, IngressIPs: []string{"10.0.1.4"}}}),
 	"kubemark": infrastructure(
 		configv1.PlatformSpec{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformSpec{PlatformName: config.KubemarkPlatformName}},
 		configv1.PlatformStatus{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformStatus{}}),
@@ -109,7 +125,7 @@ type renderCase struct {
 // of every input that changes the output.
 func renderCases() []renderCase {
 	cases := []renderCase{}
-	for _, p := range []string{"aws", "azure", "gcp", "openstack", "baremetal", "vsphere", "kubemark", "none"} {
+	for _, p := range []string{"aws", "azure", "gcp", "openstack", "baremetal", "vsphere", "ibmcloud", "powervs", "nutanix", "kubemark", "none"} {
 		cases = append(cases, renderCase{name: p, in: inputs(p)})
 	}
 
@@ -139,6 +155,44 @@ func renderCases() []renderCase {
 	serviceCA := inputs("aws")
 	serviceCA.Webhook = config.WebhookTLS{ServiceCA: true}
 	cases = append(cases, renderCase{name: "service-ca", in: serviceCA})
+
+	// OpenShift (service-ca) on BareMetal with every OpenShift input: a
+	// strict Old TLS profile, the injected trusted CA bundle and feature gates.
+	openshift := inputs("baremetal")
+	openshift.Webhook = config.WebhookTLS{ServiceCA: true}
+	openshift.APIServer = &configv1.APIServer{
+		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+		Spec: configv1.APIServerSpec{
+			TLSAdherence:       configv1.TLSAdherencePolicyStrictAllComponents,
+			TLSSecurityProfile: &configv1.TLSSecurityProfile{Type: configv1.TLSProfileOldType},
+		},
+	}
+	openshift.TrustedCA = &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: config.DefaultNamespace, Name: "mao-trusted-ca"},
+		Data:       map[string]string{"ca-bundle.crt": testCABundle},
+	}
+	openshift.FeatureGate = &configv1.FeatureGate{
+		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+		Status: configv1.FeatureGateStatus{FeatureGates: []configv1.FeatureGateDetails{{
+			Version:  testReleaseVersion,
+			Enabled:  []configv1.FeatureGateAttributes{{Name: "MachineAPIMigration"}, {Name: "AWSDedicatedHosts"}},
+			Disabled: []configv1.FeatureGateAttributes{{Name: "AzureWorkloadIdentity"}},
+		}}},
+	}
+	cases = append(cases, renderCase{name: "openshift-baremetal", in: openshift})
+
+	// OpenShift on AWS: the termination handler with its SCC, Modern TLS
+	// (TLS 1.3 only: no cipher suites to pass).
+	openshiftAWS := inputs("aws")
+	openshiftAWS.Webhook = config.WebhookTLS{ServiceCA: true}
+	openshiftAWS.APIServer = &configv1.APIServer{
+		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+		Spec: configv1.APIServerSpec{
+			TLSAdherence:       configv1.TLSAdherencePolicyStrictAllComponents,
+			TLSSecurityProfile: &configv1.TLSSecurityProfile{Type: configv1.TLSProfileModernType},
+		},
+	}
+	cases = append(cases, renderCase{name: "openshift-aws-modern-tls", in: openshiftAWS})
 
 	selfSigned := inputs("aws")
 	selfSigned.Webhook = config.WebhookTLS{CABundle: []byte(testCABundle)}

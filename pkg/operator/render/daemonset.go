@@ -40,11 +40,24 @@ var terminationHandlerLabels = map[string]string{"api": "clusterapi", "k8s-app":
 // needs the "privileged" Pod Security level (as upstream's has) and, on
 // OpenShift, an SCC that allows host network and hostPath for the service
 // account.
+//
+// On OpenShift its pods request the SCC machine-api-termination-handler
+// (install/) and run in the management workload partition with priority
+// class system-node-critical, as OpenShift's do.
 func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
 	env := append(proxyEnv(cfg),
 		corev1.EnvVar{Name: "KUBECONFIG", Value: kubeletKubeconfig},
 		corev1.EnvVar{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")},
 	)
+	var annotations map[string]string
+	var priorityClass string
+	if cfg.OnOpenShift() {
+		annotations = map[string]string{
+			workloadManagementAnnotation: workloadManagementValue,
+			requiredSCCAnnotation:        config.TerminationHandlerName,
+		}
+		priorityClass = systemNodeCritical
+	}
 	return &appsv1.DaemonSet{
 		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
 		ObjectMeta: objectMeta(cfg.Namespace, config.TerminationHandlerName, terminationHandlerLabels),
@@ -55,9 +68,10 @@ func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(terminationHandlerLabels)},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels(terminationHandlerLabels), Annotations: annotations},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:           TerminationHandlerServiceAccountName,
+					PriorityClassName:            priorityClass,
 					AutomountServiceAccountToken: ptr.To(false),
 					HostNetwork:                  true,
 					NodeSelector: map[string]string{

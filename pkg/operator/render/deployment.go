@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
@@ -65,10 +66,30 @@ const (
 
 var controllerLabels = map[string]string{"api": "clusterapi", "k8s-app": "controller"}
 
-// deployment renders config.OperandDeploymentName. No priorityClassName
+// OpenShift-only scheduling of the operand (see config.OnOpenShift).
+const (
+	// workloadManagementAnnotation puts the pods in the management workload
+	// partition (CPU partitioning); the namespace allows it.
+	workloadManagementAnnotation = "target.workload.openshift.io/management"
+	workloadManagementValue      = `{"effect": "PreferredDuringScheduling"}`
+	// requiredSCCAnnotation names the SCC a pod must be admitted with.
+	requiredSCCAnnotation = "openshift.io/required-scc"
+	// systemNodeCritical is the priority class of the operand on OpenShift.
+	systemNodeCritical = "system-node-critical"
+	// masterNodeLabel selects the control-plane nodes on OpenShift.
+	masterNodeLabel = "node-role.kubernetes.io/master"
+	// trustedCADependencyAnnotation carries the hash of the trusted CA
+	// bundle on the pod template, so a new bundle rolls the pods (OpenShift's
+	// key: dep-<namespace>.<name>.configmap).
+	trustedCADependencyPrefix = "operator.openshift.io/dep-"
+)
+
+// deployment renders config.OperandDeploymentName. On OpenShift it runs on
+// the control-plane nodes with priority class system-node-critical, as
+// OpenShift's operand does; elsewhere there is no priorityClassName
 // (system-node-critical is not usable outside kube-system on every cluster)
 // and no nodeSelector (vanilla clusters may have no schedulable
-// control-plane nodes); the control-plane taints are tolerated instead.
+// control-plane nodes); the control-plane taints are tolerated in both.
 func deployment(cfg config.Config) *appsv1.Deployment {
 	containers := []corev1.Container{
 		operandContainer(cfg, operand{
@@ -77,21 +98,23 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			webhookPort: portWebhookServer, webhookNumber: webhookServerPort, certVolume: "machineset-webhook-cert",
 			extraArgs: clientArgs(), ours: true,
 		}),
-		operandContainer(cfg, operand{
+	}
+	if providerIsOurs(cfg) {
+		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
 			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: machineMetricsName,
 			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
-			extraArgs: machineControllerArgs(cfg), ours: providerIsOurs(cfg),
-			extraEnv: append(
-				[]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}},
-				releaseVersionEnv(cfg)...),
-		}),
-		operandContainer(cfg, operand{
-			name: NodeLinkContainer, image: cfg.Images.MachineAPIOperator, command: "/nodelink-controller",
-			healthPort: nodeLinkHealthPort, metricsPort: nodeLinkMetricsPort, metricsName: nodeLinkMetricsName,
-			extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)), ours: true,
-		}),
+			extraArgs: append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers)), ours: true,
+			extraEnv: machineControllerEnv(cfg),
+		}))
+	} else {
+		containers = append(containers, providerContainer(cfg))
 	}
+	containers = append(containers, operandContainer(cfg, operand{
+		name: NodeLinkContainer, image: cfg.Images.MachineAPIOperator, command: "/nodelink-controller",
+		healthPort: nodeLinkHealthPort, metricsPort: nodeLinkMetricsPort, metricsName: nodeLinkMetricsName,
+		extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)), ours: true,
+	}))
 	if cfg.MachineHealthCheckEnabled {
 		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineHealthCheckContainer, image: cfg.Images.MachineAPIOperator, command: "/machine-healthcheck",
@@ -99,12 +122,33 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			extraArgs: clientArgs(), ours: true,
 		}))
 	}
+	if providerMetricsProxied(cfg) {
+		containers = append(containers, providerMetricsProxy(cfg))
+	}
 	volumes := []corev1.Volume{
 		secretVolume("machineset-webhook-cert", config.WebhookCertSecretName),
 		secretVolume("machine-webhook-cert", config.MachineWebhookCertSecretName),
 	}
 	if cfg.Webhook.ServiceCA {
 		volumes = append(volumes, secretVolume(metricsCertVolume, ControllersMetricsCertSecretName))
+	}
+	annotations := map[string]string{
+		"kubectl.kubernetes.io/default-container": MachineContainer,
+		// OpenShift: admit with restricted-v2 (ignored elsewhere).
+		requiredSCCAnnotation: "restricted-v2",
+	}
+	if !providerIsOurs(cfg) {
+		volumes = append(volumes, providerVolumes()...)
+		if cfg.TrustedCAHash != "" {
+			annotations[trustedCADependencyPrefix+cfg.Namespace+"."+names.TrustedCAConfigMapName+".configmap"] = cfg.TrustedCAHash
+		}
+	}
+	var nodeSelector map[string]string
+	var priorityClass string
+	if cfg.OnOpenShift() {
+		annotations[workloadManagementAnnotation] = workloadManagementValue
+		nodeSelector = map[string]string{masterNodeLabel: ""}
+		priorityClass = systemNodeCritical
 	}
 
 	return &appsv1.Deployment{
@@ -117,15 +161,13 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels: podLabels(controllerLabels),
-					Annotations: map[string]string{
-						"kubectl.kubernetes.io/default-container": MachineContainer,
-						// OpenShift: admit with restricted-v2 (ignored elsewhere).
-						"openshift.io/required-scc": "restricted-v2",
-					},
+					Labels:      podLabels(controllerLabels),
+					Annotations: annotations,
 				},
 				Spec: corev1.PodSpec{
 					ServiceAccountName: ControllersServiceAccountName,
+					NodeSelector:       nodeSelector,
+					PriorityClassName:  priorityClass,
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -161,8 +203,8 @@ type operand struct {
 }
 
 // providerIsOurs: the machine-controller container runs this project's
-// machine-controller-manager (the built-in kubemark provider; vSphere, whose
-// images.json entry is this image), not a platform provider image.
+// machine-controller-manager (the built-in kubemark provider), not a
+// platform provider image.
 func providerIsOurs(cfg config.Config) bool {
 	return cfg.ProviderImage == cfg.Images.MachineAPIOperator ||
 		(cfg.PlatformType == configv1.ExternalPlatformType && cfg.ExternalPlatformName == config.KubemarkPlatformName)
@@ -191,6 +233,8 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 		args = append(args, "--metrics-cert-dir="+metricsCertDir)
 		mounts = append(mounts, corev1.VolumeMount{Name: metricsCertVolume, MountPath: metricsCertDir, ReadOnly: true})
 	}
+	// The cluster's TLS profile for the metrics (and webhook) servers.
+	args = append(args, TLSArgs(cfg.TLS)...)
 	args = append(args, o.extraArgs...)
 	// Health port names are unique per pod ("<controller>-hlth"): a name
 	// shared by several containers draws an API warning on every apply.
@@ -235,17 +279,10 @@ func clientArgs() []string {
 	return []string{fmt.Sprintf("--kube-api-qps=%d", operandQPS), fmt.Sprintf("--kube-api-burst=%d", operandBurst)}
 }
 
-// machineControllerArgs: the built-in kubemark provider (this project's
-// binary) gets the sized client and workers; a platform provider image gets
-// only what OpenShift renders for it.
-func machineControllerArgs(cfg config.Config) []string {
-	if cfg.PlatformType == configv1.ExternalPlatformType && cfg.ExternalPlatformName == config.KubemarkPlatformName {
-		return append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers))
-	}
-	if cfg.MaxConcurrentReconciles <= 0 {
-		return nil
-	}
-	return []string{"--max-concurrent-reconciles=" + strconv.Itoa(cfg.MaxConcurrentReconciles)}
+// machineControllerEnv is the environment of the machine-controller
+// container besides the proxy: the node it runs on and the release.
+func machineControllerEnv(cfg config.Config) []corev1.EnvVar {
+	return append([]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}}, releaseVersionEnv(cfg)...)
 }
 
 // releaseVersionEnv is RELEASE_VERSION, omitted when the version is unknown

@@ -1,6 +1,7 @@
 package render
 
 import (
+	configv1 "github.com/openshift/api/config/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -83,12 +84,25 @@ func role(cfg config.Config) *rbacv1.Role {
 			rbacv1.PolicyRule{APIGroups: []string{machineGroup}, Resources: []string{"machinehealthchecks/status"}, Verbs: []string{"get", "update", "patch"}},
 		)
 	}
+	// Provider credentials, user data and configuration: read by this
+	// project's provider; a platform provider image gets what OpenShift
+	// grants it (it may write them, e.g. to store generated credentials).
+	configVerbs := readVerbs
+	if !providerIsOurs(cfg) {
+		configVerbs = writeVerbs
+	}
 	rules = append(rules,
 		// leader election of every operand.
 		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: writeVerbs},
-		// provider credentials, user data and configuration.
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: readVerbs},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: configVerbs},
 	)
+	if cfg.PlatformType == configv1.BareMetalPlatformType {
+		// The BareMetal provider provisions Machines on metal3 BareMetalHosts.
+		rules = append(rules,
+			rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			rbacv1.PolicyRule{APIGroups: []string{"metal3.io"}, Resources: []string{"baremetalhosts/status", "baremetalhosts/finalizers"}, Verbs: []string{"update"}},
+		)
+	}
 	return &rbacv1.Role{
 		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
 		ObjectMeta: objectMeta(cfg.Namespace, ControllersServiceAccountName, nil),

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
@@ -47,8 +46,8 @@ const (
 // ServiceAccounts, RBAC, Services (webhooks, metrics), Deployment, DaemonSet, webhook
 // configurations. The Machine API and NodeMaintenance CRDs are rendered on
 // every platform (they are the API, not the operand; in NoOp mode they are the
-// only objects), except the Machine API CRDs on OpenShift, where the cluster
-// version operator owns them.
+// only objects; likewise on an unsupported platform), except the Machine API
+// CRDs on OpenShift, where the cluster version operator owns them.
 func Render(cfg config.Config) ([]client.Object, error) {
 	if cfg.Namespace == "" {
 		return nil, fmt.Errorf("render: config has no namespace")
@@ -76,7 +75,10 @@ func Render(cfg config.Config) ([]client.Object, error) {
 		crd.Labels = withCommonLabels(crd.Labels)
 		objs = append(objs, crd)
 	}
-	if cfg.NoOp {
+	// NoOp and unsupported platforms (vSphere): nothing that would act on
+	// Machines, and nothing that only serves those controllers (RBAC,
+	// webhooks, Services); pruning removes what an earlier config deployed.
+	if !cfg.RendersOperand() {
 		return objs, nil
 	}
 	if cfg.ProviderImage == "" || cfg.Images.MachineAPIOperator == "" {
@@ -100,7 +102,7 @@ func Render(cfg config.Config) ([]client.Object, error) {
 	objs = append(objs, validatingWebhookConfiguration(cfg), mutatingWebhookConfiguration(cfg))
 	// Lifecycle hooks cannot be added or changed once a Machine is being
 	// deleted; a ValidatingAdmissionPolicy enforces it without a webhook.
-	policy, binding := machine.LifecycleHooksAdmissionPolicy()
+	policy, binding := LifecycleHooksAdmissionPolicy()
 	policy.Labels = withCommonLabels(policy.Labels)
 	binding.Labels = withCommonLabels(binding.Labels)
 	objs = append(objs, policy, binding)

@@ -59,7 +59,9 @@ func TestPlatforms(t *testing.T) {
 		{"gcp", testImages.ClusterAPIControllerGCP, true, true},
 		{"openstack", testImages.ClusterAPIControllerOpenStack, false, false},
 		{"baremetal", testImages.ClusterAPIControllerBareMetal, false, false},
-		{"vsphere", testImages.ClusterAPIControllerVSphere, false, false},
+		{"ibmcloud", testImages.ClusterAPIControllerIBMCloud, false, false},
+		{"powervs", testImages.ClusterAPIControllerPowerVS, false, false},
+		{"nutanix", testImages.ClusterAPIControllerNutanix, false, false},
 		{"kubemark", testImages.ClusterAPIControllerKubemark, false, false},
 	}
 	for _, tt := range tests {
@@ -87,7 +89,7 @@ func TestPlatforms(t *testing.T) {
 			// OpenShift renders for it.
 			kubemark := tt.platform == "kubemark"
 			for _, c := range d.Spec.Template.Spec.Containers {
-				ours := c.Name != MachineContainer || kubemark
+				ours := c.Image == testImages.MachineAPIOperator || (kubemark && c.Name == MachineContainer)
 				if got := slices.Contains(c.Args, "--kube-api-qps=200") && slices.Contains(c.Args, "--kube-api-burst=400"); got != ours {
 					t.Errorf("container %s: sized client flags present = %v, want %v (args %v)", c.Name, got, ours, c.Args)
 				}
@@ -127,21 +129,28 @@ func TestPlatforms(t *testing.T) {
 	}
 }
 
+// TestNoOpRendersOnlyCRDs: platform None (NoOp) and vSphere (unsupported:
+// this project has no vSphere provider) render the API and nothing that
+// would act on Machines.
 func TestNoOpRendersOnlyCRDs(t *testing.T) {
-	cfg, objs := mustRender(t, inputs("none"))
-	if !cfg.NoOp {
-		t.Fatal("platform None should be NoOp")
-	}
-	var names []string
-	for _, o := range objs {
-		if _, ok := o.(*apiextensionsv1.CustomResourceDefinition); !ok {
-			t.Errorf("NoOp rendered %s", describe(o))
-		}
-		names = append(names, o.GetName())
-	}
-	want := []string{"machinehealthchecks.machine.openshift.io", "machines.machine.openshift.io", "machinesets.machine.openshift.io", "nodemaintenances.nodemaintenance.medik8s.io"}
-	if !slices.Equal(names, want) {
-		t.Errorf("NoOp rendered %v, want %v", names, want)
+	for _, platform := range []string{"none", "vsphere"} {
+		t.Run(platform, func(t *testing.T) {
+			cfg, objs := mustRender(t, inputs(platform))
+			if cfg.RendersOperand() {
+				t.Fatalf("platform %s should render no operand", platform)
+			}
+			var names []string
+			for _, o := range objs {
+				if _, ok := o.(*apiextensionsv1.CustomResourceDefinition); !ok {
+					t.Errorf("rendered %s", describe(o))
+				}
+				names = append(names, o.GetName())
+			}
+			want := []string{"machinehealthchecks.machine.openshift.io", "machines.machine.openshift.io", "machinesets.machine.openshift.io", "nodemaintenances.nodemaintenance.medik8s.io"}
+			if !slices.Equal(names, want) {
+				t.Errorf("rendered %v, want %v", names, want)
+			}
+		})
 	}
 }
 
@@ -224,7 +233,7 @@ func TestInvariants(t *testing.T) {
 					}
 				}
 			}
-			if cfg.NoOp {
+			if !cfg.RendersOperand() {
 				return
 			}
 			checkRBAC(t, objs)
@@ -273,19 +282,34 @@ func checkDeployment(t *testing.T, cfg config.Config, d *appsv1.Deployment) {
 		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security context is not restricted: %+v", psc)
 	}
-	if pod.PriorityClassName != "" {
-		t.Errorf("priorityClassName %q set", pod.PriorityClassName)
+	// OpenShift: control-plane nodes, system-node-critical, management
+	// workload partition; vanilla Kubernetes: none of them.
+	if want := map[bool]string{true: "system-node-critical"}[cfg.OnOpenShift()]; pod.PriorityClassName != want {
+		t.Errorf("priorityClassName %q, want %q", pod.PriorityClassName, want)
+	}
+	if _, ok := pod.NodeSelector["node-role.kubernetes.io/master"]; ok != cfg.OnOpenShift() || len(pod.NodeSelector) > 1 {
+		t.Errorf("nodeSelector %v on OpenShift=%v", pod.NodeSelector, cfg.OnOpenShift())
+	}
+	if _, ok := d.Spec.Template.Annotations["target.workload.openshift.io/management"]; ok != cfg.OnOpenShift() {
+		t.Errorf("workload partitioning annotation present %v on OpenShift=%v", ok, cfg.OnOpenShift())
 	}
 	proxy := proxyEnv(cfg)
 	for _, c := range pod.Containers {
 		sc := c.SecurityContext
+		// This project's images run with a read-only root filesystem;
+		// images of others (providers, kube-rbac-proxy) are not built for
+		// one.
+		ours := c.Image == cfg.Images.MachineAPIOperator || (c.Name == MachineContainer && providerIsOurs(cfg))
 		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot ||
 			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
-			sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			(ours && (sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem)) ||
 			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 ||
 			sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
 			sc.Privileged != nil {
 			t.Errorf("container %s security context is not restricted: %+v", c.Name, sc)
+		}
+		if c.Name == ProviderMetricsProxyContainer {
+			continue // a sidecar, not a controller
 		}
 		for _, want := range []string{"--logtostderr=true", "--v=3", "--leader-elect=true", "--leader-elect-lease-duration=120s", "--namespace=" + cfg.Namespace} {
 			if !slices.Contains(c.Args, want) {
@@ -338,6 +362,9 @@ func checkTerminationHandler(t *testing.T, cfg config.Config, ds *appsv1.DaemonS
 func TestProxyEnv(t *testing.T) {
 	_, objs := mustRender(t, renderCaseNamed(t, "proxy"))
 	for _, c := range operandDeployment(t, objs).Spec.Template.Spec.Containers {
+		if c.Name == ProviderMetricsProxyContainer {
+			continue // talks to localhost only
+		}
 		var names []string
 		for _, e := range c.Env {
 			if strings.HasSuffix(e.Name, "_PROXY") {

@@ -66,11 +66,11 @@ type namedPort struct {
 
 // metricsPorts are the operand's metrics ports, in container order.
 func metricsPorts(cfg config.Config) []namedPort {
-	ports := []namedPort{
-		{machineSetMetricsName, machineSetMetricsPort},
-		{machineMetricsName, machineMetricsPort},
-		{nodeLinkMetricsName, nodeLinkMetricsPort},
+	ports := []namedPort{{machineSetMetricsName, machineSetMetricsPort}}
+	if p := machineMetricsServicePort(cfg); p != 0 {
+		ports = append(ports, namedPort{machineMetricsName, p})
 	}
+	ports = append(ports, namedPort{nodeLinkMetricsName, nodeLinkMetricsPort})
 	if cfg.MachineHealthCheckEnabled {
 		ports = append(ports, namedPort{mhcMetricsName, mhcMetricsPort})
 	}

@@ -33,6 +33,10 @@ type Observation struct {
 	ReleaseVersion string
 	// NoOp is true when the platform has no Machine API provider.
 	NoOp bool
+	// Unsupported is true on a platform whose provider this project does not
+	// have: the Machine API is not served (Available=False) and Failure,
+	// which must be set and Immediate, says why (Degraded=True).
+	Unsupported bool
 	// Change describes the configuration being rolled out, for the
 	// Progressing message when the version does not change (e.g. "platform AWS, proxy").
 	Change string
@@ -46,7 +50,15 @@ type Observation struct {
 	// seen since start, so what the operand should be is unknown; Available
 	// and Progressing keep their previous values.
 	OperandUnknown bool
+	// WaitingForWorkers is what the install gate waits for (see
+	// CheckMinimumWorkers), "" when it is met. It holds Available back only
+	// while InstallGateApplies.
+	WaitingForWorkers string
 }
+
+// workerGateRequeue is how often a gated install checks the Machines again
+// (the operator does not watch Machines for this).
+const workerGateRequeue = 5 * time.Second
 
 // Failure is a sync error with a condition reason and an actionable message.
 type Failure struct {
@@ -103,6 +115,9 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		unavailableReason = ReasonOperandUnavailable
 	}
 	rolledOut := obs.NoOp || obs.Operand.RolledOut
+	unsupported := obs.Unsupported && obs.Failure != nil
+	stable := obs.Operand.Available && rolledOut && now.Sub(obs.Operand.Since) >= opts.StableDuration
+	gated := obs.WaitingForWorkers != "" && InstallGateApplies(prev, obs)
 	inputFailure := obs.Failure != nil && obs.Failure.Immediate
 
 	// Available: is the Machine API being served?
@@ -112,9 +127,15 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		available = *prevAvailable
 	case obs.OperandUnknown:
 		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, ReasonInitializing, "Waiting for valid input: "+obs.Failure.Message)
+	case unsupported:
+		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, obs.Failure.Reason, obs.Failure.Message)
 	case obs.NoOp:
 		available = cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, "Cluster Machine API Operator is in NoOp mode")
-	case obs.Operand.Available && (wasAvailable || rolledOut && now.Sub(obs.Operand.Since) >= opts.StableDuration):
+	case gated && stable:
+		// A fresh install waits for Running worker Machines, as on OpenShift.
+		timers.at(now.Add(workerGateRequeue), now)
+		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, ReasonInitializing, "Waiting for worker Machines: "+obs.WaitingForWorkers)
+	case obs.Operand.Available && (wasAvailable || stable):
 		available = cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, "")
 	case obs.Operand.Available && rolledOut:
 		timers.at(obs.Operand.Since.Add(opts.StableDuration), now)
@@ -140,6 +161,9 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	// Progressing: is a version or configuration being rolled out?
 	var progressing configv1.ClusterOperatorStatusCondition
 	switch {
+	case unsupported:
+		// Nothing is being rolled out (the unsupported state is final).
+		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
 	case (obs.OperandUnknown || inputFailure) && prevProgressing != nil:
 		progressing = *prevProgressing // bad input changes nothing
 	case complete:
@@ -148,6 +172,9 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		msg := "Progressing towards " + formatVersions(desired)
 		if obs.Operand.Message != "" && !obs.NoOp {
 			msg += ": " + obs.Operand.Message
+		}
+		if gated && stable {
+			msg += ": waiting for worker Machines: " + obs.WaitingForWorkers
 		}
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonSyncing, msg)
 	case !rolledOut || !everAvailable:
@@ -158,6 +185,9 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		if obs.Operand.Message != "" && !obs.NoOp {
 			msg += ": " + obs.Operand.Message
 		}
+		if gated && stable {
+			msg += ": waiting for worker Machines: " + obs.WaitingForWorkers
+		}
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonSyncing, msg)
 	default:
 		// Rolled out but unavailable: an outage, reported by Available and
@@ -167,7 +197,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 
 	// Degraded: has something been wrong for longer than the grace period?
 	// Input errors are deterministic and reported at once.
-	outage := !obs.NoOp && !obs.OperandUnknown && !obs.Operand.Available
+	outage := !obs.NoOp && !unsupported && !obs.OperandUnknown && !obs.Operand.Available
 	degraded := cond(configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
 	switch {
 	case obs.Failure != nil && (obs.Failure.Immediate || now.Sub(obs.FailingSince) >= opts.DegradedAfter):

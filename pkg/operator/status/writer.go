@@ -120,7 +120,8 @@ func Transitions(prev, next []configv1.ClusterOperatorStatusCondition) []Event {
 	return events
 }
 
-// RelatedObjects are the objects must-gather and humans should look at.
+// RelatedObjects are the objects must-gather and humans should look at:
+// OpenShift's list plus the operand Deployment and webhook configurations.
 func RelatedObjects(namespace string) []configv1.ObjectReference {
 	return []configv1.ObjectReference{
 		{Group: "", Resource: "namespaces", Name: namespace},
@@ -128,8 +129,11 @@ func RelatedObjects(namespace string) []configv1.ObjectReference {
 		{Group: "machine.openshift.io", Resource: "machinesets", Namespace: namespace},
 		{Group: "machine.openshift.io", Resource: "machinehealthchecks", Namespace: namespace},
 		{Group: "apps", Resource: "deployments", Namespace: namespace, Name: "machine-api-controllers"},
+		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "machine-api-operator"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "machine-api-controllers"},
 		{Group: "rbac.authorization.k8s.io", Resource: "roles", Namespace: namespace},
+		// The BareMetal provider's hosts, as OpenShift lists them.
+		{Group: "metal3.io", Resource: "baremetalhosts", Namespace: namespace},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "machine-api"},
 		{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "machine-api"},
 	}

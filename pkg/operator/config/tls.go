@@ -1,0 +1,113 @@
+package config
+
+import (
+	"crypto/tls"
+	"slices"
+
+	configv1 "github.com/openshift/api/config/v1"
+)
+
+// TLSProfile is the TLS configuration the operand's TLS servers get, as the
+// values of --tls-min-version and --tls-cipher-suites.
+type TLSProfile struct {
+	// MinVersion is a crypto/tls version name as k8s.io/component-base
+	// flags take it ("VersionTLS12").
+	MinVersion string
+	// CipherSuites are IANA names Go can configure (TLS 1.0-1.2 suites;
+	// TLS 1.3 suites are not configurable in Go), in the profile's order.
+	// Empty when the profile only has TLS 1.3 suites.
+	CipherSuites []string
+}
+
+// ResolveTLSProfile returns the TLS profile of the APIServer "cluster", as
+// OpenShift's operator does: the cluster's spec.tlsSecurityProfile is honored
+// when spec.tlsAdherence asks every component to (StrictAllComponents, or a
+// value this version does not know, which the API says to treat as strict);
+// otherwise, and without an APIServer (vanilla Kubernetes), the
+// Intermediate profile applies.
+func ResolveTLSProfile(apiServer *configv1.APIServer) TLSProfile {
+	spec := configv1.TLSProfiles[configv1.TLSProfileIntermediateType]
+	if apiServer != nil && honorClusterTLSProfile(apiServer.Spec.TLSAdherence) {
+		if s := tlsProfileSpec(apiServer.Spec.TLSSecurityProfile); s != nil {
+			spec = s
+		}
+	}
+	return TLSProfile{MinVersion: string(spec.MinTLSVersion), CipherSuites: ianaCipherSuites(spec.Ciphers)}
+}
+
+// honorClusterTLSProfile: only an explicit StrictAllComponents (or a future
+// value) makes components that did not honor the profile before honor it.
+func honorClusterTLSProfile(p configv1.TLSAdherencePolicy) bool {
+	switch p {
+	case configv1.TLSAdherencePolicyNoOpinion, configv1.TLSAdherencePolicyLegacyAdheringComponentsOnly:
+		return false
+	}
+	return true
+}
+
+// tlsProfileSpec is the spec of a profile: a predefined type, or the custom
+// one; nil when the profile is unset or incomplete.
+func tlsProfileSpec(p *configv1.TLSSecurityProfile) *configv1.TLSProfileSpec {
+	if p == nil {
+		return nil
+	}
+	if p.Type == configv1.TLSProfileCustomType {
+		if p.Custom == nil || p.Custom.MinTLSVersion == "" {
+			return nil
+		}
+		return &p.Custom.TLSProfileSpec
+	}
+	return configv1.TLSProfiles[p.Type]
+}
+
+// openSSLToIANA maps the OpenSSL cipher names of the TLS profiles to IANA
+// names (RFC 8446 names of TLS 1.3 suites are the same in both).
+var openSSLToIANA = map[string]string{
+	"ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+	"ECDHE-RSA-AES128-GCM-SHA256":   "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+	"ECDHE-ECDSA-AES256-GCM-SHA384": "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+	"ECDHE-RSA-AES256-GCM-SHA384":   "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+	"ECDHE-ECDSA-CHACHA20-POLY1305": "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+	"ECDHE-RSA-CHACHA20-POLY1305":   "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+	"ECDHE-ECDSA-AES128-SHA256":     "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+	"ECDHE-RSA-AES128-SHA256":       "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+	"ECDHE-ECDSA-AES128-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+	"ECDHE-RSA-AES128-SHA":          "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+	"ECDHE-ECDSA-AES256-SHA384":     "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384",
+	"ECDHE-RSA-AES256-SHA384":       "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+	"ECDHE-ECDSA-AES256-SHA":        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+	"ECDHE-RSA-AES256-SHA":          "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+	"AES128-GCM-SHA256":             "TLS_RSA_WITH_AES_128_GCM_SHA256",
+	"AES256-GCM-SHA384":             "TLS_RSA_WITH_AES_256_GCM_SHA384",
+	"AES128-SHA256":                 "TLS_RSA_WITH_AES_128_CBC_SHA256",
+	"AES256-SHA256":                 "TLS_RSA_WITH_AES_256_CBC_SHA256",
+	"AES128-SHA":                    "TLS_RSA_WITH_AES_128_CBC_SHA",
+	"AES256-SHA":                    "TLS_RSA_WITH_AES_256_CBC_SHA",
+	"DES-CBC3-SHA":                  "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+}
+
+// ianaCipherSuites converts a profile's ciphers (OpenSSL names, or IANA names
+// in a custom profile) to the IANA names of the suites Go can configure,
+// dropping the rest (TLS 1.3 suites, suites Go does not implement), without
+// duplicates.
+func ianaCipherSuites(ciphers []string) []string {
+	configurable := map[string]bool{}
+	for _, suites := range [][]*tls.CipherSuite{tls.CipherSuites(), tls.InsecureCipherSuites()} {
+		for _, s := range suites {
+			if !slices.Equal(s.SupportedVersions, []uint16{tls.VersionTLS13}) {
+				configurable[s.Name] = true
+			}
+		}
+	}
+	var out []string
+	for _, c := range ciphers {
+		name := c
+		if iana, ok := openSSLToIANA[c]; ok {
+			name = iana
+		}
+		if configurable[name] && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}

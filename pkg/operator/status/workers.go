@@ -1,0 +1,72 @@
+package status
+
+import (
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// MinimumRunningWorkers is how many worker Machines must be Running before a
+// fresh install reports Available, as on OpenShift.
+const MinimumRunningWorkers = 2
+
+// InstallGateApplies says whether the install gate holds Available back: on
+// a fresh install (no version ever reported and never available) of a
+// platform with a provider. Upgrades, restarts and recoveries after an
+// outage are never gated.
+func InstallGateApplies(prev configv1.ClusterOperatorStatus, obs Observation) bool {
+	if obs.NoOp || obs.Unsupported || obs.OperandUnknown || len(prev.Versions) > 0 {
+		return false
+	}
+	a := find(prev.Conditions, configv1.OperatorAvailable)
+	return a == nil || a.Reason == ReasonInitializing
+}
+
+// CheckMinimumWorkers is the install gate, OpenShift's rule: every MachineSet
+// has as many Machines as its spec.replicas, and when more than one worker is
+// expected, at least MinimumRunningWorkers of them are Running. No MachineSet
+// (user-provisioned workers, single node) passes. It returns "" when the gate
+// is met, else what it is waiting for. machines are those of the MachineSets'
+// namespace.
+func CheckMinimumWorkers(sets []machinev1beta1.MachineSet, machines []machinev1beta1.Machine) string {
+	expected, running := 0, 0
+	var waiting []string
+	for i := range sets {
+		ms := &sets[i]
+		replicas := 1
+		if ms.Spec.Replicas != nil {
+			replicas = int(*ms.Spec.Replicas)
+		}
+		selector, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+		if err != nil {
+			return fmt.Sprintf("could not determine running Machines in MachineSet %q: invalid selector: %v", ms.Name, err)
+		}
+		var owned []*machinev1beta1.Machine
+		for j := range machines {
+			m := &machines[j]
+			if m.Namespace == ms.Namespace && !selector.Empty() && selector.Matches(labels.Set(m.Labels)) {
+				owned = append(owned, m)
+			}
+		}
+		if len(owned) != replicas {
+			return fmt.Sprintf("could not determine running Machines in MachineSet %q: replicas not satisfied for MachineSet: expected %d replicas, got %d current replicas",
+				ms.Name, replicas, len(owned))
+		}
+		expected += replicas
+		for _, m := range owned {
+			if m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseRunning {
+				running++
+			} else {
+				waiting = append(waiting, m.Name)
+			}
+		}
+	}
+	if expected > 1 && running < MinimumRunningWorkers {
+		return fmt.Sprintf("minimum worker replica count (%d) not yet met: current running replicas %d, waiting for %v",
+			MinimumRunningWorkers, running, waiting)
+	}
+	return ""
+}
