@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/kubemark"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -32,15 +33,14 @@ func main() {
 
 // leaderElectionID follows OpenShift's providers' lease names
 // (cluster-api-provider-<provider>-leader) for this binary's provider.
-const leaderElectionID = "cluster-api-provider-kubemark-leader"
+const leaderElectionID = names.KubemarkLeaseName
 
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, time.Duration, error) {
 	opts := operand.Defaults(leaderElectionID, ":8081", ":9440")
-	// Drains block a reconcile for up to 20s per attempt, and provisioning
-	// is a chain of API round trips: let 50 Machines proceed at once
-	// (sized by the scale benchmark, docs/performance.md).
-	opts.MaxConcurrentReconciles = 50
+	// Provisioning is a chain of API round trips: let 50 Machines proceed
+	// at once (sized by the scale benchmark, docs/performance.md).
+	opts.MaxConcurrentReconciles = machine.DefaultMaxConcurrentReconciles
 	var drainTimeout time.Duration
 	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ContinueOnError)
 	opts.AddFlags(fs)

@@ -15,13 +15,14 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machinehealthcheck"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
 // leaderElectionID is OpenShift's lease name for the health check
 // controller, so that OpenShift's image and this one never both lead.
-const leaderElectionID = "cluster-api-provider-healthcheck-leader"
+const leaderElectionID = names.HealthCheckLeaseName
 
 // flags are this binary's own flags, beyond the shared operand ones.
 type flags struct {

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 	"github.com/machine-api-operator/machine-api-operator/pkg/webhooks"
@@ -20,7 +21,7 @@ import (
 
 // leaderElectionID is OpenShift's lease name for this controller, so that
 // during an upgrade from (or to) OpenShift's image only one of them leads.
-const leaderElectionID = "cluster-api-provider-machineset-leader"
+const leaderElectionID = names.MachineSetLeaseName
 
 // flags are this binary's own flags, beyond the shared operand ones.
 type flags struct {

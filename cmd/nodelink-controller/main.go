@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
@@ -26,7 +27,7 @@ func main() {
 
 // leaderElectionID is OpenShift's lease name for nodelink, so that during an
 // upgrade from OpenShift's operator the old and the new pod never both lead.
-const leaderElectionID = "cluster-api-provider-nodelink-leader"
+const leaderElectionID = names.NodeLinkLeaseName
 
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, error) {

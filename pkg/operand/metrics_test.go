@@ -3,7 +3,6 @@ package operand_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +30,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -111,7 +111,7 @@ func allowMetrics(t *testing.T, ns, sa string) {
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
 	}
 	user := "system:serviceaccount:" + ns + ":" + sa
-	eventually(t, 10*time.Second, user+" allowed GET /metrics", func() error {
+	poll.Eventually(t, 10*time.Second, user+" allowed GET /metrics", poll.Check(func() error {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
@@ -123,22 +123,7 @@ func allowMetrics(t *testing.T, ns, sa string) {
 			return fmt.Errorf("not allowed yet: %s", sar.Status.Reason)
 		}
 		return nil
-	})
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	}))
 }
 
 func freeAddress(t *testing.T) string {
@@ -234,11 +219,11 @@ func TestSecureMetrics(t *testing.T) {
 	allowMetrics(t, ns, "scraper")
 
 	var s scrape
-	eventually(t, 20*time.Second, "the metrics server", func() error {
+	poll.Eventually(t, 20*time.Second, "the metrics server", poll.Check(func() error {
 		var err error
 		s, err = get(t, addr, "")
 		return err
-	})
+	}))
 	if s.status != http.StatusUnauthorized {
 		t.Errorf("no credentials: status %d, want 401; body %q", s.status, s.body)
 	}
@@ -270,11 +255,11 @@ func TestSecureMetricsCertDir(t *testing.T) {
 	dir := t.TempDir()
 	addr := startOperand(t, ns, dir)
 	var s scrape
-	eventually(t, 20*time.Second, "the metrics server", func() error {
+	poll.Eventually(t, 20*time.Second, "the metrics server", poll.Check(func() error {
 		var err error
 		s, err = get(t, addr, "")
 		return err
-	})
+	}))
 	if s.cn != "localhost" || s.status != http.StatusUnauthorized {
 		t.Errorf("empty cert dir: CN %q status %d, want the self-signed localhost and 401", s.cn, s.status)
 	}
@@ -289,12 +274,18 @@ func TestSecureMetricsCertDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err = get(t, addr, "")
-	if err != nil || s.cn != host {
-		t.Fatalf("cert dir filled: CN %q (%v), want %s", s.cn, err, host)
+	// The certificate watcher picks the files up.
+	poll.Eventually(t, 20*time.Second, "the certificate of the cert dir served", poll.Check(func() error {
+		s, err := get(t, addr, "")
+		if err != nil || s.cn != host {
+			return fmt.Errorf("served CN %q (%v), want %s", s.cn, err, host)
+		}
+		return nil
+	}))
+	pool, err := certutil.NewPoolFromBytes(certPEM)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: host}}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr}).Get("https://" + addr + "/metrics")

@@ -28,7 +28,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/kubeconfig"
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
-	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
@@ -82,7 +82,7 @@ type WebhookOptions struct {
 // explicitly for each container).
 func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 	return Options{
-		Namespace:        config.DefaultNamespace,
+		Namespace:        names.DefaultNamespace,
 		LeaderElect:      true,
 		LeaderElectionID: leaderElectionID,
 		// OpenShift's lease duration and renew deadline; a standby checks

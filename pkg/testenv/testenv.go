@@ -10,21 +10,31 @@
 //
 // The binaries are required: when they are missing the tests fail with
 // "run make tools"; nothing is skipped silently.
+//
+// Tests wait with package poll (a condition and a timeout, never a fixed
+// sleep). A test that must show that a controller did nothing waits for the
+// controller to have handled the change instead (WorkTracker, Quiescent,
+// CaughtUp), then checks the outcome.
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -190,4 +200,49 @@ func runMain(m *testing.M, env **Env) int {
 		}
 	}
 	return code
+}
+
+// Runnable is what Run runs: a controller-runtime manager or cache, anything
+// that runs until its context ends.
+type Runnable interface {
+	Start(ctx context.Context) error
+}
+
+// Run starts r in the background and returns stop, which ends r and waits
+// until it has returned; an error r returns fails the test. stop also runs
+// when the test ends; calling it again does nothing.
+func Run(t testing.TB, r Runnable) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Start(ctx); err != nil {
+			t.Errorf("%T: %v", r, err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// NewManager returns a controller-runtime manager for cfg (the Env's admin
+// config when nil) with the Env's scheme, the cache options c, and no
+// metrics or health probe endpoints. Start it with Run.
+func (e *Env) NewManager(t testing.TB, cfg *rest.Config, c cache.Options) manager.Manager {
+	t.Helper()
+	if cfg == nil {
+		cfg = e.Config
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  c,
+	})
+	if err != nil {
+		t.Fatalf("creating a manager: %v", err)
+	}
+	return mgr
 }

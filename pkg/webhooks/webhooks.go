@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
 
 // Paths the handlers are served on; the operator's webhook configurations
@@ -32,8 +34,8 @@ const (
 // renders: the webhook-server port and the mounted serving certificate
 // (the Secret machine-api-operator-webhook-cert).
 const (
-	DefaultPort    = 8443
-	DefaultCertDir = "/etc/machine-api-operator/tls"
+	DefaultPort    = names.WebhookPort
+	DefaultCertDir = names.WebhookCertDir
 	CertName       = "tls.crt"
 	KeyName        = "tls.key"
 )

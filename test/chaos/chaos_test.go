@@ -25,11 +25,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 const namespace = "openshift-machine-api"
@@ -74,21 +74,25 @@ func rng(scenario string) *rand.Rand {
 	return rand.New(rand.NewPCG(*seed, h))
 }
 
-// waitFor polls cond every 250 ms until it holds; it fails the test with
-// what was awaited when ctx ends first.
-func waitFor(ctx context.Context, t testing.TB, what string, cond func(context.Context) (bool, error)) {
+// waitFor polls cond until it holds; it fails the test with what was awaited
+// (and cond's last error) when ctx ends first. Errors, transient while the
+// API server is away, are retried.
+func waitFor(ctx context.Context, t testing.TB, what string, cond poll.Condition) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err // transient while the API server is away: keep polling
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	if err := poll.Until(ctx, 0, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// pause waits d, or until ctx ends: the random moments at which faults are
+// injected (and how long an outage lasts). It is pacing, never a wait for a
+// condition (waitFor is).
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"os"
@@ -29,10 +28,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/watch"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var binDir = flag.String("chaos.bin-dir", "bin", "Directory with machine-api-operator (for `render`, the oracle of the operand's end state).")
@@ -58,11 +60,14 @@ func watchConditions(ctx context.Context, t *testing.T) *conditionLog {
 	rv := co.ResourceVersion
 	go func() {
 		for wctx.Err() == nil {
-			w, err := cluster.Watch(wctx, &configv1.ClusterOperatorList{}, client.MatchingFields{"metadata.name": co.Name},
-				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
-			if err != nil {
-				time.Sleep(200 * time.Millisecond)
-				continue
+			var w watch.Interface
+			if poll.Until(wctx, 0, func(ctx context.Context) (bool, error) {
+				var err error
+				w, err = cluster.Watch(ctx, &configv1.ClusterOperatorList{}, client.MatchingFields{"metadata.name": co.Name},
+					&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+				return err == nil, err
+			}) != nil {
+				return // the test ended
 			}
 			for ev := range w.ResultChan() {
 				o, ok := ev.Object.(*configv1.ClusterOperator)
@@ -241,9 +246,7 @@ func checkRendered(ctx context.Context, t *testing.T, phase string) {
 			r := want.DeepCopy().Object
 			delete(r, "metadata")
 			l := live.DeepCopy().Object
-			for _, d := range subset(want.GetKind()+"/"+want.GetName(), r, l) {
-				diffs = append(diffs, d)
-			}
+			diffs = append(diffs, subset(want.GetKind()+"/"+want.GetName(), r, l)...)
 			for k, v := range want.GetLabels() {
 				if live.GetLabels()[k] != v {
 					diffs = append(diffs, fmt.Sprintf("%s %s: label %s", want.GetKind(), want.GetName(), k))
@@ -278,7 +281,7 @@ func TestOperatorKilledDuringChanges(t *testing.T) {
 		if !step.noOp {
 			// Killed while it rolls the operand out again (each kill costs
 			// a lease duration, 137 s, before the restarted process leads).
-			time.Sleep(time.Duration(r.IntN(1500)) * time.Millisecond)
+			pause(ctx, time.Duration(r.IntN(1500))*time.Millisecond)
 			v := kill(ctx, t, r, operatorSelector, "machine-api-operator")
 			t.Logf("%s: SIGKILL machine-api-operator (pid %d) %s after the change", phase, v.pid, time.Since(start).Round(time.Millisecond))
 		}
@@ -311,31 +314,27 @@ func TestOperatorKilledDuringChanges(t *testing.T) {
 	if err := cluster.Delete(ctx, ca); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Duration(r.IntN(500)) * time.Millisecond)
+	pause(ctx, time.Duration(r.IntN(500))*time.Millisecond)
 	v := kill(ctx, t, r, operatorSelector, "machine-api-operator")
 	t.Logf("%s: SIGKILL machine-api-operator (pid %d) %s after deleting the CA", phase, v.pid, time.Since(start).Round(time.Millisecond))
 	waitFor(ctx, t, "a new CA whose certificate is in both webhook configurations and signs the serving certificate", func(ctx context.Context) (bool, error) {
 		if err := cluster.Get(ctx, caKey, ca); err != nil || ca.UID == oldCA {
 			return false, client.IgnoreNotFound(err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca.Data["tls.crt"]) {
-			return false, nil
+		pool, err := certutil.NewPoolFromBytes(ca.Data["tls.crt"])
+		if err != nil {
+			return false, fmt.Errorf("CA secret: %w", err)
 		}
 		serving := &corev1.Secret{}
 		if err := cluster.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.WebhookCertSecretName}, serving); err != nil {
 			return false, err
 		}
-		block, _ := pem.Decode(serving.Data["tls.crt"])
-		if block == nil {
-			return false, nil
-		}
-		cert, err := x509.ParseCertificate(block.Bytes)
+		certs, err := certutil.ParseCertsPEM(serving.Data["tls.crt"])
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("serving certificate: %w", err)
 		}
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool}); err != nil {
-			return false, nil
+		if _, err := certs[0].Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+			return false, fmt.Errorf("serving certificate: %w", err)
 		}
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if err := cluster.Get(ctx, client.ObjectKey{Name: config.WebhookConfigurationName}, vwc); err != nil {

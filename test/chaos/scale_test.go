@@ -25,6 +25,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // poolLabel marks a scenario's Machines and, through the template's
@@ -116,9 +119,11 @@ func (w *ownershipWatch) run(ctx context.Context, t testing.TB) {
 	for ctx.Err() == nil {
 		if rv == "" {
 			list := &machinev1beta1.MachineList{}
-			if err := cluster.List(ctx, list, client.InNamespace(namespace)); err != nil {
-				time.Sleep(500 * time.Millisecond)
-				continue
+			if poll.Until(ctx, 0, func(ctx context.Context) (bool, error) {
+				err := cluster.List(ctx, list, client.InNamespace(namespace))
+				return err == nil, err
+			}) != nil {
+				return // ctx ended
 			}
 			w.mu.Lock()
 			w.relists++
@@ -140,11 +145,14 @@ func (w *ownershipWatch) run(ctx context.Context, t testing.TB) {
 			}
 			rv = list.ResourceVersion
 		}
-		wi, err := cluster.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(namespace),
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
-		if err != nil {
-			time.Sleep(500 * time.Millisecond)
-			continue
+		var wi watch.Interface
+		if poll.Until(ctx, 0, func(ctx context.Context) (bool, error) {
+			var err error
+			wi, err = cluster.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(namespace),
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+			return err == nil, err
+		}) != nil {
+			return // ctx ended
 		}
 		for ev := range wi.ResultChan() {
 			if ev.Type == watch.Error {
@@ -183,12 +191,8 @@ func checkEndState(ctx context.Context, t *testing.T, ms *machinev1beta1.Machine
 			return false, err
 		}
 		ready := map[string]bool{}
-		for _, n := range nodes.Items {
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-					ready[n.Name] = true
-				}
-			}
+		for i := range nodes.Items {
+			ready[nodes.Items[i].Name] = nodeutil.IsReady(&nodes.Items[i])
 		}
 		owned, deleting, running := 0, 0, 0
 		machineNodes := map[string]bool{}
@@ -266,17 +270,14 @@ func (w *ownershipWatch) report(t *testing.T) {
 // phase runs; rounds start 1-8 s apart.
 func killRounds(ctx context.Context, t *testing.T, r *rand.Rand, rounds int) (killed int) {
 	for range rounds {
-		wait := time.Duration(1000+r.IntN(7000)) * time.Millisecond
-		select {
-		case <-ctx.Done():
+		if pause(ctx, time.Duration(1000+r.IntN(7000))*time.Millisecond); ctx.Err() != nil {
 			return killed
-		case <-time.After(wait):
 		}
 		for _, i := range r.Perm(len(scaleVictims)) {
 			v := kill(ctx, t, r, operandSelector, scaleVictims[i])
 			killed++
 			t.Logf("SIGKILL %s (pid %d)", v.name, v.pid)
-			time.Sleep(time.Duration(r.IntN(1500)) * time.Millisecond)
+			pause(ctx, time.Duration(r.IntN(1500))*time.Millisecond)
 		}
 	}
 	return killed
@@ -345,13 +346,14 @@ func (c component) stop(t *testing.T) (restart func()) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
-			break // exited; its parent has not reaped it yet
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("%s (pid %d) to exit", c.name, pid), func(context.Context) (bool, error) {
+		if syscall.Kill(pid, 0) != nil {
+			return true, nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// A zombie has exited; its parent has not reaped it yet.
+		return err == nil && strings.Contains(string(st), ") Z "), err
+	})
 	return func() {
 		log, err := os.OpenFile(filepath.Join(*workdir, "logs", c.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
@@ -402,11 +404,11 @@ func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
 	w.setDesired(up)
 	start := time.Now()
 	scale(ctx, t, ms, up)
-	time.Sleep(time.Duration(1000+r.IntN(3000)) * time.Millisecond)
+	pause(ctx, time.Duration(1000+r.IntN(3000))*time.Millisecond)
 	restart := component{"kube-apiserver"}.stop(t)
 	stopped := time.Now()
 	t.Logf("kube-apiserver stopped %s into the scale-up", stopped.Sub(start).Round(time.Millisecond))
-	time.Sleep(30 * time.Second)
+	pause(ctx, 30*time.Second)
 	restart()
 	t.Logf("kube-apiserver restarted after %s", time.Since(stopped).Round(time.Millisecond))
 	settle := checkEndState(ctx, t, ms, up)
@@ -417,7 +419,7 @@ func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
 	w.setDesired(downTo)
 	start = time.Now()
 	scale(ctx, t, ms, downTo)
-	time.Sleep(time.Duration(500+r.IntN(1500)) * time.Millisecond)
+	pause(ctx, time.Duration(500+r.IntN(1500))*time.Millisecond)
 	restartEtcd := component{"etcd"}.stop(t)
 	restartEtcd()
 	t.Logf("etcd restarted %s into the scale-down", time.Since(start).Round(time.Millisecond))

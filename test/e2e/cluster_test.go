@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // kwokNodeAnnotation makes the cluster's kwok controller keep a Node Ready
@@ -59,12 +61,10 @@ func TestKwokNodeRunsPods(t *testing.T) {
 		if err := cluster.Get(ctx, client.ObjectKey{Name: nodeName}, n); err != nil {
 			return false, err
 		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue, nil
-			}
+		if !nodeutil.IsReady(n) {
+			return false, fmt.Errorf("Ready condition %+v", nodeutil.ReadyCondition(n))
 		}
-		return false, nil
+		return true, nil
 	})
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-cluster-"}}
@@ -114,21 +114,12 @@ func TestKwokNodeRunsPods(t *testing.T) {
 	})
 }
 
-// waitFor polls cond until it is true, failing the test with what it waited
-// for when ctx expires. Transient errors are retried.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error)) {
+// waitFor polls cond until it holds, failing the test with what it waited
+// for (and cond's last error) when ctx ends first. Errors are retried.
+func waitFor(ctx context.Context, t *testing.T, what string, cond poll.Condition) {
 	t.Helper()
-	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			lastErr = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, lastErr)
+	if err := poll.Until(ctx, 0, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
-	t.Logf("%s", fmt.Sprintf("ok: %s", what))
+	t.Logf("ok: %s", what)
 }

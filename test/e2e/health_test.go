@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // The NodeMaintenance contract (medik8s' node-maintenance-operator API). The
@@ -65,16 +70,6 @@ func runningMachinesOf(ctx context.Context, ms *machinev1beta1.MachineSet) ([]ma
 		}
 	}
 	return running, nil
-}
-
-// nodeReady returns the node's Ready condition, nil when it has none.
-func nodeReady(n *corev1.Node) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // newMachineHealthCheck returns an MHC selecting the Machines of the test
@@ -177,7 +172,7 @@ func TestMachineHealthCheckRemediates(t *testing.T) {
 			if err := cluster.Get(ctx, client.ObjectKey{Name: node}, n); client.IgnoreNotFound(err) != nil {
 				return false, err
 			} else if err == nil {
-				if c := nodeReady(n); c != nil && c.Status != corev1.ConditionTrue {
+				if c := nodeutil.ReadyCondition(n); c != nil && c.Status != corev1.ConditionTrue {
 					notReadySince, notReadySeenAt, notReadyStatus = c.LastTransitionTime.Time, time.Now(), c.Status
 				}
 			}
@@ -262,7 +257,7 @@ func TestMachineHealthCheckShortCircuit(t *testing.T) {
 			if err := cluster.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, n); err != nil {
 				return false, err
 			}
-			c := nodeReady(n)
+			c := nodeutil.ReadyCondition(n)
 			if c == nil || c.Status == corev1.ConditionTrue || time.Since(c.LastTransitionTime.Time) <= timeout+2*time.Second {
 				return false, nil
 			}
@@ -270,6 +265,7 @@ func TestMachineHealthCheckShortCircuit(t *testing.T) {
 		return true, nil
 	})
 
+	deletions := watchDeletions(ctx, t, ms)
 	mhc := newMachineHealthCheck(name, timeout, intstr.FromInt32(1))
 	createMachineHealthCheck(ctx, t, mhc)
 
@@ -314,30 +310,96 @@ func TestMachineHealthCheckShortCircuit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// An absence cannot be waited for: watch for a fixed window instead. 20 s
-	// is twice the condition timeout, several MHC passes after it reported
-	// the short-circuit, long enough for a deletion it wrongly issued to show.
-	const window = 20 * time.Second
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, window, true, func(ctx context.Context) (bool, error) {
-		if err := intact(ctx); err != nil {
-			if ctx.Err() != nil || strings.Contains(err.Error(), "would exceed context deadline") {
-				return false, nil // the window ended during this poll's requests
-			}
+	// The attempt: with maxUnhealthy 2 the 3 unhealthy Machines are still too
+	// many; the MHC's next pass reports the new limit, and must delete none
+	// of them. The watch started before the MHC existed has seen every
+	// deletion, even one between two polls.
+	if err := cluster.Patch(ctx, mhc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxUnhealthy":2}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "machinehealthcheck "+name+" to report its pass with maxUnhealthy 2", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(mhc), mhc); err != nil {
 			return false, err
 		}
-		m := &machinev1beta1.MachineHealthCheck{}
-		if err := cluster.Get(ctx, client.ObjectKeyFromObject(mhc), m); err != nil {
-			return false, nil // transient: retried at the next poll
+		c := mhcCondition(mhc, machinev1beta1.RemediationAllowedCondition)
+		if c == nil || c.Status != corev1.ConditionFalse || c.Reason != machinev1beta1.TooManyUnhealthyReason {
+			return false, fmt.Errorf("RemediationAllowed %+v while all 3 machines are unhealthy", c)
 		}
-		if c := mhcCondition(m, machinev1beta1.RemediationAllowedCondition); c == nil || c.Status != corev1.ConditionFalse {
-			return false, fmt.Errorf("RemediationAllowed became %+v while all 3 machines are still unhealthy", c)
-		}
-		return false, nil
+		return strings.Contains(c.Message, "maxUnhealthy 2"), fmt.Errorf("message %q", c.Message)
 	})
-	if !wait.Interrupted(err) {
-		t.Fatalf("during the %s observation window: %v", window, err)
+	deletions.check(ctx, t)
+	if err := intact(ctx); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("no machine deleted during %s of short-circuit", window)
+}
+
+// deletionWatch records, from a watch, the Machines of a MachineSet that
+// were marked for deletion or removed.
+type deletionWatch struct {
+	mu      sync.Mutex
+	deleted []string
+	seen    map[string]string // name → last resourceVersion seen
+	err     error
+	opts    []client.ListOption // select the MachineSet's Machines
+}
+
+// watchDeletions starts recording the deletions of ms's Machines.
+func watchDeletions(ctx context.Context, t *testing.T, ms *machinev1beta1.MachineSet) *deletionWatch {
+	t.Helper()
+	opts := []client.ListOption{client.InNamespace(ms.Namespace), client.MatchingLabels(ms.Spec.Selector.MatchLabels)}
+	list := &machinev1beta1.MachineList{}
+	if err := cluster.List(ctx, list, opts...); err != nil {
+		t.Fatal(err)
+	}
+	d := &deletionWatch{seen: map[string]string{}, opts: opts}
+	for _, m := range list.Items {
+		d.seen[m.Name] = m.ResourceVersion
+	}
+	watchFrom(t, &machinev1beta1.MachineList{}, list.ResourceVersion, func(ev watch.Event) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		m, ok := ev.Object.(*machinev1beta1.Machine)
+		switch {
+		case ev.Type == watch.Error:
+			d.err = apierrors.FromObject(ev.Object)
+		case !ok:
+		case ev.Type == watch.Deleted:
+			d.deleted = append(d.deleted, m.Name+" (removed)")
+			delete(d.seen, m.Name)
+		default:
+			if m.DeletionTimestamp != nil {
+				d.deleted = append(d.deleted, m.Name)
+			}
+			d.seen[m.Name] = m.ResourceVersion
+		}
+	}, opts...)
+	return d
+}
+
+// check waits until the watch has caught up with the Machines as they are
+// now, then fails the test when it saw any deleted.
+func (d *deletionWatch) check(ctx context.Context, t *testing.T) {
+	t.Helper()
+	waitCaughtUp(ctx, t, "machine", func(ctx context.Context) (map[string]string, error) {
+		list := &machinev1beta1.MachineList{}
+		if err := cluster.List(ctx, list, d.opts...); err != nil {
+			return nil, err
+		}
+		now := map[string]string{}
+		for _, m := range list.Items {
+			now[m.Name] = m.ResourceVersion
+		}
+		return now, nil
+	}, func() (map[string]string, error) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return maps.Clone(d.seen), d.err
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.deleted) > 0 {
+		t.Fatalf("machines deleted although remediation is short-circuited: %v", d.deleted)
+	}
 }
 
 // newNodeMaintenance returns a NodeMaintenance for node, as unstructured.

@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,17 +20,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // requireKubemark skips machine tests on clusters whose platform has no
 // kubemark provider (they would create no instances).
 func requireKubemark(ctx context.Context, t *testing.T) {
 	t.Helper()
-	cfg := expectedConfig(ctx, t)
-	if cfg.NoOp || cfg.ExternalPlatformName != "kubemark" {
-		t.Skipf("platform %s/%s: the machine tests need the kubemark platform", cfg.PlatformType, cfg.ExternalPlatformName)
+	if p := expectedOperand(ctx, t).platform; p != "External/kubemark" {
+		t.Skipf("platform %s: the machine tests need the kubemark platform", p)
 	}
 }
 
@@ -66,12 +71,10 @@ func waitRunning(ctx context.Context, t *testing.T, m *machinev1beta1.Machine) (
 			return false, err
 		}
 		node = n.Name
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue, nil
-			}
+		if !nodeutil.IsReady(n) {
+			return false, fmt.Errorf("node %s Ready condition %+v", n.Name, nodeutil.ReadyCondition(n))
 		}
-		return false, nil
+		return true, nil
 	})
 	return node, time.Since(m.CreationTimestamp.Time)
 }
@@ -115,7 +118,10 @@ func TestMachineBecomesRunning(t *testing.T) {
 
 // TestMachineDeletionDrains deletes a Machine running pods of a Deployment
 // with a PodDisruptionBudget: the pods are evicted and rescheduled on another
-// machine's node, then the Node and the Machine go away.
+// machine's node, then the Node and the Machine go away. Watches (not samples)
+// prove that the Machine reported Drained=True/Drained before it was removed
+// and that the number of healthy pods never fell below the budget's floor
+// (a drain that deleted the pods or the Node without evictions breaks it).
 func TestMachineDeletionDrains(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -141,6 +147,10 @@ func TestMachineDeletionDrains(t *testing.T) {
 	deleteMachineOnCleanup(t, second)
 	secondNode, _ := waitRunning(ctx, t, second)
 
+	floor := w.healthyFloor(ctx, t)
+	healthy := w.watchHealthy(ctx, t)
+	conditions := watchMachine(ctx, t, first)
+
 	start := time.Now()
 	if err := cluster.Delete(ctx, first); err != nil {
 		t.Fatal(err)
@@ -158,10 +168,86 @@ func TestMachineDeletionDrains(t *testing.T) {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	t.Logf("machine drained and deleted in %s", time.Since(start).Round(100*time.Millisecond))
+
+	drained := conditions.drainedBeforeRemoval(ctx, t)
+	// DrainSkipped and DrainTimedOut are True too, without evictions.
+	if drained.Reason != machine.ReasonDrained {
+		t.Errorf("Drained=True with reason %q (%s), want %q: every pod evicted", drained.Reason, drained.Message, machine.ReasonDrained)
+	}
+	fewest, when := healthy.lowest(ctx, t, w)
+	t.Logf("healthy pods never fewer than %d (at %s); the budget's floor is %d", fewest, when, floor)
+	if fewest < floor {
+		t.Errorf("healthy pods fell to %d (%s), below the PodDisruptionBudget's floor %d", fewest, when, floor)
+	}
 	d := &appsv1.Deployment{}
 	if err := cluster.Get(ctx, client.ObjectKeyFromObject(w.deploy), d); err != nil || d.Status.AvailableReplicas != 2 {
 		t.Errorf("deployment available replicas %d (err %v), want 2", d.Status.AvailableReplicas, err)
 	}
+}
+
+// machineWatch follows one Machine's Drained condition from a watch.
+type machineWatch struct {
+	mu sync.Mutex
+	// drained is the first Drained=True condition seen.
+	drained *machinev1beta1.Condition
+	// drainedBeforeGone: drained was seen before the Machine was removed.
+	removed, drainedBeforeGone bool
+	err                        error
+}
+
+// watchMachine starts watching m (from its current resourceVersion) until
+// the test ends.
+func watchMachine(ctx context.Context, t *testing.T, m *machinev1beta1.Machine) *machineWatch {
+	t.Helper()
+	list := &machinev1beta1.MachineList{}
+	sel := client.MatchingFields{"metadata.name": m.Name}
+	if err := cluster.List(ctx, list, client.InNamespace(m.Namespace), sel); err != nil || len(list.Items) != 1 {
+		t.Fatalf("listing machine %s: %d found (%v)", m.Name, len(list.Items), err)
+	}
+	mw := &machineWatch{}
+	mw.observe(watch.Added, &list.Items[0])
+	watchFrom(t, &machinev1beta1.MachineList{}, list.ResourceVersion, func(ev watch.Event) {
+		if ev.Type == watch.Error {
+			mw.mu.Lock()
+			mw.err = apierrors.FromObject(ev.Object)
+			mw.mu.Unlock()
+			return
+		}
+		if m, ok := ev.Object.(*machinev1beta1.Machine); ok {
+			mw.observe(ev.Type, m)
+		}
+	}, client.InNamespace(m.Namespace), sel)
+	return mw
+}
+
+func (mw *machineWatch) observe(typ watch.EventType, m *machinev1beta1.Machine) {
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	if c := drainedCondition(m); c != nil && c.Status == corev1.ConditionTrue && mw.drained == nil {
+		mw.drained = c
+	}
+	if typ == watch.Deleted {
+		mw.removed = true
+		mw.drainedBeforeGone = mw.drained != nil
+	}
+}
+
+// drainedBeforeRemoval waits until the watch has seen the Machine removed
+// and returns the Drained=True condition it had before; it fails the test
+// when there was none.
+func (mw *machineWatch) drainedBeforeRemoval(ctx context.Context, t *testing.T) machinev1beta1.Condition {
+	t.Helper()
+	waitFor(ctx, t, "the machine watch saw the removal", func(context.Context) (bool, error) {
+		mw.mu.Lock()
+		defer mw.mu.Unlock()
+		return mw.removed, mw.err
+	})
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	if !mw.drainedBeforeGone {
+		t.Fatalf("the machine was removed without ever reporting Drained=True")
+	}
+	return *mw.drained
 }
 
 // TestInvalidProviderSpecFails: a providerSpec with an unknown field marks
@@ -250,8 +336,8 @@ func newGuardedWorkload(ctx context.Context, t *testing.T, name, pool string, re
 
 // runningOn counts the workload's Running pods on node.
 func (w *guardedWorkload) runningOn(ctx context.Context, node string) (int, error) {
-	pods := &corev1.PodList{}
-	if err := cluster.List(ctx, pods, client.InNamespace(w.ns), client.MatchingLabels(w.labels)); err != nil {
+	pods, err := w.pods(ctx)
+	if err != nil {
 		return 0, err
 	}
 	n := 0
@@ -261,4 +347,125 @@ func (w *guardedWorkload) runningOn(ctx context.Context, node string) (int, erro
 		}
 	}
 	return n, nil
+}
+
+// healthyFloor waits until the workload's PodDisruptionBudget has counted
+// every replica and returns its floor, status.desiredHealthy (at least 1, or
+// the drain would not be guarded).
+func (w *guardedWorkload) healthyFloor(ctx context.Context, t *testing.T) int {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{}
+	waitFor(ctx, t, "the PodDisruptionBudget counts every replica healthy", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.deploy.Name}, pdb); err != nil {
+			return false, err
+		}
+		st := pdb.Status
+		if st.ObservedGeneration != pdb.Generation || st.ExpectedPods != *w.deploy.Spec.Replicas || st.CurrentHealthy != st.ExpectedPods {
+			return false, fmt.Errorf("status %+v", st)
+		}
+		return true, nil
+	})
+	if pdb.Status.DesiredHealthy < 1 {
+		t.Fatalf("PodDisruptionBudget floor %d: it guards nothing", pdb.Status.DesiredHealthy)
+	}
+	return int(pdb.Status.DesiredHealthy)
+}
+
+// healthyWatch follows, from a watch, which of a workload's pods count as
+// healthy for its PodDisruptionBudget (Ready and not being deleted, as the
+// disruption controller counts them), and the fewest healthy at any moment.
+type healthyWatch struct {
+	mu      sync.Mutex
+	healthy map[string]bool
+	fewest  int
+	when    string // the event that brought the count to fewest
+	err     error
+}
+
+// podHealthy is the disruption controller's notion of a healthy pod.
+func podHealthy(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// watchHealthy starts following the workload's pods until the test ends.
+func (w *guardedWorkload) watchHealthy(ctx context.Context, t *testing.T) *healthyWatch {
+	t.Helper()
+	pods, err := w.pods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := &healthyWatch{healthy: map[string]bool{}}
+	for i := range pods.Items {
+		hw.healthy[pods.Items[i].Name] = podHealthy(&pods.Items[i])
+	}
+	hw.fewest, hw.when = hw.count(), "the start"
+	watchFrom(t, &corev1.PodList{}, pods.ResourceVersion, func(ev watch.Event) {
+		hw.mu.Lock()
+		defer hw.mu.Unlock()
+		p, ok := ev.Object.(*corev1.Pod)
+		switch {
+		case ev.Type == watch.Error:
+			hw.err = apierrors.FromObject(ev.Object)
+			return
+		case !ok:
+			return
+		case ev.Type == watch.Deleted:
+			delete(hw.healthy, p.Name)
+		default:
+			hw.healthy[p.Name] = podHealthy(p)
+		}
+		if n := hw.count(); n < hw.fewest {
+			hw.fewest, hw.when = n, fmt.Sprintf("%s pod %s", ev.Type, p.Name)
+		}
+	}, client.InNamespace(w.ns), client.MatchingLabels(w.labels))
+	return hw
+}
+
+func (hw *healthyWatch) count() int {
+	n := 0
+	for _, ok := range hw.healthy {
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// lowest waits until the watch has caught up with the workload's pods as
+// they are now (so it observed every earlier change) and returns the fewest
+// healthy pods it saw and when.
+func (hw *healthyWatch) lowest(ctx context.Context, t *testing.T, w *guardedWorkload) (int, string) {
+	t.Helper()
+	waitCaughtUp(ctx, t, "pod", func(ctx context.Context) (map[string]bool, error) {
+		pods, err := w.pods(ctx)
+		if err != nil {
+			return nil, err
+		}
+		now := map[string]bool{}
+		for i := range pods.Items {
+			now[pods.Items[i].Name] = podHealthy(&pods.Items[i])
+		}
+		return now, nil
+	}, func() (map[string]bool, error) {
+		hw.mu.Lock()
+		defer hw.mu.Unlock()
+		return maps.Clone(hw.healthy), hw.err
+	})
+	hw.mu.Lock()
+	defer hw.mu.Unlock()
+	return hw.fewest, hw.when
+}
+
+// pods lists the workload's pods.
+func (w *guardedWorkload) pods(ctx context.Context) (*corev1.PodList, error) {
+	pods := &corev1.PodList{}
+	return pods, cluster.List(ctx, pods, client.InNamespace(w.ns), client.MatchingLabels(w.labels))
 }

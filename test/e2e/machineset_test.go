@@ -22,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -294,37 +292,19 @@ func recordCreatedMachines(ctx context.Context, t *testing.T, labels map[string]
 	if len(list.Items) != 0 {
 		t.Fatalf("machines labelled %v exist before the test created any: %v", labels, machineNames(list.Items))
 	}
-	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return cluster.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(ns), client.MatchingLabels(labels), &client.ListOptions{Raw: &opts})
-	}}
-	wctx, stop := context.WithCancel(context.Background())
-	w, err := watchtools.NewRetryWatcherWithContext(wctx, list.ResourceVersion, lw)
-	if err != nil {
-		stop()
-		t.Fatalf("watching machines: %v", err)
-	}
 	r := &creationRecorder{added: map[string]bool{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			r.mu.Lock()
-			switch ev.Type {
-			case watch.Added:
-				if m, ok := ev.Object.(*machinev1beta1.Machine); ok {
-					r.added[m.Name] = true
-				}
-			case watch.Error:
-				r.err = apierrors.FromObject(ev.Object)
+	watchFrom(t, &machinev1beta1.MachineList{}, list.ResourceVersion, func(ev watch.Event) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		switch ev.Type {
+		case watch.Added:
+			if m, ok := ev.Object.(*machinev1beta1.Machine); ok {
+				r.added[m.Name] = true
 			}
-			r.mu.Unlock()
+		case watch.Error:
+			r.err = apierrors.FromObject(ev.Object)
 		}
-	}()
-	t.Cleanup(func() {
-		w.Stop()
-		stop()
-		<-done
-	})
+	}, client.InNamespace(ns), client.MatchingLabels(labels))
 	return r
 }
 

@@ -4,10 +4,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +15,10 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -82,68 +84,151 @@ func TestClusterOperatorAvailable(t *testing.T) {
 	}
 }
 
-// expectedConfig builds, from the cluster's own inputs, the config the
-// operator should be running with.
-func expectedConfig(ctx context.Context, t *testing.T) config.Config {
+// platformRow is what the operator deploys on a platform (DESIGN.md §2),
+// written out here rather than derived from the operator's own code.
+type platformRow struct {
+	// providerImageKey is the images.json key of the machine-controller
+	// image; empty when nothing is deployed.
+	providerImageKey string
+	// terminationHandler: the termination-handler DaemonSet runs, with the
+	// provider image (platforms with spot or preemptible instances).
+	terminationHandler bool
+}
+
+// platformTable is keyed by status.platformStatus.type, or by
+// "External/<platformName>". A platform that is not here (None, another
+// External platform, an unknown one) deploys nothing.
+var platformTable = map[string]platformRow{
+	"AWS":               {providerImageKey: "clusterAPIControllerAWS", terminationHandler: true},
+	"Azure":             {providerImageKey: "clusterAPIControllerAzure", terminationHandler: true},
+	"GCP":               {providerImageKey: "clusterAPIControllerGCP", terminationHandler: true},
+	"OpenStack":         {providerImageKey: "clusterAPIControllerOpenStack"},
+	"BareMetal":         {providerImageKey: "clusterAPIControllerBareMetal"},
+	"IBMCloud":          {providerImageKey: "clusterAPIControllerIBMCloud"},
+	"PowerVS":           {providerImageKey: "clusterAPIControllerPowerVS"},
+	"Nutanix":           {providerImageKey: "clusterAPIControllerNutanix"},
+	"External/kubemark": {providerImageKey: "clusterAPIControllerKubemark"},
+	// VSphere: no vSphere provider yet, so it is unsupported and nothing
+	// that would act on its Machines is deployed.
+	"VSphere": {},
+	"None":    {},
+}
+
+// expected is what the operator must be running on the cluster under test.
+type expected struct {
+	namespace string
+	platform  string // a platformTable key
+	deployed  bool
+	// Images from images.json.
+	providerImage, operatorImage, terminationHandlerImage string
+	machineHealthCheck                                    bool
+}
+
+// expectedOperand reads the cluster's inputs (Infrastructure, images.json,
+// FeatureGate) and looks the platform up in platformTable.
+func expectedOperand(ctx context.Context, t *testing.T) expected {
 	t.Helper()
-	in := config.Inputs{Namespace: operandNamespace(), ReleaseVersion: os.Getenv("RELEASE_VERSION")}
-	cm := &corev1.ConfigMap{}
-	if err := cluster.Get(ctx, client.ObjectKey{Namespace: operandNamespace(), Name: config.ImagesConfigMapName}, cm); err != nil {
-		t.Fatalf("reading the images ConfigMap: %v", err)
-	}
-	in.Images, in.ImagesErr = config.ParseImages([]byte(cm.Data[config.ImagesConfigMapKey]))
+	e := expected{namespace: operandNamespace()}
 	infra := &configv1.Infrastructure{}
 	if err := cluster.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, infra); err != nil {
 		t.Fatalf("reading the Infrastructure: %v", err)
 	}
-	in.Infrastructure = infra
+	if infra.Status.PlatformStatus == nil {
+		t.Fatalf("the Infrastructure has no status.platformStatus")
+	}
+	e.platform = string(infra.Status.PlatformStatus.Type)
+	if ext := infra.Spec.PlatformSpec.External; e.platform == "External" && ext != nil {
+		e.platform += "/" + ext.PlatformName
+	}
+	cm := &corev1.ConfigMap{}
+	if err := cluster.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: config.ImagesConfigMapName}, cm); err != nil {
+		t.Fatalf("reading the images ConfigMap: %v", err)
+	}
+	images := map[string]string{}
+	if err := json.Unmarshal([]byte(cm.Data[config.ImagesConfigMapKey]), &images); err != nil {
+		t.Fatalf("images.json: %v", err)
+	}
+	e.operatorImage = images["machineAPIOperator"]
+	row := platformTable[e.platform]
+	if row.providerImageKey != "" {
+		e.deployed = true
+		e.providerImage = images[row.providerImageKey]
+		if row.terminationHandler {
+			e.terminationHandlerImage = e.providerImage
+		}
+	}
+	e.machineHealthCheck = true
 	fg := &configv1.FeatureGate{}
 	if err := cluster.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, fg); err == nil {
-		in.FeatureGate = fg
+		e.machineHealthCheck = !featureGateEnabled(fg, "MachineAPIOperatorDisableMachineHealthCheckController")
 	}
-	cfg, err := config.Build(in)
-	if err != nil {
-		t.Fatalf("the cluster's inputs are invalid: %v", err)
+	return e
+}
+
+// featureGateEnabled reports whether any status entry or the
+// CustomNoUpgrade spec of fg enables gate.
+func featureGateEnabled(fg *configv1.FeatureGate, gate configv1.FeatureGateName) bool {
+	for _, d := range fg.Status.FeatureGates {
+		for _, a := range d.Enabled {
+			if a.Name == gate {
+				return true
+			}
+		}
 	}
-	return cfg
+	if c := fg.Spec.CustomNoUpgrade; c != nil {
+		return slices.Contains(c.Enabled, gate)
+	}
+	return false
 }
 
 // TestOperandMatchesPlatform: the operand Deployment and DaemonSet are the
-// ones the platform calls for.
+// ones the platform calls for, per platformTable.
 func TestOperandMatchesPlatform(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := expectedConfig(ctx, t)
+	want := expectedOperand(ctx, t)
 	d := &appsv1.Deployment{}
-	err := cluster.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: config.OperandDeploymentName}, d)
-	if cfg.NoOp {
+	err := cluster.Get(ctx, client.ObjectKey{Namespace: want.namespace, Name: config.OperandDeploymentName}, d)
+	if !want.deployed {
 		if !apierrors.IsNotFound(err) {
-			t.Fatalf("NoOp platform %s, but the operand Deployment exists (err %v)", cfg.PlatformType, err)
+			t.Fatalf("platform %s deploys nothing, but the operand Deployment exists (err %v)", want.platform, err)
 		}
 		return
 	}
 	if err != nil {
 		t.Fatalf("getting the operand Deployment: %v", err)
 	}
+	if want.providerImage == "" || want.operatorImage == "" {
+		t.Fatalf("images.json lacks the provider image of %s or machineAPIOperator", want.platform)
+	}
 	images := map[string]string{}
 	for _, c := range d.Spec.Template.Spec.Containers {
 		images[c.Name] = c.Image
 	}
-	if images[render.MachineContainer] != cfg.ProviderImage {
-		t.Errorf("machine-controller image %q, want %q for platform %s", images[render.MachineContainer], cfg.ProviderImage, cfg.PlatformType)
+	if images[render.MachineContainer] != want.providerImage {
+		t.Errorf("machine-controller image %q, want %q for platform %s", images[render.MachineContainer], want.providerImage, want.platform)
 	}
 	for _, name := range []string{render.MachineSetContainer, render.NodeLinkContainer} {
-		if images[name] != cfg.Images.MachineAPIOperator {
-			t.Errorf("%s image %q, want %q", name, images[name], cfg.Images.MachineAPIOperator)
+		if images[name] != want.operatorImage {
+			t.Errorf("%s image %q, want %q", name, images[name], want.operatorImage)
 		}
 	}
-	if _, ok := images[render.MachineHealthCheckContainer]; ok != cfg.MachineHealthCheckEnabled {
-		t.Errorf("MHC container present=%v, want %v", ok, cfg.MachineHealthCheckEnabled)
+	if _, ok := images[render.MachineHealthCheckContainer]; ok != want.machineHealthCheck {
+		t.Errorf("MHC container present=%v, want %v", ok, want.machineHealthCheck)
 	}
 	ds := &appsv1.DaemonSet{}
-	err = cluster.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: config.TerminationHandlerName}, ds)
-	if wantDS := cfg.TerminationHandlerImage != ""; wantDS != (err == nil) {
-		t.Errorf("termination handler present=%v (err %v), want %v on %s", err == nil, err, wantDS, cfg.PlatformType)
+	err = cluster.Get(ctx, client.ObjectKey{Namespace: want.namespace, Name: config.TerminationHandlerName}, ds)
+	switch {
+	case want.terminationHandlerImage == "" && !apierrors.IsNotFound(err):
+		t.Errorf("termination handler DaemonSet on %s (err %v), want none", want.platform, err)
+	case want.terminationHandlerImage != "" && err != nil:
+		t.Errorf("termination handler DaemonSet on %s: %v", want.platform, err)
+	case want.terminationHandlerImage != "":
+		for _, c := range ds.Spec.Template.Spec.Containers {
+			if c.Image != want.terminationHandlerImage {
+				t.Errorf("termination handler container %s image %q, want %q", c.Name, c.Image, want.terminationHandlerImage)
+			}
+		}
 	}
 }
 
@@ -152,11 +237,11 @@ func TestOperandMatchesPlatform(t *testing.T) {
 func TestOperandDriftReverted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := expectedConfig(ctx, t)
-	if cfg.NoOp {
-		t.Skipf("platform %s is NoOp: no operand to edit", cfg.PlatformType)
+	want := expectedOperand(ctx, t)
+	if !want.deployed {
+		t.Skipf("platform %s deploys nothing: no operand to edit", want.platform)
 	}
-	key := client.ObjectKey{Namespace: cfg.Namespace, Name: config.OperandDeploymentName}
+	key := client.ObjectKey{Namespace: want.namespace, Name: config.OperandDeploymentName}
 	d := &appsv1.Deployment{}
 	if err := cluster.Get(ctx, key, d); err != nil {
 		t.Fatal(err)
@@ -176,14 +261,14 @@ func TestOperandDriftReverted(t *testing.T) {
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
 			if c.Name == render.MachineContainer {
-				return c.Image == cfg.ProviderImage, nil
+				return c.Image == want.providerImage, nil
 			}
 		}
 		return false, nil
 	})
 	t.Logf("edit reverted in %s", time.Since(start).Round(time.Millisecond))
 
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: config.WebhookServiceName}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: want.namespace, Name: config.WebhookServiceName}}
 	if err := cluster.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +306,11 @@ func TestOperandDriftReverted(t *testing.T) {
 func TestOperandAdditionsReverted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := expectedConfig(ctx, t)
-	if cfg.NoOp {
-		t.Skipf("platform %s is NoOp: no operand to edit", cfg.PlatformType)
+	want := expectedOperand(ctx, t)
+	if !want.deployed {
+		t.Skipf("platform %s deploys nothing: no operand to edit", want.platform)
 	}
-	key := client.ObjectKey{Namespace: cfg.Namespace, Name: config.OperandDeploymentName}
+	key := client.ObjectKey{Namespace: want.namespace, Name: config.OperandDeploymentName}
 	d := &appsv1.Deployment{}
 	if err := cluster.Get(ctx, key, d); err != nil {
 		t.Fatal(err)

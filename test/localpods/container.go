@@ -34,13 +34,12 @@ type container struct {
 	// changed is called whenever the status changes.
 	changed func()
 
-	mu           sync.Mutex
-	status       corev1.ContainerStatus
-	cmd          *exec.Cmd
-	startedOnce  bool
-	stopping     bool
-	livenessKill bool
-	done         chan struct{}
+	mu          sync.Mutex
+	status      corev1.ContainerStatus
+	cmd         *exec.Cmd
+	startedOnce bool
+	stopping    bool
+	done        chan struct{}
 }
 
 func newContainer(s *sandbox, spec corev1.Container, notRun string, restarts int32, changed func()) *container {

@@ -2,6 +2,7 @@ package localpods
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // spawnCommand makes the test binary play a runner that starts one
@@ -89,20 +92,17 @@ func TestContainerDiesWithRunner(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	eventually(t, "the container to run sleep as 65532", func() (bool, string) {
+	poll.Eventually(t, waitTimeout, "the container to run sleep as 65532", func(context.Context) (bool, error) {
 		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		return exe == sleep && strings.Contains(string(status), "Uid:\t65532\t"), fmt.Sprintf("exe %q", exe)
+		if exe == sleep && strings.Contains(string(status), "Uid:\t65532\t") {
+			return true, nil
+		}
+		return false, fmt.Errorf("exe %q, status:\n%s", exe, status)
 	})
 	if err := runner.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = runner.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the container's process %d survived its runner", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Eventually(t, 5*time.Second, "the container's process to end with its runner", processExited(pid))
 }

@@ -201,15 +201,6 @@ func envMap(t *testing.T, env []string) map[string]string {
 	return m
 }
 
-func envNames(env []string) []string {
-	names := make([]string, 0, len(env))
-	for _, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		names = append(names, k)
-	}
-	return names
-}
-
 func TestContainerEnv(t *testing.T) {
 	yes, no := true, false
 	look := fakeLookups{

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // TestMain lets the test binary play the runner's binary: the Runner
@@ -101,23 +102,6 @@ func buildFakeOperand(t *testing.T, dir string) {
 	}
 }
 
-// eventually polls cond until it holds; on timeout it fails with cond's
-// last explanation.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", waitTimeout, what, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 type cluster struct {
 	t      *testing.T
 	client kubernetes.Interface
@@ -137,14 +121,17 @@ func (c *cluster) pod(name string) *corev1.Pod {
 func (c *cluster) waitPod(name, what string, cond func(p *corev1.Pod) bool) *corev1.Pod {
 	c.t.Helper()
 	var p *corev1.Pod
-	eventually(c.t, fmt.Sprintf("pod %s: %s", name, what), func() (bool, string) {
+	poll.Eventually(c.t, waitTimeout, fmt.Sprintf("pod %s: %s", name, what), func(ctx context.Context) (bool, error) {
 		var err error
-		p, err = c.client.CoreV1().Pods(testNamespace).Get(context.Background(), name, metav1.GetOptions{})
+		p, err = c.client.CoreV1().Pods(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return false, err
+		}
+		if cond(p) {
+			return true, nil
 		}
 		status, _ := json.MarshalIndent(p.Status, "", "  ")
-		return cond(p), "status: " + string(status)
+		return false, fmt.Errorf("status: %s", status)
 	})
 	return p
 }
@@ -158,9 +145,12 @@ func (c *cluster) log(pod, container string) string {
 func (c *cluster) waitLog(pod, container, line string) string {
 	c.t.Helper()
 	var log string
-	eventually(c.t, fmt.Sprintf("%s/%s to log %q", pod, container, line), func() (bool, string) {
+	poll.Eventually(c.t, waitTimeout, fmt.Sprintf("%s/%s to log %q", pod, container, line), func(context.Context) (bool, error) {
 		log = c.log(pod, container)
-		return hasLine(log, line), "log:\n" + log
+		if hasLine(log, line) {
+			return true, nil
+		}
+		return false, fmt.Errorf("log:\n%s", log)
 	})
 	return log
 }
@@ -214,6 +204,28 @@ func processGone(pid int) bool {
 	// A zombie (not reaped yet) is gone too.
 	_, rest, _ := strings.Cut(string(data), ") ")
 	return strings.HasPrefix(rest, "Z")
+}
+
+// processExited holds once process pid has exited.
+func processExited(pid int) poll.Condition {
+	return func(context.Context) (bool, error) {
+		if processGone(pid) {
+			return true, nil
+		}
+		return false, fmt.Errorf("process %d is still running", pid)
+	}
+}
+
+// removed holds once none of paths exists.
+func removed(paths ...string) poll.Condition {
+	return func(context.Context) (bool, error) {
+		for _, p := range paths {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				return false, fmt.Errorf("%s still exists (stat: %v)", p, err)
+			}
+		}
+		return true, nil
+	}
 }
 
 // get fetches url from the host (only 127.0.0.0/8 addresses).
@@ -282,9 +294,9 @@ func TestRunner(t *testing.T) {
 	t.Logf("API server up at %s", time.Since(began).Round(time.Millisecond))
 
 	var kubeSvc *corev1.Service
-	eventually(t, "the kubernetes Service", func() (bool, string) {
+	poll.Eventually(t, waitTimeout, "the kubernetes Service", func(ctx context.Context) (bool, error) {
 		kubeSvc, err = client.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
+		return err == nil, err
 	})
 	if kubeSvc.Spec.ClusterIP != "127.96.0.1" {
 		t.Fatalf("kubernetes Service ClusterIP %s, want 127.96.0.1", kubeSvc.Spec.ClusterIP)
@@ -524,9 +536,9 @@ func TestRunner(t *testing.T) {
 		}
 
 		// Requested through the pod IP's forwarded container port.
-		eventually(t, "GET /ready through the pod IP", func() (bool, string) {
+		poll.Eventually(t, waitTimeout, "GET /ready through the pod IP", func(context.Context) (bool, error) {
 			_, err := get("http://" + net.JoinHostPort(podIP, "9440") + "/ready")
-			return err == nil, fmt.Sprint(err)
+			return err == nil, err
 		})
 		c.waitPod("operand", "Ready", func(p *corev1.Pod) bool {
 			return containerStatus(p, "main").Ready && condition(p, corev1.PodReady) == corev1.ConditionTrue && condition(p, corev1.ContainersReady) == corev1.ConditionTrue
@@ -645,10 +657,10 @@ func TestRunner(t *testing.T) {
 	t.Run("the Service's ClusterIP leads to the pod's named target port", func(t *testing.T) {
 		c.t = t
 		var body string
-		eventually(t, "GET http://"+clusterIP+":443/hello", func() (bool, string) {
+		poll.Eventually(t, waitTimeout, "GET http://"+clusterIP+":443/hello", func(context.Context) (bool, error) {
 			var err error
 			body, err = get("http://" + net.JoinHostPort(clusterIP, "443") + "/hello")
-			return err == nil, fmt.Sprint(err)
+			return err == nil, err
 		})
 		if body != "hello from operand\n" {
 			t.Errorf("body %q", body)
@@ -777,9 +789,9 @@ func TestRunner(t *testing.T) {
 			t.Errorf("podIP changed to %s on restart", p.Status.PodIP)
 		}
 		// A new process is not ready until its probe succeeds again.
-		eventually(t, "GET /ready through the pod IP", func() (bool, string) {
+		poll.Eventually(t, waitTimeout, "GET /ready through the pod IP", func(context.Context) (bool, error) {
 			_, err := get("http://" + net.JoinHostPort(podIP, "9440") + "/ready")
-			return err == nil, fmt.Sprint(err)
+			return err == nil, err
 		})
 		c.waitPod("operand", "Ready again", func(p *corev1.Pod) bool {
 			return containerStatus(p, "main").Ready && condition(p, corev1.PodReady) == corev1.ConditionTrue
@@ -802,21 +814,20 @@ func TestRunner(t *testing.T) {
 		if err := client.CoreV1().Pods(testNamespace).Delete(ctx, "operand", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the pod to be removed", func() (bool, string) {
+		poll.Eventually(t, waitTimeout, "the pod to be removed", func(ctx context.Context) (bool, error) {
 			_, err := client.CoreV1().Pods(testNamespace).Get(ctx, "operand", metav1.GetOptions{})
-			return apierrors.IsNotFound(err), fmt.Sprint(err)
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("get: %v", err)
 		})
 		log := c.log("operand", "main")
 		if !hasLine(log, "signal: terminated") {
 			t.Errorf("the process did not log SIGTERM:\n%s", log)
 		}
-		eventually(t, "the process to exit", func() (bool, string) { return processGone(operandPID), "" })
+		poll.Eventually(t, waitTimeout, "the process to exit", processExited(operandPID))
 		sandbox := filepath.Join(stateDir, string(operand.UID))
-		eventually(t, "the sandbox to be removed", func() (bool, string) {
-			_, err := os.Stat(filepath.Join(sandbox, "netns"))
-			_, err2 := os.Stat(sandbox)
-			return os.IsNotExist(err) && os.IsNotExist(err2), fmt.Sprint(err, err2)
-		})
+		poll.Eventually(t, waitTimeout, "the sandbox to be removed", removed(filepath.Join(sandbox, "netns"), sandbox))
 		// Nothing listens on the pod IP any more; the Service has no endpoint.
 		if _, err := get("http://" + net.JoinHostPort(podIP, "9440") + "/healthz"); err == nil {
 			t.Errorf("the pod IP still answers")
@@ -852,11 +863,8 @@ func TestRunner(t *testing.T) {
 		if err := client.CoreV1().Pods(testNamespace).Delete(ctx, "stubborn", metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
-		eventually(t, "the process to be killed", func() (bool, string) { return processGone(stubbornPID), "" })
-		eventually(t, "the sandbox to be removed", func() (bool, string) {
-			_, err := os.Stat(filepath.Join(stateDir, string(created.UID)))
-			return os.IsNotExist(err), fmt.Sprint(err)
-		})
+		poll.Eventually(t, waitTimeout, "the process to be killed", processExited(stubbornPID))
+		poll.Eventually(t, waitTimeout, "the sandbox to be removed", removed(filepath.Join(stateDir, string(created.UID))))
 	})
 
 	t.Run("stopping the runner stops the processes and keeps the pods", func(t *testing.T) {

@@ -36,6 +36,10 @@ import (
 //   - A *RequeueAfterError asks to be called again after a provider-side wait
 //     (an instance still booting or terminating); it is not an error.
 //   - Any other error is retried with exponential backoff.
+//
+// A provider should also implement ProviderSpecServer: the controller then
+// never calls it for a Machine whose providerSpec is another provider's, and
+// leaves that Machine untouched instead of letting the provider fail it.
 type Actuator interface {
 	// Create creates the instance. Called only when Exists reported false.
 	Create(ctx context.Context, machine *machinev1beta1.Machine) error

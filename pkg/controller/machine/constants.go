@@ -23,6 +23,17 @@ const (
 	// annotation does not block them either.
 	DrainingAnnotation = "machine.openshift.io/draining-for-machine"
 
+	// DrainStartedAnnotation on a deleting Machine records when the machine
+	// controller started draining its node (RFC 3339, UTC, second
+	// precision). The drain timeout (NodeDrainTimeoutAnnotation,
+	// Options.NodeDrainTimeout) is measured from it, so the start survives
+	// restarts, waits for another control-plane drain and condition changes.
+	// The controller writes it before the first eviction; a value that does
+	// not parse, or that predates the Machine's deletionTimestamp (copied from
+	// another Machine), is replaced by the current time (or the
+	// deletionTimestamp when the controller's clock is behind it).
+	DrainStartedAnnotation = "machine.openshift.io/drain-started-at"
+
 	// InstanceStateAnnotation shows the provider's instance state; the
 	// controller sets it to "Unknown" when a Machine goes Failed.
 	InstanceStateAnnotation = "machine.openshift.io/instance-state"
@@ -52,12 +63,18 @@ const (
 	ReasonHookPresent = "HookPresent" // False: preDrain / preTerminate hooks exist
 	ReasonNoHooks     = "NoHooks"     // True: no hooks of that kind
 
-	// Drained
-	ReasonDrainBlocked    = "DrainBlocked"    // False: not started; a preDrain hook or another control-plane drain blocks it
-	ReasonDrainInProgress = "DrainInProgress" // False: started (lastTransitionTime = drain start); message names blocking pods/PDBs
-	ReasonDrained         = "Drained"         // True: every pod evicted
-	ReasonDrainTimedOut   = "DrainTimedOut"   // True: the drain timeout expired, remaining pods were deleted without eviction
-	ReasonDrainSkipped    = "DrainSkipped"    // True: exclude annotation, no nodeRef, or the Node is gone
+	// Drained (the drain start is DrainStartedAnnotation, not a
+	// lastTransitionTime)
+	ReasonDrainBlocked                = "DrainBlocked"                // False: not started; preDrain hooks block it
+	ReasonWaitingForControlPlaneDrain = "WaitingForControlPlaneDrain" // False: another control-plane node is being drained; only one at a time
+	ReasonDrainInProgress             = "DrainInProgress"             // False: evicting; the message gives the last eviction pass's results (pods blocked by which PDB, pods terminating)
+	ReasonDrained                     = "Drained"                     // True: every pod evicted
+	ReasonDrainTimedOut               = "DrainTimedOut"               // True: the drain timeout expired, remaining pods were deleted without eviction
+	ReasonDrainSkipped                = "DrainSkipped"                // True: exclude annotation, no nodeRef, or the Node is gone
+
+	// ProviderSupported (only set on a Machine whose providerSpec no
+	// provider of this binary serves)
+	ReasonUnsupportedProvider = "UnsupportedProvider" // False: the providerSpec's API group is not served here; the Machine is left untouched
 )
 
 // Event reasons (events are emitted on transitions only).
@@ -74,7 +91,9 @@ const (
 	EventDrainSucceeded = "DrainSucceeded"
 	EventDrainTimedOut  = "DrainTimedOut"
 	EventDrainSkipped   = "DrainSkipped"
-	EventDrainRequeued  = "DrainRequeued"
+	// EventUnsupportedProvider: the Machine's providerSpec belongs to a
+	// provider this binary does not have; it is left untouched.
+	EventUnsupportedProvider = "UnsupportedProvider"
 )
 
 // Condition types, re-exported for readability.
@@ -88,4 +107,11 @@ const (
 	// False/InvalidConfiguration when Actuator.Update rejected the
 	// providerSpec of an existing instance. It is absent until that happens.
 	ProviderUpdatedCondition machinev1beta1.ConditionType = "ProviderUpdated"
+
+	// ProviderSupportedCondition is the machine controller's own condition:
+	// False/UnsupportedProvider on a Machine whose providerSpec.value belongs
+	// to an API group no provider of this binary serves; the message names
+	// the providerSpec's apiVersion and kind. Such a Machine is otherwise left
+	// untouched. The condition is absent on every other Machine.
+	ProviderSupportedCondition machinev1beta1.ConditionType = "ProviderSupported"
 )

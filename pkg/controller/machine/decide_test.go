@@ -9,7 +9,6 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -327,20 +326,21 @@ func TestWaitingForControlPlaneDrain(t *testing.T) {
 	cond := func(status corev1.ConditionStatus, reason, msg string) []machinev1beta1.Condition {
 		return []machinev1beta1.Condition{{Type: DrainedCondition, Status: status, Reason: reason, Message: msg}}
 	}
-	wait := controlPlaneWaitPrefix + "cp-a to finish draining"
+	wait := "waiting for control-plane node cp-a to finish draining"
 	tests := []struct {
 		name     string
 		deleting bool
 		conds    []machinev1beta1.Condition
 		want     bool
 	}{
-		{"blocked before the drain started", true, cond(corev1.ConditionFalse, ReasonDrainBlocked, wait), true},
-		{"waiting after the drain started", true, cond(corev1.ConditionFalse, ReasonDrainInProgress, wait), true},
+		{"waiting", true, cond(corev1.ConditionFalse, ReasonWaitingForControlPlaneDrain, wait), true},
+		{"waiting, whatever the message says", true, cond(corev1.ConditionFalse, ReasonWaitingForControlPlaneDrain, "something else"), true},
+		{"a message alone does not count", true, cond(corev1.ConditionFalse, ReasonDrainInProgress, wait), false},
 		{"blocked by a hook", true, cond(corev1.ConditionFalse, ReasonDrainBlocked, "blocked by pre-drain hook(s): x (owner y)"), false},
 		{"draining", true, cond(corev1.ConditionFalse, ReasonDrainInProgress, "draining node cp-b"), false},
 		{"drained", true, cond(corev1.ConditionTrue, ReasonDrained, "node cp-b drained"), false},
 		{"no condition", true, nil, false},
-		{"not deleting", false, cond(corev1.ConditionFalse, ReasonDrainBlocked, wait), false},
+		{"not deleting", false, cond(corev1.ConditionFalse, ReasonWaitingForControlPlaneDrain, wait), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,36 +351,6 @@ func TestWaitingForControlPlaneDrain(t *testing.T) {
 			m.Status.Conditions = tt.conds
 			if got := waitingForControlPlaneDrain(m); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-// Waiting for another control-plane drain keeps a started drain
-// DrainInProgress, so its start (lastTransitionTime) is kept.
-func TestDrainWaitCondition(t *testing.T) {
-	start := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
-	tests := []struct {
-		name       string
-		existing   *machinev1beta1.Condition
-		wantReason string
-	}{
-		{"no condition yet", nil, ReasonDrainBlocked},
-		{"blocked before", &machinev1beta1.Condition{Type: DrainedCondition, Status: corev1.ConditionFalse, Reason: ReasonDrainBlocked}, ReasonDrainBlocked},
-		{"drain started", &machinev1beta1.Condition{Type: DrainedCondition, Status: corev1.ConditionFalse, Reason: ReasonDrainInProgress, LastTransitionTime: start}, ReasonDrainInProgress},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := drainWaitCondition(tt.existing, controlPlaneWaitPrefix+"cp-a")
-			if c.Status != corev1.ConditionFalse || c.Reason != tt.wantReason || c.Message != controlPlaneWaitPrefix+"cp-a" {
-				t.Fatalf("got %+v", c)
-			}
-			if tt.existing == nil {
-				return
-			}
-			conds := setCondition([]machinev1beta1.Condition{*tt.existing}, c, time.Now())
-			if tt.wantReason == ReasonDrainInProgress && !conds[0].LastTransitionTime.Equal(&start) {
-				t.Errorf("drain start moved: %v → %v", start, conds[0].LastTransitionTime)
 			}
 		})
 	}
@@ -398,100 +368,6 @@ func TestNodeUnreachable(t *testing.T) {
 		if got := nodeUnreachable(n); got != tt.want {
 			t.Errorf("Ready=%q: unreachable = %v, want %v", tt.status, got, tt.want)
 		}
-	}
-}
-
-func pod(ns, name string, lbls map[string]string) corev1.Pod {
-	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}
-}
-
-func pdb(ns, name string, sel map[string]string, allowed int32) policyv1.PodDisruptionBudget {
-	return policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}},
-		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
-	}
-}
-
-func TestDescribeBlockingPods(t *testing.T) {
-	web := map[string]string{"app": "web"}
-	terminating := pod("default", "old", nil)
-	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	var many []corev1.Pod
-	for i := range 7 {
-		many = append(many, pod("ns", fmt.Sprintf("p%d", i), nil))
-	}
-	tests := []struct {
-		name string
-		pods []corev1.Pod
-		pdbs []policyv1.PodDisruptionBudget
-		want string
-	}{
-		{
-			"blocked by a PDB",
-			[]corev1.Pod{pod("default", "web-1", web)},
-			[]policyv1.PodDisruptionBudget{pdb("default", "web", web, 0)},
-			"evicting default/web-1: blocked by PodDisruptionBudget default/web (0 disruptions allowed)",
-		},
-		{
-			"several PDBs: other namespace and allowing ones ignored, empty selector selects all",
-			[]corev1.Pod{pod("default", "web-1", web)},
-			[]policyv1.PodDisruptionBudget{pdb("default", "web", web, 0), pdb("default", "all", map[string]string{}, 0), pdb("other", "web", web, 0), pdb("default", "relaxed", web, 1), pdb("default", "web2", web, 0)},
-			"evicting default/web-1: blocked by PodDisruptionBudget default/web (0 disruptions allowed), PodDisruptionBudget default/all (0 disruptions allowed), PodDisruptionBudget default/web2 (0 disruptions allowed)",
-		},
-		{
-			"label mismatch, sorted output, terminating pod",
-			[]corev1.Pod{pod("default", "web-1", map[string]string{"app": "db"}), terminating},
-			[]policyv1.PodDisruptionBudget{pdb("default", "web", web, 0)},
-			"default/old: evicted, waiting for it to terminate; evicting default/web-1: not evicted yet",
-		},
-		{
-			"long lists are cut",
-			many, nil,
-			"evicting ns/p0: not evicted yet; evicting ns/p1: not evicted yet; evicting ns/p2: not evicted yet; evicting ns/p3: not evicted yet; evicting ns/p4: not evicted yet; and 2 more pod(s)",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := describeBlockingPods(tt.pods, tt.pdbs); got != tt.want {
-				t.Errorf("got\n  %s\nwant\n  %s", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestSetCondition(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	t1 := t0.Add(time.Minute)
-	c := newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityInfo, "hook")
-	conds := setCondition(nil, c, t0)
-	if got := conds[0].LastTransitionTime.Time; !got.Equal(t0) {
-		t.Fatalf("new condition time = %v", got)
-	}
-	// Message and severity changes keep the time.
-	c2 := newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityWarning, "other")
-	conds = setCondition(conds, c2, t1)
-	if got := conds[0]; !got.LastTransitionTime.Time.Equal(t0) || got.Message != "other" || got.Severity != machinev1beta1.ConditionSeverityWarning {
-		t.Errorf("message change: %+v", got)
-	}
-	// A reason change is a transition (the drain started).
-	c3 := newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, machinev1beta1.ConditionSeverityInfo, "draining")
-	if !conditionChanged(conds, c3) {
-		t.Error("reason change must count as a change")
-	}
-	conds = setCondition(conds, c3, t1)
-	if got := conds[0].LastTransitionTime.Time; !got.Equal(t1) {
-		t.Errorf("reason change time = %v, want %v", got, t1)
-	}
-	if len(conds) != 1 {
-		t.Errorf("conditions duplicated: %+v", conds)
-	}
-	// Severity only when False.
-	if c := newCondition(DrainedCondition, corev1.ConditionTrue, ReasonDrained, machinev1beta1.ConditionSeverityWarning, ""); c.Severity != "" {
-		t.Errorf("True condition kept severity %q", c.Severity)
-	}
-	if c := newCondition(InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, machinev1beta1.ConditionSeverityError, ""); c.Severity != "" {
-		t.Errorf("Unknown condition kept severity %q", c.Severity)
 	}
 }
 
@@ -539,6 +415,18 @@ func TestOnlyOwnStatusChanged(t *testing.T) {
 	own.Status.LastUpdated = &metav1.Time{Time: time.Now()}
 	if !onlyOwnStatusChanged(base, own) {
 		t.Error("own status change must be ignored")
+	}
+	started := own.DeepCopy()
+	started.Annotations = map[string]string{DrainStartedAnnotation: "2026-01-01T00:00:00Z"}
+	if !onlyOwnStatusChanged(base, started) {
+		t.Error("the controller's own drain start annotation must be ignored")
+	}
+	annotated := base.DeepCopy()
+	annotated.Annotations = map[string]string{NodeDrainTimeoutAnnotation: "1s"}
+	annotatedStarted := annotated.DeepCopy()
+	annotatedStarted.Annotations[DrainStartedAnnotation] = "2026-01-01T00:00:00Z"
+	if !onlyOwnStatusChanged(annotated, annotatedStarted) {
+		t.Error("the drain start annotation next to others must be ignored")
 	}
 	for name, mutate := range map[string]func(*machinev1beta1.Machine){
 		"nodeRef":     func(m *machinev1beta1.Machine) { m.Status.NodeRef = &corev1.ObjectReference{Name: "n"} },

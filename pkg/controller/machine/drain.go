@@ -1,5 +1,13 @@
 package machine
 
+// The drain: one eviction pass per reconcile. A reconcile cordons the node,
+// evicts every pod that is not terminating yet once, and returns: it never
+// waits for pods to terminate nor retries a refused eviction, so a drain
+// blocked by a PodDisruptionBudget holds a worker for a few requests, not for
+// the drain. The Machine is requeued (drainBackoff: 1s, doubling while
+// nothing new is evicted, up to 5s) until no pod is left, or until the drain
+// timeout, measured from DrainStartedAnnotation, deletes the rest.
+
 import (
 	"context"
 	"errors"
@@ -11,18 +19,24 @@ import (
 	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/kubectl/pkg/drain"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// maxConditionMessage bounds condition messages written by the drain.
-const maxConditionMessage = 2048
+const (
+	// maxConditionMessage bounds condition messages written by the drain.
+	maxConditionMessage = 2048
+	// drainPassTimeout bounds the API calls of one eviction pass, so that a
+	// slow API server cannot hold a worker either.
+	drainPassTimeout = 10 * time.Second
+	// evictionParallelism bounds the concurrent eviction requests of a pass.
+	evictionParallelism = 8
+)
 
 // drainStage runs the drain stage of the deletion pipeline. done reports that
 // the Machine is drained (Drained=True) and the pipeline may continue.
@@ -45,33 +59,21 @@ func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result,
 	dec := decideDrain(m, node)
 	switch dec.Action {
 	case drainBlocked:
-		r.setDrained(s, newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityInfo, dec.Message),
+		r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityInfo, dec.Message),
 			corev1.EventTypeNormal, EventDrainBlocked)
 		return ctrl.Result{}, false, nil
 	case drainSkip:
-		r.setDrained(s, newCondition(DrainedCondition, corev1.ConditionTrue, ReasonDrainSkipped, "", dec.Message),
+		r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionTrue, ReasonDrainSkipped, "", dec.Message),
 			corev1.EventTypeNormal, EventDrainSkipped)
 		return ctrl.Result{}, true, nil
 	}
 	return r.drain(ctx, s, node)
 }
 
-// drainStart returns when the drain started, if it has: the
-// lastTransitionTime of Drained=False/DrainInProgress, persisted in the
-// Machine's status so that restarts do not reset the drain timeout.
-func drainStart(m *machinev1beta1.Machine) (time.Time, bool) {
-	c := getCondition(m.Status.Conditions, DrainedCondition)
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonDrainInProgress {
-		return time.Time{}, false
-	}
-	return c.LastTransitionTime.Time, true
-}
-
-// drain cordons the node and makes one eviction attempt, or deletes the
+// drain cordons the node and makes one eviction pass, or deletes the
 // remaining pods once the drain timeout expired.
 func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ctrl.Result, bool, error) {
 	m := s.m
-	logger := log.FromContext(ctx).WithValues("node", node.Name)
 	if r.kube == nil {
 		return ctrl.Result{}, false, errors.New("cannot drain: the Reconciler has no Kubernetes clientset (Options.KubeClient)")
 	}
@@ -85,81 +87,98 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	if blocker, err := r.cordonForDrain(ctx, node, m); err != nil {
 		return ctrl.Result{}, false, err
 	} else if blocker != "" {
-		msg := fmt.Sprintf(controlPlaneWaitPrefix+"%s to finish draining: only one control-plane node is drained at a time", blocker)
-		// A drain that already started (our node was uncordoned meanwhile)
-		// stays DrainInProgress: its start, and so its timeout, survive.
-		c := drainWaitCondition(getCondition(m.Status.Conditions, DrainedCondition), msg+note)
-		if !waitingForControlPlaneDrain(m) || conditionChanged(m.Status.Conditions, c) {
-			r.eventf(m, corev1.EventTypeNormal, EventDrainBlocked, "Drain", "%s", c.Message)
-		}
-		m.Status.Conditions = setCondition(m.Status.Conditions, c, r.now())
+		msg := fmt.Sprintf("waiting for control-plane node %s to finish draining: only one control-plane node is drained at a time", blocker)
+		r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionFalse, ReasonWaitingForControlPlaneDrain, machinev1beta1.ConditionSeverityInfo, msg+note),
+			corev1.EventTypeNormal, EventDrainBlocked)
 		return ctrl.Result{RequeueAfter: r.drainBackoff.When(s.key)}, false, nil
 	}
 
-	started, inProgress := drainStart(m)
-	if !inProgress {
-		started = r.now()
-		r.setDrained(s, newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, machinev1beta1.ConditionSeverityInfo,
-			fmt.Sprintf("draining node %s", node.Name)+note), corev1.EventTypeNormal, EventDrainProceeds)
-		// Persist the start: the drain timeout is measured from it.
-		if err := r.patchStatus(ctx, s); err != nil {
-			return ctrl.Result{}, false, err
-		}
-		if c := getCondition(m.Status.Conditions, DrainedCondition); c != nil {
-			started = c.LastTransitionTime.Time
-		}
+	started, err := r.ensureDrainStart(ctx, s, node)
+	if err != nil {
+		return ctrl.Result{}, false, err
 	}
-
-	elapsed := r.now().Sub(started)
-	if timeout > 0 && elapsed >= timeout {
+	if timeout > 0 && r.now().Sub(started) >= timeout {
 		return r.forceDrain(ctx, s, node, timeout, started, note)
 	}
-	attempt := r.attemptTimeout
-	if timeout > 0 && timeout-elapsed < attempt {
-		attempt = max(timeout-elapsed, time.Second)
-	}
 
-	remaining, detail, err := r.drainAttempt(ctx, node, attempt)
-	if err == nil && len(remaining) == 0 {
+	results, pdbs, err := r.evictionPass(ctx, node)
+	if err != nil {
+		// Listing the pods failed: nothing was evicted.
+		log.FromContext(ctx).Error(err, "drain pass failed", "node", node.Name)
+		r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, machinev1beta1.ConditionSeverityWarning,
+			truncate(fmt.Sprintf("draining node %s: %v%s", node.Name, err, note), maxConditionMessage)), "", "")
+		return r.drainRequeue(s, timeout, started), false, nil
+	}
+	c, done, progress := passCondition(node.Name, results, pdbs, timeout, started)
+	c.Message = truncate(c.Message+note, maxConditionMessage)
+	if done {
 		DrainDurationSeconds.Observe(r.now().Sub(started).Seconds())
-		r.setDrained(s, newCondition(DrainedCondition, corev1.ConditionTrue, ReasonDrained, "", fmt.Sprintf("node %s drained", node.Name)),
-			corev1.EventTypeNormal, EventDrainSucceeded)
+		r.setDrained(s, c, corev1.EventTypeNormal, EventDrainSucceeded)
 		r.drainBackoff.Forget(s.key)
 		return ctrl.Result{}, true, nil
 	}
-	logger.Info("drain attempt did not finish", "remainingPods", len(remaining), "error", errString(err))
-
-	msg := fmt.Sprintf("draining node %s", node.Name)
-	if len(remaining) > 0 {
-		msg += fmt.Sprintf(": %d pod(s) remaining: %s", len(remaining), detail)
-	} else if detail != "" {
-		msg += ": " + detail
+	if progress {
+		// Something was evicted: look again soon.
+		r.drainBackoff.Forget(s.key)
 	}
+	log.FromContext(ctx).V(1).Info("eviction pass done", "node", node.Name, "drained", c.Message)
+	r.setDrained(s, c, "", "")
+	return r.drainRequeue(s, timeout, started), false, nil
+}
+
+// drainRequeue is when to make the next pass: the drain backoff, but no
+// later than the drain deadline.
+func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.Time) ctrl.Result {
 	after := r.drainBackoff.When(s.key)
 	if timeout > 0 {
-		deadline := started.Add(timeout)
-		msg += fmt.Sprintf("; remaining pods will be deleted without eviction at %s (drain timeout %s)", deadline.UTC().Format(time.RFC3339), timeout)
-		if until := deadline.Sub(r.now()); until < after {
+		if until := started.Add(timeout).Sub(r.now()); until < after {
 			after = max(until, 100*time.Millisecond)
 		}
 	}
-	r.setDrained(s, newCondition(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, machinev1beta1.ConditionSeverityWarning,
-		truncate(msg+note, maxConditionMessage)), "", "")
-	return ctrl.Result{RequeueAfter: after}, false, nil
+	return ctrl.Result{RequeueAfter: after}
+}
+
+// ensureDrainStart returns the drain start, persisting DrainStartedAnnotation
+// (now) first when the Machine has no valid one, so the drain timeout is
+// measured from a start that survives restarts. A new start is recorded as a
+// DrainProceeds event.
+func (r *Reconciler) ensureDrainStart(ctx context.Context, s *scope, node *corev1.Node) (time.Time, error) {
+	if t, ok := drainStartOf(s.m); ok {
+		return t, nil
+	}
+	start := r.now()
+	if dt := s.m.DeletionTimestamp; dt != nil && start.Before(dt.Time) {
+		// Our clock is behind the API server's: a start before the deletion
+		// would not be accepted by drainStartOf (and rewritten every pass).
+		start = dt.Time
+	}
+	start = start.UTC().Truncate(time.Second)
+	if err := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[DrainStartedAnnotation] = start.Format(time.RFC3339)
+	}); err != nil {
+		return time.Time{}, fmt.Errorf("recording the drain start (%s annotation): %w", DrainStartedAnnotation, err)
+	}
+	r.eventf(s.m, corev1.EventTypeNormal, EventDrainProceeds, "Drain", "draining node %s", node.Name)
+	return start, nil
 }
 
 // forceDrain ends a drain whose timeout expired: the remaining pods are
 // deleted (no eviction, so PodDisruptionBudgets no longer hold them) and the
 // deletion proceeds without waiting for them to terminate.
 func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node, timeout time.Duration, started time.Time, note string) (ctrl.Result, bool, error) {
-	h := r.drainHelper(ctx, node, r.attemptTimeout)
-	list, errs := h.GetPodsForDeletion(node.Name)
-	if len(errs) > 0 {
-		return ctrl.Result{}, false, fmt.Errorf("drain timed out; listing pods of node %s: %w", node.Name, utilerrors.NewAggregate(errs))
+	ctx, cancel := context.WithTimeout(ctx, drainPassTimeout)
+	defer cancel()
+	h := r.drainHelper(ctx, node)
+	pods, err := podsToEvict(h, node.Name)
+	if err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("drain of node %s timed out: %w", node.Name, err)
 	}
 	var deleted []string
 	var failed []error
-	for _, p := range list.Pods() {
+	for _, p := range pods {
 		if err := h.DeletePod(p); err != nil && !apierrors.IsNotFound(err) {
 			failed = append(failed, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
 			continue
@@ -167,7 +186,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 		deleted = append(deleted, p.Namespace+"/"+p.Name)
 	}
 	if len(failed) > 0 {
-		return ctrl.Result{}, false, fmt.Errorf("drain timed out: %w", utilerrors.NewAggregate(failed))
+		return ctrl.Result{}, false, fmt.Errorf("drain of node %s timed out: %w", node.Name, utilerrors.NewAggregate(failed))
 	}
 	DrainTimeoutsTotal.Inc()
 	DrainDurationSeconds.Observe(r.now().Sub(started).Seconds())
@@ -180,169 +199,19 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 		}
 		msg += ": " + strings.Join(shown, ", ")
 	}
-	r.setDrained(s, newCondition(DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut, "", truncate(msg+note, maxConditionMessage)),
+	r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut, "", truncate(msg+note, maxConditionMessage)),
 		corev1.EventTypeWarning, EventDrainTimedOut)
 	r.drainBackoff.Forget(s.key)
 	return ctrl.Result{}, true, nil
 }
 
-// drainAttempt evicts the node's pods for at most timeout. It returns the
-// pods still there and a description of what holds them.
-func (r *Reconciler) drainAttempt(ctx context.Context, node *corev1.Node, timeout time.Duration) ([]corev1.Pod, string, error) {
-	h := r.drainHelper(ctx, node, timeout)
-	list, errs := h.GetPodsForDeletion(node.Name)
-	if len(errs) > 0 {
-		err := utilerrors.NewAggregate(errs)
-		return nil, "cannot list the pods to evict: " + err.Error(), err
-	}
-	pods := list.Pods()
-	if len(pods) == 0 {
-		return nil, "", nil
-	}
-	evictErr := h.DeleteOrEvictPods(pods)
-	if evictErr == nil {
-		return nil, "", nil
-	}
-	after, errs := h.GetPodsForDeletion(node.Name)
-	if len(errs) > 0 {
-		return pods, describeBlockingPods(pods, nil) + "; last error: " + truncate(evictErr.Error(), 300), evictErr
-	}
-	remaining := after.Pods()
-	if len(remaining) == 0 {
-		return nil, "", nil
-	}
-	pdbs, err := r.listPDBs(ctx, remaining)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "listing PodDisruptionBudgets to explain a blocked drain")
-	}
-	detail := describeBlockingPods(remaining, pdbs)
-	if !strings.Contains(detail, "PodDisruptionBudget") {
-		detail += "; last error: " + truncate(evictErr.Error(), 300)
-	}
-	return remaining, detail, evictErr
-}
-
-// listPDBs lists the PodDisruptionBudgets of the pods' namespaces.
-func (r *Reconciler) listPDBs(ctx context.Context, pods []corev1.Pod) ([]policyv1.PodDisruptionBudget, error) {
-	seen := map[string]bool{}
-	var out []policyv1.PodDisruptionBudget
-	var errs []error
-	for _, p := range pods {
-		if seen[p.Namespace] {
-			continue
-		}
-		seen[p.Namespace] = true
-		l, err := r.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, l.Items...)
-	}
-	return out, errors.Join(errs...)
-}
-
-// drainHelper configures kubectl's drain helper: eviction API (PDBs
-// honoured), DaemonSet pods ignored, emptyDir data deleted, unmanaged pods
-// deleted too; on an unreachable node pods get a 1s grace period and pods
-// already terminating for over 1s are not waited for.
-func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node, timeout time.Duration) *drain.Helper {
-	w := logWriter{log.FromContext(ctx).WithValues("node", node.Name)}
-	h := &drain.Helper{
-		Ctx:                  ctx,
-		Client:               r.kube,
-		Force:                true,
-		GracePeriodSeconds:   -1,
-		IgnoreAllDaemonSets:  true,
-		DeleteEmptyDirData:   true,
-		Timeout:              timeout,
-		EvictErrorRetryDelay: r.evictRetryDelay,
-		Out:                  w,
-		ErrOut:               w,
-	}
-	if nodeUnreachable(node) {
-		h.GracePeriodSeconds = 1
-		h.SkipWaitForDeleteTimeoutSeconds = 1
-	}
-	return h
-}
-
-// cordonForDrain cordons the node and marks it with DrainingAnnotation. A
-// control-plane node is not cordoned while another control-plane node is
-// being drained by us (its DrainingAnnotation names a Machine that exists and
-// is being deleted); the other node's name is returned then. The check and
-// the cordon are serialized and use uncached reads, so two concurrent
-// reconciles cannot both start a control-plane drain.
-func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *machinev1beta1.Machine) (string, error) {
-	want := m.Namespace + "/" + m.Name
-	if node.Spec.Unschedulable && node.Annotations[DrainingAnnotation] == want {
-		return "", nil
-	}
-	if isControlPlaneNode(node) {
-		r.cpMu.Lock()
-		defer r.cpMu.Unlock()
-		var reader client.Reader = r.client
-		if r.apiReader != nil {
-			reader = r.apiReader
-		}
-		nodes := &corev1.NodeList{}
-		if err := reader.List(ctx, nodes); err != nil {
-			return "", fmt.Errorf("listing nodes: %w", err)
-		}
-		active := map[string]bool{}
-		for i := range nodes.Items {
-			n := &nodes.Items[i]
-			owner := n.Annotations[DrainingAnnotation]
-			if _, seen := active[owner]; seen || !isControlPlaneNode(n) || !cordonedByUs(n) || n.DeletionTimestamp != nil {
-				continue
-			}
-			ok, err := drainOwnerActive(ctx, reader, owner)
-			if err != nil {
-				return "", err
-			}
-			active[owner] = ok
-		}
-		if ok, other := controlPlaneDrainAllowed(node, nodes.Items, active); !ok {
-			return other, nil
-		}
-	}
-	base := node.DeepCopy()
-	node.Spec.Unschedulable = true
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	node.Annotations[DrainingAnnotation] = want
-	if err := r.client.Patch(ctx, node, client.MergeFrom(base)); err != nil {
-		return "", fmt.Errorf("cordoning node %s: %w", node.Name, err)
-	}
-	return "", nil
-}
-
-// drainOwnerActive reports whether the Machine a DrainingAnnotation value
-// ("<namespace>/<name>") names still exists and is being deleted, i.e. the
-// annotation is not stale.
-func drainOwnerActive(ctx context.Context, reader client.Reader, owner string) (bool, error) {
-	ns, name, ok := strings.Cut(owner, "/")
-	if !ok || ns == "" || name == "" {
-		return false, nil
-	}
-	m := &machinev1beta1.Machine{}
-	if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("getting Machine %s named by the %s annotation: %w", owner, DrainingAnnotation, err)
-	}
-	return !m.DeletionTimestamp.IsZero(), nil
-}
-
 // setDrained sets the Drained condition and, when its status or reason
 // changes, records the event (eventReason may be empty for none).
 func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType, eventReason string) {
-	if eventReason != "" && conditionChanged(s.m.Status.Conditions, c) {
+	if eventReason != "" && conditions.Changed(s.m.Status.Conditions, c) {
 		r.eventf(s.m, eventType, eventReason, "Drain", "%s", c.Message)
 	}
-	s.m.Status.Conditions = setCondition(s.m.Status.Conditions, c, r.now())
+	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.now())
 }
 
 func describeTimeout(d time.Duration) string {
@@ -350,13 +219,6 @@ func describeTimeout(d time.Duration) string {
 		return "none: wait forever"
 	}
 	return d.String()
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // logWriter turns the drain helper's progress output into log lines.

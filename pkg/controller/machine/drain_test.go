@@ -2,22 +2,42 @@ package machine
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 )
 
-// A PodDisruptionBudget that allows no disruption blocks the drain: the
-// reason (pod and PDB) is persisted on Drained=False. An invalid
-// node-drain-timeout annotation is reported without resetting the clock; a
-// valid one ends the drain by deleting the remaining pods, and the deletion
-// proceeds to the instance, the Node and the finalizer.
+// evictions returns how many eviction requests the fixture's clients sent
+// for each pod (by name) since the counter was last reset.
+func (f *fixture) evictions() map[string]int {
+	out := map[string]int{}
+	prefix := "/api/v1/namespaces/" + f.ns + "/pods/"
+	for req, n := range f.counter.Snapshot() {
+		if req.Verb == applytest.VerbPost && strings.HasPrefix(req.Path, prefix) && strings.HasSuffix(req.Path, "/eviction") {
+			out[strings.TrimSuffix(strings.TrimPrefix(req.Path, prefix), "/eviction")] += n
+		}
+	}
+	return out
+}
+
+// A PodDisruptionBudget that allows no disruption blocks the drain. Each
+// reconcile is one eviction pass: every pod is evicted once, the refused
+// eviction is not retried within the reconcile, and the Machine is requeued.
+// The reason (pod and PDB) is persisted on Drained=False; a pass that finds
+// the same state writes nothing. An invalid node-drain-timeout annotation is
+// reported without resetting the drain start; a valid one ends the drain by
+// deleting the remaining pods, and the deletion proceeds to the instance, the
+// Node and the finalizer.
 func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -31,17 +51,26 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	durationsBefore := metricValue(t, DrainDurationSeconds)
 	f.deleteMachine(m)
 
+	f.counter.Reset()
 	res := f.mustReconcile(m)
-	if res.RequeueAfter <= 0 {
-		t.Errorf("a blocked drain is retried with backoff: %+v", res)
+	if res.RequeueAfter <= 0 || res.RequeueAfter > defaultDrainBackoffMax {
+		t.Errorf("a blocked drain is requeued within %s: %+v", defaultDrainBackoffMax, res)
+	}
+	if got := f.evictions(); got["web-1"] != 1 || got["free-1"] != 1 || len(got) != 2 {
+		t.Errorf("one pass evicts each pod once, got %v", got)
 	}
 	got := f.mustGet(m)
 	wantPhase(t, got, machinev1beta1.PhaseDeleting)
 	blocked := wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress,
-		fmt.Sprintf("evicting %s/web-1: blocked by PodDisruptionBudget %[1]s/web (0 disruptions allowed)", f.ns), "1 pod(s) remaining")
+		"1 pod(s) remaining (1 blocked by a PodDisruptionBudget)",
+		fmt.Sprintf("evicting %s/web-1: blocked by PodDisruptionBudget %[1]s/web (0 disruptions allowed)", f.ns))
 	t.Logf("blocked: Drained=False %s: %s", blocked.Reason, blocked.Message)
 	if blocked.Severity != machinev1beta1.ConditionSeverityWarning {
 		t.Errorf("severity = %q", blocked.Severity)
+	}
+	start := got.Annotations[DrainStartedAnnotation]
+	if _, err := time.Parse(time.RFC3339, start); err != nil {
+		t.Errorf("drain start annotation %s = %q: %v", DrainStartedAnnotation, start, err)
 	}
 	if f.getPod("free-1") != nil {
 		t.Error("the unprotected pod was not evicted")
@@ -55,23 +84,37 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	}
 	wantCalls(t, f.act, map[string]int{})
 
-	// An invalid timeout annotation is reported; the clock is not reset.
+	// The next pass: the blocked pod is evicted once more; nothing else is
+	// written (same message, same start).
+	f.counter.Reset()
+	f.mustReconcile(m)
+	if got := f.evictions(); got["web-1"] != 1 || len(got) != 1 {
+		t.Errorf("second pass evictions %v", got)
+	}
+	if w := f.counter.Writes(); w != 1 {
+		t.Errorf("a pass that finds the same state writes only the eviction, got %v", f.counter.WriteRequests())
+	}
+
+	// An invalid timeout annotation is reported; the start is kept.
 	f.patchMachine(m, func(m *machinev1beta1.Machine) {
-		m.Annotations = map[string]string{NodeDrainTimeoutAnnotation: "soon"}
+		m.Annotations[NodeDrainTimeoutAnnotation] = "soon"
 	})
 	f.mustReconcile(m)
 	got = f.mustGet(m)
 	c := wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress,
 		NodeDrainTimeoutAnnotation+` annotation "soon"`, "blocked by PodDisruptionBudget")
 	t.Logf("invalid annotation: %s", c.Message)
+	if got.Annotations[DrainStartedAnnotation] != start {
+		t.Errorf("drain start moved: %s → %s", start, got.Annotations[DrainStartedAnnotation])
+	}
 	if !c.LastTransitionTime.Equal(&blocked.LastTransitionTime) {
-		t.Errorf("drain start moved: %v → %v", blocked.LastTransitionTime, c.LastTransitionTime)
+		t.Errorf("a message change moved lastTransitionTime: %v → %v", blocked.LastTransitionTime, c.LastTransitionTime)
 	}
 
 	// A 2s timeout, measured from the persisted drain start: once it has
 	// passed the remaining pods are deleted without eviction.
 	f.patchMachine(m, func(m *machinev1beta1.Machine) {
-		m.Annotations = map[string]string{NodeDrainTimeoutAnnotation: "2s"}
+		m.Annotations[NodeDrainTimeoutAnnotation] = "2s"
 	})
 	f.clock.Advance(3 * time.Second)
 	res = f.mustReconcile(m)
@@ -92,7 +135,7 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	if d := metricValue(t, DrainDurationSeconds) - durationsBefore; d < 1 {
 		t.Errorf("machine_api_drain_duration_seconds observed %v drains", d)
 	}
-	if f.rec.count(EventDrainTimedOut) != 1 {
+	if f.rec.count(EventDrainTimedOut) != 1 || f.rec.count(EventDrainProceeds) != 1 {
 		t.Errorf("events:\n%s", f.rec)
 	}
 
@@ -103,33 +146,58 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	}
 }
 
+// A pod that is already terminating is not evicted again (on a reachable
+// node) and is reported as terminating until it is gone; then the node is
+// drained.
+func TestDrainWaitsForTerminatingPodsWithoutHoldingTheReconcile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	m, node := f.runningMachine("terminating")
+	f.pod("slow-1", node.Name, nil, 30) // no kubelet: terminates until deleted with grace 0
+	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.deleteMachine(m)
+
+	if res := f.mustReconcile(m); res.RequeueAfter <= 0 {
+		t.Errorf("want a requeue while the pod terminates: %+v", res)
+	}
+	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress,
+		"1 pod(s) remaining (1 terminating)", f.ns+"/slow-1: terminating")
+	f.counter.Reset()
+	f.mustReconcile(m)
+	if got := f.evictions(); len(got) != 0 {
+		t.Errorf("a terminating pod was evicted again: %v", got)
+	}
+	c := wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, f.ns+"/slow-1: terminating")
+	if c.Severity != machinev1beta1.ConditionSeverityInfo {
+		t.Errorf("pods that only terminate are no warning: %q", c.Severity)
+	}
+
+	// The pod goes (its kubelet would confirm it; here: force-delete it).
+	if err := env.Client.Delete(f.ctx, f.getPod("slow-1"), client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	f.mustReconcile(m)
+	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrained)
+}
+
 // On an unreachable node (Ready=Unknown) pods are evicted with a 1s grace
 // period and not waited for: a pod with a 30s grace period (no kubelet will
 // ever confirm it) does not hold the drain.
 func TestDrainUnreachableNode(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.r.attemptTimeout = 3 * time.Second // long enough to outlast the 1s grace period
 	node := f.node(f.nodeName("unreachable"), corev1.ConditionUnknown, nil)
 	m := f.machineOnNode("unreachable", node)
 	f.pod("slow-1", node.Name, nil, 30)
 	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
 	f.deleteMachine(m)
 
-	start := time.Now()
+	// Each reconcile is one pass; the requeue is left to the poll.
 	eventually(t, 20*time.Second, "Drained=True", func() bool {
-		res := f.mustReconcile(m)
-		if isConditionTrue(f.mustGet(m).Status.Conditions, DrainedCondition) {
-			return true
-		}
-		time.Sleep(res.RequeueAfter)
-		return false
+		f.mustReconcile(m)
+		return conditions.IsTrue(f.mustGet(m).Status.Conditions, DrainedCondition)
 	})
 	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrained)
-	// Far below the pod's 30s grace period, which a reachable node honours.
-	if took := time.Since(start); took > 15*time.Second {
-		t.Errorf("drain took %s", took)
-	}
 	p := f.getPod("slow-1")
 	if p == nil {
 		t.Fatal("pod gone: envtest has no kubelet, the evicted pod should still be terminating")
@@ -192,7 +260,7 @@ func TestDrainOneControlPlaneNodeAtATime(t *testing.T) {
 		t.Errorf("want a requeue while another control-plane node drains: %+v", res)
 	}
 	got := f.mustGet(m)
-	wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked,
+	wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonWaitingForControlPlaneDrain,
 		"waiting for control-plane node "+busy.Name, "only one control-plane node")
 	if !waitingForControlPlaneDrain(got) {
 		t.Error("the waiting Machine is not recognised as waiting (the Node watch would not wake it)")
@@ -232,8 +300,9 @@ func TestDrainControlPlaneStaleAnnotation(t *testing.T) {
 }
 
 // Uncordoning a node mid-drain, and waiting for another control-plane drain
-// meanwhile, do not restart the drain timeout: it is measured from the first
-// start.
+// meanwhile, do not restart the drain timeout: it is measured from the drain
+// start annotation. The wait has its own reason; Drained stays False
+// throughout, so its lastTransitionTime does not move either.
 func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
 	t.Parallel()
 	serializeControlPlaneTest(t)
@@ -251,7 +320,22 @@ func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
 	f.deleteMachine(m)
 
 	f.mustReconcile(m)
-	start := wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "blocked by PodDisruptionBudget").LastTransitionTime
+	got := f.mustGet(m)
+	first := wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "blocked by PodDisruptionBudget").LastTransitionTime
+	start := got.Annotations[DrainStartedAnnotation]
+	if start == "" {
+		t.Fatalf("no %s annotation: %v", DrainStartedAnnotation, got.Annotations)
+	}
+	sameStart := func(when string) {
+		t.Helper()
+		got := f.mustGet(m)
+		if s := got.Annotations[DrainStartedAnnotation]; s != start {
+			t.Errorf("%s: drain start moved: %s → %s", when, start, s)
+		}
+		if c := conditions.Get(got.Status.Conditions, DrainedCondition); !c.LastTransitionTime.Equal(&first) {
+			t.Errorf("%s: Drained lastTransitionTime moved without a status change: %v → %v", when, first, c.LastTransitionTime)
+		}
+	}
 
 	// Someone uncordons cp-b (kubectl keeps the annotation) while cp-a starts
 	// draining for another Machine: cp-b waits, its drain start is kept.
@@ -263,17 +347,16 @@ func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
 	if res := f.mustReconcile(m); res.RequeueAfter <= 0 {
 		t.Errorf("want a requeue while waiting: %+v", res)
 	}
-	got := f.mustGet(m)
-	c := wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "waiting for control-plane node "+other.Name)
-	if !c.LastTransitionTime.Equal(&start) {
-		t.Errorf("drain start moved while waiting: %v → %v", start, c.LastTransitionTime)
-	}
+	got = f.mustGet(m)
+	wantCondition(t, got, DrainedCondition, corev1.ConditionFalse, ReasonWaitingForControlPlaneDrain, "waiting for control-plane node "+other.Name)
+	sameStart("waiting")
 	if !waitingForControlPlaneDrain(got) {
 		t.Error("the waiting Machine is not recognised as waiting")
 	}
 	if f.getNode(node.Name).Spec.Unschedulable {
 		t.Error("cp-b re-cordoned while cp-a drains")
 	}
+	f.mustReconcile(m)
 	if n := f.rec.count(EventDrainBlocked) - before; n != 1 {
 		t.Errorf("DrainBlocked recorded %d times, want once:\n%s", n, f.rec)
 	}
@@ -282,16 +365,14 @@ func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
 	f.clock.Advance(10 * time.Second)
 	f.setDrainState(other, false, "")
 	f.mustReconcile(m)
-	c = wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "blocked by PodDisruptionBudget")
-	if !c.LastTransitionTime.Equal(&start) {
-		t.Errorf("drain start moved on re-cordon: %v → %v", start, c.LastTransitionTime)
-	}
+	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, "blocked by PodDisruptionBudget")
+	sameStart("after the wait")
 	if !f.getNode(node.Name).Spec.Unschedulable {
 		t.Error("cp-b not cordoned again")
 	}
 
-	// 35s after the first start (15s after the wait ended) the 30s timeout
-	// has expired.
+	// 35s after the start (15s after the wait ended) the 30s timeout has
+	// expired.
 	f.clock.Advance(15 * time.Second)
 	f.mustReconcile(m)
 	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
@@ -44,8 +45,7 @@ func TestControllerWithManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	act := &machinetest.Actuator{CreateSetsInstance: true, ProviderID: "test://" + f.ns + "/managed", Addresses: []string{"10.2.0.1"}}
-	r := NewReconciler(Options{Client: mgr.GetClient(), Actuator: act, Recorder: f.rec, Namespace: f.ns, DrainAttemptTimeout: time.Second})
-	r.evictRetryDelay = 200 * time.Millisecond
+	r := NewReconciler(Options{Client: mgr.GetClient(), Actuator: act, Recorder: f.rec, Namespace: f.ns})
 	r.waitBackoff = fastBackoff()
 	// Only a watch event can bring a blocked drain back within the test.
 	r.drainBackoff = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](10*time.Minute, time.Hour)
@@ -97,7 +97,7 @@ func TestControllerWithManager(t *testing.T) {
 	f.deleteMachine(m)
 	want := fmt.Sprintf("evicting %s/web-1: blocked by PodDisruptionBudget %[1]s/web (0 disruptions allowed)", f.ns)
 	eventually(t, 15*time.Second, "Drained=False naming the PDB", func() bool {
-		c := getCondition(f.mustGet(m).Status.Conditions, DrainedCondition)
+		c := conditions.Get(f.mustGet(m).Status.Conditions, DrainedCondition)
 		return c != nil && c.Reason == ReasonDrainInProgress && strings.Contains(c.Message, want)
 	})
 

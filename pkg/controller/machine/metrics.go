@@ -73,8 +73,9 @@ var (
 		Help: "Number of times the provider failed to delete the Machine's instance.",
 	}, instanceFailedLabels)
 
-	// DrainDurationSeconds observes how long node drains took, from the
-	// first attempt until the node was drained or the drain timed out.
+	// DrainDurationSeconds observes how long node drains took, from the drain
+	// start (DrainStartedAnnotation) until the node was drained or the drain
+	// timed out.
 	DrainDurationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "machine_api_drain_duration_seconds",
 		Help:    "Duration of node drains done by the machine controller, from the start to success or timeout.",

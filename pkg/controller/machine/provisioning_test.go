@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
@@ -236,7 +237,7 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 	if err != nil || res.RequeueAfter != 5*time.Second {
 		t.Fatalf("Exists: got (%+v, %v), want requeue after 5s", res, err)
 	}
-	if c := getCondition(f.mustGet(m).Status.Conditions, InstanceExistsCondition); c != nil {
+	if c := conditions.Get(f.mustGet(m).Status.Conditions, InstanceExistsCondition); c != nil {
 		t.Errorf("a provider-side wait is not a failed check: %+v", c)
 	}
 

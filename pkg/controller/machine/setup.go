@@ -3,7 +3,6 @@ package machine
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
@@ -29,7 +29,8 @@ const ControllerName = "machine-controller"
 // SetupWithManager registers the controller: it watches Machines (in the
 // cache's namespaces, or Options.Namespace) and Nodes, mapping a Node to the
 // Machine whose status.nodeRef names it through a field index, so node
-// changes wake the controller without polling.
+// changes wake the controller without polling. opts.MaxConcurrentReconciles
+// 0 means DefaultMaxConcurrentReconciles.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -50,6 +51,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machine").
 		For(&machinev1beta1.Machine{}, builder.WithPredicates(r.machinePredicate())).
@@ -58,20 +62,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// IndexMachinesByNodeRef adds the NodeRefNameField index. Registering it a
-// second time (another controller in the same manager did) is not an error.
+// IndexMachinesByNodeRef adds the NodeRefNameField index. When the cache
+// already has an index of that name on Machines (another controller in the
+// same manager registered it), it is left as it is: see index.Register.
 func IndexMachinesByNodeRef(ctx context.Context, indexer client.FieldIndexer) error {
-	err := indexer.IndexField(ctx, &machinev1beta1.Machine{}, NodeRefNameField, func(o client.Object) []string {
-		m, ok := o.(*machinev1beta1.Machine)
-		if !ok || m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
-			return nil
-		}
-		return []string{m.Status.NodeRef.Name}
-	})
-	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		return fmt.Errorf("indexing Machines by %s: %w", NodeRefNameField, err)
+	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: NodeRefNameField, Extract: machineNodeRefName})
+}
+
+func machineNodeRefName(o client.Object) []string {
+	m, ok := o.(*machinev1beta1.Machine)
+	if !ok || m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
+		return nil
 	}
-	return nil
+	return []string{m.Status.NodeRef.Name}
 }
 
 // nodeToMachines maps a Node to the Machines whose nodeRef names it.
@@ -159,9 +162,9 @@ func (r *Reconciler) machinesWaitingForControlPlaneDrain(ctx context.Context) []
 }
 
 // machinePredicate drops events of other namespaces (Options.Namespace) and
-// updates that only change status fields the controller itself writes, so
-// its own status patches do not wake it again. Every other change (spec,
-// metadata, nodelink's nodeRef) does.
+// updates that only change status fields the controller itself writes (or
+// its DrainStartedAnnotation), so its own writes do not wake it again. Every
+// other change (spec, metadata, nodelink's nodeRef) does.
 func (r *Reconciler) machinePredicate() predicate.Predicate {
 	inNamespace := func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace }
 	return predicate.Funcs{
@@ -183,12 +186,16 @@ func (r *Reconciler) machinePredicate() predicate.Predicate {
 }
 
 // onlyOwnStatusChanged reports whether old and new differ only in fields the
-// machine controller writes to the status.
+// machine controller writes to the status, and its DrainStartedAnnotation.
 func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 	strip := func(m *machinev1beta1.Machine) *machinev1beta1.Machine {
 		c := m.DeepCopy()
 		c.ResourceVersion = ""
 		c.ManagedFields = nil
+		delete(c.Annotations, DrainStartedAnnotation)
+		if len(c.Annotations) == 0 {
+			c.Annotations = nil
+		}
 		c.Status.Phase = nil
 		c.Status.Conditions = nil
 		c.Status.LastUpdated = nil

@@ -10,9 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -21,11 +23,11 @@ import (
 // waiting for it.
 func TestNodeHandlerWakesControlPlaneWaiters(t *testing.T) {
 	now := metav1.NewTime(time.Now())
-	deletingMachine := func(name, nodeName, drainedMsg string) *machinev1beta1.Machine {
+	deletingMachine := func(name, nodeName, drainedReason, drainedMsg string) *machinev1beta1.Machine {
 		m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
 			Finalizers: []string{machinev1beta1.MachineFinalizer}, DeletionTimestamp: &now}}
 		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: nodeName}
-		m.Status.Conditions = []machinev1beta1.Condition{{Type: DrainedCondition, Status: corev1.ConditionFalse, Reason: ReasonDrainBlocked, Message: drainedMsg}}
+		m.Status.Conditions = []machinev1beta1.Condition{{Type: DrainedCondition, Status: corev1.ConditionFalse, Reason: drainedReason, Message: drainedMsg}}
 		return m
 	}
 	c := fake.NewClientBuilder().WithScheme(env.Scheme).
@@ -33,9 +35,9 @@ func TestNodeHandlerWakesControlPlaneWaiters(t *testing.T) {
 			return []string{o.(*machinev1beta1.Machine).Status.NodeRef.Name}
 		}).
 		WithObjects(
-			deletingMachine("owner", "cp-a", "draining node cp-a"),
-			deletingMachine("waiter", "cp-b", controlPlaneWaitPrefix+"cp-a to finish draining"),
-			deletingMachine("hooked", "cp-c", "blocked by pre-drain hook(s): x (owner y)"),
+			deletingMachine("owner", "cp-a", ReasonDrainInProgress, "draining node cp-a"),
+			deletingMachine("waiter", "cp-b", ReasonWaitingForControlPlaneDrain, "waiting for control-plane node cp-a to finish draining"),
+			deletingMachine("hooked", "cp-c", ReasonDrainBlocked, "blocked by pre-drain hook(s): x (owner y)"),
 		).Build()
 	r := &Reconciler{client: c}
 	h := r.nodeHandler()
@@ -76,5 +78,23 @@ func TestNodeHandlerWakesControlPlaneWaiters(t *testing.T) {
 				t.Errorf("enqueued %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Every controller that needs the nodeRef index registers it: on one manager
+// the second registration is recognised by its name and is not an error.
+func TestIndexMachinesByNodeRefTwice(t *testing.T) {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			t.Fatalf("registration %d: %v", i+1, err)
+		}
 	}
 }

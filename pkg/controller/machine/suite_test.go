@@ -27,9 +27,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -130,16 +132,18 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &machinetest.Actuator{}, counter: counter, rec: &recorder{}, clock: &testClock{}}
+	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &machinetest.Actuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testClock{}}
 	f.r = NewReconciler(Options{
 		Client: c, APIReader: c, Actuator: f.act, Recorder: f.rec, Now: f.clock.Now,
-		KubeClient: kube, DrainAttemptTimeout: time.Second,
+		KubeClient: kube,
 	})
-	f.r.evictRetryDelay = 200 * time.Millisecond
 	f.r.waitBackoff = fastBackoff()
 	f.r.drainBackoff = fastBackoff()
 	return f
 }
+
+// testGroup is the providerSpec API group the fixture's fake provider serves.
+const testGroup = "test.example.com"
 
 func providerSpec() machinev1beta1.ProviderSpec {
 	return machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"test.example.com/v1","kind":"TestProviderSpec","size":"small"}`)}}
@@ -343,7 +347,7 @@ func (f *fixture) getPod(name string) *corev1.Pod {
 // wantCondition checks a condition's status, reason and message fragments.
 func wantCondition(t *testing.T, m *machinev1beta1.Machine, typ machinev1beta1.ConditionType, status corev1.ConditionStatus, reason string, msgParts ...string) *machinev1beta1.Condition {
 	t.Helper()
-	c := getCondition(m.Status.Conditions, typ)
+	c := conditions.Get(m.Status.Conditions, typ)
 	if c == nil {
 		t.Fatalf("no %s condition in %+v", typ, m.Status.Conditions)
 	}
@@ -376,16 +380,11 @@ func wantCalls(t *testing.T, a *machinetest.Actuator, want map[string]int) {
 	}
 }
 
-// eventually polls cond every 50ms until it holds or timeout passes.
+// eventually polls cond (with pkg/testenv/poll) until it holds, failing the
+// test after timeout.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Eventually(t, timeout, what, func(context.Context) (bool, error) { return cond(), nil })
 }
 
 func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }

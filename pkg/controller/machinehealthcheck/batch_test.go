@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -14,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // TestBatchedEvents: events within the delay wake a MachineHealthCheck once,
@@ -32,11 +33,9 @@ func TestBatchedEvents(t *testing.T) {
 	if q.Len() != 0 {
 		t.Fatalf("queued at once: %d", q.Len())
 	}
-	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+	poll.Eventually(t, 5*time.Second, "the batched request queued", func(context.Context) (bool, error) {
 		return q.Len() > 0, nil
-	}); err != nil {
-		t.Fatal("never queued")
-	}
+	})
 	if waited := time.Since(start); waited < 300*time.Millisecond {
 		t.Errorf("queued after %s, before the delay", waited)
 	}

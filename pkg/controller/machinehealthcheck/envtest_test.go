@@ -133,7 +133,7 @@ func TestShortCircuit(t *testing.T) {
 	// Nothing changes: no API requests at all (the next timer, the recent
 	// Node's 5m timeout, is far away).
 	h.requests.reset()
-	h.consistently("no requests while short-circuited", func() error {
+	h.whenSettled("no requests while short-circuited", func() error {
 		if n := h.requests.n.Load(); n != 0 {
 			return fmt.Errorf("%d API requests: %v", n, h.requests.recent())
 		}
@@ -243,7 +243,7 @@ func TestPaused(t *testing.T) {
 	h.newMachine("failed", machineOpts{mhc: "p", owned: true, failed: true})
 	h.newMHC("p", func(m *machinev1beta1.MachineHealthCheck) { m.Annotations = map[string]string{PausedAnnotation: ""} })
 	h.waitStatus("p", 1, 0, 0, hasCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonPaused))
-	h.consistently("paused: the Machine stays", func() error {
+	h.whenSettled("paused: the Machine stays", func() error {
 		if !h.exists("failed") {
 			return fmt.Errorf("deleted")
 		}
@@ -274,7 +274,7 @@ func TestExcludedNodes(t *testing.T) {
 		}
 		return nil
 	})
-	h.consistently("excluded Machines stay", func() error {
+	h.whenSettled("excluded Machines stay", func() error {
 		if !h.exists("labelled") || !h.exists("tainted") {
 			return fmt.Errorf("deleted")
 		}

@@ -44,7 +44,7 @@ func (h *harness) waitExisting(want []string, names ...string) {
 		}
 		return nil
 	})
-	h.consistently(fmt.Sprintf("still exactly %v left", want), func() error {
+	h.whenSettled(fmt.Sprintf("still exactly %v left", want), func() error {
 		if got := h.existing(names...); fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("left: %v", got)
 		}
@@ -84,7 +84,7 @@ func TestRateLimitEnvtest(t *testing.T) {
 	}
 	// At rest until the next token (a real minute away): no API request.
 	h.requests.reset()
-	h.consistently("no requests while rate limited", func() error {
+	h.whenSettled("no requests while rate limited", func() error {
 		if n := h.requests.n.Load(); n != 0 {
 			return fmt.Errorf("%d API requests: %v", n, h.requests.recent())
 		}
@@ -140,7 +140,7 @@ func TestBackoffEnvtest(t *testing.T) {
 	// Another MachineSet's Machine is remediated at once meanwhile.
 	h.newMachine("o1", machineOpts{mhc: "bo", owner: "other", failed: true})
 	h.waitGone("o1")
-	h.consistently("r1 waits", func() error {
+	h.whenSettled("r1 waits", func() error {
 		if !h.exists("r1") {
 			return fmt.Errorf("r1 deleted before its backoff ended")
 		}
@@ -160,7 +160,7 @@ func TestBackoffEnvtest(t *testing.T) {
 	})
 	clk.SetTime(clk.Now().Add(time.Minute))
 	h.poke("bo")
-	h.consistently("r2 waits", func() error {
+	h.whenSettled("r2 waits", func() error {
 		if !h.exists("r2") {
 			return fmt.Errorf("r2 deleted after 1m of its 2m backoff")
 		}
@@ -231,7 +231,7 @@ func TestExternalRemediationBackoff(t *testing.T) {
 		}
 		return nil
 	})
-	h.consistently("no request during the backoff", wantRequest("backoff", false))
+	h.whenSettled("no request during the backoff", wantRequest("backoff", false))
 	clk.SetTime(clk.Now().Add(time.Minute))
 	h.poke("ext")
 	h.eventually("second request", wantRequest("after the backoff", true))

@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -91,9 +91,10 @@ func testCRD(kind, plural string) *apiextensionsv1.CustomResourceDefinition {
 
 const (
 	waitTimeout = 30 * time.Second
-	poll        = 50 * time.Millisecond
-	// settle is how long a "nothing happens" check watches.
-	settle = 2 * time.Second
+	// soon: requeues due within this count as work still to do when a test
+	// waits for the controller to settle (the timers of the tests' Node
+	// conditions and backoffs are minutes away).
+	soon = 10 * time.Second
 )
 
 // recorder collects events as "Type Reason Object: note".
@@ -174,10 +175,11 @@ type harness struct {
 	ctx      context.Context
 	ns       string
 	c        client.Client
+	cached   client.Client // the manager's cache-backed client
+	wt       *testenv.WorkTracker
 	rec      *recorder
 	requests *requestCounter
-	stopFn   context.CancelFunc
-	done     chan struct{}
+	stopFn   func() // stops the running manager
 }
 
 // newHarness starts the controller; opts adjust its Options (Namespace and
@@ -191,6 +193,7 @@ func newHarness(t *testing.T, opts ...func(*Options)) *harness {
 		ns:       fmt.Sprintf("mhc-%d-%d", seq, time.Now().UnixNano()%100000),
 		c:        env.Client,
 		rec:      &recorder{},
+		wt:       testenv.NewWorkTracker(),
 		requests: &requestCounter{},
 	}
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
@@ -200,35 +203,20 @@ func newHarness(t *testing.T, opts ...func(*Options)) *harness {
 	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, c: h.requests} }
 	nsOnly := cache.ByObject{Namespaces: map[string]cache.Config{h.ns: {}}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&machinev1beta1.Machine{}:            nsOnly,
-			&machinev1beta1.MachineHealthCheck{}: nsOnly,
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&machinev1beta1.Machine{}:            nsOnly,
+		&machinev1beta1.MachineHealthCheck{}: nsOnly,
+	}})
 	o := Options{Namespace: h.ns, Recorder: h.rec}
 	for _, f := range opts {
 		f(&o)
 	}
 	r := NewReconciler(o)
-	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+	h.cached = mgr.GetClient()
+	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: h.wt.NewQueue}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stopFn = cancel
-	h.done = make(chan struct{})
-	go func() {
-		defer close(h.done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	h.stopFn = testenv.Run(t, mgr)
 	t.Cleanup(h.stop)
 	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
 		t.Fatal("cache did not sync")
@@ -239,33 +227,27 @@ func newHarness(t *testing.T, opts ...func(*Options)) *harness {
 func (h *harness) stop() {
 	if h.stopFn != nil {
 		h.stopFn()
-		<-h.done
 		h.stopFn = nil
 	}
 }
 
 func (h *harness) eventually(what string, f func() error) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(poll)
-	}
-	h.t.Fatalf("%s: not within %s: %v", what, waitTimeout, err)
+	poll.Eventually(h.t, waitTimeout, what, poll.Check(f))
 }
 
-// consistently checks f for the settle period.
-func (h *harness) consistently(what string, f func() error) {
+// whenSettled waits until the controller has handled every change made so
+// far (its cache has the Nodes and the test's Machines and
+// MachineHealthChecks as the API server has them, and no reconcile is running
+// or due soon), then checks f.
+func (h *harness) whenSettled(what string, f func() error) {
 	h.t.Helper()
-	deadline := time.Now().Add(settle)
-	for time.Now().Before(deadline) {
-		if err := f(); err != nil {
-			h.t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(poll)
+	poll.Eventually(h.t, waitTimeout, "the controller to handle every change", h.wt.Quiescent(soon,
+		testenv.CaughtUp(h.c, h.cached, &corev1.NodeList{}),
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns)),
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineHealthCheckList{}, client.InNamespace(h.ns))))
+	if err := f(); err != nil {
+		h.t.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -406,15 +388,7 @@ func (h *harness) createNode(suffix string, ready corev1.ConditionStatus, since 
 
 func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since time.Time) {
 	h.t.Helper()
-	n := &corev1.Node{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Name: name}, n); err != nil {
-		h.t.Fatal(err)
-	}
-	n.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: ready, Reason: "Test",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(since),
-	}}
-	if err := h.c.Status().Update(h.ctx, n); err != nil {
+	if err := testenv.SetNodeReady(h.ctx, h.c, name, ready, since); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // machineSetKind is the kind of the controller ownerReference on Machines.
@@ -100,24 +102,11 @@ func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, polic
 	return replicaAction{}
 }
 
-// nodeReadyCondition returns the Ready condition of n, or nil.
-func nodeReadyCondition(n *corev1.Node) *corev1.NodeCondition {
-	if n == nil {
-		return nil
-	}
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // availability says whether a Machine's Node is ready and available:
 // available means Ready=True for at least minReady. When ready but not yet
 // available, wait is the time until it will be.
 func availability(node *corev1.Node, minReady time.Duration, now time.Time) (ready, available bool, wait time.Duration) {
-	c := nodeReadyCondition(node)
+	c := nodeutil.ReadyCondition(node)
 	if c == nil || c.Status != corev1.ConditionTrue {
 		return false, false, 0
 	}

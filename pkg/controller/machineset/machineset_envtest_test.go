@@ -329,11 +329,23 @@ func TestMachineSetBeingDeleted(t *testing.T) {
 	if err := h.c.Delete(h.ctx, ms); err != nil {
 		t.Fatal(err)
 	}
+	// The controller can only hold back once it has seen the deletion (a
+	// Machine deleted before that is legitimately replaced).
+	h.eventually("the controller's cache shows the MachineSet deleting", func() error {
+		cached := &machinev1beta1.MachineSet{}
+		if err := h.cached.Get(h.ctx, client.ObjectKeyFromObject(ms), cached); err != nil {
+			return err
+		}
+		if cached.DeletionTimestamp == nil {
+			return fmt.Errorf("no deletionTimestamp yet")
+		}
+		return nil
+	})
 	if err := h.c.Delete(h.ctx, two[0]); err != nil {
 		t.Fatal(err)
 	}
 	h.updateMachineSet("going", func(ms *machinev1beta1.MachineSet) { *ms.Spec.Replicas = 0 })
-	h.consistently("nothing happens", func() error {
+	h.whenSettled("nothing happened", func() error {
 		if c, d := h.cc.creates.Load(), h.cc.deletes.Load(); c != 2 || d != 0 {
 			return fmt.Errorf("%d creates, %d deletes; want 2, 0", c, d)
 		}

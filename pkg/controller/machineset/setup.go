@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -251,7 +251,7 @@ func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 	if oldN.Annotations[nodelink.MachineAnnotation] != newN.Annotations[nodelink.MachineAnnotation] {
 		return true
 	}
-	a, b := nodeReadyCondition(oldN), nodeReadyCondition(newN)
+	a, b := nodeutil.ReadyCondition(oldN), nodeutil.ReadyCondition(newN)
 	if a == nil || b == nil {
 		return (a == nil) != (b == nil)
 	}

@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -46,9 +46,9 @@ func TestMain(m *testing.M) {
 
 const (
 	waitTimeout = 30 * time.Second
-	poll        = 50 * time.Millisecond
-	// settle is how long a "nothing happens" check watches.
-	settle = 1500 * time.Millisecond
+	// soon: requeues due within this count as work still to do when a test
+	// waits for the controller to settle.
+	soon = 10 * time.Second
 )
 
 // recorder collects events as "Type Reason MachineSet: note".
@@ -152,10 +152,10 @@ type harness struct {
 	cc     *countingClient
 	cached client.Client
 	rec    *recorder
+	wt     *testenv.WorkTracker
 	r      *Reconciler
 	gate   *gate
-	stopFn context.CancelFunc
-	done   chan struct{}
+	stopFn func() // stops the running manager
 }
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
@@ -167,6 +167,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		ns:   fmt.Sprintf("machineset-%d-%d", seq, time.Now().UnixNano()%100000),
 		c:    env.Client,
 		rec:  &recorder{},
+		wt:   testenv.NewWorkTracker(),
 		gate: &gate{},
 	}
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
@@ -178,18 +179,10 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if o.gate {
 		machineCache.Transform = h.gate.transform
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&machinev1beta1.Machine{}:    machineCache,
-			&machinev1beta1.MachineSet{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&machinev1beta1.Machine{}:    machineCache,
+		&machinev1beta1.MachineSet{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
+	}})
 	h.cached = mgr.GetClient()
 	h.cc = &countingClient{Client: mgr.GetClient()}
 	h.r = NewReconciler(Options{
@@ -198,18 +191,10 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		Recorder:            h.rec,
 		ExpectationsTimeout: o.expectationsTimeout,
 	})
-	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: h.wt.NewQueue}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stopFn = cancel
-	h.done = make(chan struct{})
-	go func() {
-		defer close(h.done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	h.stopFn = testenv.Run(t, mgr)
 	t.Cleanup(h.stop)
 	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
 		t.Fatal("cache did not sync")
@@ -221,7 +206,6 @@ func (h *harness) stop() {
 	h.gate.open()
 	if h.stopFn != nil {
 		h.stopFn()
-		<-h.done
 		h.stopFn = nil
 	}
 }
@@ -379,26 +363,19 @@ func replicasAre(replicas, ready, available int32) func(machinev1beta1.MachineSe
 
 func (h *harness) eventually(what string, f func() error) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(poll)
-	}
-	h.t.Fatalf("%s: not within %s: %v", what, waitTimeout, err)
+	poll.Eventually(h.t, waitTimeout, what, poll.Check(f))
 }
 
-// consistently checks f for the settle period.
-func (h *harness) consistently(what string, f func() error) {
+// whenSettled waits until the controller has handled every change made so
+// far (its cache has the test's Machines and MachineSets as the API server
+// has them, and no reconcile is running or due soon), then checks f.
+func (h *harness) whenSettled(what string, f func() error) {
 	h.t.Helper()
-	deadline := time.Now().Add(settle)
-	for time.Now().Before(deadline) {
-		if err := f(); err != nil {
-			h.t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(poll)
+	poll.Eventually(h.t, waitTimeout, "the controller to handle every change", h.wt.Quiescent(soon,
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns)),
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineSetList{}, client.InNamespace(h.ns))))
+	if err := f(); err != nil {
+		h.t.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -418,15 +395,7 @@ func (h *harness) createNode(suffix string, ready corev1.ConditionStatus, since 
 
 func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since time.Time) {
 	h.t.Helper()
-	n := &corev1.Node{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Name: name}, n); err != nil {
-		h.t.Fatal(err)
-	}
-	n.Status.Conditions = []corev1.NodeCondition{{
-		Type: corev1.NodeReady, Status: ready, Reason: "Test",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.NewTime(since),
-	}}
-	if err := h.c.Status().Update(h.ctx, n); err != nil {
+	if err := testenv.SetNodeReady(h.ctx, h.c, name, ready, since); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -272,22 +272,45 @@ const (
 	matchProviderID matchKind = "providerID"
 	matchIP         matchKind = "internalIP"
 	matchAmbiguous  matchKind = "ambiguous"
+	// matchDeleting: the only matches are Machines being deleted that were
+	// not linked to this Node (see mayLink).
+	matchDeleting matchKind = "deleting"
 )
 
-// pickMachine chooses a Node's Machine from the Machines with its providerID
-// and those with one of its InternalIPs: the providerID match wins; without
-// one, a single InternalIP match is used. More than one candidate at the
-// deciding step is ambiguous and nothing is linked.
-func pickMachine(byProviderID, byIP []*machinev1beta1.Machine) (*machinev1beta1.Machine, matchKind, []*machinev1beta1.Machine) {
+// mayLink reports whether machine may be linked to node. A Machine that is
+// being deleted keeps the Node it has and is never linked to another: only a
+// Node its status.nodeRef already names (same name, and same UID when the
+// reference has one) qualifies. The machine controller drains and deletes the
+// Node in status.nodeRef, so a new Node that reused the Machine's InternalIP,
+// or a Node recreated under its old name, must never take the old one's place.
+func mayLink(machine *machinev1beta1.Machine, node *corev1.Node) bool {
+	if machine.DeletionTimestamp == nil {
+		return true
+	}
+	ref := machine.Status.NodeRef
+	return ref != nil && ref.Name == node.Name && (ref.UID == "" || ref.UID == node.UID)
+}
+
+// pickMachine chooses node's Machine from the Machines with its providerID
+// and those with one of its InternalIPs. The providerID matches decide when
+// there are any; only without one are the InternalIP matches used. Of the
+// deciding matches, those that may not be linked to node (see mayLink) are
+// dropped: when that leaves none, the result is matchDeleting with the
+// dropped Machines. More than one Machine left is ambiguous and nothing is
+// linked.
+func pickMachine(node *corev1.Node, byProviderID, byIP []*machinev1beta1.Machine) (*machinev1beta1.Machine, matchKind, []*machinev1beta1.Machine) {
+	found, kind := byProviderID, matchProviderID
+	if len(found) == 0 {
+		found, kind = byIP, matchIP
+	}
+	linkable := slices.DeleteFunc(slices.Clone(found), func(m *machinev1beta1.Machine) bool { return !mayLink(m, node) })
 	switch {
-	case len(byProviderID) == 1:
-		return byProviderID[0], matchProviderID, nil
-	case len(byProviderID) > 1:
-		return nil, matchAmbiguous, byProviderID
-	case len(byIP) == 1:
-		return byIP[0], matchIP, nil
-	case len(byIP) > 1:
-		return nil, matchAmbiguous, byIP
+	case len(linkable) == 1:
+		return linkable[0], kind, nil
+	case len(linkable) > 1:
+		return nil, matchAmbiguous, linkable
+	case len(found) > 0:
+		return nil, matchDeleting, found
 	}
 	return nil, matchNone, nil
 }

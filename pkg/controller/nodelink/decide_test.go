@@ -331,30 +331,59 @@ func TestLastAppliedEncodingIsCanonical(t *testing.T) {
 }
 
 func TestPickMachine(t *testing.T) {
-	a := testMachine(nil, nil)
-	a.Name = "a"
-	b := testMachine(nil, nil)
-	b.Name = "b"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u1"}}
+	machine := func(name string, deleting bool, ref *corev1.ObjectReference) *machinev1beta1.Machine {
+		m := testMachine(nil, nil)
+		m.Name = name
+		m.Status.NodeRef = ref
+		if deleting {
+			m.DeletionTimestamp = &metav1.Time{}
+		}
+		return m
+	}
+	ref := func(name string, uid types.UID) *corev1.ObjectReference {
+		return &corev1.ObjectReference{Kind: "Node", Name: name, UID: uid}
+	}
+	a := machine("a", false, nil)
+	b := machine("b", false, nil)
+	// Machines being deleted: linked to this node, to another one, to an
+	// earlier node of the same name, by name only, and to none.
+	delHere := machine("del-here", true, ref("n", "u1"))
+	delElsewhere := machine("del-elsewhere", true, ref("old", "u0"))
+	delRecreated := machine("del-recreated", true, ref("n", "u0"))
+	delByName := machine("del-by-name", true, ref("n", ""))
+	delNoRef := machine("del-no-ref", true, nil)
 	ms := func(m ...*machinev1beta1.Machine) []*machinev1beta1.Machine { return m }
 	for _, tc := range []struct {
-		name      string
-		byID      []*machinev1beta1.Machine
-		byIP      []*machinev1beta1.Machine
-		want      *machinev1beta1.Machine
-		wantKind  matchKind
-		ambiguous int
+		name     string
+		byID     []*machinev1beta1.Machine
+		byIP     []*machinev1beta1.Machine
+		want     *machinev1beta1.Machine
+		wantKind matchKind
+		others   []*machinev1beta1.Machine // ambiguous or deleting
 	}{
 		{name: "none", wantKind: matchNone},
 		{name: "providerID", byID: ms(a), byIP: ms(b), want: a, wantKind: matchProviderID},
 		{name: "providerID wins over ambiguous IPs", byID: ms(a), byIP: ms(a, b), want: a, wantKind: matchProviderID},
-		{name: "two providerID matches", byID: ms(a, b), wantKind: matchAmbiguous, ambiguous: 2},
+		{name: "two providerID matches", byID: ms(a, b), wantKind: matchAmbiguous, others: ms(a, b)},
 		{name: "one IP match", byIP: ms(b), want: b, wantKind: matchIP},
-		{name: "two IP matches", byIP: ms(a, b), wantKind: matchAmbiguous, ambiguous: 2},
+		{name: "two IP matches", byIP: ms(a, b), wantKind: matchAmbiguous, others: ms(a, b)},
+
+		{name: "deleting, IP reused by a new node", byIP: ms(delElsewhere), wantKind: matchDeleting, others: ms(delElsewhere)},
+		{name: "deleting, nodeRef cleared, IP reused", byIP: ms(delNoRef), wantKind: matchDeleting, others: ms(delNoRef)},
+		{name: "deleting, node recreated under its name", byIP: ms(delRecreated), wantKind: matchDeleting, others: ms(delRecreated)},
+		{name: "deleting, new node has its providerID", byID: ms(delNoRef), wantKind: matchDeleting, others: ms(delNoRef)},
+		{name: "deleting, keeps its own node by IP", byIP: ms(delHere), want: delHere, wantKind: matchIP},
+		{name: "deleting, keeps its own node by providerID", byID: ms(delHere), want: delHere, wantKind: matchProviderID},
+		{name: "deleting, nodeRef without UID names the node", byIP: ms(delByName), want: delByName, wantKind: matchIP},
+		{name: "deleting machine does not make a new one ambiguous", byIP: ms(delElsewhere, a), want: a, wantKind: matchIP},
+		{name: "excluded providerID match still beats IP matches", byID: ms(delElsewhere), byIP: ms(a), wantKind: matchDeleting, others: ms(delElsewhere)},
+		{name: "two linkable of three", byIP: ms(a, delNoRef, b), wantKind: matchAmbiguous, others: ms(a, b)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, kind, cands := pickMachine(tc.byID, tc.byIP)
-			if got != tc.want || kind != tc.wantKind || len(cands) != tc.ambiguous {
-				t.Errorf("got %v %s %d, want %v %s %d", got, kind, len(cands), tc.want, tc.wantKind, tc.ambiguous)
+			got, kind, others := pickMachine(node, tc.byID, tc.byIP)
+			if got != tc.want || kind != tc.wantKind || !reflect.DeepEqual(machineKeys(others), machineKeys(tc.others)) {
+				t.Errorf("got %v %s %v, want %v %s %v", got, kind, machineKeys(others), tc.want, tc.wantKind, machineKeys(tc.others))
 			}
 		})
 	}

@@ -7,8 +7,12 @@
 // any of the Node's InternalIPs in status.addresses. An InternalIP candidate
 // whose own providerID belongs to another existing Node is not a candidate
 // (the address was reused). More than one Machine at the deciding step is
-// ambiguous: a Warning event and a log line, and nothing is written. All
-// lookups use cache field indexes (see RegisterIndexes).
+// ambiguous: a Warning event and a log line, and nothing is written. A
+// Machine that is being deleted is only ever matched to the Node its
+// status.nodeRef already names: its drain and Node deletion act on that
+// reference, so a new Node that reused its InternalIP (or its old Node's
+// name) is never linked to it. All lookups use cache field indexes (see
+// RegisterIndexes).
 //
 // status.nodeRef. The matched Machine's status.nodeRef is {Kind: Node, Name,
 // UID}, written with a status patch only when it differs. It is cleared when
@@ -174,6 +178,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case matchNone:
 		logger.V(2).Info("no machine matches the node")
 		return reconcile.Result{}, nil
+	case matchDeleting:
+		logger.V(2).Info("not linking: the matching machines are being deleted and had another node (or none)", "machines", machineKeys(candidates))
+		return reconcile.Result{}, nil
 	case matchAmbiguous:
 		keys := machineKeys(candidates)
 		logger.Error(nil, "more than one machine matches the node, not linking", "machines", keys)
@@ -239,7 +246,7 @@ func (r *Reconciler) findMachine(ctx context.Context, node *corev1.Node) (*machi
 			}
 		}
 	}
-	m, kind, candidates := pickMachine(byProviderID, byIP)
+	m, kind, candidates := pickMachine(node, byProviderID, byIP)
 	return m, kind, candidates, nil
 }
 

@@ -23,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -42,12 +42,7 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env)
 }
 
-const (
-	waitTimeout = 15 * time.Second
-	poll        = 50 * time.Millisecond
-	// settle is how long a "nothing happens" check watches.
-	settle = 1500 * time.Millisecond
-)
+const waitTimeout = 15 * time.Second
 
 // recorder collects events (thread safe).
 type recorder struct {
@@ -65,12 +60,13 @@ func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, not
 	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", eventtype, reason, name, fmt.Sprintf(note, args...)))
 }
 
+// find returns the events of reason; every event when reason is empty.
 func (r *recorder) find(reason string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.events {
-		if strings.Contains(e, " "+reason+" ") {
+		if reason == "" || strings.Contains(e, " "+reason+" ") {
 			out = append(out, e)
 		}
 	}
@@ -90,9 +86,10 @@ type harness struct {
 	c      client.Client
 	ct     *applytest.CountingTransport
 	rec    *recorder
+	wt     *testenv.WorkTracker // the running controller's queue
+	cached client.Client        // the running manager's (cache-backed) client
 	r      *Reconciler
-	stopFn context.CancelFunc
-	done   chan struct{}
+	stopFn func() // stops the running manager
 }
 
 func newHarness(t *testing.T) *harness {
@@ -106,6 +103,7 @@ func newHarness(t *testing.T) *harness {
 		c:   env.Client,
 		ct:  applytest.NewCountingTransport(),
 		rec: &recorder{},
+		wt:  testenv.NewWorkTracker(),
 	}
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatal(err)
@@ -119,43 +117,26 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) start() {
 	h.t.Helper()
 	cfg := h.ct.Install(env.Config)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&machinev1beta1.Machine{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
-		}},
-	})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	mgr := env.NewManager(h.t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&machinev1beta1.Machine{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
+	}})
+	h.cached = mgr.GetClient()
 	h.r = NewReconciler(Options{Namespace: h.ns, Recorder: h.rec})
 	skip := true
-	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip}); err != nil {
+	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip, NewQueue: h.wt.NewQueue}); err != nil {
 		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stopFn = cancel
-	h.done = make(chan struct{})
-	go func() {
-		defer close(h.done)
-		if err := mgr.Start(ctx); err != nil {
-			h.t.Errorf("manager: %v", err)
-		}
-	}()
+	h.stopFn = testenv.Run(h.t, mgr)
 	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
 		h.t.Fatal("cache did not sync")
 	}
 }
 
 func (h *harness) stop() {
-	if h.stopFn == nil {
-		return
+	if h.stopFn != nil {
+		h.stopFn()
+		h.stopFn = nil
 	}
-	h.stopFn()
-	<-h.done
-	h.stopFn = nil
 }
 
 func (h *harness) ip4(i int) string { return fmt.Sprintf("10.%d.0.%d", h.seq, i) }
@@ -267,15 +248,7 @@ func (h *harness) updateNode(name string, f func(*corev1.Node)) {
 
 func (h *harness) eventually(what string, f func() error) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(poll)
-	}
-	h.t.Fatalf("%s: not within %s: %v", what, waitTimeout, err)
+	poll.Eventually(h.t, waitTimeout, what, poll.Check(f))
 }
 
 // reconcileNow runs a reconcile for node directly (in addition to whatever
@@ -287,15 +260,28 @@ func (h *harness) reconcileNow(node string) {
 	}
 }
 
-// expectNoWrites waits for the controller to settle, runs extra reconciles of
-// nodes directly, and asserts that the controller sent no write request
-// since the last Reset.
+// settled waits until the manager's cache holds what the API server has for
+// the Nodes and the test's Machines, and the controller has nothing queued,
+// scheduled or running: every change made so far has been handled.
+func (h *harness) settled() {
+	h.t.Helper()
+	poll.Eventually(h.t, waitTimeout, "the controller to handle every change", h.wt.Quiescent(time.Minute,
+		testenv.CaughtUp(h.c, h.cached, &corev1.NodeList{}),
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns))))
+}
+
+// expectNoWrites waits until the controller has handled every event up to
+// now (see settled), runs a reconcile of each of nodes directly on that
+// state (the attempt is certain to happen), waits for the controller to be
+// idle again, and asserts that the controller sent no write request since
+// the last Reset.
 func (h *harness) expectNoWrites(nodes ...string) {
 	h.t.Helper()
-	time.Sleep(settle)
+	h.settled()
 	for _, n := range nodes {
 		h.reconcileNow(n)
 	}
+	h.settled()
 	if w := h.ct.Writes(); w != 0 {
 		h.t.Errorf("controller made %d write requests, want 0: %v", w, h.ct.WriteRequests())
 	}
@@ -373,7 +359,7 @@ func TestMachineProviderIDAppearingLinksPromptly(t *testing.T) {
 	h := newHarness(t)
 	node := h.createNode("n", "kubemark://"+h.ns+"/late", []string{h.ip4(1)})
 	h.createMachine("m", "", nil)
-	time.Sleep(settle / 2)
+	h.expectNoWrites(node.Name)
 	if m := h.machine("m"); m.Status.NodeRef != nil {
 		t.Fatalf("linked before any match: %+v", m.Status.NodeRef)
 	}
@@ -412,7 +398,7 @@ func TestTwoMachinesMatchWritesNothing(t *testing.T) {
 	}
 	ev := h.rec.find(ReasonAmbiguousMatch)
 	if len(ev) == 0 {
-		t.Fatalf("no %s event; events: %v", ReasonAmbiguousMatch, h.rec.events)
+		t.Fatalf("no %s event; events: %v", ReasonAmbiguousMatch, h.rec.find(""))
 	}
 	if !strings.Contains(ev[0], h.ns+"/a") || !strings.Contains(ev[0], h.ns+"/b") {
 		t.Errorf("event does not name both machines: %s", ev[0])
@@ -607,7 +593,7 @@ func TestRestartMakesNoWrites(t *testing.T) {
 		}
 		return nil
 	}))
-	time.Sleep(settle / 2)
+	h.settled()
 	h.stop()
 	h.ct.Reset()
 	h.start() // the initial list reconciles every node
@@ -648,9 +634,13 @@ func TestNodeDeletedClearsNodeRef(t *testing.T) {
 		}
 		return nil
 	})
-	if ev := h.rec.find(ReasonNodeRefCleared); len(ev) == 0 {
-		t.Errorf("no %s event: %v", ReasonNodeRefCleared, h.rec.events)
-	}
+	// The event follows the status patch.
+	h.eventually(ReasonNodeRefCleared+" event", func() error {
+		if ev := h.rec.find(ReasonNodeRefCleared); len(ev) == 0 {
+			return fmt.Errorf("events: %v", h.rec.find(""))
+		}
+		return nil
+	})
 
 	// The Node comes back under the same name (a new UID): linked again.
 	again := h.createNode("n", pid, []string{h.ip4(1)})
@@ -704,5 +694,86 @@ func TestNodeRefToMissingNodeIsCleared(t *testing.T) {
 	h.expectNoWrites(other.Name)
 	if m := h.machine("keep"); m.Status.NodeRef == nil {
 		t.Error("nodeRef to an existing node was cleared")
+	}
+}
+
+// TestDeletingMachineIsNotLinkedToANodeThatReusedItsIP: a Machine being
+// deleted (held by a finalizer, as the machine controller holds it while it
+// drains and deletes status.nodeRef) keeps its own Node, and a new Node that
+// reused its InternalIP is never linked to it, before or after its own Node
+// is gone; the new Node goes to the replacement Machine that has the IP.
+func TestDeletingMachineIsNotLinkedToANodeThatReusedItsIP(t *testing.T) {
+	h := newHarness(t)
+	ip := h.ip4(1)
+	oldNode := h.createNode("old", "", []string{ip})
+	h.createMachine("m", "", []string{ip}, func(m *machinev1beta1.Machine) {
+		m.Finalizers = []string{"test.example.com/hold"}
+	})
+	t.Cleanup(func() {
+		m := &machinev1beta1.Machine{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: "m"}, m); err == nil {
+			m.Finalizers = nil
+			_ = h.c.Update(context.Background(), m)
+		}
+	})
+	h.eventually("linked to the old node", linked(h, "m", oldNode))
+
+	if err := h.c.Delete(h.ctx, h.machine("m")); err != nil {
+		t.Fatal(err)
+	}
+	// Once nodelink has seen the deletion, a Node that reuses the IP must
+	// not take the old one's place.
+	h.eventually("nodelink's cache shows the machine deleting", func() error {
+		m := &machinev1beta1.Machine{}
+		if err := h.cached.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: "m"}, m); err != nil {
+			return err
+		}
+		if m.DeletionTimestamp == nil {
+			return fmt.Errorf("no deletionTimestamp yet")
+		}
+		return nil
+	})
+	oldRef := corev1.ObjectReference{Kind: "Node", Name: oldNode.Name, UID: oldNode.UID}
+
+	// A new Node reports the same InternalIP while the old one still exists.
+	h.ct.Reset()
+	newNode := h.createNode("new", "", []string{ip})
+	h.expectNoWrites(newNode.Name, oldNode.Name)
+	if ref := h.machine("m").Status.NodeRef; ref == nil || *ref != oldRef {
+		t.Fatalf("nodeRef = %+v, want the old node %+v", ref, oldRef)
+	}
+	if got, ok := h.node(newNode.Name).Annotations[MachineAnnotation]; ok {
+		t.Fatalf("new node annotated %s=%s", MachineAnnotation, got)
+	}
+
+	// The old Node is deleted (as the machine controller does): the nodeRef
+	// is cleared, and the new Node is still not linked.
+	if err := h.c.Delete(h.ctx, oldNode); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("nodeRef cleared", func() error {
+		if ref := h.machine("m").Status.NodeRef; ref != nil {
+			return fmt.Errorf("nodeRef %+v", ref)
+		}
+		return nil
+	})
+	h.ct.Reset()
+	h.expectNoWrites(newNode.Name)
+	if ref := h.machine("m").Status.NodeRef; ref != nil {
+		t.Fatalf("deleting machine linked to %+v", ref)
+	}
+	if got, ok := h.node(newNode.Name).Annotations[MachineAnnotation]; ok {
+		t.Fatalf("new node annotated %s=%s", MachineAnnotation, got)
+	}
+
+	// The replacement Machine with the IP gets the new Node: the deleting
+	// Machine does not make the match ambiguous.
+	h.createMachine("replacement", "", []string{ip})
+	h.eventually("replacement linked", linked(h, "replacement", newNode))
+	if ev := h.rec.find(ReasonAmbiguousMatch); len(ev) != 0 {
+		t.Errorf("ambiguous-match events: %v", ev)
+	}
+	if ref := h.machine("m").Status.NodeRef; ref != nil {
+		t.Errorf("deleting machine linked to %+v", ref)
 	}
 }

@@ -229,9 +229,7 @@ func TestForeignLeaseBlocksTheStartUntilItExpires(t *testing.T) {
 	if l := getLease(t, DefaultLeaseNamespace, node); leaseHolder(l) != nhc || l.ResourceVersion != foreign.ResourceVersion {
 		t.Errorf("the valid lease of another holder was changed: %+v", l.Spec)
 	}
-	if !rec.has("blocked", EventWaiting) {
-		t.Errorf("no %s event: %v", EventWaiting, rec.events)
-	}
+	rec.wait(t, "blocked", EventWaiting)
 
 	// Three seconds before the lease expires (by the controller's clock):
 	// the controller, woken, must wait until it expires, then take it over.
@@ -293,12 +291,10 @@ func TestForeignLeaseMidMaintenanceFailsThenRestarts(t *testing.T) {
 		if d := leaseFailures(t, LeaseFailureHeld) - held; d < MaxLeaseErrors+1 {
 			t.Errorf("%s: %v lease failures counted, want at least %d", round, d, MaxLeaseErrors+1)
 		}
-		if !rec.has("taken", EventFailedMaintenance) {
-			t.Errorf("%s: no %s event: %v", round, EventFailedMaintenance, rec.events)
-		}
+		rec.wait(t, "taken", EventFailedMaintenance)
 
 		free()
-		nm = waitPhase(t, "taken", nmv1beta1.MaintenanceSucceeded, func(st nmv1beta1.NodeMaintenanceStatus) bool {
+		waitPhase(t, "taken", nmv1beta1.MaintenanceSucceeded, func(st nmv1beta1.NodeMaintenanceStatus) bool {
 			return st.ErrorOnLeaseCount == 0 && st.LastError == "" && st.DrainProgress == 100
 		})
 		if n := getNode(t, node); !inMaintenance(n, "taken") {

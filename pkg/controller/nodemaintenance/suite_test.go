@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +26,7 @@ import (
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var (
@@ -119,6 +119,23 @@ func (r *recorder) Eventf(regarding runtime.Object, _ runtime.Object, eventtype,
 	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", name, eventtype, reason, fmt.Sprintf(note, args...)))
 }
 
+// wait waits until events of every reason have been recorded for object
+// name (the controller records an event after the write it reports, so a
+// test that saw the write may not see the event yet).
+func (r *recorder) wait(t *testing.T, name string, reasons ...string) {
+	t.Helper()
+	poll.Eventually(t, waitTimeout, fmt.Sprintf("events %v for %s", reasons, name), poll.Check(func() error {
+		for _, reason := range reasons {
+			if !r.has(name, reason) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return fmt.Errorf("no %s event; events: %v", reason, r.events)
+			}
+		}
+		return nil
+	}))
+}
+
 // has reports whether an event of reason was recorded for object name.
 func (r *recorder) has(name, reason string) bool {
 	r.mu.Lock()
@@ -132,20 +149,6 @@ func (r *recorder) has(name, reason string) bool {
 }
 
 const waitTimeout = 30 * time.Second
-
-// eventually polls cond until it holds or waitTimeout passes.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	last := ""
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, waitTimeout, true, func(context.Context) (bool, error) {
-		ok, detail := cond()
-		last = detail
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting for %s; last state: %s", what, last)
-	}
-}
 
 func createNode(t *testing.T, name string, mutate ...func(*corev1.Node)) {
 	t.Helper()
@@ -274,9 +277,12 @@ func deleteNM(t *testing.T, name string, wait bool) {
 	if !wait {
 		return
 	}
-	eventually(t, "NodeMaintenance "+name+" to be gone", func() (bool, string) {
-		err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, nm)
-		return apierrors.IsNotFound(err), fmt.Sprintf("err=%v finalizers=%v", err, nm.Finalizers)
+	poll.Eventually(t, waitTimeout, "NodeMaintenance "+name+" to be gone", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nm)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("get: %v, finalizers %v", err, nm.Finalizers)
 	})
 }
 
@@ -294,22 +300,26 @@ func getNM(t *testing.T, name string) *nmv1beta1.NodeMaintenance {
 func waitPhase(t *testing.T, name string, phase nmv1beta1.MaintenancePhase, check func(nmv1beta1.NodeMaintenanceStatus) bool) *nmv1beta1.NodeMaintenance {
 	t.Helper()
 	var nm *nmv1beta1.NodeMaintenance
-	eventually(t, fmt.Sprintf("NodeMaintenance %s in phase %s", name, phase), func() (bool, string) {
+	poll.Eventually(t, waitTimeout, fmt.Sprintf("NodeMaintenance %s in phase %s", name, phase), func(ctx context.Context) (bool, error) {
 		nm = &nmv1beta1.NodeMaintenance{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, nm); err != nil {
-			return false, err.Error()
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, nm); err != nil {
+			return false, err
 		}
-		ok := nm.Status.Phase == phase && (check == nil || check(nm.Status))
-		return ok, fmt.Sprintf("%+v", nm.Status)
+		if nm.Status.Phase == phase && (check == nil || check(nm.Status)) {
+			return true, nil
+		}
+		return false, fmt.Errorf("status %+v", nm.Status)
 	})
 	return nm
 }
 
-func podGone(t *testing.T, p *corev1.Pod) func() (bool, string) {
-	return func() (bool, string) {
-		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{})
-		return apierrors.IsNotFound(err), fmt.Sprintf("get pod %s/%s: %v", p.Namespace, p.Name, err)
+// podGone returns nil when the pod no longer exists, else why not.
+func podGone(p *corev1.Pod) error {
+	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &corev1.Pod{})
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
+	return fmt.Errorf("pod %s/%s still there (get: %v)", p.Namespace, p.Name, err)
 }
 
 // taintKeys lists the node's taint keys, leaving out the not-ready taint

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"path"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/collector"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -79,34 +83,11 @@ func startCache(t *testing.T, cfg *rest.Config, ns string) cache.Cache {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := c.Start(ctx); err != nil {
-			t.Errorf("cache: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	if !c.WaitForCacheSync(ctx) {
+	testenv.Run(t, c)
+	if !c.WaitForCacheSync(t.Context()) {
 		t.Fatal("cache did not start")
 	}
 	return c
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // machineIn creates a Machine and sets its status (a subresource).
@@ -210,13 +191,13 @@ func TestSeries(t *testing.T) {
 			info(running, "aws:///us-east-1a/i-2", "node-2", "Running"),
 		},
 	}
-	eventually(t, 20*time.Second, "the collector's series", func() error {
+	poll.Eventually(t, 20*time.Second, "the collector's series", poll.Check(func() error {
 		got := gather(t, col)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("\n got %v\nwant %v", got, want)
 		}
 		return nil
-	})
+	}))
 
 	// The phase label follows the Machine; a deleted MachineSet's series go.
 	running.Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
@@ -226,7 +207,7 @@ func TestSeries(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), workers); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the changed series", func() error {
+	poll.Eventually(t, 20*time.Second, "the changed series", poll.Check(func() error {
 		got := gather(t, col)
 		var phases []string
 		for _, s := range got["mapi_machine_created_timestamp_seconds"] {
@@ -241,7 +222,7 @@ func TestSeries(t *testing.T) {
 			return fmt.Errorf("MachineSet series after its deletion: %v, %v", n, got["mapi_machine_set_status_replicas"])
 		}
 		return nil
-	})
+	}))
 
 	// The cache holds the stripped objects only (collector.Transform).
 	m := &machinev1beta1.Machine{}
@@ -254,6 +235,38 @@ func TestSeries(t *testing.T) {
 	}
 }
 
+// refusedLists counts, per resource, the requests the API server refused
+// with 403 Forbidden.
+type refusedLists struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *refusedLists) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			r.mu.Lock()
+			if r.n == nil {
+				r.n = map[string]int{}
+			}
+			r.n[path.Base(req.URL.Path)]++
+			r.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+func (r *refusedLists) count(resource string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[resource]
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
 // TestCollectorDownWhenListingFails: an identity that may not list Machines
 // and MachineSets gets mapi_mao_collector_up 0 for both kinds and no other
 // series (the informers never sync); so does a cache that cannot give an
@@ -263,13 +276,23 @@ func TestCollectorDownWhenListingFails(t *testing.T) {
 	machineIn(t, ns, "running", withPhase(machinev1beta1.PhaseRunning, "p", "n"))
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":nobody"}
+	refused := &refusedLists{}
+	cfg.WrapTransport = refused.wrap
 	col := collector.New(startCache(t, cfg, ns), ns)
 	want := map[string][]sample{"mapi_mao_collector_up": {{"kind=mapi_machine_items", 0}, {"kind=mapi_machineset_items", 0}}}
-	for range 3 {
-		if got := gather(t, col); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("got %v, want %v", got, want)
+	// The first scrape starts the informers; after each has tried (and was
+	// refused) twice, the collector still reports both kinds down.
+	if got := gather(t, col); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("first scrape: got %v, want %v", got, want)
+	}
+	poll.Eventually(t, 30*time.Second, "two refused lists of Machines and of MachineSets", poll.Check(func() error {
+		if m, ms := refused.count("machines"), refused.count("machinesets"); m < 2 || ms < 2 {
+			return fmt.Errorf("refused lists: %d of machines, %d of machinesets", m, ms)
 		}
-		time.Sleep(500 * time.Millisecond)
+		return nil
+	}))
+	if got := gather(t, col); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after refused lists: got %v, want %v", got, want)
 	}
 
 	broken := collector.New(failingSource{}, ns)
@@ -325,12 +348,12 @@ func TestServedWhileRunning(t *testing.T) {
 		}
 		return 0, false
 	}
-	eventually(t, 20*time.Second, "mapi_mao_collector_up 1 in controller-runtime's registry", func() error {
+	poll.Eventually(t, 20*time.Second, "mapi_mao_collector_up 1 in controller-runtime's registry", poll.Check(func() error {
 		if v, ok := served(); !ok || v != 1 {
 			return fmt.Errorf("served %v, value %v", ok, v)
 		}
 		return nil
-	})
+	}))
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -56,7 +56,10 @@ type Actuator struct {
 	reassert time.Duration
 }
 
-var _ machine.Actuator = &Actuator{}
+var (
+	_ machine.Actuator           = &Actuator{}
+	_ machine.ProviderSpecServer = &Actuator{}
+)
 
 // NewActuator returns a kubemark Actuator.
 func NewActuator(opts Options) *Actuator {
@@ -71,6 +74,15 @@ func NewActuator(opts Options) *Actuator {
 		a.reassert = DefaultReassertInterval
 	}
 	return a
+}
+
+// ProviderSpecGroups implements machine.ProviderSpecServer: the provider
+// serves kubemark.machine-api-operator.io providerSpecs only. The machine
+// controller leaves a Machine of any other group (another provider's) alone
+// and never calls the Actuator for it; a kubemark providerSpec that does not
+// decode is this provider's, and its error marks the Machine Failed.
+func (a *Actuator) ProviderSpecGroups() []string {
+	return []string{kubemarkv1alpha1.GroupName}
 }
 
 // errForeignNode is wrapped by the error for a Node that has the Machine's

@@ -17,13 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -281,12 +281,9 @@ func TestCreateDefaultsAndUniqueIP(t *testing.T) {
 			}
 			if cached {
 				// Exists reads the cache: true once the new Node is in it.
-				err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+				poll.Eventually(t, 10*time.Second, "Exists true through the cache", func(ctx context.Context) (bool, error) {
 					return a.Exists(ctx, m)
 				})
-				if err != nil {
-					t.Errorf("Exists never true through the cache: %v", err)
-				}
 			}
 		})
 	}
@@ -303,9 +300,7 @@ func indexedNodeCache(t *testing.T) client.Reader {
 	if err := RegisterIndexes(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = c.Start(ctx) }()
+	testenv.Run(t, c)
 	if _, err := c.GetInformer(t.Context(), &corev1.Node{}); err != nil {
 		t.Fatal(err)
 	}
@@ -318,16 +313,13 @@ func indexedNodeCache(t *testing.T) client.Reader {
 // waitCached waits until the cache's index knows a Node with InternalIP ip.
 func waitCached(t *testing.T, r client.Reader, ip string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 10*time.Second, "the node with InternalIP "+ip+" in the cache", func(ctx context.Context) (bool, error) {
 		nodes := &corev1.NodeList{}
 		if err := r.List(ctx, nodes, client.MatchingFields{IndexNodeInternalIP: ip}); err != nil {
 			return false, err
 		}
-		return len(nodes.Items) == 1, nil
+		return len(nodes.Items) == 1, fmt.Errorf("%d nodes", len(nodes.Items))
 	})
-	if err != nil {
-		t.Fatalf("node with InternalIP %s never in the cache: %v", ip, err)
-	}
 }
 
 func TestCreateBootDelay(t *testing.T) {

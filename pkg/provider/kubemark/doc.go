@@ -2,7 +2,10 @@
 // "instance" is a Node registered in the cluster itself, which the cluster's
 // kwok controller keeps Ready and whose pods it "runs". A Machine's
 // providerSpec.value is a kubemark.machine-api-operator.io/v1alpha1
-// KubemarkMachineProviderSpec (package pkg/apis/kubemark/v1alpha1).
+// KubemarkMachineProviderSpec (package pkg/apis/kubemark/v1alpha1). The
+// provider serves that API group only (machine.ProviderSpecServer): the
+// machine controller leaves a Machine whose providerSpec is of another group
+// (another provider's) untouched and never calls the provider for it.
 //
 // # What the provider writes
 //

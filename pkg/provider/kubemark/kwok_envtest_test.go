@@ -3,6 +3,7 @@ package kubemark
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,12 +11,13 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // kwokStages is the kwok configuration of the test: one Stage that sets a
@@ -90,21 +92,21 @@ func startKwok(t *testing.T, manageFlag string) {
 	})
 }
 
-// eventually polls cond every 200ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// waitKwokRounds waits until kwok has renewed the Lease of the Node witness
+// (a Node it manages) n more times: proof that kwok ran n more rounds of its
+// node management since the call.
+func waitKwokRounds(t *testing.T, witness string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	seen := map[time.Time]bool{}
+	poll.Eventually(t, time.Duration(n)*10*time.Second, fmt.Sprintf("kwok to renew the lease of %s %d times", witness, n), func(context.Context) (bool, error) {
+		l := getLease(t, witness)
+		if leaseHolder(l) == "" || l.Spec.RenewTime == nil {
+			return false, fmt.Errorf("lease %+v", l)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func isReady(n *corev1.Node) bool {
-	c := readyCondition(n)
-	return c != nil && c.Status == corev1.ConditionTrue
+		seen[l.Spec.RenewTime.Time] = true
+		// The first renewTime seen is where the count starts.
+		return len(seen) > n, fmt.Errorf("%d renewals so far", len(seen)-1)
+	})
 }
 
 func leaseHolder(l *coordinationv1.Lease) string {
@@ -136,12 +138,21 @@ func testHealthSimulationWithKwok(t *testing.T, manageFlag string) {
 	if err := a.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	var kwokID string
-	eventually(t, 30*time.Second, "kwok to set the node Ready and hold its lease", func() bool {
-		l := getLease(t, m.Name)
-		kwokID = leaseHolder(l)
-		return isReady(getNode(t, m.Name)) && kwokID != ""
-	})
+	// A healthy Machine's Node, which kwok keeps managing throughout: the
+	// renewals of its Lease show that kwok is at work.
+	witness := newMachine(t, "")
+	if err := a.Create(ctx, witness); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{m.Name, witness.Name} {
+		poll.Eventually(t, 30*time.Second, "kwok to set node "+name+" Ready and hold its lease", func(context.Context) (bool, error) {
+			n, l := getNode(t, name), getLease(t, name)
+			if !nodeutil.IsReady(n) || leaseHolder(l) == "" || leaseHolder(l) == LeaseHolderIdentity {
+				return false, fmt.Errorf("Ready condition %+v, lease holder %q", nodeutil.ReadyCondition(n), leaseHolder(l))
+			}
+			return true, nil
+		})
+	}
 	reg := getNode(t, m.Name).CreationTimestamp.Time
 
 	// Fail it. kwok renews its lease every second, so taking it over may meet
@@ -149,19 +160,21 @@ func testHealthSimulationWithKwok(t *testing.T, manageFlag string) {
 	clock.Set(reg.Add(time.Hour + time.Second))
 	update := func() {
 		t.Helper()
-		eventually(t, 10*time.Second, "Update to succeed", func() bool {
-			_, ok := machine.AsRequeueAfter(a.Update(ctx, m))
-			return ok
+		poll.Eventually(t, 10*time.Second, "Update to succeed (asking to be called again)", func(context.Context) (bool, error) {
+			err := a.Update(ctx, m)
+			_, ok := machine.AsRequeueAfter(err)
+			return ok, err
 		})
 	}
 	update()
 	lease := getLease(t, m.Name)
 	renewed := lease.Spec.RenewTime.Time
-	// kwok would have renewed its 4s lease about 4 times in this interval and
-	// re-initialised the node at once had it still been managing it. The
-	// provider reasserts meanwhile, as the controller would.
+	// kwok runs 4 rounds (it renews the witness's lease in each); had it
+	// still been managing the failed node, it would have renewed that lease
+	// and re-initialised the node in them. The provider reasserts meanwhile,
+	// as the controller would.
 	for range 4 {
-		time.Sleep(time.Second)
+		waitKwokRounds(t, witness.Name, 1)
 		update()
 	}
 	n := assertUnhealthy(t, m.Name, reg.Add(time.Hour))
@@ -170,16 +183,17 @@ func testHealthSimulationWithKwok(t *testing.T, manageFlag string) {
 		t.Errorf("lease renewed or taken back while unhealthy: holder %s renewTime %s (was %s)", leaseHolder(lease), lease.Spec.RenewTime, renewed)
 	}
 	rv := n.ResourceVersion
-	time.Sleep(2 * time.Second)
+	waitKwokRounds(t, witness.Name, 2)
 	if getNode(t, m.Name).ResourceVersion != rv {
-		t.Errorf("the unhealthy node was written to: %+v", getNode(t, m.Name).Status.Conditions)
+		t.Errorf("the unhealthy node was written to during 2 rounds of kwok: %+v", getNode(t, m.Name).Status.Conditions)
 	}
 
 	// Recover: kwok takes the node back and sets it Ready.
 	clock.Set(reg.Add(2*time.Hour + time.Second))
 	update()
-	eventually(t, 30*time.Second, "kwok to set the recovered node Ready", func() bool {
-		return isReady(getNode(t, m.Name))
+	poll.Eventually(t, 30*time.Second, "kwok to set the recovered node Ready", func(context.Context) (bool, error) {
+		n := getNode(t, m.Name)
+		return nodeutil.IsReady(n), fmt.Errorf("Ready condition %+v", nodeutil.ReadyCondition(n))
 	})
 	if h := leaseHolder(getLease(t, m.Name)); h == LeaseHolderIdentity || h == "" {
 		t.Errorf("lease holder after recovery %q, want kwok's", h)

@@ -37,6 +37,10 @@ type Actuator struct {
 	ProviderID string
 	Addresses  []string
 
+	// Groups, when set, are the providerSpec API groups the fake serves
+	// (machine.ProviderSpecServer); empty serves every Machine.
+	Groups []string
+
 	calls map[string]int
 }
 
@@ -98,6 +102,13 @@ func (a *Actuator) fill(m *machinev1beta1.Machine) {
 			m.Status.Addresses = append(m.Status.Addresses, nodeAddress(ip))
 		}
 	}
+}
+
+// ProviderSpecGroups implements machine.ProviderSpecServer: Groups.
+func (a *Actuator) ProviderSpecGroups() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.Groups...)
 }
 
 // Create implements machine.Actuator.

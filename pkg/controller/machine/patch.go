@@ -1,0 +1,99 @@
+package machine
+
+// Patching: the controller's only writes to the Machine are a metadata/spec
+// merge patch (finalizer, providerID, annotations) and one status merge patch
+// per reconcile, sent only when the status changed.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// patchObject changes metadata/spec with a merge patch (optionally with an
+// optimistic lock, for lists such as finalizers that others also edit) and
+// keeps the in-memory status as it is.
+func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock bool, mutate func(*machinev1beta1.Machine)) error {
+	before := s.m.DeepCopy()
+	after := s.m.DeepCopy()
+	mutate(after)
+	if equality.Semantic.DeepEqual(before.ObjectMeta, after.ObjectMeta) && equality.Semantic.DeepEqual(before.Spec, after.Spec) {
+		return nil
+	}
+	// Diff only metadata and spec: status is the same on both sides.
+	after.Status = before.Status
+	var patch client.Patch = client.MergeFrom(before)
+	if optimisticLock {
+		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	}
+	if err := r.client.Patch(ctx, after, patch); err != nil {
+		return err
+	}
+	s.m.ObjectMeta = *after.ObjectMeta.DeepCopy()
+	s.m.Spec = *after.Spec.DeepCopy()
+	s.base.ObjectMeta = *after.ObjectMeta.DeepCopy()
+	s.base.Spec = *after.Spec.DeepCopy()
+	return nil
+}
+
+// patchStatus writes the status when it differs from what was last read or
+// written; lastUpdated changes only then. errorReason/errorMessage exist only
+// in phase Failed.
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.gone {
+		return nil
+	}
+	m := s.m
+	if phaseOf(m) != machinev1beta1.PhaseFailed {
+		m.Status.ErrorReason = nil
+		m.Status.ErrorMessage = nil
+	}
+	m.Status.LastUpdated = s.base.Status.LastUpdated
+	if equality.Semantic.DeepEqual(s.base.Status, m.Status) {
+		return nil
+	}
+	now := metav1.NewTime(r.now().Truncate(time.Second))
+	m.Status.LastUpdated = &now
+	from, to := phaseOf(s.base), phaseOf(m)
+	// Patch a copy so a failed patch leaves the working copy intact.
+	patched := m.DeepCopy()
+	patched.ObjectMeta = *s.base.ObjectMeta.DeepCopy()
+	patched.Spec = *s.base.Spec.DeepCopy()
+	if err := r.client.Status().Patch(ctx, patched, client.MergeFrom(s.base)); err != nil {
+		return fmt.Errorf("patching Machine status: %w", err)
+	}
+	*s.m = *patched
+	s.base = patched.DeepCopy()
+	if from != to {
+		PhaseTransitionsTotal.WithLabelValues(from, to).Inc()
+		if to != machinev1beta1.PhaseDeleting {
+			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.now().Sub(m.CreationTimestamp.Time).Seconds())
+		}
+		log.FromContext(ctx).Info("phase changed", "from", from, "to", to)
+	}
+	return nil
+}
+
+// eventf records an event when a recorder is configured.
+func (r *Reconciler) eventf(obj runtime.Object, eventType, reason, action, format string, args ...any) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
+}
+
+// truncate cuts s to n bytes (on a rune boundary), marking the cut with "…".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(s[:n]), "") + "…"
+}
