@@ -68,7 +68,9 @@ lint: $(BIN)/staticcheck ## go vet (also the e2e and chaos suites), staticcheck 
 	go vet -tags e2e ./test/e2e/
 	go vet -tags chaos ./test/chaos/
 	$(BIN)/staticcheck ./...
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@# Tracked and new (untracked, not ignored) files that exist in the working tree.
+	@out=$$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done | xargs -r gofmt -l); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 FUZZTIME ?= 30s
 

@@ -117,6 +117,21 @@ func TestNegativeDurationIsUsageError(t *testing.T) {
 	}
 }
 
+// TestBadLeaderElectionOrTLSIsUsageError: timings that would let two
+// leaders act, and TLS settings Go does not know, are refused before start.
+func TestBadLeaderElectionOrTLSIsUsageError(t *testing.T) {
+	for _, args := range [][]string{
+		{"--leader-elect-renew-interval=31s"},
+		{"--tls-min-version=TLS12"},
+		{"--tls-cipher-suites=NOT_A_SUITE"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), append([]string{"start", "--images-json=/x"}, args...), &out, &errOut); code != 2 {
+			t.Errorf("%q: exit code %d, want 2; stderr: %s", args, code, errOut.String())
+		}
+	}
+}
+
 // TestPayloadCommandLinesStart: the operator's container in install/ has a
 // command line the binary accepts (the operator itself is stubbed out).
 func TestPayloadCommandLinesStart(t *testing.T) {

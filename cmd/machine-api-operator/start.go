@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,12 +10,16 @@ import (
 	"os"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/kubeconfig"
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
@@ -22,16 +27,21 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
 // startOptions are the flags of `start`.
 type startOptions struct {
-	kubeconfig            string
-	imagesJSON            string
-	namespace             string
-	leaderElect           bool
-	leaderElection        leaderelection.Timing
+	kubeconfig     string
+	imagesJSON     string
+	namespace      string
+	leaderElect    bool
+	leaderElection leaderelection.Timing
+	// tls is the metrics server's TLS; tlsFromFlags when either TLS flag
+	// was given, else the cluster's TLS profile is read at start.
+	tls                   tlsflags.Options
+	tlsFromFlags          bool
 	metricsAddr           string
 	metricsCertDir        string
 	healthAddr            string
@@ -73,6 +83,10 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 			default:
 				return usageError{fmt.Errorf("--webhook-certificates must be one of auto, service-ca, operator; got %q", o.webhookCertificates)}
 			}
+			o.tlsFromFlags = cmd.Flags().Changed(tlsflags.MinVersionFlag) || cmd.Flags().Changed(tlsflags.CipherSuitesFlag)
+			if _, err := o.tls.Apply(); err != nil {
+				return usageError{err}
+			}
 			return start(cmd.Context(), o, stderr)
 		},
 	}
@@ -96,6 +110,11 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 		RenewInterval: leaderelection.DefaultRenewInterval,
 	}
 	o.leaderElection.AddFlags(f)
+	// Without them, the operator's metrics server follows the cluster's TLS
+	// profile (APIServer spec.tlsSecurityProfile, as the operand's servers
+	// do), read at start.
+	o.tls = tlsflags.Options{MinVersion: tlsflags.DefaultMinVersion}
+	o.tls.AddFlags(f)
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", defaultMetricsAddress(),
 		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it. Default: :$METRICS_PORT, else :8443.")
 	f.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
@@ -150,6 +169,11 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	}
 	logger.Info("Webhook certificates", "issuer", map[bool]string{true: "service-ca", false: "operator"}[serviceCA])
 
+	metricsTLS, err := resolveMetricsTLS(ctx, restCfg, o)
+	if err != nil {
+		return err
+	}
+
 	mgr, err := operator.NewManager(ctx, restCfg, operator.Options{
 		Namespace:      o.namespace,
 		ImagesJSONPath: o.imagesJSON,
@@ -164,6 +188,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 		HealthProbeBindAddress: o.healthAddr,
 		LeaderElection:         o.leaderElect,
 		LeaderElectionTiming:   o.leaderElection,
+		MetricsTLS:             metricsTLS,
 	})
 	if err != nil {
 		return err
@@ -177,6 +202,33 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 // resolveServiceCA decides who issues webhook certificates. Auto-detection
 // retries with backoff (capped at 30s) for as long as the API server cannot
 // answer, so an unreachable API server at start is waited out, not fatal.
+// resolveMetricsTLS returns the TLS settings of the operator's metrics
+// server: the flags if given, else the cluster's TLS profile (the
+// Intermediate profile where the cluster has no APIServer, or it cannot be
+// read: the operator must start regardless). A profile changed later applies
+// after a restart (the operand's servers follow it at once: their arguments
+// are re-rendered).
+func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOptions) (func(*tls.Config), error) {
+	opts := o.tls
+	if !o.tlsFromFlags {
+		var apiServer *configv1.APIServer
+		c, err := client.New(restCfg, client.Options{Scheme: scheme.New()})
+		if err == nil {
+			got := &configv1.APIServer{}
+			err = c.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, got)
+			if err == nil {
+				apiServer = got
+			}
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+			klog.FromContext(ctx).Info("Reading the cluster's TLS profile failed; the metrics server uses the Intermediate profile", "err", err.Error())
+		}
+		p := config.ResolveTLSProfile(apiServer)
+		opts = tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites}
+	}
+	return opts.Apply()
+}
+
 func resolveServiceCA(ctx context.Context, mode string, disco discovery.DiscoveryInterface) (bool, error) {
 	switch mode {
 	case webhookCertsServiceCA:

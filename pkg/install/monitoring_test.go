@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsjson "sigs.k8s.io/json"
@@ -743,6 +744,16 @@ func TestKustomizations(t *testing.T) {
 			kind := m.Object.GetKind()
 			if m.Object.GroupVersionKind().Group == monitoringGroup || isMonitoringRBAC(m) {
 				t.Errorf("%s: not for vanilla Kubernetes without config/monitoring", m)
+			}
+			if kind == "Deployment" && m.Object.GetName() == operatorName {
+				// OpenShift's control-plane scheduling is not for vanilla
+				// Kubernetes, whose control planes are labelled otherwise.
+				spec, _, _ := unstructured.NestedMap(m.Object.Object, "spec", "template", "spec")
+				for _, field := range []string{"nodeSelector", "priorityClassName"} {
+					if _, ok := spec[field]; ok {
+						t.Errorf("%s: %s is OpenShift's, not for vanilla Kubernetes", m, field)
+					}
+				}
 			}
 			if kind != "NetworkPolicy" {
 				continue

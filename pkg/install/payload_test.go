@@ -537,8 +537,10 @@ func TestOperatorDeployment(t *testing.T) {
 	check("selector", d.Spec.Selector.MatchLabels, labels)
 	check("pod labels", d.Spec.Template.Labels, labels)
 	check("serviceAccountName", spec.ServiceAccountName, operatorName)
-	check("nodeSelector", spec.NodeSelector, map[string]string(nil))
-	check("priorityClassName", spec.PriorityClassName, "")
+	// OpenShift's scheduling; the root kustomization removes both
+	// (TestKustomizations).
+	check("nodeSelector", spec.NodeSelector, map[string]string{"node-role.kubernetes.io/master": ""})
+	check("priorityClassName", spec.PriorityClassName, "system-node-critical")
 	check("pod securityContext", spec.SecurityContext, &corev1.PodSecurityContext{
 		RunAsNonRoot:   ptr.To(true),
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -150,59 +151,31 @@ func (r operatorRBAC) rulesIn(ns string) []rbacv1.PolicyRule {
 
 func (r operatorRBAC) allows(a access) bool { return allows(r.rulesIn(a.Namespace), a) }
 
-func matches(values []string, v string) bool {
-	return slices.Contains(values, v) || slices.Contains(values, rbacv1.ResourceAll)
+// allows tells whether rules grant the request a, by the API server's own
+// escalation check (a rule naming exactly the request is covered).
+func allows(rules []rbacv1.PolicyRule, a access) bool {
+	covered, _ := rbacvalidation.Covers(rules, []rbacv1.PolicyRule{a.rule()})
+	return covered
 }
 
-// allows is RBAC rule evaluation (k8s.io/kubernetes plugin/pkg/auth/authorizer/rbac):
-// a rule allows a request when verb, group and resource match and, if the
-// rule names resources, the request names one of them.
-func allows(rules []rbacv1.PolicyRule, a access) bool {
+// rule is the policy rule granting exactly the request a.
+func (a access) rule() rbacv1.PolicyRule {
 	resource := a.Resource
 	if a.Subresource != "" {
 		resource += "/" + a.Subresource
 	}
-	for _, r := range rules {
-		if matches(r.Verbs, a.Verb) && matches(r.APIGroups, a.Group) && matches(r.Resources, resource) &&
-			(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, a.Name)) {
-			return true
-		}
+	r := rbacv1.PolicyRule{Verbs: []string{a.Verb}, APIGroups: []string{a.Group}, Resources: []string{resource}}
+	if a.Name != "" {
+		r.ResourceNames = []string{a.Name}
 	}
-	return false
+	return r
 }
 
-// expand lists the requests a rule of an operand role grants (in namespace
-// ns), one per verb, group, resource and name.
-func expand(rule rbacv1.PolicyRule, ns string) []access {
-	names := rule.ResourceNames
-	if len(names) == 0 {
-		names = []string{""}
-	}
-	var out []access
-	for _, v := range rule.Verbs {
-		for _, g := range rule.APIGroups {
-			for _, res := range rule.Resources {
-				r, sub, _ := strings.Cut(res, "/")
-				for _, n := range names {
-					out = append(out, access{Verb: v, Group: g, Resource: r, Subresource: sub, Namespace: ns, Name: n})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// uncovered returns the operand rules' requests the operator does not hold.
-func (r operatorRBAC) uncovered(rules []rbacv1.PolicyRule, ns string) []access {
-	var out []access
-	for _, rule := range rules {
-		for _, a := range expand(rule, ns) {
-			if !r.allows(a) {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
+// uncovered returns what the operand rules grant in namespace ns that the
+// operator does not hold (the API server refuses to let it grant that).
+func (r operatorRBAC) uncovered(rules []rbacv1.PolicyRule, ns string) []rbacv1.PolicyRule {
+	_, missing := rbacvalidation.Covers(r.rulesIn(ns), rules)
+	return missing
 }
 
 // canWriteRole: Kubernetes lets the operator create or update a role that
@@ -248,7 +221,7 @@ func renderFor(t testing.TB, platform configv1.PlatformStatus, spec configv1.Pla
 		Infrastructure: &configv1.Infrastructure{
 			ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
 			Spec:       configv1.InfrastructureSpec{PlatformSpec: spec},
-			Status:     configv1.InfrastructureStatus{Platform: platform.Type, PlatformStatus: &platform},
+			Status:     configv1.InfrastructureStatus{PlatformStatus: &platform},
 		},
 		Webhook: config.WebhookTLS{ServiceCA: true},
 	})

@@ -30,6 +30,7 @@ import (
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
 )
 
 // Options are the flags every operand binary has.
@@ -52,7 +53,7 @@ type Options struct {
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
 	// TLS configures the metrics and webhook servers.
-	TLS TLSOptions
+	TLS tlsflags.Options
 	// FeatureGates are OpenShift's feature gates as the operator passes
 	// them (--feature-gates=A=true,B=false). None changes these binaries'
 	// behaviour yet; they are accepted, so that OpenShift's operator can
@@ -102,7 +103,7 @@ func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 		// renders the same values.
 		KubeAPIQPS:   200,
 		KubeAPIBurst: 400,
-		TLS:          TLSOptions{MinVersion: DefaultTLSMinVersion},
+		TLS:          tlsflags.Options{MinVersion: tlsflags.DefaultMinVersion},
 	}
 }
 
@@ -121,10 +122,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
 	// OpenShift's binaries call it --health-addr.
 	fs.StringVar(&o.HealthProbeBindAddress, "health-addr", o.HealthProbeBindAddress, "Same as --health-probe-bind-address (OpenShift's name).")
-	fs.StringVar(&o.TLS.MinVersion, "tls-min-version", o.TLS.MinVersion,
-		"Minimum TLS version of the metrics and webhook servers: VersionTLS12 or VersionTLS13.")
-	fs.StringSliceVar(&o.TLS.CipherSuites, "tls-cipher-suites", o.TLS.CipherSuites,
-		"Comma-separated IANA names of the TLS 1.2 cipher suites of the metrics and webhook servers; empty keeps Go's defaults.")
+	o.TLS.AddFlags(fs)
 	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates",
 		"OpenShift feature gates, A=true,B=false; accepted and logged (no gate changes these binaries yet).")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of the Go pprof endpoints (/debug/pprof/); empty or 0 disables them.")

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // TestLifecycleHooksAdmissionPolicyEnforced: the policy the operator renders,
@@ -68,7 +69,7 @@ func TestLifecycleHooksAdmissionPolicyEnforced(t *testing.T) {
 	}
 	// The API server loads a new policy asynchronously: wait until it
 	// rejects, then check the outcome of each attempt.
-	eventually(t, 15*time.Second, "the policy to reject adding a hook", func(context.Context) (bool, error) {
+	poll.Eventually(t, 15*time.Second, "the policy to reject adding a hook", func(context.Context) (bool, error) {
 		err := update(addHook, client.DryRunAll)
 		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), nil
 	})

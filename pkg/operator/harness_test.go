@@ -16,7 +16,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -180,23 +180,6 @@ func setInfrastructure(t *testing.T, platform configv1.PlatformType, externalNam
 	}
 }
 
-// eventually polls cond every 100ms until it holds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
-	}
-}
-
 func getCO(ctx context.Context) (*configv1.ClusterOperator, error) {
 	co := &configv1.ClusterOperator{}
 	return co, env.Client.Get(ctx, client.ObjectKey{Name: config.ClusterOperatorName}, co)
@@ -216,7 +199,7 @@ func coCondition(co *configv1.ClusterOperator, t configv1.ClusterStatusCondition
 func waitCondition(t *testing.T, ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason, msg string) *configv1.ClusterOperatorStatusCondition {
 	t.Helper()
 	var got *configv1.ClusterOperatorStatusCondition
-	eventually(t, 20*time.Second, string(ct)+"="+string(status)+" "+reason, func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 60*time.Second, string(ct)+"="+string(status)+" "+reason, func(ctx context.Context) (bool, error) {
 		co, err := getCO(ctx)
 		if err != nil {
 			return false, err
@@ -241,7 +224,7 @@ func getDeployment(ctx context.Context, ns string) (*appsv1.Deployment, error) {
 func waitDeployment(t *testing.T, ns string) *appsv1.Deployment {
 	t.Helper()
 	var d *appsv1.Deployment
-	eventually(t, 20*time.Second, "deployment "+ns+"/"+config.OperandDeploymentName, func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 60*time.Second, "deployment "+ns+"/"+config.OperandDeploymentName, func(ctx context.Context) (bool, error) {
 		var err error
 		d, err = getDeployment(ctx, ns)
 		return d != nil, err
@@ -254,7 +237,7 @@ func waitDeployment(t *testing.T, ns string) *appsv1.Deployment {
 // Available as given.
 func setDeploymentAvailable(t *testing.T, ns string, available bool) {
 	t.Helper()
-	eventually(t, 10*time.Second, "deployment status update", func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 10*time.Second, "deployment status update", func(ctx context.Context) (bool, error) {
 		d, err := getDeployment(ctx, ns)
 		if err != nil || d == nil {
 			return false, err

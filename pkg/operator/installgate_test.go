@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // createWorkers creates a MachineSet of n replicas and its n Machines (no
@@ -100,7 +101,7 @@ func TestInstallGate(t *testing.T) {
 // termination handler (AWS).
 func setTerminationHandlerRolledOut(t *testing.T, ns string) {
 	t.Helper()
-	eventually(t, 20*time.Second, "termination handler status", func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 20*time.Second, "termination handler status", func(ctx context.Context) (bool, error) {
 		ds := &appsv1.DaemonSet{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "machine-api-termination-handler"}, ds); err != nil {
 			return false, client.IgnoreNotFound(err)

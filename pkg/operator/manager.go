@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"fmt"
 	"math"
 	"os"
@@ -15,9 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -38,6 +41,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/collector"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -68,10 +72,12 @@ func CacheOptions(namespace string) cache.Options {
 		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
 	}
 	by := map[client.Object]cache.ByObject{
-		&configv1.Infrastructure{}:   byName(config.ClusterConfigName),
-		&configv1.Proxy{}:            byName(config.ClusterConfigName),
-		&configv1.FeatureGate{}:      byName(config.ClusterConfigName),
-		&configv1.ClusterOperator{}:  byName(config.ClusterOperatorName),
+		&configv1.Infrastructure{}:  byName(config.ClusterConfigName),
+		&configv1.Proxy{}:           byName(config.ClusterConfigName),
+		&configv1.FeatureGate{}:     byName(config.ClusterConfigName),
+		&configv1.ClusterOperator{}: byName(config.ClusterOperatorName),
+		// The trusted CA bundle, in the namespace (the only ConfigMap read).
+		&corev1.ConfigMap{}:          byName(names.TrustedCAConfigMapName),
 		&machinev1beta1.Machine{}:    {Transform: collector.Transform},
 		&machinev1beta1.MachineSet{}: {Transform: collector.Transform},
 	}
@@ -81,6 +87,27 @@ func CacheOptions(namespace string) cache.Options {
 	return cache.Options{
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
 		ByObject:          by,
+	}
+}
+
+// metricsTLS is the optional TLS setting as SecureServerOptions takes it.
+func metricsTLS(f func(*tls.Config)) []func(*tls.Config) {
+	if f == nil {
+		return nil
+	}
+	return []func(*tls.Config){f}
+}
+
+// isServed tells whether the API server serves gvk.
+func isServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("looking up %s: %w", gvk, err)
 	}
 }
 
@@ -106,7 +133,17 @@ func (o *Operator) SetupWithManager(mgr manager.Manager) error {
 		Watches(&configv1.Infrastructure{}, toRequest).
 		Watches(&configv1.Proxy{}, toRequest).
 		Watches(&configv1.FeatureGate{}, toRequest).
+		// The trusted CA bundle's hash rolls the operand's pods.
+		Watches(&corev1.ConfigMap{}, toRequest).
 		WatchesRawSource(source.Channel(fileEvents, toRequest))
+	// The APIServer (the cluster's TLS profile) is served only on
+	// OpenShift; a watch of a kind the cluster does not serve would keep
+	// the controller from starting.
+	if served, err := isServed(mgr.GetRESTMapper(), configv1.GroupVersion.WithKind("APIServer")); err != nil {
+		return err
+	} else if served {
+		b = b.Watches(&configv1.APIServer{}, toRequest)
+	}
 	for _, obj := range ownedTypes() {
 		b = b.Watches(obj, toRequest)
 	}
@@ -179,8 +216,11 @@ type ManagerOptions struct {
 	// MetricsBindAddress serves the metrics over HTTPS with authentication
 	// and authorization ("0" disables it, and the Machine collector with
 	// it); MetricsCertDir holds its certificate ("" = self-signed).
-	MetricsBindAddress     string
-	MetricsCertDir         string
+	MetricsBindAddress string
+	MetricsCertDir     string
+	// MetricsTLS sets the metrics server's TLS version and cipher suites
+	// (the cluster's TLS profile); nil keeps TLS 1.2 and Go's suites.
+	MetricsTLS             func(*tls.Config)
 	HealthProbeBindAddress string
 	LeaderElection         bool
 	// LeaderElectionTiming is the election's timing; zero fields take
@@ -223,7 +263,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	mgr, err := manager.New(restCfg, manager.Options{
 		Scheme:                              m.Scheme,
 		Cache:                               CacheOptions(o.Namespace),
-		Metrics:                             mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir),
+		Metrics:                             mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir, metricsTLS(m.MetricsTLS)...),
 		HealthProbeBindAddress:              m.HealthProbeBindAddress,
 		LeaderElection:                      m.LeaderElection,
 		LeaderElectionID:                    config.OperatorLeaseName,

@@ -22,6 +22,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 func exists(ctx context.Context, obj client.Object) (bool, error) {
@@ -73,12 +74,12 @@ func TestPlatforms(t *testing.T) {
 			}
 			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.TerminationHandlerName}}
 			if tt.termination {
-				eventually(t, 10*time.Second, "termination handler", func(ctx context.Context) (bool, error) { return exists(ctx, ds) })
+				poll.Eventually(t, 10*time.Second, "termination handler", func(ctx context.Context) (bool, error) { return exists(ctx, ds) })
 			} else if ok, _ := exists(ctx, ds); ok {
 				t.Errorf("termination handler rendered on %s", tt.platform)
 			}
 			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}}
-			eventually(t, 10*time.Second, "validating webhook with caBundle", func(ctx context.Context) (bool, error) {
+			poll.Eventually(t, 10*time.Second, "validating webhook with caBundle", func(ctx context.Context) (bool, error) {
 				ok, err := exists(ctx, vwc)
 				return ok && len(vwc.Webhooks) > 0 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, err
 			})
@@ -90,7 +91,7 @@ func TestPlatforms(t *testing.T) {
 			setDeploymentAvailable(t, ns, true)
 			if tt.termination {
 				// envtest has no DaemonSet controller either.
-				eventually(t, 10*time.Second, "daemonset status", func(ctx context.Context) (bool, error) {
+				poll.Eventually(t, 10*time.Second, "daemonset status", func(ctx context.Context) (bool, error) {
 					if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
 						return false, err
 					}
@@ -127,7 +128,7 @@ func TestDriftIsReverted(t *testing.T) {
 	if err := env.Client.Update(ctx, d, client.FieldOwner("someone-else")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "image reverted", func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 10*time.Second, "image reverted", func(ctx context.Context) (bool, error) {
 		d, err := getDeployment(ctx, ns)
 		return d != nil && containerImage(d, render.MachineContainer) == testImages.ClusterAPIControllerKubemark, err
 	})
@@ -148,7 +149,7 @@ func TestDriftIsReverted(t *testing.T) {
 		if err := env.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, "recreated "+obj.GetName(), func(ctx context.Context) (bool, error) {
+		poll.Eventually(t, 10*time.Second, "recreated "+obj.GetName(), func(ctx context.Context) (bool, error) {
 			ok, err := exists(ctx, obj)
 			return ok && obj.GetUID() != uid, err
 		})
@@ -168,7 +169,7 @@ func TestPrune(t *testing.T) {
 		t.Fatal("no MHC container before the gate is set")
 	}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.TerminationHandlerName}}
-	eventually(t, 10*time.Second, "termination handler", func(ctx context.Context) (bool, error) { return exists(ctx, ds) })
+	poll.Eventually(t, 10*time.Second, "termination handler", func(ctx context.Context) (bool, error) { return exists(ctx, ds) })
 
 	// Gate on: the MHC container goes, the rest stays.
 	fg := &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
@@ -182,7 +183,7 @@ func TestPrune(t *testing.T) {
 	if err := env.Client.Status().Update(ctx, fg); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "MHC container removed", func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 10*time.Second, "MHC container removed", func(ctx context.Context) (bool, error) {
 		d, err := getDeployment(ctx, ns)
 		return d != nil && !hasContainer(d, render.MachineHealthCheckContainer) && hasContainer(d, render.MachineContainer), err
 	})
@@ -197,7 +198,7 @@ func TestPrune(t *testing.T) {
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.WebhookServiceName}},
 	} {
-		eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
+		poll.Eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
 			ok, err := exists(ctx, obj)
 			return !ok, err
 		})
@@ -235,7 +236,7 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	op.stop()
 	before := reconcileCount()
 	restarted := startOperator(t, images, harnessOptions{ns: ns})
-	eventually(t, 20*time.Second, "restarted operator synced", func(context.Context) (bool, error) {
+	poll.Eventually(t, 20*time.Second, "restarted operator synced", func(context.Context) (bool, error) {
 		return reconcileCount() > before, nil
 	})
 	quietPeriod(t, restarted, 5*time.Second)
@@ -278,7 +279,7 @@ func TestStatusTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var events map[string]int
-	eventually(t, 10*time.Second, "transition events", func(context.Context) (bool, error) {
+	poll.Eventually(t, 10*time.Second, "transition events", func(context.Context) (bool, error) {
 		events = coEvents(t, co.UID)
 		for _, reason := range []string{"AvailableFalse", "AvailableTrue", "DegradedTrue", "DegradedFalse"} {
 			if events[reason] == 0 {
@@ -473,7 +474,7 @@ func TestUnsupportedPlatform(t *testing.T) {
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
 	} {
-		eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
+		poll.Eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
 			ok, err := exists(ctx, obj)
 			return !ok, err
 		})
@@ -488,7 +489,7 @@ func TestUnsupportedPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a DegradedTrue event", func(context.Context) (bool, error) {
+	poll.Eventually(t, 10*time.Second, "a DegradedTrue event", func(context.Context) (bool, error) {
 		return coEvents(t, co.UID)["DegradedTrue"] > 0, nil
 	})
 }

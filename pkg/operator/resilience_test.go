@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // TestLeaderElection runs two operators; only the leader writes anything but
@@ -56,7 +58,7 @@ func TestLeaderElection(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), mustDeployment(t, ns)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "follower recreates the deployment", func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 30*time.Second, "follower recreates the deployment", func(ctx context.Context) (bool, error) {
 		d, err := getDeployment(ctx, ns)
 		return d != nil && len(nonLease(follower)) > 0, err
 	})
@@ -85,11 +87,11 @@ func TestAPIServerUnreachable(t *testing.T) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Host = "https://" + p.addr
 
-	// Down at start.
+	// Down at start: wait until the operator has tried (and been refused)
+	// a few times, then bring the API back.
 	p.setUp(false)
 	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns, restConfig: cfg})
-	// Give the operator a few failed attempts before the API comes back.
-	time.Sleep(2 * time.Second)
+	p.waitRefused(t, 3)
 	if d, _ := getDeployment(context.Background(), ns); d != nil {
 		t.Fatal("operator synced through a proxy that is down")
 	}
@@ -105,9 +107,10 @@ func TestAPIServerUnreachable(t *testing.T) {
 	if err := env.Client.Update(context.Background(), d); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	// The operator keeps trying through the outage (its watches reconnect).
+	p.waitRefused(t, 3)
 	p.setUp(true)
-	eventually(t, 60*time.Second, "drift reverted after the outage", func(ctx context.Context) (bool, error) {
+	poll.Eventually(t, 60*time.Second, "drift reverted after the outage", func(ctx context.Context) (bool, error) {
 		d, err := getDeployment(ctx, ns)
 		return d != nil && containerImage(d, render.MachineContainer) == testImages.ClusterAPIControllerKubemark, err
 	})
@@ -122,6 +125,22 @@ type tcpProxy struct {
 	mu     sync.Mutex
 	up     bool
 	conns  map[net.Conn]struct{}
+	// refused counts connections refused while down, since the last setUp.
+	refused int
+}
+
+// waitRefused waits until the proxy has refused n connections since it
+// was last set up or down: proof that the client kept trying.
+func (p *tcpProxy) waitRefused(t *testing.T, n int) {
+	t.Helper()
+	poll.Eventually(t, 60*time.Second, fmt.Sprintf("%d connections refused by the proxy", n), func(context.Context) (bool, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.refused < n {
+			return false, fmt.Errorf("%d refused", p.refused)
+		}
+		return true, nil
+	})
 }
 
 func newTCPProxy(t *testing.T, target string) *tcpProxy {
@@ -139,6 +158,7 @@ func (p *tcpProxy) setUp(up bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.up = up
+	p.refused = 0
 	if !up {
 		for c := range p.conns {
 			_ = c.Close()
@@ -155,6 +175,7 @@ func (p *tcpProxy) serve() {
 		}
 		p.mu.Lock()
 		if !p.up {
+			p.refused++
 			p.mu.Unlock()
 			_ = c.Close()
 			continue

@@ -296,7 +296,8 @@ type guardedWorkload struct {
 	deploy *appsv1.Deployment
 }
 
-func newGuardedWorkload(ctx context.Context, t *testing.T, name, pool string, replicas, maxUnavailable int32) *guardedWorkload {
+// Options (mutations of the pod spec) apply before the Deployment is created.
+func newGuardedWorkload(ctx context.Context, t *testing.T, name, pool string, replicas, maxUnavailable int32, options ...func(*corev1.PodSpec)) *guardedWorkload {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-" + name + "-"}}
 	if err := cluster.Create(ctx, ns); err != nil {
@@ -317,6 +318,9 @@ func newGuardedWorkload(ctx context.Context, t *testing.T, name, pool string, re
 				},
 			},
 		},
+	}
+	for _, o := range options {
+		o(&deploy.Spec.Template.Spec)
 	}
 	if err := cluster.Create(ctx, deploy); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // drainAction is what the drain stage does.
@@ -122,12 +123,8 @@ func controlPlaneDrainAllowed(node *corev1.Node, nodes []corev1.Node, activeOwne
 // nodeUnreachable reports whether the node's Ready condition is Unknown (the
 // kubelet stopped reporting): pods cannot terminate gracefully there.
 func nodeUnreachable(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionUnknown
-		}
-	}
-	return false
+	c := nodeutil.ReadyCondition(n)
+	return c != nil && c.Status == corev1.ConditionUnknown
 }
 
 // waitingForControlPlaneDrain reports whether a deleting Machine's drain waits

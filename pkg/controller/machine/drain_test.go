@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // evictions returns how many eviction requests the fixture's clients sent
@@ -193,9 +195,9 @@ func TestDrainUnreachableNode(t *testing.T) {
 	f.deleteMachine(m)
 
 	// Each reconcile is one pass; the requeue is left to the poll.
-	eventually(t, 20*time.Second, "Drained=True", func() bool {
+	poll.Eventually(t, 20*time.Second, "Drained=True", func(context.Context) (bool, error) {
 		f.mustReconcile(m)
-		return conditions.IsTrue(f.mustGet(m).Status.Conditions, DrainedCondition)
+		return conditions.IsTrue(f.mustGet(m).Status.Conditions, DrainedCondition), nil
 	})
 	wantCondition(t, f.mustGet(m), DrainedCondition, corev1.ConditionTrue, ReasonDrained)
 	p := f.getPod("slow-1")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // The controller in a manager: Machine and Node watches drive it without
@@ -64,8 +65,8 @@ func TestControllerWithManager(t *testing.T) {
 
 	node := f.node(f.nodeName("managed"), corev1.ConditionTrue, nil)
 	m := f.machine("managed")
-	eventually(t, 15*time.Second, "phase Provisioned", func() bool {
-		return phaseOf(f.mustGet(m)) == machinev1beta1.PhaseProvisioned
+	poll.Eventually(t, 15*time.Second, "phase Provisioned", func(context.Context) (bool, error) {
+		return phaseOf(f.mustGet(m)) == machinev1beta1.PhaseProvisioned, nil
 	})
 
 	// nodelink links the node.
@@ -74,8 +75,8 @@ func TestControllerWithManager(t *testing.T) {
 	if err := env.Client.Status().Update(f.ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "phase Running", func() bool {
-		return phaseOf(f.mustGet(m)) == machinev1beta1.PhaseRunning
+	poll.Eventually(t, 5*time.Second, "phase Running", func(context.Context) (bool, error) {
+		return phaseOf(f.mustGet(m)) == machinev1beta1.PhaseRunning, nil
 	})
 
 	// Idle: no polling of the provider, no writes.
@@ -96,17 +97,17 @@ func TestControllerWithManager(t *testing.T) {
 	act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = true })
 	f.deleteMachine(m)
 	want := fmt.Sprintf("evicting %s/web-1: blocked by PodDisruptionBudget %[1]s/web (0 disruptions allowed)", f.ns)
-	eventually(t, 15*time.Second, "Drained=False naming the PDB", func() bool {
+	poll.Eventually(t, 15*time.Second, "Drained=False naming the PDB", func(context.Context) (bool, error) {
 		c := conditions.Get(f.mustGet(m).Status.Conditions, DrainedCondition)
-		return c != nil && c.Reason == ReasonDrainInProgress && strings.Contains(c.Message, want)
+		return c != nil && c.Reason == ReasonDrainInProgress && strings.Contains(c.Message, want), nil
 	})
 
 	// The admin deletes the Node: the Node event finishes the deletion.
 	if err := env.Client.Delete(f.ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the Machine to be deleted after its Node went away", func() bool {
-		return f.get(m) == nil
+	poll.Eventually(t, 5*time.Second, "the Machine to be deleted after its Node went away", func(context.Context) (bool, error) {
+		return f.get(m) == nil, nil
 	})
 	if act.Calls(machinetest.Delete) != 1 {
 		t.Errorf("provider calls: %v", act.AllCalls())

@@ -20,6 +20,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // ControllerName is the name events are recorded under; the controller
@@ -224,10 +225,8 @@ func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 }
 
 func readyStatus(n *corev1.Node) corev1.ConditionStatus {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status
-		}
+	if c := nodeutil.ReadyCondition(n); c != nil {
+		return c.Status
 	}
 	return ""
 }

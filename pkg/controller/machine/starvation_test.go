@@ -25,6 +25,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // blockedDrains is how many Machines' drains a PodDisruptionBudget blocks: as
@@ -105,10 +106,10 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	eventually(t, 15*time.Second, "every drain to have started (node cordoned) and a reconcile of each to have returned", func() bool {
+	poll.Eventually(t, 15*time.Second, "every drain to have started (node cordoned) and a reconcile of each to have returned", func(context.Context) (bool, error) {
 		nodeList := &corev1.NodeList{}
 		if err := env.Client.List(f.ctx, nodeList); err != nil {
-			return false
+			return false, err
 		}
 		cordoned := map[string]bool{}
 		for _, n := range nodeList.Items {
@@ -116,18 +117,18 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 		}
 		for i, m := range machines {
 			if !cordoned[nodes[i].Name] || wt.Reconciles(request(m)) == 0 {
-				return false
+				return false, fmt.Errorf("machine %s: node cordoned %v, %d reconciles", m.Name, cordoned[nodes[i].Name], wt.Reconciles(request(m)))
 			}
 		}
-		return true
+		return true, nil
 	})
 
 	// A new Machine is provisioned promptly while all of them stay blocked.
 	start := time.Now()
 	m := f.machine("new")
-	eventually(t, provisionBound, "the new Machine to be provisioned", func() bool {
+	poll.Eventually(t, provisionBound, "the new Machine to be provisioned", func(context.Context) (bool, error) {
 		got := f.mustGet(m)
-		return got.Spec.ProviderID != nil && phaseOf(got) == machinev1beta1.PhaseProvisioned
+		return got.Spec.ProviderID != nil && phaseOf(got) == machinev1beta1.PhaseProvisioned, nil
 	})
 	t.Logf("new Machine provisioned after %s with %d drains blocked", time.Since(start).Round(time.Millisecond), blockedDrains)
 	for _, bm := range machines {
@@ -138,15 +139,15 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 	}
 
 	// Each blocked drain reports its eviction results: the pod and the PDB.
-	eventually(t, 15*time.Second, "every Machine to name the PodDisruptionBudget that blocks it", func() bool {
+	poll.Eventually(t, 15*time.Second, "every Machine to name the PodDisruptionBudget that blocks it", func(context.Context) (bool, error) {
 		for _, bm := range machines {
 			c := conditions.Get(f.mustGet(bm).Status.Conditions, DrainedCondition)
 			want := fmt.Sprintf("evicting %s/%s: blocked by PodDisruptionBudget %[1]s/blocked", f.ns, bm.Name)
 			if c == nil || c.Reason != ReasonDrainInProgress || !strings.Contains(c.Message, want) {
-				return false
+				return false, fmt.Errorf("machine %s: Drained condition %+v", bm.Name, c)
 			}
 		}
-		return true
+		return true, nil
 	})
 	if n := act.Calls(machinetest.Delete); n != 0 {
 		t.Errorf("an instance was deleted although its drain is blocked: %d Delete calls", n)

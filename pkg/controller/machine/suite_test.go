@@ -31,7 +31,6 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
-	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 var env *testenv.Env
@@ -378,13 +377,6 @@ func wantCalls(t *testing.T, a *machinetest.Actuator, want map[string]int) {
 			return
 		}
 	}
-}
-
-// eventually polls cond (with pkg/testenv/poll) until it holds, failing the
-// test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	poll.Eventually(t, timeout, what, func(context.Context) (bool, error) { return cond(), nil })
 }
 
 func rawJSON(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }

@@ -2,7 +2,6 @@ package machineset
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
@@ -68,15 +68,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// IndexMachinesByController adds the IndexMachineController index.
-// Registering it a second time (another controller in the same manager did)
-// is not an error.
+// IndexMachinesByController adds the IndexMachineController index. When the
+// cache already has an index of that name on Machines (another controller in
+// the same manager registered it), it is left as it is: see index.Register.
 func IndexMachinesByController(ctx context.Context, indexer client.FieldIndexer) error {
-	err := indexer.IndexField(ctx, &machinev1beta1.Machine{}, IndexMachineController, machineControllerIndex)
-	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		return fmt.Errorf("indexing Machines by %s: %w", IndexMachineController, err)
-	}
-	return nil
+	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: IndexMachineController, Extract: machineControllerIndex})
 }
 
 func machineControllerIndex(o client.Object) []string {

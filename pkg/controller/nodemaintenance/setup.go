@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
-
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
@@ -80,20 +80,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// IndexByNodeName adds the NodeNameField index. Registering it a second
-// time is not an error.
+// IndexByNodeName adds the NodeNameField index. When the cache already has
+// an index of that name on NodeMaintenances (another controller in the same
+// manager registered it), it is left as it is: see index.Register.
 func IndexByNodeName(ctx context.Context, indexer client.FieldIndexer) error {
-	err := indexer.IndexField(ctx, &nmv1beta1.NodeMaintenance{}, NodeNameField, func(o client.Object) []string {
-		nm, ok := o.(*nmv1beta1.NodeMaintenance)
-		if !ok || nm.Spec.NodeName == "" {
-			return nil
-		}
-		return []string{nm.Spec.NodeName}
-	})
-	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		return fmt.Errorf("indexing NodeMaintenances by %s: %w", NodeNameField, err)
+	return index.Register(ctx, indexer, index.Index{Object: &nmv1beta1.NodeMaintenance{}, Name: NodeNameField, Extract: nodeMaintenanceNodeName})
+}
+
+func nodeMaintenanceNodeName(o client.Object) []string {
+	nm, ok := o.(*nmv1beta1.NodeMaintenance)
+	if !ok || nm.Spec.NodeName == "" {
+		return nil
 	}
-	return nil
+	return []string{nm.Spec.NodeName}
 }
 
 func (r *Reconciler) byNodeName(ctx context.Context, nodeName string) []reconcile.Request {

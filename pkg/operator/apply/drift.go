@@ -297,10 +297,11 @@ func ownEntry(entries []metav1.ManagedFieldsEntry, fieldManager string) *metav1.
 
 func decodeSet(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 	s := &fieldpath.Set{}
-	if e.FieldsV1 == nil || len(e.FieldsV1.Raw) == 0 {
+	raw := e.FieldsV1.GetRawBytes()
+	if len(raw) == 0 {
 		return s, nil
 	}
-	if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
 		return nil, fmt.Errorf("decoding the managed fields of %s: %w", e.Manager, err)
 	}
 	return s, nil
@@ -411,7 +412,7 @@ func (c typeConverter) withoutForeign(live *unstructured.Unstructured, foreign *
 		if err != nil {
 			return nil, err
 		}
-		e.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		e.FieldsV1 = metav1.NewFieldsV1(string(raw))
 		entries = append(entries, e)
 	}
 	out.SetManagedFields(entries)

@@ -692,8 +692,8 @@ func TestAdoptsObjectsCreatedByOthers(t *testing.T) {
 			continue
 		}
 		for _, f := range []string{`"f:terminationMessagePath"`, `"f:revisionHistoryLimit"`, `{"name":"OLD"}`} {
-			if bytes.Contains(e.FieldsV1.Raw, []byte(f)) || bytes.Contains(e.FieldsV1.Raw, []byte(strings.ReplaceAll(f, `"`, `\"`))) {
-				t.Errorf("the old manager still owns %s: %s", f, e.FieldsV1.Raw)
+			if raw := e.FieldsV1.GetRawBytes(); bytes.Contains(raw, []byte(f)) || bytes.Contains(raw, []byte(strings.ReplaceAll(f, `"`, `\"`))) {
+				t.Errorf("the old manager still owns %s: %s", f, raw)
 			}
 		}
 	}

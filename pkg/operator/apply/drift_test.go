@@ -75,7 +75,7 @@ func entry(t *testing.T, manager string, op metav1.ManagedFieldsOperationType, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}}
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(string(raw))}
 }
 
 // fixture returns the desired Deployment, its applied field set, and a live
@@ -410,7 +410,7 @@ func TestWithoutForeign(t *testing.T) {
 	if len(es) != 3 || es[0].Manager != testManager || es[1].Manager != "kubectl-patch" || es[2].Manager != "kube-controller-manager" {
 		t.Fatalf("managedFields = %v", es)
 	}
-	if string(es[0].FieldsV1.Raw) != string(ours.FieldsV1.Raw) || string(es[2].FieldsV1.Raw) != string(status.FieldsV1.Raw) {
+	if es[0].FieldsV1.GetRawString() != ours.FieldsV1.GetRawString() || es[2].FieldsV1.GetRawString() != status.FieldsV1.GetRawString() {
 		t.Error("entries without foreign fields changed")
 	}
 	left, err := decodeSet(&es[1])

@@ -299,10 +299,10 @@ func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) e
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.opts.Namespace, Name: name}}
 	if err := m.client.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(config.FieldManager)); err != nil {
-		return fmt.Errorf("Secret %s/%s exists but was not read (labeling it %s=%s failed: %v): %w",
+		return fmt.Errorf("secret %s/%s exists but was not read (labeling it %s=%s failed: %v): %w",
 			m.opts.Namespace, name, config.ManagedByLabel, config.ManagedByValue, err, alreadyExists)
 	}
-	return fmt.Errorf("Secret %s/%s exists but was not read (stale cache, or it lacked the %s label, now added); retry: %w",
+	return fmt.Errorf("secret %s/%s exists but was not read (stale cache, or it lacked the %s label, now added); retry: %w",
 		m.opts.Namespace, name, config.ManagedByLabel, alreadyExists)
 }
 

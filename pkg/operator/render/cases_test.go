@@ -44,7 +44,6 @@ func infrastructure(spec configv1.PlatformSpec, status configv1.PlatformStatus) 
 		},
 		Status: configv1.InfrastructureStatus{
 			InfrastructureName:     "test-7xk2p",
-			Platform:               status.Type,
 			PlatformStatus:         &status,
 			APIServerURL:           "https://api.test.example.com:6443",
 			APIServerInternalURL:   "https://api-int.test.example.com:6443",

@@ -22,6 +22,7 @@ import (
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -485,7 +486,7 @@ func assertUnhealthy(t *testing.T, name string, since time.Time) *corev1.Node {
 	if got := n.Annotations[SimulatedUnhealthyAnnotation]; got != since.UTC().Format(time.RFC3339) {
 		t.Errorf("annotation %s = %q, want %s", SimulatedUnhealthyAnnotation, got, since.UTC().Format(time.RFC3339))
 	}
-	c := readyCondition(n)
+	c := nodeutil.ReadyCondition(n)
 	if c == nil || c.Status == corev1.ConditionTrue {
 		t.Fatalf("unhealthy node Ready condition %+v", c)
 	}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // ensureUnhealthy makes the Node stop being kept Ready, in this order:
@@ -56,12 +58,12 @@ func (a *Actuator) ensureUnhealthy(ctx context.Context, node *corev1.Node, w Hea
 		LastHeartbeatTime:  metav1.NewTime(since),
 		LastTransitionTime: metav1.NewTime(since),
 	}
-	if cur := readyCondition(node); cur != nil && cur.Status == ready.Status && cur.Reason == ready.Reason &&
+	if cur := nodeutil.ReadyCondition(node); cur != nil && cur.Status == ready.Status && cur.Reason == ready.Reason &&
 		cur.LastTransitionTime.Equal(&ready.LastTransitionTime) {
 		return nil
 	}
 	orig := node.DeepCopy()
-	setReadyCondition(node, ready)
+	nodeutil.SetReadyCondition(node, ready)
 	if err := a.client.Status().Patch(ctx, node, client.StrategicMergeFrom(orig)); err != nil {
 		return fmt.Errorf("setting Ready=Unknown on node %q: %w", node.Name, err)
 	}
@@ -197,21 +199,4 @@ func (a *Actuator) releaseLease(ctx context.Context, nodeName string, nodeUID ty
 		return fmt.Errorf("releasing the lease of node %q: %w", nodeName, err)
 	}
 	return nil
-}
-
-func readyCondition(node *corev1.Node) *corev1.NodeCondition {
-	for i := range node.Status.Conditions {
-		if node.Status.Conditions[i].Type == corev1.NodeReady {
-			return &node.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func setReadyCondition(node *corev1.Node, c corev1.NodeCondition) {
-	if cur := readyCondition(node); cur != nil {
-		*cur = c
-		return
-	}
-	node.Status.Conditions = append(node.Status.Conditions, c)
 }

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
@@ -222,15 +223,10 @@ func scale(ctx context.Context, c client.Client, ms *machinev1beta1.MachineSet, 
 }
 
 func runningWithReadyNode(m *machinev1beta1.Machine, n *corev1.Node) bool {
-	if m.Status.Phase == nil || *m.Status.Phase != "Running" || m.DeletionTimestamp != nil || n == nil {
+	if m.Status.Phase == nil || *m.Status.Phase != "Running" || m.DeletionTimestamp != nil {
 		return false
 	}
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return nodeutil.IsReady(n)
 }
 
 // count counts the benchmark's Machines for which ok holds; the Node passed
@@ -420,10 +416,8 @@ func (r *stageRecorder) onNode(obj any) {
 		return
 	}
 	r.note("Node registered", n.Name)
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			r.note("Node Ready", n.Name)
-		}
+	if nodeutil.IsReady(n) {
+		r.note("Node Ready", n.Name)
 	}
 }
 
