@@ -26,6 +26,6 @@
 // (External with platformName kubemark → kubemark). A providerSpec of a group
 // this package does not know is neither defaulted nor validated: another
 // provider's webhook may own it. Lifecycle hook immutability during deletion
-// is not checked here: the ValidatingAdmissionPolicy of package
-// pkg/controller/machine enforces it.
+// is not checked here: the ValidatingAdmissionPolicy the operator renders
+// (pkg/operator/render) enforces it.
 package webhooks

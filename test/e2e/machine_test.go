@@ -473,3 +473,50 @@ func (w *guardedWorkload) pods(ctx context.Context) (*corev1.PodList, error) {
 	pods := &corev1.PodList{}
 	return pods, cluster.List(ctx, pods, client.InNamespace(w.ns), client.MatchingLabels(w.labels))
 }
+
+// TestForeignProviderSpecUntouched: a Machine whose providerSpec belongs to
+// another provider (AWS) is never acted on by this cluster's (kubemark)
+// machine controller: no phase, no finalizer, no Node; only the condition
+// ProviderSupported=False/UnsupportedProvider says which provider it needs.
+// Deleting it is immediate (no finalizer of ours holds it).
+func TestForeignProviderSpecUntouched(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	requireKubemark(ctx, t)
+	m := newKubemarkMachine("e2e-foreign-"+rand.String(5), "foreign")
+	m.Spec.ProviderSpec.Value.Raw = []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","instanceType":"m6i.large"}`)
+	if err := cluster.Create(ctx, m); err != nil {
+		// Admission may refuse a providerSpec of another platform: then
+		// the controller never sees it either.
+		if !strings.Contains(err.Error(), "providerSpec") {
+			t.Fatalf("creating machine %s: %v (want success, or a refusal naming providerSpec)", m.Name, err)
+		}
+		t.Logf("admission refused the foreign machine: %v", err)
+		return
+	}
+	deleteMachineOnCleanup(t, m)
+	waitFor(ctx, t, "machine "+m.Name+" ProviderSupported=False/UnsupportedProvider", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		for _, c := range m.Status.Conditions {
+			if c.Type == machine.ProviderSupportedCondition {
+				if c.Status != corev1.ConditionFalse || c.Reason != machine.ReasonUnsupportedProvider || !strings.Contains(c.Message, "AWSMachineProviderConfig") {
+					return false, fmt.Errorf("condition %+v", c)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if m.Status.Phase != nil || len(m.Finalizers) != 0 || m.Status.ErrorReason != nil {
+		t.Errorf("the foreign machine was touched: phase %v, finalizers %v, errorReason %v", ptr.Deref(m.Status.Phase, ""), m.Finalizers, m.Status.ErrorReason)
+	}
+	if err := cluster.Get(ctx, client.ObjectKey{Name: m.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a node exists for the foreign machine (err %v)", err)
+	}
+	if err := cluster.Delete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, "machine "+m.Name, m)
+}
