@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -222,11 +221,3 @@ func describeTimeout(d time.Duration) string {
 }
 
 // logWriter turns the drain helper's progress output into log lines.
-type logWriter struct{ log logr.Logger }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	if msg := strings.TrimSpace(string(p)); msg != "" {
-		w.log.V(1).Info(msg)
-	}
-	return len(p), nil
-}

@@ -16,6 +16,8 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/kubectl/pkg/drain"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 )
 
 // evictionPass lists the node's pods that the drain must remove and evicts,
@@ -125,17 +127,7 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]pol
 // removed too; on an unreachable node pods get a 1s grace period and pods
 // terminating for over 1s past their deadline are not listed.
 func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.Helper {
-	w := logWriter{log.FromContext(ctx).WithValues("node", node.Name)}
-	h := &drain.Helper{
-		Ctx:                 ctx,
-		Client:              r.kube,
-		Force:               true,
-		GracePeriodSeconds:  -1,
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  true,
-		Out:                 w,
-		ErrOut:              w,
-	}
+	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx).WithValues("node", node.Name))
 	if nodeUnreachable(node) {
 		h.GracePeriodSeconds = 1
 		h.SkipWaitForDeleteTimeoutSeconds = 1

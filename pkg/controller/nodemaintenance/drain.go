@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/kubectl/pkg/drain"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 )
 
 // maxPodsInMessage bounds the pods named in lastError.
@@ -26,17 +26,7 @@ const maxPodsInMessage = 10
 // included. Only its listing, EvictPod and DeletePod are used: this
 // controller never waits inside a reconcile.
 func (r *Reconciler) drainHelper(ctx context.Context) *drain.Helper {
-	w := logWriter{log.FromContext(ctx)}
-	return &drain.Helper{
-		Ctx:                 ctx,
-		Client:              r.kube,
-		Force:               true,
-		GracePeriodSeconds:  -1,
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  true,
-		Out:                 w,
-		ErrOut:              w,
-	}
+	return drainer.NewHelper(ctx, r.kube, log.FromContext(ctx))
 }
 
 // drainPass makes one eviction pass over the pods to evict (or, once the
@@ -150,11 +140,3 @@ func listNames(names []string) string {
 }
 
 // logWriter turns the drain helper's output into log lines.
-type logWriter struct{ log logr.Logger }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	if msg := strings.TrimSpace(string(p)); msg != "" {
-		w.log.V(1).Info(msg)
-	}
-	return len(p), nil
-}

@@ -1,0 +1,40 @@
+// Package drainer builds the kubectl drain helper the machine and
+// NodeMaintenance controllers share: only its pod listing, EvictPod and
+// DeletePod are used, one eviction pass per reconcile, never its waits.
+package drainer
+
+import (
+	"context"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/drain"
+)
+
+// NewHelper returns a drain helper with the controllers' rules: pods'
+// grace periods honoured, DaemonSet pods ignored, emptyDir data deleted,
+// unmanaged pods included; its output goes to log at V(1).
+func NewHelper(ctx context.Context, kube kubernetes.Interface, log logr.Logger) *drain.Helper {
+	w := logWriter{log}
+	return &drain.Helper{
+		Ctx:                 ctx,
+		Client:              kube,
+		Force:               true,
+		GracePeriodSeconds:  -1,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  true,
+		Out:                 w,
+		ErrOut:              w,
+	}
+}
+
+// logWriter turns the helper's output lines into log lines.
+type logWriter struct{ log logr.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	if msg := strings.TrimSpace(string(p)); msg != "" {
+		w.log.V(1).Info(msg)
+	}
+	return len(p), nil
+}
