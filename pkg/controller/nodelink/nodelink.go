@@ -109,6 +109,9 @@ type Reconciler struct {
 	// nodeRefWrites: nodeRef patches the Machine cache has not shown yet,
 	// so a Node event meanwhile does not send the same patch again.
 	nodeRefWrites *readyourwrites.Memo
+	// nodeWrites: the same for this controller's Node metadata patches; a
+	// patch based on the stale Node would only fail its optimistic lock.
+	nodeWrites *readyourwrites.Memo
 }
 
 // NewReconciler returns a Reconciler. Its Client must read from a cache with
@@ -121,6 +124,7 @@ func NewReconciler(opts Options) *Reconciler {
 		recorder:  opts.Recorder,
 
 		nodeRefWrites: readyourwrites.New(),
+		nodeWrites:    readyourwrites.New(),
 	}
 }
 
@@ -160,6 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 		}
+		r.nodeWrites.Forget(req.NamespacedName)
 		return r.result(r.clearStaleNodeRefs(ctx, req.Name, nil, nil))
 	}
 	if node.DeletionTimestamp != nil {
@@ -191,13 +196,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	logger = logger.WithValues("machine", machine.Namespace+"/"+machine.Name, "matchedBy", string(kind))
 	ctx = log.IntoContext(ctx, logger)
 
-	if err := r.setNodeRef(ctx, machine, node); err != nil {
-		if errors.Is(err, errCacheBehind) {
-			return reconcile.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
-		}
-		return r.result(err)
+	err = r.setNodeRef(ctx, machine, node)
+	if err == nil {
+		err = r.syncNode(ctx, node, machine)
 	}
-	return r.result(r.syncNode(ctx, node, machine))
+	if errors.Is(err, errCacheBehind) {
+		return reconcile.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
+	}
+	return r.result(err)
 }
 
 // result turns a conflict (a write based on a stale cache) into a short
@@ -340,8 +346,8 @@ func (r *Reconciler) clearStaleNodeRefs(ctx context.Context, nodeName string, no
 	return nil
 }
 
-// errCacheBehind says the cached Machine predates our own last nodeRef
-// write: look again shortly instead of writing the same patch.
+// errCacheBehind says the cached Machine or Node predates our own last
+// write to it: look again shortly instead of writing the same patch.
 var errCacheBehind = errors.New("the machine cache has not caught up with our last write")
 
 // setNodeRef points the Machine's status.nodeRef at node unless it already does.
@@ -385,6 +391,10 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	if !plan.Changed {
 		return nil
 	}
+	key := client.ObjectKeyFromObject(node)
+	if r.nodeWrites.Stale(key, node.ResourceVersion, time.Now()) {
+		return errCacheBehind
+	}
 	// The optimistic lock makes a decision based on a stale cached Node fail
 	// instead of removing something that changed meanwhile, and keeps the
 	// taint list (replaced as a whole by a merge patch) consistent.
@@ -392,6 +402,7 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
 		return fmt.Errorf("updating node %s: %w", node.Name, err)
 	}
+	r.nodeWrites.Wrote(key, node.ResourceVersion, plan.Node.ResourceVersion, time.Now())
 	logger.Info("synced node metadata from machine")
 	return nil
 }
