@@ -100,6 +100,14 @@ func ContainerInit(specFile string) error {
 			return fmt.Errorf("changing to the working directory: %w", err)
 		}
 	}
+	// The binary is opened while still root and executed through its file
+	// descriptor: the container's user may be unable to reach it by path
+	// (a checkout under a 0700 directory, as mktemp makes), while an image's
+	// binaries are always reachable. Only the file's own mode still counts.
+	bin, err := unix.Open(spec.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("opening the container's binary: %w", err)
+	}
 	if err := syscall.Setgroups([]int{spec.GID}); err != nil {
 		return err
 	}
@@ -118,7 +126,12 @@ func ContainerInit(specFile string) error {
 	if os.Getppid() != parent {
 		return fmt.Errorf("the runner exited")
 	}
-	return syscall.Exec(spec.Path, spec.Argv, spec.Env)
+	// A /proc fd link leads to the file without walking its directories;
+	// the kernel opens it before close-on-exec closes the descriptor.
+	if err := syscall.Exec(fmt.Sprintf("/proc/self/fd/%d", bin), spec.Argv, spec.Env); err != nil {
+		return fmt.Errorf("executing %s as uid %d: %w", spec.Path, spec.UID, err)
+	}
+	return nil
 }
 
 // mountPoint creates the file or directory a bind mount needs at its target.

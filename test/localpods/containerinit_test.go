@@ -55,10 +55,9 @@ func TestContainerDiesWithRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = removeNetNS(netns) })
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep binary")
-	}
+	// The binary sits where the container's user cannot walk to it (a
+	// checkout in a 0700 directory): the container runs it all the same.
+	sleep := privateCopy(t, state, "sleep")
 	spec := containerSpec{NetNS: netns, Hostname: "orphan", UID: 65532, GID: 65532, Path: sleep, Argv: []string{"sleep", "60"}}
 	data, _ := json.Marshal(spec)
 	specFile := filepath.Join(state, "spec.json")
@@ -105,4 +104,27 @@ func TestContainerDiesWithRunner(t *testing.T) {
 	}
 	_ = runner.Wait()
 	poll.Eventually(t, 5*time.Second, "the container's process to end with its runner", processExited(pid))
+}
+
+// privateCopy copies the named system binary into a directory only root
+// can enter, below dir, and returns the copy's path.
+func privateCopy(t *testing.T, dir, name string) string {
+	t.Helper()
+	src, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("no %s binary", name)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	private := filepath.Join(dir, "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(private, name)
+	if err := os.WriteFile(path, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -79,8 +79,11 @@ func testDirs(t *testing.T) (base, bin, state, logs string) {
 			t.Errorf("removing %s: %v", base, err)
 		}
 	})
+	// base stays 0700 (as a checkout in a `mktemp -d` directory is): the
+	// containers, running as another user, must not need to reach anything
+	// in it by path.
 	bin, state, logs = filepath.Join(base, "bin"), filepath.Join(base, "state"), filepath.Join(base, "logs")
-	for _, d := range []string{base, bin, state, logs} {
+	for _, d := range []string{bin, state, logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
