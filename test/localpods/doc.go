@@ -13,7 +13,9 @@
 //     ServiceAccount token, downward API, emptyDir) are bind-mounted at the
 //     container's mount paths, the root filesystem is read-only when the
 //     container asks for it, and the process runs as the container's user
-//     (runAsUser, else the image's USER 65532);
+//     (runAsUser, else the image's USER 65532), executing its binary through
+//     a descriptor opened as root, so the checkout may sit in a directory
+//     that user cannot enter (mktemp -d);
 //   - a container whose image is this project's (ImageIsOurs) runs the
 //     matching binary of bin/ (its command's base name, e.g.
 //     /machineset-controller → bin/machineset-controller) with exactly the
