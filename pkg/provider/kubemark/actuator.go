@@ -169,8 +169,16 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 // Exists reports whether the Machine's Node exists: a Node named after the
 // Machine with its providerID. A Node of that name with another providerID
 // does not count.
+//
+// false is final for a provisioned Machine (it fails), so a Node the cached
+// NodeReader does not show is looked up on the API server before Exists says
+// so: the cache lags behind a Node just registered, and across an API server
+// outage by as long as the outage lasts.
 func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
 	_, err := a.ownNode(ctx, m)
+	if a.indexed && (apierrors.IsNotFound(err) || IsForeignNode(err)) {
+		_, err = a.getOwnNode(ctx, a.client, m)
+	}
 	switch {
 	case err == nil:
 		return true, nil

@@ -9,12 +9,16 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
 func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
@@ -245,4 +249,42 @@ func TestSamplesAreValid(t *testing.T) {
 // inSet is a pickNodeIP lookup of the IPs in set.
 func inSet(set map[string]bool) func(string) (bool, error) {
 	return func(ip string) (bool, error) { return set[ip], nil }
+}
+
+// TestExistsConfirmsAbsenceUncached: a Node the cache does not show yet (just
+// registered, or created before an API server outage the informer has not
+// caught up with) exists: Exists answers false only when the API server has
+// no Node of the Machine.
+func TestExistsConfirmsAbsenceUncached(t *testing.T) {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "m"},
+		Spec:       corev1.NodeSpec{ProviderID: ProviderID("ns", "m")},
+	}
+	foreign := node.DeepCopy()
+	foreign.Spec.ProviderID = "aws:///us-east-1a/i-1"
+	for _, tc := range []struct {
+		name         string
+		cached, live []client.Object
+		want         bool
+	}{
+		{"cache behind the API server", nil, []client.Object{node}, true},
+		{"cache shows an older foreign node", []client.Object{foreign}, []client.Object{node}, true},
+		{"gone from both", nil, nil, false},
+		{"foreign on the API server", nil, []client.Object{foreign}, false},
+		{"in the cache", []client.Object{node}, []client.Object{node}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.cached...).Build()
+			live := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.live...).Build()
+			a := NewActuator(Options{Client: live, NodeReader: cache})
+			got, err := a.Exists(t.Context(), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("Exists = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
