@@ -76,6 +76,10 @@ const (
 	// WebhookConfigurationName names the Validating and
 	// MutatingWebhookConfiguration.
 	WebhookConfigurationName = "machine-api"
+	// Metal3RemediationWebhookConfigurationName names the Validating and
+	// MutatingWebhookConfiguration of the metal3 remediation webhooks the
+	// BareMetal provider serves (BareMetal only).
+	Metal3RemediationWebhookConfigurationName = "machine-api-metal3-remediation"
 	// WebhookCertDir is where the webhook serving certificate is mounted
 	// (tls.crt, tls.key).
 	WebhookCertDir = "/etc/machine-api-operator/tls"

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"testing"
@@ -209,6 +210,50 @@ func TestPrune(t *testing.T) {
 	if ok, err := exists(ctx, crd); !ok {
 		t.Fatalf("Machine CRD was removed: %v", err)
 	}
+}
+
+// TestMetal3WebhooksFollowPlatform: the metal3 remediation webhooks exist
+// on BareMetal only; a platform change away prunes them and keeps the
+// Machine API's.
+func TestMetal3WebhooksFollowPlatform(t *testing.T) {
+	ns := newNamespace(t)
+	setInfrastructure(t, configv1.BareMetalPlatformType, "")
+	images := testImages
+	images.ClusterAPIControllerBareMetal = "example.io/baremetal:test"
+	startOperator(t, writeImages(t, images), harnessOptions{ns: ns})
+	metal3 := []client.Object{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.Metal3RemediationWebhookConfigurationName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.Metal3RemediationWebhookConfigurationName}},
+	}
+	vwc := metal3[0].(*admissionregistrationv1.ValidatingWebhookConfiguration)
+	poll.Eventually(t, 10*time.Second, "metal3 remediation webhooks with the webhook CA", func(ctx context.Context) (bool, error) {
+		ok, err := exists(ctx, vwc)
+		return ok && len(vwc.Webhooks) == 2 && len(vwc.Webhooks[0].ClientConfig.CABundle) > 0, err
+	})
+	if s := vwc.Webhooks[0].ClientConfig.Service; s == nil || s.Namespace != ns || s.Name != config.MachineWebhookServiceName {
+		t.Errorf("metal3 webhook service = %+v, want %s/%s", s, ns, config.MachineWebhookServiceName)
+	}
+	poll.Eventually(t, 10*time.Second, "mutating metal3 remediation webhooks", func(ctx context.Context) (bool, error) { return exists(ctx, metal3[1]) })
+
+	setInfrastructure(t, configv1.AWSPlatformType, "")
+	for _, obj := range metal3 {
+		poll.Eventually(t, 10*time.Second, "pruned "+describeObject(obj), func(ctx context.Context) (bool, error) {
+			ok, err := exists(ctx, obj)
+			return !ok, err
+		})
+	}
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
+	} {
+		if ok, err := exists(context.Background(), obj); !ok {
+			t.Errorf("%s gone after the switch to AWS (err %v)", describeObject(obj), err)
+		}
+	}
+}
+
+func describeObject(obj client.Object) string {
+	return fmt.Sprintf("%T %s", obj, obj.GetName())
 }
 
 // TestSteadyStateMakesNoWrites counts API requests over a quiet period, and

@@ -48,6 +48,9 @@ const (
 	MachineWebhookCertSecretName = names.MachineWebhookCertSecretName
 	// WebhookConfigurationName names both admission webhook configurations.
 	WebhookConfigurationName = names.WebhookConfigurationName
+	// Metal3RemediationWebhookConfigurationName names the BareMetal
+	// provider's metal3 remediation webhook configurations.
+	Metal3RemediationWebhookConfigurationName = names.Metal3RemediationWebhookConfigurationName
 
 	// FeatureGateDisableMachineHealthCheck turns the MHC controller off.
 	FeatureGateDisableMachineHealthCheck = "MachineAPIOperatorDisableMachineHealthCheckController"

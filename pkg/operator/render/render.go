@@ -12,6 +12,7 @@ package render
 import (
 	"fmt"
 
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,7 +100,15 @@ func Render(cfg config.Config) ([]client.Object, error) {
 	if cfg.TerminationHandlerImage != "" {
 		objs = append(objs, terminationHandler(cfg))
 	}
-	objs = append(objs, validatingWebhookConfiguration(cfg), mutatingWebhookConfiguration(cfg))
+	objs = append(objs,
+		validatingWebhookConfiguration(cfg, config.WebhookConfigurationName, validatingWebhooks),
+		mutatingWebhookConfiguration(cfg, config.WebhookConfigurationName, mutatingWebhooks))
+	// BareMetal: the provider's metal3 remediation webhooks, as on OpenShift.
+	if cfg.PlatformType == configv1.BareMetalPlatformType {
+		objs = append(objs,
+			validatingWebhookConfiguration(cfg, config.Metal3RemediationWebhookConfigurationName, metal3ValidatingWebhooks),
+			mutatingWebhookConfiguration(cfg, config.Metal3RemediationWebhookConfigurationName, metal3MutatingWebhooks))
+	}
 	// Lifecycle hooks cannot be added or changed once a Machine is being
 	// deleted; a ValidatingAdmissionPolicy enforces it without a webhook.
 	policy, binding := LifecycleHooksAdmissionPolicy()

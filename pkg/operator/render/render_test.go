@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -603,5 +604,84 @@ func TestRenderRejectsIncompleteConfig(t *testing.T) {
 	}
 	if _, err := Render(config.Config{Namespace: "ns"}); err == nil {
 		t.Error("Render accepted a non-NoOp config without images")
+	}
+}
+
+// TestMetal3RemediationWebhooks: on BareMetal (only), the metal3 remediation
+// webhooks are rendered as OpenShift renders them, pointing at the Service
+// in front of the provider's machine-webhook port (8440).
+func TestMetal3RemediationWebhooks(t *testing.T) {
+	for _, name := range []string{"aws", "kubemark", "baremetal", "openshift-baremetal"} {
+		t.Run(name, func(t *testing.T) {
+			cfg, objs := mustRender(t, renderCaseNamed(t, name))
+			vwc := find[*admissionregistrationv1.ValidatingWebhookConfiguration](objs, config.Metal3RemediationWebhookConfigurationName)
+			mwc := find[*admissionregistrationv1.MutatingWebhookConfiguration](objs, config.Metal3RemediationWebhookConfigurationName)
+			if cfg.PlatformType != configv1.BareMetalPlatformType {
+				if vwc != nil || mwc != nil {
+					t.Fatalf("metal3 remediation webhooks rendered on %s", cfg.PlatformType)
+				}
+				return
+			}
+			if vwc == nil || mwc == nil {
+				t.Fatal("metal3 remediation webhook configurations not rendered on BareMetal")
+			}
+			type hook struct{ path, resource string }
+			want := map[string]hook{
+				"validation.metal3remediation.k8s.io":         {path: "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation", resource: "metal3remediations"},
+				"validation.metal3remediationtemplate.k8s.io": {path: "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate", resource: "metal3remediationtemplates"},
+				"default.metal3remediation.k8s.io":            {path: "/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation", resource: "metal3remediations"},
+				"default.metal3remediationtemplate.k8s.io":    {path: "/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate", resource: "metal3remediationtemplates"},
+			}
+			check := func(name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations, fp *admissionregistrationv1.FailurePolicyType) {
+				w, ok := want[name]
+				if !ok {
+					t.Errorf("unexpected webhook %s", name)
+					return
+				}
+				delete(want, name)
+				if s := cc.Service; s == nil || s.Name != config.MachineWebhookServiceName || s.Namespace != cfg.Namespace || s.Path == nil || *s.Path != w.path || s.Port == nil || *s.Port != 443 {
+					t.Errorf("%s: clientConfig %+v, want Service %s/%s:443%s", name, cc.Service, cfg.Namespace, config.MachineWebhookServiceName, w.path)
+				}
+				if len(rules) != 1 || !slices.Equal(rules[0].APIGroups, []string{"infrastructure.cluster.x-k8s.io"}) ||
+					!slices.Equal(rules[0].APIVersions, []string{"v1beta1"}) || !slices.Equal(rules[0].Resources, []string{w.resource}) ||
+					!slices.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
+					t.Errorf("%s: rules %+v", name, rules)
+				}
+				if fp == nil || *fp != admissionregistrationv1.Ignore {
+					t.Errorf("%s: failurePolicy %v, want Ignore", name, fp)
+				}
+			}
+			for _, w := range vwc.Webhooks {
+				check(w.Name, w.ClientConfig, w.Rules, w.FailurePolicy)
+			}
+			for _, w := range mwc.Webhooks {
+				check(w.Name, w.ClientConfig, w.Rules, w.FailurePolicy)
+			}
+			if len(want) > 0 {
+				t.Errorf("webhooks not rendered: %v", want)
+			}
+			for _, o := range []client.Object{vwc, mwc} {
+				if _, has := o.GetAnnotations()[injectCABundleAnnotation]; has != cfg.Webhook.ServiceCA {
+					t.Errorf("%s: inject-cabundle annotation %v, want %v", describe(o), has, cfg.Webhook.ServiceCA)
+				}
+			}
+			// The Service reaches the provider container's webhook port.
+			svc := find[*corev1.Service](objs, config.MachineWebhookServiceName)
+			if svc == nil || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 {
+				t.Fatalf("Service %s: %+v", config.MachineWebhookServiceName, svc)
+			}
+			target := svc.Spec.Ports[0].TargetPort.String()
+			found := false
+			for _, c := range operandDeployment(t, objs).Spec.Template.Spec.Containers {
+				for _, p := range c.Ports {
+					if p.Name == target && p.ContainerPort == 8440 && c.Name == "machine-controller" {
+						found = true
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no machine-controller container port %q = 8440 behind Service %s", target, config.MachineWebhookServiceName)
+			}
+		})
 	}
 }

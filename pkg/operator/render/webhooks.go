@@ -32,32 +32,63 @@ const injectCABundleAnnotation = "service.beta.openshift.io/inject-cabundle"
 // renders cfg.Webhook.CABundle (omitted while empty).
 const (
 	webhookTimeoutSeconds = 10
-	machineAPIVersion     = "v1beta1"
+	// webhookAPIVersion: the Machine API's and the metal3 remediation API's.
+	webhookAPIVersion = "v1beta1"
 )
 
+// webhookSpec is one admission webhook: its name, the path the serving
+// container answers on, the resource it guards, and the Service in front of
+// that container.
 type webhookSpec struct {
-	name, path, resource string
-	operations           []admissionregistrationv1.OperationType
+	name, path      string
+	group, resource string
+	service         string
+	operations      []admissionregistrationv1.OperationType
 }
 
 var (
 	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	createOnly   = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 
+	// The Machine and MachineSet webhooks, served by machineset-controller.
 	validatingWebhooks = []webhookSpec{
-		{"validation.machine.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machine", "machines", createUpdate},
-		{"validation.machineset.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machineset", "machinesets", createUpdate},
+		machineWebhook("validation.machine.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machine", "machines", createUpdate),
+		machineWebhook("validation.machineset.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machineset", "machinesets", createUpdate),
 	}
 	mutatingWebhooks = []webhookSpec{
-		{"default.machine.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machine", "machines", createOnly},
-		{"default.machineset.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machineset", "machinesets", createOnly},
+		machineWebhook("default.machine.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machine", "machines", createOnly),
+		machineWebhook("default.machineset.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machineset", "machinesets", createOnly),
+	}
+
+	// The metal3 remediation webhooks, served on BareMetal by the provider
+	// image's machine-controller (port machine-webhook, 8440), as OpenShift
+	// renders them. Only names and paths are ours to choose; they are the
+	// provider's.
+	metal3ValidatingWebhooks = []webhookSpec{
+		metal3Webhook("validation.metal3remediation.k8s.io", "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation", "metal3remediations"),
+		metal3Webhook("validation.metal3remediationtemplate.k8s.io", "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate", "metal3remediationtemplates"),
+	}
+	metal3MutatingWebhooks = []webhookSpec{
+		metal3Webhook("default.metal3remediation.k8s.io", "/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation", "metal3remediations"),
+		metal3Webhook("default.metal3remediationtemplate.k8s.io", "/mutate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate", "metal3remediationtemplates"),
 	}
 )
+
+// metal3Group is the API group of the metal3 remediation resources.
+const metal3Group = "infrastructure.cluster.x-k8s.io"
+
+func machineWebhook(name, path, resource string, ops []admissionregistrationv1.OperationType) webhookSpec {
+	return webhookSpec{name: name, path: path, group: machineGroup, resource: resource, service: config.WebhookServiceName, operations: ops}
+}
+
+func metal3Webhook(name, path, resource string) webhookSpec {
+	return webhookSpec{name: name, path: path, group: metal3Group, resource: resource, service: config.MachineWebhookServiceName, operations: createUpdate}
+}
 
 func (w webhookSpec) clientConfig(cfg config.Config) admissionregistrationv1.WebhookClientConfig {
 	cc := admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 		Namespace: cfg.Namespace,
-		Name:      config.WebhookServiceName,
+		Name:      w.service,
 		Path:      ptr.To(w.path),
 		Port:      ptr.To[int32](webhookServicePort),
 	}}
@@ -71,8 +102,8 @@ func (w webhookSpec) rules() []admissionregistrationv1.RuleWithOperations {
 	return []admissionregistrationv1.RuleWithOperations{{
 		Operations: append([]admissionregistrationv1.OperationType(nil), w.operations...),
 		Rule: admissionregistrationv1.Rule{
-			APIGroups:   []string{machineGroup},
-			APIVersions: []string{machineAPIVersion},
+			APIGroups:   []string{w.group},
+			APIVersions: []string{webhookAPIVersion},
 			Resources:   []string{w.resource},
 			Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
 		},
@@ -86,13 +117,13 @@ func webhookAnnotations(cfg config.Config) map[string]string {
 	return nil
 }
 
-func validatingWebhookConfiguration(cfg config.Config) *admissionregistrationv1.ValidatingWebhookConfiguration {
+func validatingWebhookConfiguration(cfg config.Config, name string, webhooks []webhookSpec) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	obj := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   typeMeta("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
-		ObjectMeta: objectMeta("", config.WebhookConfigurationName, nil),
+		ObjectMeta: objectMeta("", name, nil),
 	}
 	obj.Annotations = webhookAnnotations(cfg)
-	for _, w := range validatingWebhooks {
+	for _, w := range webhooks {
 		obj.Webhooks = append(obj.Webhooks, admissionregistrationv1.ValidatingWebhook{
 			Name:                    w.name,
 			ClientConfig:            w.clientConfig(cfg),
@@ -107,13 +138,13 @@ func validatingWebhookConfiguration(cfg config.Config) *admissionregistrationv1.
 	return obj
 }
 
-func mutatingWebhookConfiguration(cfg config.Config) *admissionregistrationv1.MutatingWebhookConfiguration {
+func mutatingWebhookConfiguration(cfg config.Config, name string, webhooks []webhookSpec) *admissionregistrationv1.MutatingWebhookConfiguration {
 	obj := &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   typeMeta("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
-		ObjectMeta: objectMeta("", config.WebhookConfigurationName, nil),
+		ObjectMeta: objectMeta("", name, nil),
 	}
 	obj.Annotations = webhookAnnotations(cfg)
-	for _, w := range mutatingWebhooks {
+	for _, w := range webhooks {
 		obj.Webhooks = append(obj.Webhooks, admissionregistrationv1.MutatingWebhook{
 			Name:                    w.name,
 			ClientConfig:            w.clientConfig(cfg),
