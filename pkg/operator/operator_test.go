@@ -2,8 +2,8 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 	"time"
