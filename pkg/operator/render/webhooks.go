@@ -62,8 +62,7 @@ var (
 
 	// The metal3 remediation webhooks, served on BareMetal by the provider
 	// image's machine-controller (port machine-webhook, 8440), as OpenShift
-	// renders them. Only names and paths are ours to choose; they are the
-	// provider's.
+	// renders them; the paths are the ones the provider's server registers.
 	metal3ValidatingWebhooks = []webhookSpec{
 		metal3Webhook("validation.metal3remediation.k8s.io", "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation", "metal3remediations"),
 		metal3Webhook("validation.metal3remediationtemplate.k8s.io", "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate", "metal3remediationtemplates"),
