@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,7 +206,13 @@ func waitCondition(t *testing.T, ct configv1.ClusterStatusConditionType, status 
 			return false, err
 		}
 		got = coCondition(co, ct)
-		return got != nil && got.Status == status && (reason == "" || got.Reason == reason) && strings.Contains(got.Message, msg), nil
+		if got == nil {
+			return false, fmt.Errorf("no %s condition", ct)
+		}
+		if got.Status != status || (reason != "" && got.Reason != reason) || !strings.Contains(got.Message, msg) {
+			return false, fmt.Errorf("%s is %s %s: %q", ct, got.Status, got.Reason, got.Message)
+		}
+		return true, nil
 	})
 	return got
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -65,6 +66,9 @@ func CheckMinimumWorkers(sets []machinev1beta1.MachineSet, machines []machinev1b
 		}
 	}
 	if expected > 1 && running < MinimumRunningWorkers {
+		// Sorted: the cache lists in no fixed order, and a message that
+		// changed with it would rewrite the ClusterOperator on every sync.
+		slices.Sort(waiting)
 		return fmt.Sprintf("minimum worker replica count (%d) not yet met: current running replicas %d, waiting for %v",
 			MinimumRunningWorkers, running, waiting)
 	}

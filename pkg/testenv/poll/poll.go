@@ -27,8 +27,10 @@ import (
 // Condition reports whether what a test waits for holds. Unlike
 // k8s.io/apimachinery/pkg/util/wait, an error does not stop the polling: it
 // means "not yet" (a transient API error, or why the state is not the wanted
-// one) and the last one is reported when the wait times out. ctx ends when
-// the wait does.
+// one). When the wait times out, the error of the last attempt is reported,
+// and none if that attempt returned nil: an error from early on (the object
+// did not exist yet) must not stand for a later, different state. ctx ends
+// when the wait does.
 type Condition func(ctx context.Context) (bool, error)
 
 // Check adapts a check that returns nil when the condition holds and an
@@ -71,9 +73,7 @@ func Until(ctx context.Context, timeout time.Duration, cond Condition) error {
 		if ok {
 			return nil
 		}
-		if err != nil {
-			last = err
-		}
+		last = err
 		timer.Reset(interval)
 		interval = min(interval*3/2, MaxInterval)
 	}

@@ -17,13 +17,17 @@ func TestUntil(t *testing.T) {
 		// holdsAt: the call (1-based) from which cond holds; 0 never.
 		holdsAt int
 		errs    bool
-		wantErr []string // substrings of the error; nil means success
+		// errsUntil: only calls before this one (1-based) return errNotYet.
+		errsUntil int
+		wantErr   []string // substrings of the error; nil means success
+		notErr    string   // must not be in the error
 	}{
 		{name: "holds at once", timeout: time.Second, holdsAt: 1},
 		{name: "holds after retries", timeout: 5 * time.Second, holdsAt: 4},
 		{name: "errors are retried", timeout: 5 * time.Second, holdsAt: 3, errs: true},
 		{name: "timeout names the last error", timeout: 50 * time.Millisecond, errs: true, wantErr: []string{"not within 50ms", "not yet"}},
 		{name: "timeout without an error", timeout: 50 * time.Millisecond, wantErr: []string{"not within 50ms"}},
+		{name: "an early error is not reported for a later state", timeout: 50 * time.Millisecond, errsUntil: 2, wantErr: []string{"not within 50ms"}, notErr: "not yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
@@ -35,7 +39,7 @@ func TestUntil(t *testing.T) {
 				if tc.holdsAt > 0 && calls >= tc.holdsAt {
 					return true, nil
 				}
-				if tc.errs {
+				if tc.errs || calls < tc.errsUntil {
 					return false, errNotYet
 				}
 				return false, nil
@@ -53,6 +57,9 @@ func TestUntil(t *testing.T) {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("error %q does not contain %q", err, s)
 				}
+			}
+			if tc.notErr != "" && strings.Contains(err.Error(), tc.notErr) {
+				t.Errorf("error %q contains %q", err, tc.notErr)
 			}
 		})
 	}
