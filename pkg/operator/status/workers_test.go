@@ -50,7 +50,7 @@ func TestCheckMinimumWorkers(t *testing.T) {
 			want: "minimum worker replica count (2) not yet met: current running replicas 1, waiting for [provisioned-0 provisioned-1]"},
 		{name: "the waiting list does not depend on the listing order", sets: []machinev1beta1.MachineSet{machineSet("w", 3), machineSet("v", 1)},
 			machines: []machinev1beta1.Machine{machineOf("w", "w-2", ""), machineOf("v", "v-0", ""), machineOf("w", "w-0", provisioned), machineOf("w", "w-1", running)},
-			want: "current running replicas 1, waiting for [v-0 w-0 w-2]"},
+			want:     "current running replicas 1, waiting for [v-0 w-0 w-2]"},
 		{name: "2 of 3 Running", sets: []machinev1beta1.MachineSet{machineSet("w", 3)},
 			machines: []machinev1beta1.Machine{machineOf("w", "w-0", running), machineOf("w", "w-1", running), machineOf("w", "w-2", provisioned)}},
 		{name: "two MachineSets with one Running each", sets: []machinev1beta1.MachineSet{machineSet("a", 3), machineSet("b", 3)},
