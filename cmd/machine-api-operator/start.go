@@ -39,7 +39,7 @@ type startOptions struct {
 	leaderElect    bool
 	leaderElection leaderelection.Timing
 	// tls is the metrics server's TLS; tlsFromFlags when either TLS flag
-	// was given, else the cluster's TLS profile is read at start.
+	// was given, else it follows the cluster's TLS profile.
 	tls                   tlsflags.Options
 	tlsFromFlags          bool
 	metricsAddr           string
@@ -112,7 +112,7 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	o.leaderElection.AddFlags(f)
 	// Without them, the operator's metrics server follows the cluster's TLS
 	// profile (APIServer spec.tlsSecurityProfile, as the operand's servers
-	// do), read at start.
+	// do), changes included.
 	o.tls = tlsflags.Options{MinVersion: tlsflags.DefaultMinVersion}
 	o.tls.AddFlags(f)
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", defaultMetricsAddress(),
@@ -169,7 +169,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	}
 	logger.Info("Webhook certificates", "issuer", map[bool]string{true: "service-ca", false: "operator"}[serviceCA])
 
-	metricsTLS, err := resolveMetricsTLS(ctx, restCfg, o)
+	metricsTLS, liveTLS, err := resolveMetricsTLS(ctx, restCfg, o)
 	if err != nil {
 		return err
 	}
@@ -181,6 +181,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 		ServiceCA:      serviceCA,
 		StableDuration: o.operandStableDuration,
 		DegradedAfter:  o.degradedAfter,
+		MetricsTLS:     liveTLS,
 	}, operator.ManagerOptions{
 		Scheme:                 scheme.New(),
 		MetricsBindAddress:     o.metricsAddr,
@@ -203,30 +204,32 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 // retries with backoff (capped at 30s) for as long as the API server cannot
 // answer, so an unreachable API server at start is waited out, not fatal.
 // resolveMetricsTLS returns the TLS settings of the operator's metrics
-// server: the flags if given, else the cluster's TLS profile (the
-// Intermediate profile where the cluster has no APIServer, or it cannot be
-// read: the operator must start regardless). A profile changed later applies
-// after a restart (the operand's servers follow it at once: their arguments
-// are re-rendered).
-func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOptions) (func(*tls.Config), error) {
-	opts := o.tls
-	if !o.tlsFromFlags {
-		var apiServer *configv1.APIServer
-		c, err := client.New(restCfg, client.Options{Scheme: scheme.New()})
-		if err == nil {
-			got := &configv1.APIServer{}
-			err = c.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, got)
-			if err == nil {
-				apiServer = got
-			}
-		}
-		if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-			klog.FromContext(ctx).Info("Reading the cluster's TLS profile failed; the metrics server uses the Intermediate profile", "err", err.Error())
-		}
-		p := config.ResolveTLSProfile(apiServer)
-		opts = tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites}
+// server: the flags if given (fixed; live is nil), else the cluster's TLS
+// profile as live settings the operator keeps following (the Intermediate
+// profile where the cluster has no APIServer, or it cannot be read: the
+// operator must start regardless).
+func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOptions) (configure func(*tls.Config), live *tlsflags.Live, err error) {
+	if o.tlsFromFlags {
+		configure, err = o.tls.Apply()
+		return configure, nil, err
 	}
-	return opts.Apply()
+	var apiServer *configv1.APIServer
+	c, err := client.New(restCfg, client.Options{Scheme: scheme.New()})
+	if err == nil {
+		got := &configv1.APIServer{}
+		err = c.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, got)
+		if err == nil {
+			apiServer = got
+		}
+	}
+	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+		klog.FromContext(ctx).Info("Reading the cluster's TLS profile failed; the metrics server uses the Intermediate profile until the operator reads it", "err", err.Error())
+	}
+	p := config.ResolveTLSProfile(apiServer)
+	if live, err = tlsflags.NewLive(tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites}); err != nil {
+		return nil, nil, err
+	}
+	return live.Configure, live, nil
 }
 
 func resolveServiceCA(ctx context.Context, mode string, disco discovery.DiscoveryInterface) (bool, error) {

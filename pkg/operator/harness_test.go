@@ -15,9 +15,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
@@ -26,11 +28,35 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
+	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
 )
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// TestMain adds the APIServer CRD, which only OpenShift serves, so the
+// operator's TLS profile handling runs here as it does there.
+func TestMain(m *testing.M) {
+	testenv.MainWith(m, &env, testenv.Options{ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{apiServerCRD()}})
+}
+
+// apiServerCRD is a minimal config.openshift.io/v1 APIServer CRD (the
+// schema keeps any field).
+func apiServerCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "apiservers.config.openshift.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "config.openshift.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "apiservers", Singular: "apiserver", Kind: "APIServer", ListKind: "APIServerList"},
+			Scope: apiextensionsv1.ClusterScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}},
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+			}},
+		},
+	}
+}
 
 const testRelease = "4.22.0-test"
 
@@ -58,6 +84,7 @@ type harnessOptions struct {
 	restConfig     *rest.Config
 	degradedAfter  time.Duration
 	stable         time.Duration
+	metricsTLS     *tlsflags.Live
 }
 
 // writeImages writes images.json into a temp dir and returns its path.
@@ -94,6 +121,7 @@ func cleanupClusterScoped(t *testing.T) {
 		&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
 		&configv1.Proxy{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
 		&configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
+		&configv1.APIServer{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}},
 		&configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "machine-api"}},
 	} {
 		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
@@ -290,6 +318,7 @@ func runManager(ctx context.Context, cfg *rest.Config, images string, o harnessO
 		ReleaseVersion: testRelease,
 		StableDuration: o.stable,
 		DegradedAfter:  o.degradedAfter,
+		MetricsTLS:     o.metricsTLS,
 	}, ManagerOptions{
 		Scheme:                 scheme.New(),
 		MetricsBindAddress:     "0",

@@ -34,6 +34,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
+	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
 )
 
 // Options configure the Operator.
@@ -52,6 +53,11 @@ type Options struct {
 	DegradedAfter  time.Duration
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
+	// MetricsTLS, when set, is the operator's own metrics server's TLS
+	// settings: every sync sets it to the cluster's TLS profile, so a new
+	// profile applies to the next scrape, as it does to the operand. Nil
+	// when the TLS flags fixed them.
+	MetricsTLS *tlsflags.Live
 }
 
 // CertIssuer issues the webhook serving certificates when service-ca is absent.
@@ -149,6 +155,7 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		cfg = o.lastGood
 		operandUnknown = cfg.PlatformType == ""
 	default:
+		o.followTLSProfile(ctx, cfg.TLS)
 		// Act: certificates, render, apply, prune.
 		var res apply.Result
 		res, requeue, err = o.sync(ctx, cfg)
@@ -215,6 +222,23 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	// Input errors wait for the input to change (every input is watched);
 	// timers bring the sync back when a grace period or stable duration ends.
 	return reconcile.Result{RequeueAfter: minPositive(requeue, timer)}, nil
+}
+
+// followTLSProfile gives the operator's metrics server the cluster's TLS
+// profile (when it follows the profile at all).
+func (o *Operator) followTLSProfile(ctx context.Context, p config.TLSProfile) {
+	if o.opts.MetricsTLS == nil {
+		return
+	}
+	changed, err := o.opts.MetricsTLS.Set(tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites})
+	switch {
+	case err != nil:
+		// The profile resolver only yields names Go knows; keep the
+		// current settings if that ever breaks.
+		log.FromContext(ctx).Error(err, "Keeping the metrics server's TLS settings")
+	case changed:
+		log.FromContext(ctx).Info("Metrics server follows the cluster's TLS profile", "minVersion", p.MinVersion, "cipherSuites", len(p.CipherSuites))
+	}
 }
 
 // observeConfig reads every input and builds the config.

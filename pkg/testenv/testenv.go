@@ -182,11 +182,16 @@ func Start(t testing.TB, opts Options) *Env {
 // it in *env, runs the tests and stops the Env. A start failure fails the
 // package with the reason (for example "run make tools").
 func Main(m *testing.M, env **Env) {
-	os.Exit(runMain(m, env))
+	os.Exit(runMain(m, env, Options{}))
 }
 
-func runMain(m *testing.M, env **Env) int {
-	e, err := New(Options{})
+// MainWith is Main with options (extra CRDs, API server flags).
+func MainWith(m *testing.M, env **Env, opts Options) {
+	os.Exit(runMain(m, env, opts))
+}
+
+func runMain(m *testing.M, env **Env, opts Options) int {
+	e, err := New(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		return 1

@@ -1,0 +1,68 @@
+package tlsflags
+
+import (
+	"crypto/tls"
+	"slices"
+	"sync"
+)
+
+// Live is a server's TLS settings that may change while the server runs:
+// every handshake uses the settings current at that moment, so a new
+// cluster TLS profile applies to the next connection without a restart.
+// Connections already open keep what they negotiated.
+type Live struct {
+	mu      sync.RWMutex
+	current Options
+	apply   func(*tls.Config)
+}
+
+// NewLive returns a Live holding o, or the error naming the flag whose
+// value is unknown.
+func NewLive(o Options) (*Live, error) {
+	l := &Live{}
+	if _, err := l.Set(o); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Set replaces the settings and reports whether they differ from the
+// current ones. On an error the current settings stay.
+func (l *Live) Set(o Options) (changed bool, err error) {
+	apply, err := o.Apply()
+	if err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.apply != nil && l.current.MinVersion == o.MinVersion && slices.Equal(l.current.CipherSuites, o.CipherSuites) {
+		return false, nil
+	}
+	l.current = Options{MinVersion: o.MinVersion, CipherSuites: slices.Clone(o.CipherSuites)}
+	l.apply = apply
+	return true, nil
+}
+
+// Current returns the settings in force.
+func (l *Live) Current() Options {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return Options{MinVersion: l.current.MinVersion, CipherSuites: slices.Clone(l.current.CipherSuites)}
+}
+
+// Configure is a server's TLS option (a controller-runtime TLSOpts entry):
+// it makes c hand each handshake a copy of itself with the current
+// settings. The copy is taken at the handshake, so options applied to c
+// after this one (certificates, protocols) are kept.
+func (l *Live) Configure(c *tls.Config) {
+	base := c
+	c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		cfg := base.Clone()
+		cfg.GetConfigForClient = nil
+		l.mu.RLock()
+		apply := l.apply
+		l.mu.RUnlock()
+		apply(cfg)
+		return cfg, nil
+	}
+}
