@@ -42,6 +42,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // The operator's identity: its ServiceAccount and the groups the API server
@@ -177,7 +178,7 @@ func TestApplyToAPIServer(t *testing.T) {
 			return review.Status.Allowed
 		}
 		for _, a := range operatorAccess() {
-			if !sar(a) {
+			if !eventuallyAllowed(sar, a) {
 				t.Errorf("the operator cannot %s", a)
 			}
 		}
@@ -205,7 +206,7 @@ func TestApplyToAPIServer(t *testing.T) {
 			return review.Status.Allowed
 		}
 		for _, ns := range []string{"openshift-config", "openshift-config-managed"} {
-			if a := (access{Verb: "get", Resource: "configmaps", Namespace: ns, Name: "cloud-provider-config"}); !sar(a) {
+			if a := (access{Verb: "get", Resource: "configmaps", Namespace: ns, Name: "cloud-provider-config"}); !eventuallyAllowed(sar, a) {
 				t.Errorf("the operand cannot %s", a)
 			}
 			if a := (access{Verb: "get", Resource: "secrets", Namespace: ns, Name: "pull-secret"}); sar(a) {
@@ -232,7 +233,7 @@ func TestApplyToAPIServer(t *testing.T) {
 		if err := c.Update(ctx, agg); err != nil {
 			t.Fatal(err)
 		}
-		if !sar(a) {
+		if !eventuallyAllowed(sar, a) {
 			t.Errorf("with an aggregated remediation role, the operand cannot %s", a)
 		}
 	})
@@ -612,4 +613,13 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// eventuallyAllowed asks sar until it allows a, for up to 10 s: the API
+// server's RBAC authorizer reads roles and bindings from an informer, so a
+// review right after a write may still see the old rules.
+func eventuallyAllowed(sar func(access) bool, a access) bool {
+	return poll.Until(context.Background(), 10*time.Second, func(context.Context) (bool, error) {
+		return sar(a), nil
+	}) == nil
 }
