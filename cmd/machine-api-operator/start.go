@@ -200,9 +200,6 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	return nil
 }
 
-// resolveServiceCA decides who issues webhook certificates. Auto-detection
-// retries with backoff (capped at 30s) for as long as the API server cannot
-// answer, so an unreachable API server at start is waited out, not fatal.
 // resolveMetricsTLS returns the TLS settings of the operator's metrics
 // server: the flags if given (fixed; live is nil), else the cluster's TLS
 // profile as live settings the operator keeps following (the Intermediate
@@ -226,12 +223,15 @@ func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOption
 		klog.FromContext(ctx).Info("Reading the cluster's TLS profile failed; the metrics server uses the Intermediate profile until the operator reads it", "err", err.Error())
 	}
 	p := config.ResolveTLSProfile(apiServer)
-	if live, err = tlsflags.NewLive(tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites}); err != nil {
+	if live, err = tlsflags.NewLive(p.Options()); err != nil {
 		return nil, nil, err
 	}
 	return live.Configure, live, nil
 }
 
+// resolveServiceCA decides who issues webhook certificates. Auto-detection
+// retries with backoff (capped at 30s) for as long as the API server cannot
+// answer, so an unreachable API server at start is waited out, not fatal.
 func resolveServiceCA(ctx context.Context, mode string, disco discovery.DiscoveryInterface) (bool, error) {
 	switch mode {
 	case webhookCertsServiceCA:

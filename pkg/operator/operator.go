@@ -230,7 +230,7 @@ func (o *Operator) followTLSProfile(ctx context.Context, p config.TLSProfile) {
 	if o.opts.MetricsTLS == nil {
 		return
 	}
-	changed, err := o.opts.MetricsTLS.Set(tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites})
+	changed, err := o.opts.MetricsTLS.Set(p.Options())
 	switch {
 	case err != nil:
 		// The profile resolver only yields names Go knows; keep the

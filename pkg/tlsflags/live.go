@@ -29,14 +29,15 @@ func NewLive(o Options) (*Live, error) {
 // Set replaces the settings and reports whether they differ from the
 // current ones. On an error the current settings stay.
 func (l *Live) Set(o Options) (changed bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// Every sync calls Set: parse only what changed.
+	if l.apply != nil && l.current.MinVersion == o.MinVersion && slices.Equal(l.current.CipherSuites, o.CipherSuites) {
+		return false, nil
+	}
 	apply, err := o.Apply()
 	if err != nil {
 		return false, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.apply != nil && l.current.MinVersion == o.MinVersion && slices.Equal(l.current.CipherSuites, o.CipherSuites) {
-		return false, nil
 	}
 	l.current = Options{MinVersion: o.MinVersion, CipherSuites: slices.Clone(o.CipherSuites)}
 	l.apply = apply

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
 )
 
 // TLSProfile is the TLS configuration the operand's TLS servers get, as the
@@ -17,6 +19,11 @@ type TLSProfile struct {
 	// TLS 1.3 suites are not configurable in Go), in the profile's order.
 	// Empty when the profile only has TLS 1.3 suites.
 	CipherSuites []string
+}
+
+// Options are the profile as a TLS server's settings.
+func (p TLSProfile) Options() tlsflags.Options {
+	return tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites}
 }
 
 // ResolveTLSProfile returns the TLS profile of the APIServer "cluster", as
