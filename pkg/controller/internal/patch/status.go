@@ -1,0 +1,304 @@
+// Package patch writes the status of Machine API objects so that what
+// another writer put there meanwhile survives: only the fields and the
+// conditions this controller changed are sent, conditions one by one (the
+// idea of cluster-api's util/patch). See docs/architecture.md, "Status
+// writes".
+package patch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// maxAttempts bounds the re-read-and-retry loop after the first patch no
+// longer fits the object on the server.
+const maxAttempts = 4
+
+// Status writes desired's status over base's (base is what the caller read;
+// desired is base with its changes). Nothing is sent when nothing changed;
+// otherwise one request in the common case:
+//
+//   - conditions unchanged: a merge patch of the changed status fields (the
+//     conditions list is not sent);
+//   - conditions changed and base had some: a JSON patch with, per condition
+//     added, changed or removed, an operation guarded by a test of its type at
+//     its index, plus one operation per other changed status field;
+//   - conditions changed and base had none: a merge patch under an
+//     optimistic lock (base's resourceVersion).
+//
+// When the object on the server no longer fits (a guard fails: 422, or the
+// lock does: 409), it is re-read with fresh (uncached) and the same changes
+// are applied to it and written under an optimistic lock, retried on
+// conflict. On success desired holds the object the server returned.
+func Status(ctx context.Context, c client.Client, fresh client.Reader, base, desired client.Object) error {
+	from, err := statusOf(base)
+	if err != nil {
+		return err
+	}
+	to, err := statusOf(desired)
+	if err != nil {
+		return err
+	}
+	ch := diff(from, to)
+	if ch.empty() {
+		return nil
+	}
+	p, err := ch.firstPatch(from, base.GetResourceVersion())
+	if err != nil {
+		return err
+	}
+	err = c.Status().Patch(ctx, desired, p)
+	for attempt := 1; attempt < maxAttempts && (apierrors.IsConflict(err) || apierrors.IsInvalid(err)); attempt++ {
+		err = rebaseAndPatch(ctx, c, fresh, ch, desired)
+	}
+	return err
+}
+
+// rebaseAndPatch re-reads the object, applies ch to what it read and writes
+// the result under an optimistic lock.
+func rebaseAndPatch(ctx context.Context, c client.Client, fresh client.Reader, ch changes, desired client.Object) error {
+	cur, ok := desired.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("copying %T", desired)
+	}
+	if err := fresh.Get(ctx, client.ObjectKeyFromObject(desired), cur); err != nil {
+		return fmt.Errorf("re-reading before a status retry: %w", err)
+	}
+	st, err := statusOf(cur)
+	if err != nil {
+		return err
+	}
+	data, err := mergePatch(st, ch, cur.GetResourceVersion())
+	if err != nil {
+		return err
+	}
+	return c.Status().Patch(ctx, desired, client.RawPatch(types.MergePatchType, data))
+}
+
+// status is an object's status as JSON: the fields other than conditions,
+// and the conditions in order, each with its type.
+type status struct {
+	fields map[string]json.RawMessage
+	conds  []condition
+}
+
+type condition struct {
+	Type string
+	raw  json.RawMessage
+}
+
+func statusOf(obj client.Object) (status, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return status{}, fmt.Errorf("encoding %T: %w", obj, err)
+	}
+	var top struct {
+		Status map[string]json.RawMessage `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return status{}, fmt.Errorf("decoding the status of %T: %w", obj, err)
+	}
+	st := status{fields: top.Status}
+	if st.fields == nil {
+		st.fields = map[string]json.RawMessage{}
+	}
+	if rc, ok := st.fields["conditions"]; ok {
+		delete(st.fields, "conditions")
+		var list []json.RawMessage
+		if err := json.Unmarshal(rc, &list); err != nil {
+			return status{}, fmt.Errorf("decoding the conditions of %T: %w", obj, err)
+		}
+		for _, c := range list {
+			var head struct {
+				Type string `json:"type"`
+			}
+			if err := json.Unmarshal(c, &head); err != nil {
+				return status{}, fmt.Errorf("decoding a condition of %T: %w", obj, err)
+			}
+			st.conds = append(st.conds, condition{Type: head.Type, raw: c})
+		}
+	}
+	return st, nil
+}
+
+func (s status) index(t string) int {
+	return slices.IndexFunc(s.conds, func(c condition) bool { return c.Type == t })
+}
+
+// changes are what a controller changed in a status: top-level fields set
+// or removed, conditions set (added or changed) or removed, by type.
+type changes struct {
+	set       map[string]json.RawMessage
+	unset     []string
+	condSet   []condition
+	condUnset []string
+}
+
+// diff returns the changes from one status to another.
+func diff(from, to status) changes {
+	ch := changes{set: map[string]json.RawMessage{}}
+	for k, v := range to.fields {
+		if old, ok := from.fields[k]; !ok || !jsonEqual(old, v) {
+			ch.set[k] = v
+		}
+	}
+	for k := range from.fields {
+		if _, ok := to.fields[k]; !ok {
+			ch.unset = append(ch.unset, k)
+		}
+	}
+	sort.Strings(ch.unset)
+	for _, c := range to.conds {
+		if i := from.index(c.Type); i < 0 || !jsonEqual(from.conds[i].raw, c.raw) {
+			ch.condSet = append(ch.condSet, c)
+		}
+	}
+	for _, c := range from.conds {
+		if to.index(c.Type) < 0 {
+			ch.condUnset = append(ch.condUnset, c.Type)
+		}
+	}
+	return ch
+}
+
+func (ch changes) empty() bool {
+	return len(ch.set) == 0 && len(ch.unset) == 0 && !ch.conditionsChanged()
+}
+
+func (ch changes) conditionsChanged() bool {
+	return len(ch.condSet) > 0 || len(ch.condUnset) > 0
+}
+
+// applyTo returns s with the changes: other writers' fields and conditions
+// are kept, conditions keep their place.
+func (ch changes) applyTo(s status) status {
+	out := status{fields: map[string]json.RawMessage{}, conds: slices.Clone(s.conds)}
+	for k, v := range s.fields {
+		out.fields[k] = v
+	}
+	for k, v := range ch.set {
+		out.fields[k] = v
+	}
+	for _, k := range ch.unset {
+		delete(out.fields, k)
+	}
+	for _, c := range ch.condSet {
+		if i := out.index(c.Type); i >= 0 {
+			out.conds[i] = c
+		} else {
+			out.conds = append(out.conds, c)
+		}
+	}
+	out.conds = slices.DeleteFunc(out.conds, func(c condition) bool { return slices.Contains(ch.condUnset, c.Type) })
+	return out
+}
+
+// firstPatch is the patch sent against base (see Status).
+func (ch changes) firstPatch(base status, resourceVersion string) (client.Patch, error) {
+	switch {
+	case !ch.conditionsChanged():
+		data, err := mergePatch(base, ch, "")
+		return client.RawPatch(types.MergePatchType, data), err
+	case len(base.conds) == 0:
+		data, err := mergePatch(base, ch, resourceVersion)
+		return client.RawPatch(types.MergePatchType, data), err
+	default:
+		data, err := json.Marshal(ch.jsonPatch(base))
+		return client.RawPatch(types.JSONPatchType, data), err
+	}
+}
+
+// op is one RFC 6902 operation.
+type op struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// jsonPatch returns the operations that apply ch to an object whose
+// conditions are base's, each condition operation guarded by a test of the
+// type at the index it uses: replacements first, then removals from the
+// highest index down (so lower indices stay valid), then appends.
+func (ch changes) jsonPatch(base status) []op {
+	var ops []op
+	keys := make([]string, 0, len(ch.set))
+	for k := range ch.set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ops = append(ops, op{Op: "add", Path: "/status/" + escape(k), Value: ch.set[k]})
+	}
+	for _, k := range ch.unset {
+		ops = append(ops, op{Op: "remove", Path: "/status/" + escape(k)})
+	}
+	var appends []op
+	for _, c := range ch.condSet {
+		i := base.index(c.Type)
+		if i < 0 {
+			appends = append(appends, op{Op: "add", Path: "/status/conditions/-", Value: c.raw})
+			continue
+		}
+		ops = append(ops, typeTest(i, c.Type), op{Op: "replace", Path: condPath(i), Value: c.raw})
+	}
+	removed := make([]int, 0, len(ch.condUnset))
+	for _, t := range ch.condUnset {
+		removed = append(removed, base.index(t))
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(removed)))
+	for _, i := range removed {
+		ops = append(ops, typeTest(i, base.conds[i].Type), op{Op: "remove", Path: condPath(i)})
+	}
+	return append(ops, appends...)
+}
+
+func condPath(i int) string { return "/status/conditions/" + strconv.Itoa(i) }
+
+func typeTest(i int, t string) op {
+	v, _ := json.Marshal(t)
+	return op{Op: "test", Path: condPath(i) + "/type", Value: v}
+}
+
+// escape encodes a JSON pointer token (RFC 6901).
+func escape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// mergePatch returns a merge patch applying ch to an object whose status is
+// from; a non-empty resourceVersion makes it an optimistic lock. Changed
+// conditions make the patch carry the whole list (from's with ch applied),
+// which is why callers lock it.
+func mergePatch(from status, ch changes, resourceVersion string) ([]byte, error) {
+	st := map[string]any{}
+	for k, v := range ch.set {
+		st[k] = v
+	}
+	for _, k := range ch.unset {
+		st[k] = nil
+	}
+	if ch.conditionsChanged() {
+		list := []json.RawMessage{}
+		for _, c := range ch.applyTo(from).conds {
+			list = append(list, c.raw)
+		}
+		st["conditions"] = list
+	}
+	body := map[string]any{"status": st}
+	if resourceVersion != "" {
+		body["metadata"] = map[string]any{"resourceVersion": resourceVersion}
+	}
+	return json.Marshal(body)
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	return string(a) == string(b)
+}

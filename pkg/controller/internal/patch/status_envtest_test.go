@@ -1,0 +1,159 @@
+package patch
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func newCond(t, status, reason string) machinev1beta1.Condition {
+	c := cond(t, status, reason)
+	c.LastTransitionTime = metav1.Now().Rfc3339Copy()
+	return c
+}
+
+// writeStatus sets a Machine's status on the server as another writer would.
+func writeStatus(t *testing.T, ctx context.Context, key client.ObjectKey, mutate func(*machinev1beta1.MachineStatus)) {
+	t.Helper()
+	m := &machinev1beta1.Machine{}
+	if err := env.Client.Get(ctx, key, m); err != nil {
+		t.Fatal(err)
+	}
+	mutate(&m.Status)
+	if err := env.Client.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func conditionTypes(m *machinev1beta1.Machine) []string {
+	var out []string
+	for _, c := range m.Status.Conditions {
+		out = append(out, string(c.Type)+"/"+string(c.Status))
+	}
+	return out
+}
+
+// Each path of Status keeps a condition another writer added between the
+// controller's read (base) and its write, and costs the requests stated.
+func TestStatusKeepsForeignConditions(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "patch-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	counter := applytest.NewCountingTransport()
+	c, err := client.New(counter.Install(env.Config), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := newCond("Synchronized", "True", "Sync")
+	// Warm the client's REST mapping up so that only Status's requests count.
+	if err := c.List(ctx, &machinev1beta1.MachineList{}, client.InNamespace(ns.Name)); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name string
+		// initial is the status before the read; meanwhile runs between
+		// the read and the write; change is the controller's change.
+		initial   []machinev1beta1.Condition
+		meanwhile func(*machinev1beta1.MachineStatus)
+		change    func(*machinev1beta1.MachineStatus)
+		want      []string
+		// requests: patches (and re-reads) Status sends.
+		wantPatches, wantGets int
+	}{{
+		name:      "conditions changed: guarded JSON patch",
+		initial:   []machinev1beta1.Condition{newCond("A", "False", "R")},
+		meanwhile: func(s *machinev1beta1.MachineStatus) { s.Conditions = append(s.Conditions, foreign) },
+		change: func(s *machinev1beta1.MachineStatus) {
+			s.Conditions = []machinev1beta1.Condition{newCond("A", "True", "R"), newCond("C", "True", "R")}
+		},
+		want:        []string{"A/True", "Synchronized/True", "C/True"},
+		wantPatches: 1,
+	}, {
+		name:      "conditions unchanged: merge patch without them",
+		initial:   []machinev1beta1.Condition{newCond("A", "False", "R")},
+		meanwhile: func(s *machinev1beta1.MachineStatus) { s.Conditions = append(s.Conditions, foreign) },
+		change:    func(s *machinev1beta1.MachineStatus) { s.Phase = ptr.To("Running") },
+		want:      []string{"A/False", "Synchronized/True"},
+		// One patch: the foreign write is not a conflict.
+		wantPatches: 1,
+	}, {
+		name:      "first conditions: the lock fails, re-read and retried",
+		meanwhile: func(s *machinev1beta1.MachineStatus) { s.Conditions = []machinev1beta1.Condition{foreign} },
+		change: func(s *machinev1beta1.MachineStatus) {
+			s.Conditions = []machinev1beta1.Condition{newCond("A", "True", "R")}
+		},
+		want:        []string{"Synchronized/True", "A/True"},
+		wantPatches: 2, wantGets: 1,
+	}, {
+		name:    "a guard fails (the list was reordered): re-read and retried",
+		initial: []machinev1beta1.Condition{newCond("A", "False", "R"), newCond("B", "False", "R")},
+		meanwhile: func(s *machinev1beta1.MachineStatus) {
+			s.Conditions = []machinev1beta1.Condition{s.Conditions[1], foreign}
+		},
+		change:      func(s *machinev1beta1.MachineStatus) { s.Conditions[1] = newCond("B", "True", "R") },
+		want:        []string{"B/True", "Synchronized/True"},
+		wantPatches: 2, wantGets: 1,
+	}}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "m" + string(rune('a'+i))}}
+			if err := env.Client.Create(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			key := client.ObjectKeyFromObject(m)
+			if tc.initial != nil {
+				writeStatus(t, ctx, key, func(s *machinev1beta1.MachineStatus) { s.Conditions = tc.initial })
+			}
+			base := &machinev1beta1.Machine{}
+			if err := env.Client.Get(ctx, key, base); err != nil {
+				t.Fatal(err)
+			}
+			writeStatus(t, ctx, key, tc.meanwhile)
+
+			desired := base.DeepCopy()
+			tc.change(&desired.Status)
+			counter.Reset()
+			if err := Status(ctx, c, c, base, desired); err != nil {
+				t.Fatal(err)
+			}
+			if p, g := counter.Count(http.MethodPatch), counter.Count(applytest.VerbGet); p != tc.wantPatches || g != tc.wantGets {
+				t.Errorf("requests: %d patches, %d gets; want %d, %d (%s)", p, g, tc.wantPatches, tc.wantGets, counter)
+			}
+			got := &machinev1beta1.Machine{}
+			if err := env.Client.Get(ctx, key, got); err != nil {
+				t.Fatal(err)
+			}
+			if g := conditionTypes(got); len(g) != len(tc.want) || !equalStrings(g, tc.want) {
+				t.Errorf("conditions %v, want %v", g, tc.want)
+			}
+			if desired.ResourceVersion != got.ResourceVersion {
+				t.Errorf("desired holds resourceVersion %s, the server %s", desired.ResourceVersion, got.ResourceVersion)
+			}
+		})
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
