@@ -69,6 +69,8 @@ func formatAdded(set map[string]bool) string {
 	return strings.Join(items, ",")
 }
 
+// hasTaint and withoutTaint match a taint by key and effect only, so a taint
+// with timeAdded (earlier versions of this controller set it) is found and removed too.
 func hasTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) bool {
 	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key && t.Effect == effect })
 }
@@ -83,21 +85,21 @@ func withoutTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) 
 // already there is not recorded and so never removed later. A record left by
 // a NodeMaintenance that no longer exists is taken over. changed is false
 // when the node is already as wanted.
-func planMaintenance(node *corev1.Node, nmName string, now time.Time) (*corev1.Node, bool) {
+func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 	n := node.DeepCopy()
 	added := parseAdded(n.Annotations[AddedAnnotation])
 	if !n.Spec.Unschedulable {
 		n.Spec.Unschedulable = true
 		added[AddedCordon] = true
 	}
+	// No timeAdded: the Taint API defines it for NoExecute only, and
+	// medik8s never sets it, so tools comparing the taint exactly find ours.
 	if !hasTaint(n.Spec.Taints, DrainTaintKey, corev1.TaintEffectNoSchedule) {
-		t := metav1.NewTime(now)
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: DrainTaintKey, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &t})
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: DrainTaintKey, Effect: corev1.TaintEffectNoSchedule})
 		added[AddedDrainTaint] = true
 	}
 	if !hasTaint(n.Spec.Taints, UnschedulableTaintKey, corev1.TaintEffectNoSchedule) {
-		t := metav1.NewTime(now)
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: UnschedulableTaintKey, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &t})
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: UnschedulableTaintKey, Effect: corev1.TaintEffectNoSchedule})
 		added[AddedUnschedulableTaint] = true
 	}
 	if v, ok := n.Labels[ExcludeFromRemediationLabel]; !ok || v != "true" {

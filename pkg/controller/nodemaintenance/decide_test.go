@@ -100,14 +100,27 @@ func TestPlanMaintenanceAndRelease(t *testing.T) {
 			wantUnschedulable: true,
 			wantTaints:        []string{UnschedulableTaintKey},
 		},
+		{
+			name: "taints with timeAdded from an earlier version: matched and removed",
+			node: corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+					OwnerAnnotation: "nm1", AddedAnnotation: "cordon,taint,unschedulable-taint,label",
+				}, Labels: map[string]string{ExcludeFromRemediationLabel: "true"}},
+				Spec: corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{
+					{Key: DrainTaintKey, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: time.Unix(1700000000, 0)}},
+					{Key: UnschedulableTaintKey, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: time.Unix(1700000000, 0)}},
+				}},
+			},
+			wantAdded:  "cordon,taint,unschedulable-taint,label",
+			wantTaints: nil,
+		},
 	}
-	now := time.Now()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := tt.node.DeepCopy()
 			n.Name = "n1"
-			applied, changed := planMaintenance(n, "nm1", now)
-			if !changed && tt.wantAdded != "" {
+			applied, changed := planMaintenance(n, "nm1")
+			if !changed && tt.node.Annotations[OwnerAnnotation] == "" {
 				t.Fatal("planMaintenance reported no change")
 			}
 			if !applied.Spec.Unschedulable || !hasTaint(applied.Spec.Taints, DrainTaintKey, corev1.TaintEffectNoSchedule) ||
@@ -117,7 +130,12 @@ func TestPlanMaintenanceAndRelease(t *testing.T) {
 			if got := applied.Annotations[AddedAnnotation]; got != tt.wantAdded {
 				t.Errorf("added = %q, want %q", got, tt.wantAdded)
 			}
-			if _, again := planMaintenance(applied, "nm1", now); again {
+			for _, tn := range applied.Spec.Taints {
+				if tn.TimeAdded != nil && tt.node.Annotations[AddedAnnotation] == "" {
+					t.Errorf("taint %s has timeAdded %v; medik8s's NoSchedule taints have none", tn.Key, tn.TimeAdded)
+				}
+			}
+			if _, again := planMaintenance(applied, "nm1"); again {
 				t.Error("planMaintenance is not idempotent")
 			}
 			if _, ch := planRelease(applied, "other"); ch {

@@ -39,7 +39,7 @@ func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) err
 				return nil, false, &heldError{node: nodeName, owner: o}
 			}
 		}
-		want, changed := planMaintenance(n, nmName, r.now())
+		want, changed := planMaintenance(n, nmName)
 		return want, changed, nil
 	})
 	return err
