@@ -38,13 +38,17 @@ type provisioningStep struct {
 //
 //	exists  provisioned  nodeRef → phase
 //	yes     yes          yes       Running
-//	yes     yes          no        Provisioned
+//	yes     yes          no        Provisioned; Running stays Running (a phase never goes back)
 //	yes     no           -         current phase (Provisioning when empty); Update fills providerID/addresses
 //	no      yes          -         Failed (InstanceMissing)
 //	no      no           -         Provisioning, then Create
 func decideProvisioning(phase string, exists, provisioned, hasNodeRef bool) provisioningStep {
 	switch {
 	case exists && provisioned && hasNodeRef:
+		return provisioningStep{Phase: machinev1beta1.PhaseRunning, Update: true}
+	case exists && provisioned && phase == machinev1beta1.PhaseRunning:
+		// A Running Machine without a nodeRef (cleared by hand or by
+		// another controller) is still running: its instance exists.
 		return provisioningStep{Phase: machinev1beta1.PhaseRunning, Update: true}
 	case exists && provisioned:
 		return provisioningStep{Phase: machinev1beta1.PhaseProvisioned, Update: true}

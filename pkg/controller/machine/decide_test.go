@@ -39,7 +39,7 @@ func TestDecideProvisioning(t *testing.T) {
 		{"adopted instance with empty phase", noPhase, yes, not, not, provisioningStep{Phase: prov, Update: true}},
 		{"provisioned, no nodeRef: Provisioned", prov, yes, yes, not, provisioningStep{Phase: provd, Update: true}},
 		{"provisioned with nodeRef: Running", provd, yes, yes, yes, provisioningStep{Phase: running, Update: true}},
-		{"Running lost its nodeRef: Provisioned", running, yes, yes, not, provisioningStep{Phase: provd, Update: true}},
+		{"Running lost its nodeRef: stays Running", running, yes, yes, not, provisioningStep{Phase: running, Update: true}},
 		{"provisioned instance disappeared: Failed", running, not, yes, yes, provisioningStep{Phase: failed, InstanceMissing: true}},
 		{"Provisioned instance disappeared: Failed", provd, not, yes, not, provisioningStep{Phase: failed, InstanceMissing: true}},
 	}

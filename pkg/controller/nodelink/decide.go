@@ -250,20 +250,6 @@ func nodeRefUpToDate(machine *machinev1beta1.Machine, node *corev1.Node) bool {
 	return ref != nil && ref.Kind == "Node" && ref.Name == node.Name && ref.UID == node.UID
 }
 
-// nodeRefStale reports whether ref points at a Node that no longer exists:
-// current is the Node of that name (nil when there is none). A Node of the
-// same name with another UID is a different Node (it was recreated); a ref
-// without a UID is stale only when no Node of that name exists.
-func nodeRefStale(ref *corev1.ObjectReference, current *corev1.Node) bool {
-	if ref == nil || ref.Name == "" {
-		return false
-	}
-	if current == nil {
-		return true
-	}
-	return ref.UID != "" && ref.UID != current.UID
-}
-
 // matchKind says how a Node's Machine was found.
 type matchKind string
 

@@ -353,6 +353,8 @@ func TestPickMachine(t *testing.T) {
 	delRecreated := machine("del-recreated", true, ref("n", "u0"))
 	delByName := machine("del-by-name", true, ref("n", ""))
 	delNoRef := machine("del-no-ref", true, nil)
+	// A Machine whose Node was deleted keeps its nodeRef (old UID).
+	keptRef := machine("kept-ref", false, ref("n", "u0"))
 	ms := func(m ...*machinev1beta1.Machine) []*machinev1beta1.Machine { return m }
 	for _, tc := range []struct {
 		name     string
@@ -368,6 +370,8 @@ func TestPickMachine(t *testing.T) {
 		{name: "two providerID matches", byID: ms(a, b), wantKind: matchAmbiguous, others: ms(a, b)},
 		{name: "one IP match", byIP: ms(b), want: b, wantKind: matchIP},
 		{name: "two IP matches", byIP: ms(a, b), wantKind: matchAmbiguous, others: ms(a, b)},
+
+		{name: "node recreated under its name: linked again", byID: ms(keptRef), want: keptRef, wantKind: matchProviderID},
 
 		{name: "deleting, IP reused by a new node", byIP: ms(delElsewhere), wantKind: matchDeleting, others: ms(delElsewhere)},
 		{name: "deleting, nodeRef cleared, IP reused", byIP: ms(delNoRef), wantKind: matchDeleting, others: ms(delNoRef)},
@@ -389,33 +393,12 @@ func TestPickMachine(t *testing.T) {
 	}
 }
 
-func TestNodeRefDecisions(t *testing.T) {
+func TestNodeRefUpToDate(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u1"}}
 	recreated := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u2"}}
 	ref := func(name string, uid types.UID) *corev1.ObjectReference {
 		return &corev1.ObjectReference{Kind: "Node", Name: name, UID: uid}
 	}
-	for _, tc := range []struct {
-		name    string
-		ref     *corev1.ObjectReference
-		current *corev1.Node
-		stale   bool
-	}{
-		{name: "no ref", ref: nil, current: nil},
-		{name: "node exists", ref: ref("n", "u1"), current: node},
-		{name: "node gone", ref: ref("n", "u1"), current: nil, stale: true},
-		{name: "node recreated", ref: ref("n", "u1"), current: recreated, stale: true},
-		{name: "ref without uid, node exists", ref: ref("n", ""), current: recreated},
-		{name: "ref without uid, node gone", ref: ref("n", ""), current: nil, stale: true},
-		{name: "empty name", ref: ref("", "u1"), current: nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := nodeRefStale(tc.ref, tc.current); got != tc.stale {
-				t.Errorf("stale = %v, want %v", got, tc.stale)
-			}
-		})
-	}
-
 	m := testMachine(nil, nil)
 	if nodeRefUpToDate(m, node) {
 		t.Error("no ref is not up to date")

@@ -15,11 +15,12 @@
 // RegisterIndexes).
 //
 // status.nodeRef. The matched Machine's status.nodeRef is {Kind: Node, Name,
-// UID}, written with a status patch only when it differs. It is cleared when
-// the Node it names is gone: deleted, or replaced by a new Node of the same
-// name (another UID) that is not this Machine's. Before clearing, the Node is
-// read from the API server directly, so a lagging cache never clears a valid
-// reference. A Node that is being deleted keeps its reference until it is gone.
+// UID}, written with a status patch only when it differs (a Node recreated
+// under the same name and matched to the Machine again gets its new UID).
+// It is never cleared: a Machine whose Node was deleted keeps naming it, as
+// OpenShift's nodelink does, so the MachineHealthCheck sees "Node gone"
+// (unhealthy at once) rather than "no Node yet", and the machine controller
+// keeps the Running phase and the Node it must drain and delete (by UID).
 //
 // Node metadata. The Node gets the annotation machine.openshift.io/machine=
 // <namespace>/<name>, and the Machine's labels, annotations and taints (a taint
@@ -68,9 +69,6 @@ const (
 	// ReasonAmbiguousMatch (Warning, on the Node): more than one Machine
 	// matches the Node; nothing is linked.
 	ReasonAmbiguousMatch = "AmbiguousMachineMatch"
-	// ReasonNodeRefCleared (Normal, on the Machine): the Node its nodeRef
-	// named is gone.
-	ReasonNodeRefCleared = "NodeRefCleared"
 	// ReasonInvalidNodeMetadata (Warning, on the Machine): some of its
 	// labels, annotations or taints cannot be put on a Node and are skipped.
 	ReasonInvalidNodeMetadata = "InvalidNodeMetadata"
@@ -94,16 +92,11 @@ type Options struct {
 	// Recorder records events. Optional: SetupWithManager uses the manager's
 	// recorder when nil; a Reconciler used without a manager records none.
 	Recorder events.EventRecorder
-	// APIReader reads uncached, to confirm that a Node is really gone before a
-	// nodeRef is cleared. Optional: SetupWithManager uses the manager's API
-	// reader when nil; without one the cache is trusted.
-	APIReader client.Reader
 }
 
 // Reconciler links Nodes and Machines. Requests are keyed by Node name.
 type Reconciler struct {
 	client    client.Client
-	apiReader client.Reader
 	namespace string
 	recorder  events.EventRecorder
 	// nodeRefWrites: nodeRef patches the Machine cache has not shown yet,
@@ -119,7 +112,6 @@ type Reconciler struct {
 func NewReconciler(opts Options) *Reconciler {
 	return &Reconciler{
 		client:    opts.Client,
-		apiReader: opts.APIReader,
 		namespace: opts.Namespace,
 		recorder:  opts.Recorder,
 
@@ -133,9 +125,6 @@ func NewReconciler(opts Options) *Reconciler {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
-	}
-	if r.apiReader == nil {
-		r.apiReader = mgr.GetAPIReader()
 	}
 	if r.recorder == nil {
 		r.recorder = mgr.GetEventRecorder(ControllerName)
@@ -153,8 +142,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// Reconcile links the Node req.Name to its Machine, syncs its metadata, and
-// clears the nodeRef of Machines that point at it when it is gone.
+// Reconcile links the Node req.Name to its Machine and syncs its metadata. A
+// Node that is gone changes nothing: the Machines naming it keep their
+// nodeRef (see the package documentation).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx).WithValues("node", req.Name)
 	ctx = log.IntoContext(ctx, logger)
@@ -165,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 		}
 		r.nodeWrites.Forget(req.NamespacedName)
-		return r.result(r.clearStaleNodeRefs(ctx, req.Name, nil, nil))
+		return reconcile.Result{}, nil
 	}
 	if node.DeletionTimestamp != nil {
 		logger.V(4).Info("node is being deleted, skipping")
@@ -175,9 +165,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	machine, kind, candidates, err := r.findMachine(ctx, node)
 	if err != nil {
 		return reconcile.Result{}, err
-	}
-	if err := r.clearStaleNodeRefs(ctx, node.Name, node, machine); err != nil {
-		return r.result(err)
 	}
 	switch kind {
 	case matchNone:
@@ -296,54 +283,6 @@ func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]stri
 		out = append(out, list.Items[i].Name)
 	}
 	return out, nil
-}
-
-// clearStaleNodeRefs clears status.nodeRef on the Machines (other than keep)
-// whose nodeRef names nodeName while that Node is gone; node is the cached
-// Node of that name, nil when there is none.
-func (r *Reconciler) clearStaleNodeRefs(ctx context.Context, nodeName string, node *corev1.Node, keep *machinev1beta1.Machine) error {
-	machines, err := r.listMachines(ctx, IndexMachineNodeRef, nodeName)
-	if err != nil {
-		return err
-	}
-	var live *corev1.Node
-	confirmed := false
-	for _, m := range machines {
-		if keep != nil && m.Namespace == keep.Namespace && m.Name == keep.Name {
-			continue
-		}
-		if !nodeRefStale(m.Status.NodeRef, node) {
-			continue
-		}
-		if !confirmed && r.apiReader != nil {
-			n := &corev1.Node{}
-			switch err := r.apiReader.Get(ctx, types.NamespacedName{Name: nodeName}, n); {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return fmt.Errorf("confirming node %s is gone: %w", nodeName, err)
-			default:
-				live = n
-			}
-			confirmed = true
-		}
-		if confirmed && !nodeRefStale(m.Status.NodeRef, live) {
-			// The cache is behind; the Node's event will bring us back.
-			continue
-		}
-		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		old := *m.Status.NodeRef
-		m.Status.NodeRef = nil
-		if err := r.client.Status().Patch(ctx, m, patch); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return fmt.Errorf("clearing nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
-		}
-		log.FromContext(ctx).Info("cleared nodeRef: the node is gone", "machine", m.Namespace+"/"+m.Name, "nodeUID", old.UID)
-		r.event(m, nil, corev1.EventTypeNormal, ReasonNodeRefCleared, "Unlink",
-			"Node %s (uid %s) no longer exists", old.Name, old.UID)
-	}
-	return nil
 }
 
 // errCacheBehind says the cached Machine or Node predates our own last

@@ -600,7 +600,10 @@ func TestRestartMakesNoWrites(t *testing.T) {
 	h.expectNoWrites(node.Name)
 }
 
-func TestNodeDeletedClearsNodeRef(t *testing.T) {
+// TestNodeDeletedKeepsNodeRef: a Machine whose Node is deleted keeps naming
+// it (the MachineHealthCheck then sees "Node gone", as with OpenShift's
+// nodelink); the Node coming back under the same name is linked again.
+func TestNodeDeletedKeepsNodeRef(t *testing.T) {
 	h := newHarness(t)
 	pid := "kubemark://" + h.ns + "/m"
 	node := h.createNode("n", pid, []string{h.ip4(1)}, func(n *corev1.Node) {
@@ -608,6 +611,7 @@ func TestNodeDeletedClearsNodeRef(t *testing.T) {
 	})
 	h.createMachine("m", pid, nil)
 	h.eventually("linked", linked(h, "m", node))
+	wantRef := corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
 
 	// Being deleted: left alone (no sync, nodeRef kept).
 	if err := h.c.Delete(h.ctx, h.node(node.Name)); err != nil {
@@ -626,21 +630,21 @@ func TestNodeDeletedClearsNodeRef(t *testing.T) {
 		t.Fatal("nodeRef cleared while the node still exists")
 	}
 
-	// Gone: the nodeRef is cleared.
+	// Gone: nodelink processes the deletion and writes nothing; the nodeRef
+	// still names the deleted Node.
+	h.ct.Reset()
 	h.updateNode(node.Name, func(n *corev1.Node) { n.Finalizers = nil })
-	h.eventually("nodeRef cleared", func() error {
-		if m := h.machine("m"); m.Status.NodeRef != nil {
-			return fmt.Errorf("nodeRef %+v", m.Status.NodeRef)
+	h.eventually("node gone", func() error {
+		err := h.c.Get(h.ctx, types.NamespacedName{Name: node.Name}, &corev1.Node{})
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
-		return nil
+		return fmt.Errorf("still there: %v", err)
 	})
-	// The event follows the status patch.
-	h.eventually(ReasonNodeRefCleared+" event", func() error {
-		if ev := h.rec.find(ReasonNodeRefCleared); len(ev) == 0 {
-			return fmt.Errorf("events: %v", h.rec.find(""))
-		}
-		return nil
-	})
+	h.expectNoWrites(node.Name)
+	if ref := h.machine("m").Status.NodeRef; ref == nil || *ref != wantRef {
+		t.Fatalf("nodeRef = %+v, want the deleted node %+v", ref, wantRef)
+	}
 
 	// The Node comes back under the same name (a new UID): linked again.
 	again := h.createNode("n", pid, []string{h.ip4(1)})
@@ -671,27 +675,24 @@ func TestNodeRecreatedUpdatesNodeRefUID(t *testing.T) {
 	h.eventually("relinked with the new UID", linked(h, "m", again))
 }
 
-func TestNodeRefToMissingNodeIsCleared(t *testing.T) {
+// TestNodeRefToMissingNodeIsKept: nodelink never clears a nodeRef, neither
+// one naming a Node that does not exist (e.g. deleted while nodelink was
+// down) nor one naming an existing Node the Machine does not match.
+func TestNodeRefToMissingNodeIsKept(t *testing.T) {
 	h := newHarness(t)
-	// A Machine whose nodeRef names a Node that does not exist (e.g. it was
-	// deleted while nodelink was down).
+	missing := corev1.ObjectReference{Kind: "Node", Name: h.name("never-existed"), UID: "0000"}
 	h.createMachine("m", "", nil, func(m *machinev1beta1.Machine) {
-		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: h.name("never-existed"), UID: "0000"}
+		m.Status.NodeRef = missing.DeepCopy()
 	})
-	h.eventually("nodeRef cleared", func() error {
-		if m := h.machine("m"); m.Status.NodeRef != nil {
-			return fmt.Errorf("nodeRef %+v", m.Status.NodeRef)
-		}
-		return nil
-	})
-	// A Machine pointing at an existing Node that it does not match keeps its
-	// nodeRef (nodelink does not fight over references it cannot disprove).
 	other := h.createNode("other", "", []string{h.ip4(7)})
 	h.createMachine("keep", "", nil, func(m *machinev1beta1.Machine) {
 		m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: other.Name, UID: other.UID}
 	})
 	h.ct.Reset()
-	h.expectNoWrites(other.Name)
+	h.expectNoWrites(other.Name, missing.Name)
+	if ref := h.machine("m").Status.NodeRef; ref == nil || *ref != missing {
+		t.Errorf("nodeRef to a missing node = %+v, want %+v", ref, missing)
+	}
 	if m := h.machine("keep"); m.Status.NodeRef == nil {
 		t.Error("nodeRef to an existing node was cleared")
 	}
@@ -747,20 +748,21 @@ func TestDeletingMachineIsNotLinkedToANodeThatReusedItsIP(t *testing.T) {
 	}
 
 	// The old Node is deleted (as the machine controller does): the nodeRef
-	// is cleared, and the new Node is still not linked.
+	// keeps naming it, and the new Node is still not linked.
+	h.ct.Reset()
 	if err := h.c.Delete(h.ctx, oldNode); err != nil {
 		t.Fatal(err)
 	}
-	h.eventually("nodeRef cleared", func() error {
-		if ref := h.machine("m").Status.NodeRef; ref != nil {
-			return fmt.Errorf("nodeRef %+v", ref)
+	h.eventually("old node gone", func() error {
+		err := h.c.Get(h.ctx, types.NamespacedName{Name: oldNode.Name}, &corev1.Node{})
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
-		return nil
+		return fmt.Errorf("still there: %v", err)
 	})
-	h.ct.Reset()
-	h.expectNoWrites(newNode.Name)
-	if ref := h.machine("m").Status.NodeRef; ref != nil {
-		t.Fatalf("deleting machine linked to %+v", ref)
+	h.expectNoWrites(newNode.Name, oldNode.Name)
+	if ref := h.machine("m").Status.NodeRef; ref == nil || *ref != oldRef {
+		t.Fatalf("nodeRef = %+v, want the deleted old node %+v", ref, oldRef)
 	}
 	if got, ok := h.node(newNode.Name).Annotations[MachineAnnotation]; ok {
 		t.Fatalf("new node annotated %s=%s", MachineAnnotation, got)
@@ -773,7 +775,7 @@ func TestDeletingMachineIsNotLinkedToANodeThatReusedItsIP(t *testing.T) {
 	if ev := h.rec.find(ReasonAmbiguousMatch); len(ev) != 0 {
 		t.Errorf("ambiguous-match events: %v", ev)
 	}
-	if ref := h.machine("m").Status.NodeRef; ref != nil {
-		t.Errorf("deleting machine linked to %+v", ref)
+	if ref := h.machine("m").Status.NodeRef; ref == nil || *ref != oldRef {
+		t.Errorf("deleting machine's nodeRef = %+v, want %+v", ref, oldRef)
 	}
 }

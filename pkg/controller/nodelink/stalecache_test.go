@@ -69,7 +69,7 @@ func TestStaleNodeCacheIsNotPatchedAgain(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	r := NewReconciler(Options{Client: c, APIReader: c, Namespace: "ns"})
+	r := NewReconciler(Options{Client: c, Namespace: "ns"})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "n"}}
 
 	first := &corev1.Node{}
