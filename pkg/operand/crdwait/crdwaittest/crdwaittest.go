@@ -1,0 +1,88 @@
+// Package crdwaittest starts an API server with only some of the project's
+// CRDs, and installs the others while a test runs: how the operand binaries
+// are tested on a cluster where the CRDs they watch are missing.
+package crdwaittest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/machine-api-operator/machine-api-operator/manifests"
+	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+// Env is an API server started with some of the project's CRD sets.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+}
+
+// Start starts an API server (the binaries of testenv) with the given CRD
+// sets installed (none: a bare cluster) and stops it when the test ends.
+func Start(t testing.TB, sets ...manifests.CRDSet) *Env {
+	t.Helper()
+	binDir, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := scheme.New()
+	e := &envtest.Environment{
+		BinaryAssetsDirectory:    binDir,
+		CRDs:                     CRDs(t, sets...),
+		CRDInstallOptions:        envtest.CRDInstallOptions{Scheme: s},
+		Scheme:                   s,
+		ControlPlaneStartTimeout: 60 * time.Second,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	cfg, err := e.Start()
+	if err != nil {
+		t.Fatalf("starting envtest API server from %s: %v", binDir, err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{Config: cfg, Client: c}
+}
+
+// CRDs returns the CRDs of the given sets.
+func CRDs(t testing.TB, sets ...manifests.CRDSet) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, set := range sets {
+		c, err := manifests.CRDs(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, c...)
+	}
+	return crds
+}
+
+// Install creates the CRDs of the given sets and waits until the API
+// server serves them, as an operator installing them would.
+func (e *Env) Install(t testing.TB, sets ...manifests.CRDSet) {
+	t.Helper()
+	crds := CRDs(t, sets...)
+	for _, crd := range crds {
+		if err := e.Client.Create(context.Background(), crd.DeepCopy()); err != nil {
+			t.Fatalf("creating CRD %s: %v", crd.Name, err)
+		}
+	}
+	if err := envtest.WaitForCRDs(e.Config, crds, envtest.CRDInstallOptions{MaxTime: 30 * time.Second, PollInterval: 100 * time.Millisecond}); err != nil {
+		t.Fatal(fmt.Errorf("waiting for the CRDs to be served: %w", err))
+	}
+}
