@@ -20,10 +20,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // ProviderSpecServer is implemented by an Actuator that knows which
@@ -121,9 +121,7 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) err
 	r.eventf(m, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
 	patched := m.DeepCopy()
 	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.now())
-	// The conditions list is replaced as a whole: the optimistic lock keeps
-	// a condition another controller wrote meanwhile.
-	if err := r.client.Status().Patch(ctx, patched, client.MergeFromWithOptions(m, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.Status(ctx, r.client, r.freshReader(), m, patched); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // deleted meanwhile
 		}

@@ -1,8 +1,10 @@
 package machine
 
 // Patching: the controller's only writes to the Machine are a metadata/spec
-// merge patch (finalizer, providerID, annotations) and one status merge patch
-// per reconcile, sent only when the status changed.
+// merge patch (finalizer, providerID, annotations) and one status patch per
+// reconcile, sent only when the status changed. The status patch carries only
+// what this controller changed, conditions one by one (package
+// internal/patch), so another writer's condition survives.
 
 import (
 	"context"
@@ -16,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // patchObject changes metadata/spec with a merge patch (optionally with an
@@ -67,7 +71,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	patched := m.DeepCopy()
 	patched.ObjectMeta = *s.base.ObjectMeta.DeepCopy()
 	patched.Spec = *s.base.Spec.DeepCopy()
-	if err := r.client.Status().Patch(ctx, patched, client.MergeFrom(s.base)); err != nil {
+	if err := patch.Status(ctx, r.client, r.freshReader(), s.base, patched); err != nil {
 		return fmt.Errorf("patching Machine status: %w", err)
 	}
 	*s.m = *patched
@@ -80,6 +84,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		log.FromContext(ctx).Info("phase changed", "from", from, "to", to)
 	}
 	return nil
+}
+
+// freshReader reads uncached, for a status retry after a conflict.
+func (r *Reconciler) freshReader() client.Reader {
+	if r.apiReader != nil {
+		return r.apiReader
+	}
+	return r.client
 }
 
 // eventf records an event when a recorder is configured.

@@ -1,0 +1,94 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
+)
+
+// foreignWriter, once armed, writes a condition of its own on the server
+// right before the next status patch the controller sends: the controller's
+// copy (its base) does not have it.
+type foreignWriter struct {
+	t      *testing.T
+	mu     sync.Mutex
+	armed  bool
+	writes int
+}
+
+func (w *foreignWriter) arm() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.armed = true
+}
+
+const foreignCondition machinev1beta1.ConditionType = "Synchronized"
+
+func (w *foreignWriter) message() string { return fmt.Sprintf("write %d", w.writes) }
+
+func (w *foreignWriter) intercept(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	w.mu.Lock()
+	armed := w.armed
+	w.armed = false
+	w.mu.Unlock()
+	if m, ok := obj.(*machinev1beta1.Machine); ok && sub == "status" && armed {
+		w.mu.Lock()
+		w.writes++
+		live := &machinev1beta1.Machine{}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(m), live)
+		if err == nil {
+			live.Status.Conditions = conditions.Set(live.Status.Conditions,
+				conditions.New(foreignCondition, corev1.ConditionTrue, "Synced", "", w.message()), time.Now())
+			err = env.Client.Status().Update(ctx, live)
+		}
+		w.mu.Unlock()
+		if err != nil {
+			w.t.Errorf("foreign write: %v", err)
+		}
+	}
+	return c.Status().Patch(ctx, obj, p, opts...)
+}
+
+// A condition another writer sets between the controller's read and its
+// status write survives the writes that change conditions (pass 1 adds the
+// first ones, pass 2 changes one).
+func TestStatusKeepsForeignCondition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	w := &foreignWriter{t: t}
+	inner, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r.client = interceptor.NewClient(inner, interceptor.Funcs{SubResourcePatch: w.intercept})
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.CreateSetsInstance = true
+		a.ProviderID = "test://" + f.ns + "/m1"
+		a.Addresses = []string{"10.0.0.7"}
+	})
+	m := f.machine("m1")
+
+	// Each pass changes conditions (the first adds them, the second sets
+	// InstanceExists=True) and must keep the one written meanwhile.
+	for pass, phase := range []string{machinev1beta1.PhaseProvisioning, machinev1beta1.PhaseProvisioned} {
+		w.arm()
+		f.mustReconcile(m)
+		got := f.mustGet(m)
+		wantPhase(t, got, phase)
+		if w.writes != pass+1 {
+			t.Fatalf("pass %d: the foreign writer ran %d times", pass+1, w.writes)
+		}
+		wantCondition(t, got, foreignCondition, corev1.ConditionTrue, "Synced", w.message())
+	}
+	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+}
