@@ -9,14 +9,20 @@ import (
 	"fmt"
 	"os"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machinehealthcheck"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
@@ -66,14 +72,17 @@ func parse(args []string, leaseNamespaceEnv string) (operand.Options, flags, err
 		"How many remediations (Machine deletions, external remediation requests) a MachineHealthCheck may make at once; 0 disables the rate limit.")
 	fs.DurationVar(&f.mhc.RemediationInterval, "remediation-interval", f.mhc.RemediationInterval,
 		"How often a MachineHealthCheck regains one remediation of its --remediation-burst.")
-	fs.BoolVar(&noNodeMaintenance, "disable-node-maintenance", false,
-		"Do not run the NodeMaintenance controller (for clusters where medik8s's node-maintenance-operator handles NodeMaintenances).")
+	fs.BoolVar(&f.nodeMaintenance, "node-maintenance", true,
+		"Run the NodeMaintenance controller; false where medik8s's node-maintenance-operator owns the NodeMaintenance API. "+
+			"It starts once the NodeMaintenance CRD is served; the MachineHealthCheck controller does not wait for it.")
+	fs.BoolVar(&noNodeMaintenance, "disable-node-maintenance", false, "Same as --node-maintenance=false.")
+	_ = fs.MarkDeprecated("disable-node-maintenance", "use --node-maintenance=false")
 	fs.StringVar(&f.leaseNamespace, "lease-namespace", f.leaseNamespace,
 		"Namespace of the node leases the NodeMaintenance controller shares with NodeHealthCheck and Self Node Remediation (default: $LEASE_NAMESPACE, else medik8s-leases); created when missing.")
 	if err := operand.ParseArgs(fs, args); err != nil {
 		return opts, f, err
 	}
-	f.nodeMaintenance = !noNodeMaintenance
+	f.nodeMaintenance = f.nodeMaintenance && !noNodeMaintenance
 	if err := opts.Validate(); err != nil {
 		return opts, f, err
 	}
@@ -93,19 +102,39 @@ func run(opts operand.Options, f flags) error {
 	if err != nil {
 		return err
 	}
-	mhc := machinehealthcheck.NewReconciler(f.mhc)
-	if err := mhc.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
-		return fmt.Errorf("setting up the machinehealthcheck controller: %w", err)
-	}
-	if f.nodeMaintenance {
-		kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-		if err != nil {
-			return fmt.Errorf("creating the clientset for draining: %w", err)
-		}
-		nm := nodemaintenance.NewReconciler(nodemaintenance.Options{KubeClient: kube, LeaseNamespace: f.leaseNamespace})
-		if err := nm.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
-			return fmt.Errorf("setting up the nodemaintenance controller: %w", err)
-		}
+	if err := addControllers(mgr, opts.ControllerOptions(), f); err != nil {
+		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// addControllers registers the MachineHealthCheck controller and, with
+// f.nodeMaintenance, the NodeMaintenance controller, each once the API
+// server serves its CRDs (crdwait): the MachineHealthCheck controller does
+// not wait for the NodeMaintenance CRD, which OpenShift's own operator does
+// not install.
+func addControllers(mgr manager.Manager, copts controller.Options, f flags) error {
+	err := crdwait.Add(mgr, crdwait.Gate{
+		Name:     "machinehealthcheck",
+		Kinds:    []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("MachineHealthCheck"), machinev1beta1.GroupVersion.WithKind("Machine")},
+		Required: true,
+		Setup: func(mgr manager.Manager) error {
+			return machinehealthcheck.NewReconciler(f.mhc).SetupWithManager(mgr, copts)
+		},
+	})
+	if err != nil || !f.nodeMaintenance {
+		return err
+	}
+	return crdwait.Add(mgr, crdwait.Gate{
+		Name:  "nodemaintenance",
+		Kinds: []schema.GroupVersionKind{nmv1beta1.GroupVersion.WithKind(nmv1beta1.Kind)},
+		Setup: func(mgr manager.Manager) error {
+			kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+			if err != nil {
+				return fmt.Errorf("creating the clientset for draining: %w", err)
+			}
+			nm := nodemaintenance.NewReconciler(nodemaintenance.Options{KubeClient: kube, LeaseNamespace: f.leaseNamespace})
+			return nm.SetupWithManager(mgr, copts)
+		},
+	})
 }
