@@ -32,7 +32,9 @@ func (r *Reconciler) leaseRef(nodeName string) string { return r.leaseNS + "/" +
 // takeLease creates, renews or takes over the node's lease as planLease
 // decides, and returns the plan (held, or who else holds it). The lease is
 // read from the API server and written with its resourceVersion; a
-// concurrent change is re-read. A missing lease namespace is created.
+// concurrent change is re-read. The lease namespace is the install's to
+// create (this controller may not create namespaces): a missing one is an
+// error that says so.
 func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePlan, error) {
 	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
 	name := LeaseName(node.Name)
@@ -55,11 +57,8 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 		}
 		_, err = leases.Create(ctx, plan.want, metav1.CreateOptions{FieldManager: ControllerName})
 		if apierrors.IsNotFound(err) {
-			// The namespace is missing.
-			if err := r.ensureLeaseNamespace(ctx); err != nil {
-				return err
-			}
-			_, err = leases.Create(ctx, plan.want, metav1.CreateOptions{FieldManager: ControllerName})
+			return fmt.Errorf("namespace %s does not exist: the Machine API install creates it and the Role that lets this controller hold leases there; create both, or point --lease-namespace at a namespace that has them: %w",
+				r.leaseNS, err)
 		}
 		if apierrors.IsAlreadyExists(err) {
 			// Created meanwhile by someone else: look again.
@@ -74,18 +73,6 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 		return leasePlan{}, fmt.Errorf("lease %s: %w", r.leaseRef(node.Name), err)
 	}
 	return plan, nil
-}
-
-func (r *Reconciler) ensureLeaseNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.leaseNS}}
-	_, err := r.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: ControllerName})
-	switch {
-	case err == nil:
-		log.FromContext(ctx).Info("created the lease namespace", "namespace", r.leaseNS)
-	case !apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("creating the lease namespace %s: %w", r.leaseNS, err)
-	}
-	return nil
 }
 
 // releaseLease deletes the node's lease if this controller holds it (only

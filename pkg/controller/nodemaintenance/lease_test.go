@@ -104,8 +104,8 @@ func untouched(n *corev1.Node) bool {
 }
 
 // TestLeaseReadWrite drives takeLease and releaseLease of a reconciler of
-// its own (no manager) against the API server, in a lease namespace that
-// does not exist yet.
+// its own (no manager) against the API server, first in a lease namespace
+// that does not exist yet.
 func TestLeaseReadWrite(t *testing.T) {
 	ctx := context.Background()
 	const node = "lease-io-node"
@@ -115,12 +115,19 @@ func TestLeaseReadWrite(t *testing.T) {
 	c := &testClock{}
 	r := NewReconciler(Options{KubeClient: kube, Clock: c, LeaseNamespace: ns})
 
+	// The install creates the lease namespace; the controller may not (its
+	// RBAC has no namespaces create) and says what is missing.
+	if p, err := r.takeLease(ctx, n); err == nil || p.held || !strings.Contains(err.Error(), "namespace "+ns+" does not exist") {
+		t.Fatalf("takeLease without the namespace = %+v, %v; want an error naming the missing namespace", p, err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the lease namespace was created (err %v); the install owns it", err)
+	}
+	createNamespace(t, ns)
+
 	p, err := r.takeLease(ctx, n)
 	if err != nil || !p.held {
 		t.Fatalf("takeLease = %+v, %v; want held", p, err)
-	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); err != nil {
-		t.Fatalf("lease namespace not created: %v", err)
 	}
 	l := getLease(t, ns, node)
 	if l == nil || leaseHolder(l) != LeaseHolderIdentity || ptr.Deref(l.Spec.LeaseDurationSeconds, 0) != 3600 ||

@@ -82,6 +82,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The install creates the lease namespace; the controller does not.
+	leaseNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultLeaseNamespace}}
+	if err := e.Client.Create(context.Background(), leaseNS); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -11,10 +11,14 @@ import (
 // Least-privilege RBAC for the operands, which all run as the service account
 // machine-api-controllers and are started with --namespace, so they only read
 // and write Machine API objects in that namespace: those permissions are in
-// the Role. The ClusterRole holds only what is cluster-scoped (nodes) or
-// must be reached in every namespace (draining a node: its pods, their
-// PodDisruptionBudgets and owners; events recorded for nodes go to the
-// "default" namespace). No rule uses "*".
+// the Role. The ClusterRole holds only what is cluster-scoped (nodes,
+// NodeMaintenances) or must be reached in every namespace (draining a node:
+// its pods, their PodDisruptionBudgets and DaemonSets; events recorded for
+// nodes go to the "default" namespace), and never a write a provider image
+// could turn against the cluster's own leaders: Leases are granted only in
+// the operand namespace (leader election, the Role) and in the NodeMaintenance
+// lease namespace (a Role the install ships with that namespace,
+// install/0000_30_machine-api-operator_09_lease-rbac.yaml). No rule uses "*".
 
 var (
 	readVerbs  = []string{"get", "list", "watch"}
@@ -36,7 +40,8 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			// machine controller drain.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
-			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets", "replicasets", "statefulsets"}, Verbs: []string{"get"}},
+			// (kubectl's drain helper gets a pod's DaemonSet to skip it.)
+			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readVerbs},
 			// the admission webhooks (machineset-controller) default by the
 			// cluster's platform and infrastructure name.
@@ -53,17 +58,11 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 	if cfg.MachineHealthCheckEnabled {
 		// The NodeMaintenance controller (machine-healthcheck container):
 		// cluster-scoped NodeMaintenances; it drains with the rules above.
+		// Its node leases are in the lease namespace (see above).
 		role.Rules = append(role.Rules,
 			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances/status"}, Verbs: []string{"get", "update", "patch"}},
 			rbacv1.PolicyRule{APIGroups: []string{nodeMaintenanceGroup}, Resources: []string{"nodemaintenances/finalizers"}, Verbs: []string{"update"}},
-			// It holds the node leases shared with NodeHealthCheck and Self
-			// Node Remediation ("node-<node>" in medik8s-leases, or
-			// $LEASE_NAMESPACE / --lease-namespace: a namespace outside this
-			// operator's, hence cluster-wide), and creates that namespace
-			// when it is missing.
-			rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: writeVerbs},
-			rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "create"}},
 		)
 	}
 	return role
@@ -92,8 +91,9 @@ func role(cfg config.Config) *rbacv1.Role {
 		configVerbs = writeVerbs
 	}
 	rules = append(rules,
-		// leader election of every operand.
-		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: writeVerbs},
+		// leader election of every operand (client-go's Lease lock reads,
+		// creates and renews; provider images name their own Leases).
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: configVerbs},
 	)
 	if cfg.PlatformType == configv1.BareMetalPlatformType {

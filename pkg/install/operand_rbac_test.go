@@ -1,0 +1,241 @@
+package install_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
+	"github.com/machine-api-operator/machine-api-operator/pkg/install"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
+)
+
+// leaseNamespace is where the NodeMaintenance controller holds node leases.
+const leaseNamespace = nodemaintenance.DefaultLeaseNamespace
+
+// leaseRBACFile holds the operand's Role in leaseNamespace.
+const leaseRBACFile = prefix + "09_lease-rbac.yaml"
+
+// The operand's identity: its ServiceAccount, which third-party provider
+// containers share.
+var (
+	operandUser   = "system:serviceaccount:" + namespace + ":" + operandRoleName
+	operandGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+)
+
+// operandAccess is every request the operand containers make (grep the
+// controllers' client calls; keep in sync): node lifecycle, drains, the
+// Machine API in its namespace, leader election there, NodeMaintenances
+// and their node leases in leaseNamespace.
+func operandAccess() []access {
+	var out []access
+	add := func(verbs []string, group, resource, sub, ns, name string) {
+		for _, v := range verbs {
+			out = append(out, access{Verb: v, Group: group, Resource: resource, Subresource: sub, Namespace: ns, Name: name})
+		}
+	}
+	read := []string{"list", "watch"}
+	// Nodes: registered (kubemark), linked and labelled (nodelink),
+	// cordoned, deleted with their Machine.
+	add(read, "", "nodes", "", "", "")
+	add([]string{"create"}, "", "nodes", "", "", "")
+	add([]string{"get", "update", "patch", "delete"}, "", "nodes", "", "", "node-1")
+	// Draining: pods of every namespace, evicted (deleted past a timeout),
+	// their DaemonSets and PodDisruptionBudgets.
+	add(read, "", "pods", "", "", "")
+	add([]string{"delete"}, "", "pods", "", "default", "p")
+	add([]string{"create"}, "", "pods", "eviction", "default", "p")
+	add([]string{"get"}, "apps", "daemonsets", "", "default", "ds")
+	add(read, "policy", "poddisruptionbudgets", "", "", "")
+	// Webhooks default by the platform.
+	add([]string{"get", "list", "watch"}, "config.openshift.io", "infrastructures", "", "", "cluster")
+	for _, ns := range []string{"default", namespace} {
+		add([]string{"create"}, "", "events", "", ns, "")
+		add([]string{"create"}, "events.k8s.io", "events", "", ns, "")
+	}
+	add([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "", "")
+	add([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", "", "")
+	// NodeMaintenance.
+	const nm = "nodemaintenance.medik8s.io"
+	add(read, nm, "nodemaintenances", "", "", "")
+	add([]string{"get", "update", "patch"}, nm, "nodemaintenances", "", "", "m")
+	add([]string{"update"}, nm, "nodemaintenances", "status", "", "m")
+	add([]string{"update"}, nm, "nodemaintenances", "finalizers", "", "m")
+	// The Machine API in the operand namespace.
+	const machine = "machine.openshift.io"
+	for _, r := range []string{"machines", "machinesets"} {
+		add(read, machine, r, "", namespace, "")
+		add([]string{"create"}, machine, r, "", namespace, "")
+		add([]string{"get", "update", "patch", "delete"}, machine, r, "", namespace, "x")
+		add([]string{"update", "patch"}, machine, r, "status", namespace, "x")
+		add([]string{"update"}, machine, r, "finalizers", namespace, "x")
+	}
+	add(read, machine, "machinehealthchecks", "", namespace, "")
+	add([]string{"update"}, machine, "machinehealthchecks", "status", namespace, "x")
+	add([]string{"get"}, "", "secrets", "", namespace, "worker-user-data")
+	add([]string{"get"}, "", "configmaps", "", namespace, "c")
+	// Leader election in the operand namespace.
+	add([]string{"create"}, "coordination.k8s.io", "leases", "", namespace, "")
+	add([]string{"get", "update"}, "coordination.k8s.io", "leases", "", namespace, names.MachineSetLeaseName)
+	// Node leases shared with NodeHealthCheck and Self Node Remediation.
+	add(read, "coordination.k8s.io", "leases", "", leaseNamespace, "")
+	add([]string{"create"}, "coordination.k8s.io", "leases", "", leaseNamespace, "")
+	add([]string{"get", "update", "delete"}, "coordination.k8s.io", "leases", "", leaseNamespace, nodemaintenance.LeaseName("node-1"))
+	return out
+}
+
+// operandForbidden are requests the operand's ServiceAccount must not be
+// able to make: a provider container sharing it could otherwise take over
+// the control plane's leader elections, or create namespaces.
+func operandForbidden() []access {
+	const coord = "coordination.k8s.io"
+	return []access{
+		{Verb: "create", Group: coord, Resource: "leases", Namespace: "kube-system"},
+		{Verb: "update", Group: coord, Resource: "leases", Namespace: "kube-system", Name: "kube-controller-manager"},
+		{Verb: "get", Group: coord, Resource: "leases", Namespace: "kube-system", Name: "kube-scheduler"},
+		{Verb: "delete", Group: coord, Resource: "leases", Namespace: "default", Name: "x"},
+		{Verb: "list", Group: coord, Resource: "leases"},
+		{Verb: "patch", Group: coord, Resource: "leases", Namespace: leaseNamespace, Name: "node-1"},
+		{Verb: "delete", Group: coord, Resource: "leases", Namespace: namespace, Name: names.MachineSetLeaseName},
+		{Verb: "create", Resource: "namespaces"},
+		{Verb: "get", Resource: "namespaces", Name: leaseNamespace},
+		{Verb: "delete", Resource: "namespaces", Name: leaseNamespace},
+		{Verb: "get", Group: "apps", Resource: "replicasets", Namespace: "default", Name: "rs"},
+		{Verb: "get", Group: "apps", Resource: "statefulsets", Namespace: "default", Name: "ss"},
+		{Verb: "get", Resource: "secrets", Namespace: "kube-system", Name: "x"},
+		{Verb: "create", Resource: "pods", Namespace: "default"},
+		{Verb: "update", Group: "config.openshift.io", Resource: "infrastructures", Name: "cluster"},
+		{Verb: "create", Group: "nodemaintenance.medik8s.io", Resource: "nodemaintenances"},
+		{Verb: "update", Group: "machine.openshift.io", Resource: "machines", Namespace: "default", Name: "x"},
+		{Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: namespace},
+	}
+}
+
+// operandRBAC is what the operand's ServiceAccount holds: the rendered
+// ClusterRole and Role, and the install's Role in leaseNamespace.
+type operandRBAC struct {
+	cluster []rbacv1.PolicyRule
+	byNS    map[string][]rbacv1.PolicyRule
+}
+
+func (r operandRBAC) allows(a access) bool {
+	return allows(append(slices.Clone(r.cluster), r.byNS[a.Namespace]...), a)
+}
+
+// loadOperandRBAC collects the operand's roles from a render and the
+// payload, checking that each is bound to the operand's ServiceAccount.
+func loadOperandRBAC(t *testing.T, rendered []client.Object, ms []install.Manifest) operandRBAC {
+	t.Helper()
+	r := operandRBAC{byNS: map[string][]rbacv1.PolicyRule{}}
+	objs := slices.Clone(rendered)
+	for _, m := range ms {
+		if m.File == leaseRBACFile {
+			objs = append(objs, decodeStrict(t, m).(client.Object))
+		}
+	}
+	bound := map[string]bool{}
+	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: operandRoleName, Namespace: namespace}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			if slices.Contains(o.Subjects, sa) {
+				bound["ClusterRole/"+o.RoleRef.Name] = true
+			}
+		case *rbacv1.RoleBinding:
+			if slices.Contains(o.Subjects, sa) && o.RoleRef.Kind == "Role" {
+				bound[o.Namespace+"/"+o.RoleRef.Name] = true
+			}
+		}
+	}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *rbacv1.ClusterRole:
+			if !bound["ClusterRole/"+o.Name] {
+				t.Errorf("ClusterRole %s is not bound to the operand", o.Name)
+			}
+			r.cluster = append(r.cluster, o.Rules...)
+		case *rbacv1.Role:
+			if !bound[o.Namespace+"/"+o.Name] {
+				t.Errorf("Role %s/%s is not bound to the operand", o.Namespace, o.Name)
+			}
+			r.byNS[o.Namespace] = append(r.byNS[o.Namespace], o.Rules...)
+		}
+	}
+	return r
+}
+
+// TestOperandRBACLeastPrivilege: the operand's ServiceAccount may do what its
+// controllers do and nothing in operandForbidden; in particular it holds
+// Leases only in its own namespace and in the lease namespace, and creates
+// no namespaces (the install ships the lease namespace).
+func TestOperandRBACLeastPrivilege(t *testing.T) {
+	ms := loadPayload(t)
+	for name, objs := range map[string][]client.Object{"AWS": renderAWS(t), "kubemark": renderKubemark(t)} {
+		t.Run(name, func(t *testing.T) {
+			r := loadOperandRBAC(t, objs, ms)
+			if len(r.byNS[leaseNamespace]) == 0 {
+				t.Fatalf("no Role in %s from %s", leaseNamespace, leaseRBACFile)
+			}
+			for _, a := range operandAccess() {
+				if !r.allows(a) {
+					t.Errorf("the operand cannot %s", a)
+				}
+			}
+			for _, a := range operandForbidden() {
+				if r.allows(a) {
+					t.Errorf("the operand can %s, which it does not need", a)
+				}
+			}
+			for i, rule := range r.cluster {
+				if slices.Contains(rule.Resources, "leases") || slices.Contains(rule.Resources, "namespaces") {
+					t.Errorf("ClusterRole rule %d grants %v cluster-wide", i, rule.Resources)
+				}
+			}
+		})
+	}
+	// The install ships the lease namespace (typed fails when it does not).
+	typed[*corev1.Namespace](t, ms, "Namespace", leaseNamespace)
+}
+
+// reviewer asks the API server, by SubjectAccessReview, whether user (in
+// groups) may make a request.
+func reviewer(ctx context.Context, t *testing.T, c client.Client, user string, groups []string) func(access) bool {
+	return func(a access) bool {
+		t.Helper()
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: a.Verb, Group: a.Group, Resource: a.Resource, Subresource: a.Subresource,
+				Namespace: a.Namespace, Name: a.Name,
+			},
+		}}
+		if err := c.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+}
+
+// checkOperandAuthorization asks the API server, once the operand's roles
+// are applied, whether the operand's ServiceAccount may make each request
+// of operandAccess (yes) and of operandForbidden (no): what
+// `kubectl auth can-i --as=system:serviceaccount:openshift-machine-api:machine-api-controllers`
+// answers.
+func checkOperandAuthorization(ctx context.Context, t *testing.T, c client.Client) {
+	sar := reviewer(ctx, t, c, operandUser, operandGroups)
+	for _, a := range operandAccess() {
+		if !eventuallyAllowed(sar, a) {
+			t.Errorf("the operand cannot %s", a)
+		}
+	}
+	for _, a := range operandForbidden() {
+		if sar(a) {
+			t.Errorf("the operand can %s", a)
+		}
+	}
+}
