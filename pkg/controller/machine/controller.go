@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
@@ -67,6 +68,11 @@ type Options struct {
 	// namespace; empty means every namespace the cache sees.
 	Namespace string
 
+	// MachineAPIMigration is OpenShift's feature gate of that name: when set,
+	// a Machine whose status.authoritativeAPI is not MachineAPI is left
+	// alone with Paused=True (package internal/authority).
+	MachineAPIMigration bool
+
 	// KubeClient is the clientset the drain uses (kubectl's drain helper
 	// needs one). SetupWithManager builds it from the manager's config when
 	// nil; a Reconciler used without a manager must set it to drain.
@@ -83,6 +89,7 @@ type Reconciler struct {
 	nodeDrainTimeout time.Duration
 	now              func() time.Time
 	namespace        string
+	migration        bool
 
 	// Tunables (tests shorten them).
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
@@ -106,6 +113,7 @@ func NewReconciler(opts Options) *Reconciler {
 		nodeDrainTimeout: opts.NodeDrainTimeout,
 		now:              opts.Now,
 		namespace:        opts.Namespace,
+		migration:        opts.MachineAPIMigration,
 		waitBackoff:      workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultWaitBackoffBase, defaultWaitBackoffMax),
 		drainBackoff:     workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultDrainBackoffBase, defaultDrainBackoffMax),
 		events:           newEventMemo(),
@@ -126,7 +134,7 @@ type scope struct {
 	base *machinev1beta1.Machine
 	key  types.NamespacedName
 	// gone: the finalizer was removed, or the Machine is not ours (another
-	// provider's); patchStatus writes nothing.
+	// provider's, or another API's); patchStatus writes nothing.
 	gone bool
 }
 
@@ -184,10 +192,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
+	d := authority.Decide(r.migration, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
+	if d.Step != authority.Reconcile {
+		return ctrl.Result{}, r.leaveToAuthority(ctx, s, d)
+	}
 	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, servedGroups(r.actuator)); foreign {
 		return ctrl.Result{}, r.leaveForeign(ctx, s, spec)
 	}
 	now := r.now()
+	if d.Paused != nil {
+		m.Status.Conditions = conditions.Set(m.Status.Conditions, *d.Paused, now)
+	}
 	m.Status.Conditions = conditions.Remove(m.Status.Conditions, ProviderSupportedCondition)
 	drainable, terminable := hookConditions(m.Spec.LifecycleHooks)
 	m.Status.Conditions = conditions.Set(m.Status.Conditions, drainable, now)

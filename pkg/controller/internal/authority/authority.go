@@ -1,0 +1,102 @@
+// Package authority decides whether the Machine API controllers act on a
+// Machine or MachineSet, following OpenShift's MachineAPIMigration rules:
+// with the feature gate on, only a resource whose status.authoritativeAPI is
+// MachineAPI is reconciled; one handed to Cluster API (or migrating) is left
+// alone with the Paused condition. See docs/openshift.md, "authoritativeAPI".
+package authority
+
+import (
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+)
+
+// FeatureGate is the OpenShift feature gate that turns the rules on (passed
+// to the operands as --feature-gates=MachineAPIMigration=true).
+const FeatureGate = "MachineAPIMigration"
+
+// The Paused condition, with OpenShift's type and reasons (its machine
+// controller's PausedCondition, PausedConditionReason and
+// NotPausedConditionReason, shared with its machineset controller).
+const (
+	PausedCondition machinev1beta1.ConditionType = "Paused"
+	// ReasonNotMachineAPI: True, status.authoritativeAPI is ClusterAPI or
+	// Migrating; the controller does nothing else.
+	ReasonNotMachineAPI = "AuthoritativeAPINotMachineAPI"
+	// ReasonMachineAPI: False, status.authoritativeAPI is MachineAPI.
+	ReasonMachineAPI = "AuthoritativeAPIMachineAPI"
+)
+
+// Step is what a controller does with a resource.
+type Step int
+
+const (
+	// Reconcile as usual (setting Decision.Paused when it is not nil).
+	Reconcile Step = iota
+	// InitStatus writes status.authoritativeAPI (Decision.InitTo) and
+	// nothing else; the write brings the resource back.
+	InitStatus
+	// Pause sets Decision.Paused (True) and does nothing else.
+	Pause
+	// Ignore does nothing: status.authoritativeAPI has a value no API
+	// defines (the CRD refuses it; OpenShift logs and returns too).
+	Ignore
+)
+
+func (s Step) String() string {
+	switch s {
+	case Reconcile:
+		return "Reconcile"
+	case InitStatus:
+		return "InitStatus"
+	case Pause:
+		return "Pause"
+	default:
+		return "Ignore"
+	}
+}
+
+// Decision is what Decide returns.
+type Decision struct {
+	Step Step
+	// InitTo is the value InitStatus writes to status.authoritativeAPI.
+	InitTo machinev1beta1.MachineAuthority
+	// Paused is the Paused condition to set; nil leaves the conditions
+	// alone (the gate is off, or the CRD has no authoritativeAPI field).
+	Paused *machinev1beta1.Condition
+}
+
+// Decide applies the rules to a resource's spec and status authoritativeAPI.
+//
+//	gate  spec   status               → step
+//	off   any    any                    Reconcile (the fields are ignored)
+//	on    ""     any                    Reconcile (the CRD variant has no such field: its default would be MachineAPI)
+//	on    X      ""                     InitStatus to X (as OpenShift's controllers do when the migration controller has not yet)
+//	on    any    ClusterAPI, Migrating  Pause (Paused=True/AuthoritativeAPINotMachineAPI)
+//	on    any    MachineAPI             Reconcile with Paused=False/AuthoritativeAPIMachineAPI
+//	on    any    other                  Ignore
+func Decide(gateOn bool, spec, status machinev1beta1.MachineAuthority) Decision {
+	if !gateOn || spec == "" {
+		return Decision{Step: Reconcile}
+	}
+	switch status {
+	case "":
+		return Decision{Step: InitStatus, InitTo: spec}
+	case machinev1beta1.MachineAuthorityClusterAPI, machinev1beta1.MachineAuthorityMigrating:
+		c := conditions.New(PausedCondition, corev1.ConditionTrue, ReasonNotMachineAPI, "", message(status))
+		return Decision{Step: Pause, Paused: &c}
+	case machinev1beta1.MachineAuthorityMachineAPI:
+		c := conditions.New(PausedCondition, corev1.ConditionFalse, ReasonMachineAPI, machinev1beta1.ConditionSeverityInfo, message(status))
+		return Decision{Step: Reconcile, Paused: &c}
+	default:
+		return Decision{Step: Ignore}
+	}
+}
+
+// message is OpenShift's Paused message.
+func message(status machinev1beta1.MachineAuthority) string {
+	return fmt.Sprintf("The AuthoritativeAPI status is set to '%s'", status)
+}
