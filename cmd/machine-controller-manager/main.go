@@ -10,13 +10,17 @@ import (
 	"os"
 	"time"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/kubemark"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
@@ -68,12 +72,22 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 	if err != nil {
 		return err
 	}
+	if err := addControllers(mgr, opts, drainTimeout); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// addControllers registers the kubemark provider's indexes and the machine
+// controller, the latter once the Machine CRD is served: on a cluster
+// without it (yet) the binary waits, not ready, instead of exiting.
+func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration) error {
 	// The provider writes Nodes and reads and writes node Leases
 	// (kube-node-lease) directly: the manager's cache only covers
 	// --namespace, and a few Lease reads are cheaper than a cluster-wide
 	// Lease watch. Nodes it reads from the manager's cache (cluster-wide,
 	// the machine controller watches them anyway), indexed by InternalIP.
-	providerClient, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	providerClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return fmt.Errorf("creating the provider client: %w", err)
 	}
@@ -85,8 +99,12 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 		NodeDrainTimeout: drainTimeout,
 		Namespace:        opts.Namespace,
 	})
-	if err := r.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
+	err = crdwait.Add(mgr, crdwait.Gate{
+		Name: "machine", Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("Machine")}, Required: true,
+		Setup: func(mgr manager.Manager) error { return r.SetupWithManager(mgr, opts.ControllerOptions()) },
+	})
+	if err != nil {
 		return fmt.Errorf("setting up the machine controller: %w", err)
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return nil
 }

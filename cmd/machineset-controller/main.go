@@ -9,12 +9,16 @@ import (
 	"os"
 	"time"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 	"github.com/machine-api-operator/machine-api-operator/pkg/webhooks"
 )
@@ -81,13 +85,29 @@ func run(opts operand.Options, f flags) error {
 	if err != nil {
 		return err
 	}
+	if err := addControllers(mgr, opts, f); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// addControllers registers the machineset controller and the admission
+// webhooks.
+func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	r := machineset.NewReconciler(machineset.Options{
 		Namespace:            opts.Namespace,
 		MaxCreateBurst:       f.createBurst,
 		MaxConcurrentDeletes: f.maxConcurrentDeletes,
 		ExpectationsTimeout:  f.expectationsTimeout,
 	})
-	if err := r.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
+	// On a cluster without the Machine API CRDs (yet) the controller waits
+	// for them, not ready, instead of exiting; the webhooks serve at once.
+	err := crdwait.Add(mgr, crdwait.Gate{
+		Name: "machineset", Required: true,
+		Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("MachineSet"), machinev1beta1.GroupVersion.WithKind("Machine")},
+		Setup: func(mgr manager.Manager) error { return r.SetupWithManager(mgr, opts.ControllerOptions()) },
+	})
+	if err != nil {
 		return fmt.Errorf("setting up the machineset controller: %w", err)
 	}
 	if opts.Webhook.Enabled {
@@ -95,5 +115,5 @@ func run(opts operand.Options, f flags) error {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return nil
 }

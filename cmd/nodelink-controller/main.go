@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"os"
 
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
@@ -51,9 +55,23 @@ func run(opts operand.Options) error {
 	if err != nil {
 		return err
 	}
-	r := nodelink.NewReconciler(nodelink.Options{Namespace: opts.Namespace})
-	if err := r.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
-		return fmt.Errorf("setting up nodelink: %w", err)
+	if err := addControllers(mgr, opts); err != nil {
+		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// addControllers registers nodelink once the Machine CRD is served: on a
+// cluster without it (yet) the binary waits, not ready, instead of exiting.
+func addControllers(mgr manager.Manager, opts operand.Options) error {
+	err := crdwait.Add(mgr, crdwait.Gate{
+		Name: "nodelink", Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("Machine")}, Required: true,
+		Setup: func(mgr manager.Manager) error {
+			return nodelink.NewReconciler(nodelink.Options{Namespace: opts.Namespace}).SetupWithManager(mgr, opts.ControllerOptions())
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("setting up nodelink: %w", err)
+	}
+	return nil
 }

@@ -6,6 +6,10 @@ package crdwaittest
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +88,53 @@ func (e *Env) Install(t testing.TB, sets ...manifests.CRDSet) {
 	}
 	if err := envtest.WaitForCRDs(e.Config, crds, envtest.CRDInstallOptions{MaxTime: 30 * time.Second, PollInterval: 100 * time.Millisecond}); err != nil {
 		t.Fatal(fmt.Errorf("waiting for the CRDs to be served: %w", err))
+	}
+}
+
+// FreeAddr returns a loopback address with a port free right now, for a
+// binary's health probe server.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// Readyz returns the status code and body of http://addr/readyz?verbose
+// (each check on a line, "[-]name failed" for a failing one).
+func Readyz(ctx context.Context, addr string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz?verbose=true", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// ReadyzCondition holds when /readyz at addr answers wantReady (200, or
+// not 200 with "[-]<failing> failed" in the body).
+func ReadyzCondition(addr string, wantReady bool, failing string) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		code, body, err := Readyz(ctx, addr)
+		switch {
+		case err != nil:
+			return false, err
+		case wantReady && code != http.StatusOK:
+			return false, fmt.Errorf("/readyz: %d %s", code, body)
+		case !wantReady && (code == http.StatusOK || !strings.Contains(body, "[-]"+failing+" failed")):
+			return false, fmt.Errorf("/readyz: %d %s, want check %s failing", code, body, failing)
+		}
+		return true, nil
 	}
 }

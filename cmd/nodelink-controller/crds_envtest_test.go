@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/manifests"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait/crdwaittest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
+)
+
+// TestStartsWithoutMachineCRD: on a bare API server the binary runs, not
+// ready (check crd-nodelink), instead of exiting; once the Machine API CRDs
+// are installed it becomes ready and links a Machine to its Node without a
+// restart. Breaks if: the reconciler were set up outside its crdwait gate.
+func TestStartsWithoutMachineCRD(t *testing.T) {
+	e := crdwaittest.Start(t)
+	ctx := context.Background()
+	const ns = "nodelink-bare"
+	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := crdwaittest.FreeAddr(t)
+	opts, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := opts.NewManager(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addControllers(mgr, opts); err != nil {
+		t.Fatalf("setting nodelink up without the Machine CRD: %v", err)
+	}
+	testenv.Run(t, mgr)
+	poll.Eventually(t, 30*time.Second, "not ready while the Machine CRD is missing", crdwaittest.ReadyzCondition(addr, false, "crd-nodelink"))
+
+	e.Install(t, manifests.MachineCRDs)
+	poll.Eventually(t, 30*time.Second, "ready once the CRDs are served", crdwaittest.ReadyzCondition(addr, true, ""))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "kubemark://n1"}}
+	if err := e.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1"}, Spec: machinev1beta1.MachineSpec{ProviderID: ptr.To("kubemark://n1")}}
+	if err := e.Client.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, 30*time.Second, "Machine m1 linked to Node n1", poll.Check(func() error {
+		got := &machinev1beta1.Machine{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(m), got); err != nil {
+			return err
+		}
+		if got.Status.NodeRef == nil || got.Status.NodeRef.Name != "n1" {
+			return fmt.Errorf("status.nodeRef = %+v", got.Status.NodeRef)
+		}
+		return nil
+	}))
+}
