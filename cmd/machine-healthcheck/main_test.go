@@ -3,6 +3,7 @@ package main
 import (
 	"testing"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machinehealthcheck"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/operandtest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
 )
@@ -56,4 +57,35 @@ func TestOpenShiftCommandLine(t *testing.T) {
 		t.Fatalf("OpenShift's command line refused: %v", err)
 	}
 	operandtest.Check(t, opts, operandtest.Want{HealthAddr: ":9442", MetricsAddr: ":8083"})
+}
+
+// TestHealthCheckSemanticsFlags: by default the MachineHealthCheck paces
+// nothing beyond maxUnhealthy (as OpenShift) and times startup from
+// creation; the flags turn the pacing on and restore OpenShift's startup
+// clock.
+func TestHealthCheckSemanticsFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args        []string
+		burst       int
+		backoff     bool
+		startupFrom machinehealthcheck.StartupClock
+	}{
+		{nil, 0, false, machinehealthcheck.StartupFromCreation},
+		{[]string{"--remediation-burst=10", "--remediation-backoff"}, 10, true, machinehealthcheck.StartupFromCreation},
+		{[]string{"--node-startup-timeout-from=lastUpdated"}, 0, false, machinehealthcheck.StartupFromLastUpdated},
+		{[]string{"--node-startup-timeout-from=creation"}, 0, false, machinehealthcheck.StartupFromCreation},
+	} {
+		_, f, err := parse(tc.args, "")
+		if err != nil {
+			t.Errorf("parse(%q): %v", tc.args, err)
+			continue
+		}
+		if f.mhc.RemediationBurst != tc.burst || f.mhc.RemediationBackoff != tc.backoff || f.mhc.NodeStartupTimeoutFrom != tc.startupFrom {
+			t.Errorf("parse(%q): burst %d backoff %v startup from %q, want %d %v %q", tc.args,
+				f.mhc.RemediationBurst, f.mhc.RemediationBackoff, f.mhc.NodeStartupTimeoutFrom, tc.burst, tc.backoff, tc.startupFrom)
+		}
+	}
+	if _, _, err := parse([]string{"--node-startup-timeout-from=lastupdated"}, ""); err == nil {
+		t.Error("--node-startup-timeout-from=lastupdated (wrong case) accepted")
+	}
 }

@@ -11,20 +11,15 @@ const (
 	// remediation; the status is still written.
 	PausedAnnotation = "cluster.x-k8s.io/paused"
 
-	// RemediateControlPlaneAnnotation set to "true" on a MachineHealthCheck
-	// lets it delete control-plane Machines. Without it, unhealthy
-	// control-plane Machines are reported (event SkippedControlPlane) but
-	// left alone: deleting one can cost etcd quorum. This opt-in is this
-	// project's own; OpenShift's controller has no control-plane protection.
-	// It guards deletion only: with spec.remediationTemplate set, requests
-	// are created for control-plane Machines too (the external remediator,
-	// e.g. a reboot, decides what is safe).
-	RemediateControlPlaneAnnotation = "machine.openshift.io/remediate-control-plane"
-
-	// MachineRoleLabel and MachineTypeLabel set to "master" mark a
-	// control-plane Machine.
-	MachineRoleLabel = "machine.openshift.io/cluster-api-machine-role"
-	MachineTypeLabel = "machine.openshift.io/cluster-api-machine-type"
+	// RemediationStrategyAnnotation on a MachineHealthCheck set to
+	// RemediationStrategyExternalBaremetal makes it annotate unhealthy
+	// Machines (not Failed ones) with ExternalRemediationAnnotation instead
+	// of deleting them: OpenShift's baremetal provider then power-cycles the
+	// host (powers it off, deletes the Node, powers it on) and removes the
+	// annotation once the Node is back. OpenShift's names.
+	RemediationStrategyAnnotation        = "machine.openshift.io/remediation-strategy"
+	RemediationStrategyExternalBaremetal = "external-baremetal"
+	ExternalRemediationAnnotation        = "host.metal3.io/external-remediation"
 
 	// ExcludeFromRemediationLabel set to "true" on a Node excludes its
 	// Machine from remediation (medik8s convention).
@@ -37,8 +32,6 @@ const (
 	// external remediation request name the template it was built from.
 	ClonedFromNameAnnotation      = "machine.openshift.io/cloned-from-name"
 	ClonedFromGroupKindAnnotation = "machine.openshift.io/cloned-from-groupkind"
-
-	masterRole = "master"
 )
 
 // DefaultNodeStartupTimeout applies when spec.nodeStartupTimeout is unset.
@@ -68,11 +61,14 @@ const (
 	EventMachineDeleted        = "MachineDeleted"        // Normal: remediated by deletion
 	EventMachineDeletionFailed = "MachineDeletionFailed" // Warning
 	EventSkippedNoController   = "SkippedNoController"   // Warning: nothing would replace the Machine
-	EventSkippedControlPlane   = "SkippedControlPlane"   // Warning: control-plane Machine, no opt-in
 	EventSkippedExcluded       = "SkippedExcluded"       // Normal: Node excluded from remediation or under maintenance
 	EventRequestCreated        = "ExternalRemediationRequestCreated"
 	EventRequestCreationFailed = "ExternalRemediationRequestCreationFailed"
 	EventRequestDeleted        = "ExternalRemediationRequestDeleted"
+	// external-baremetal (OpenShift's reasons): the Machine was annotated
+	// (Normal), or the annotation could not be written (Warning).
+	EventExternalAnnotationAdded  = "ExternalAnnotationAdded"
+	EventExternalAnnotationFailed = "ExternalAnnotationFailed"
 	// Warning: a repeated remediation of the same MachineSet (deletion) or
 	// Machine (external remediation) waits; the note names the delay and
 	// its end (once per Machine and wait).

@@ -8,9 +8,8 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
 // Health classifies one target.
@@ -63,14 +62,28 @@ type verdict struct {
 	Recheck time.Duration
 }
 
-// healthParams is what the MachineHealthCheck spec says about health.
+// StartupClock names the moment spec.nodeStartupTimeout runs from.
+type StartupClock string
+
+const (
+	// StartupFromCreation: the Machine's creationTimestamp (the default;
+	// docs/openshift.md says why).
+	StartupFromCreation StartupClock = "creation"
+	// StartupFromLastUpdated: the Machine's status.lastUpdated, as
+	// OpenShift's controller does; a Machine without it is not timed yet.
+	StartupFromLastUpdated StartupClock = "lastUpdated"
+)
+
+// healthParams is what the MachineHealthCheck spec (and the controller's
+// startup clock) say about health.
 type healthParams struct {
 	conditions     []machinev1beta1.UnhealthyCondition
 	startupTimeout time.Duration // 0 disables the startup check
+	startupFrom    StartupClock
 }
 
-func paramsOf(mhc *machinev1beta1.MachineHealthCheck) healthParams {
-	p := healthParams{conditions: mhc.Spec.UnhealthyConditions, startupTimeout: DefaultNodeStartupTimeout}
+func paramsOf(mhc *machinev1beta1.MachineHealthCheck, from StartupClock) healthParams {
+	p := healthParams{conditions: mhc.Spec.UnhealthyConditions, startupTimeout: DefaultNodeStartupTimeout, startupFrom: from}
 	if mhc.Spec.NodeStartupTimeout != nil {
 		p.startupTimeout = mhc.Spec.NodeStartupTimeout.Duration
 	}
@@ -90,9 +103,18 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 		if p.startupTimeout <= 0 {
 			return verdict{Health: Starting, Reason: "no Node yet (nodeStartupTimeout disabled)"}
 		}
-		expiry := m.CreationTimestamp.Add(p.startupTimeout)
+		since, what := m.CreationTimestamp.Time, "creation"
+		if p.startupFrom == StartupFromLastUpdated {
+			if m.Status.LastUpdated == nil {
+				// OpenShift's rule: not timed until the status is written;
+				// that write wakes the controller (machinePredicate).
+				return verdict{Health: Starting, Reason: "no Node yet (status.lastUpdated not set)"}
+			}
+			since, what = m.Status.LastUpdated.Time, "the last status update"
+		}
+		expiry := since.Add(p.startupTimeout)
 		if !now.Before(expiry) {
-			return verdict{Health: Unhealthy, Reason: fmt.Sprintf("no Node %s after creation (nodeStartupTimeout)", p.startupTimeout),
+			return verdict{Health: Unhealthy, Reason: fmt.Sprintf("no Node %s after %s (nodeStartupTimeout)", p.startupTimeout, what),
 				Cause: CauseNodeStartupTimeout}
 		}
 		return verdict{Health: Starting, Reason: "no Node yet", Recheck: expiry.Sub(now)}
@@ -221,19 +243,6 @@ func maxUnhealthyString(v *intstr.IntOrString) string {
 	return v.String()
 }
 
-// isControlPlane reports whether m (or its Node) is a control-plane one.
-func isControlPlane(m *machinev1beta1.Machine, node *corev1.Node) bool {
-	if m.Labels[MachineRoleLabel] == masterRole || m.Labels[MachineTypeLabel] == masterRole {
-		return true
-	}
-	if node == nil {
-		return false
-	}
-	_, cp := node.Labels[machine.ControlPlaneNodeRoleLabel]
-	_, master := node.Labels[machine.MasterNodeRoleLabel]
-	return cp || master
-}
-
 // excludedNode reports why node must not be remediated ("" if it may be):
 // the medik8s exclusion label, or a node maintenance's drain taint.
 func excludedNode(node *corev1.Node) string {
@@ -259,4 +268,58 @@ func requestKind(templateKind string) (string, error) {
 		return "", fmt.Errorf("remediation template kind %q does not end in \"Template\"", templateKind)
 	}
 	return k, nil
+}
+
+// sameNode reports whether node (read by the name in ref) is the Node ref
+// names: a Node recreated under that name (another UID) is not, so the
+// Machine's own Node is gone. A ref without a UID matches by name.
+func sameNode(ref *corev1.ObjectReference, node *corev1.Node) bool {
+	return ref.UID == "" || ref.UID == node.UID
+}
+
+// remediation is how an Unhealthy target is remediated.
+type remediation int
+
+const (
+	// remediateSkipExcluded: its Node is excluded or under maintenance.
+	remediateSkipExcluded remediation = iota
+	// remediateRequest: create an external remediation request from
+	// spec.remediationTemplate.
+	remediateRequest
+	// remediateAnnotate: annotate the Machine with
+	// ExternalRemediationAnnotation for the baremetal provider.
+	remediateAnnotate
+	// remediateAnnotated: the annotation is there; the provider is at work.
+	remediateAnnotated
+	// remediateSkipNoController: nothing would replace the Machine.
+	remediateSkipNoController
+	// remediateDelete: delete the Machine (its controller replaces it).
+	remediateDelete
+)
+
+// decideRemediation says how to remediate the Unhealthy Machine m whose
+// Node is node (nil: none or gone), following OpenShift's order: a
+// remediationTemplate wins; else the external-baremetal strategy annotates
+// a Machine that is not Failed (whatever its owner); else a Machine with a
+// controller owner is deleted. Control-plane Machines are treated like any
+// other (OpenShift's rule: their owner, the ControlPlaneMachineSet, replaces
+// them; etcd guards itself with lifecycle hooks). Before all that, a Node
+// excluded from remediation or under maintenance is left alone (medik8s'
+// convention, this project's addition).
+func decideRemediation(mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, node *corev1.Node) remediation {
+	switch {
+	case excludedNode(node) != "":
+		return remediateSkipExcluded
+	case mhc.Spec.RemediationTemplate != nil:
+		return remediateRequest
+	case mhc.Annotations[RemediationStrategyAnnotation] == RemediationStrategyExternalBaremetal &&
+		(m.Status.Phase == nil || *m.Status.Phase != machinev1beta1.PhaseFailed):
+		if _, ok := m.Annotations[ExternalRemediationAnnotation]; ok {
+			return remediateAnnotated
+		}
+		return remediateAnnotate
+	case metav1.GetControllerOf(m) == nil:
+		return remediateSkipNoController
+	}
+	return remediateDelete
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -41,6 +42,8 @@ func TestAssess(t *testing.T) {
 		},
 		startupTimeout: 10 * time.Minute,
 	}
+	lastUpdatedClock := params
+	lastUpdatedClock.startupFrom = StartupFromLastUpdated
 	noNode := func(created time.Time) func(*machinev1beta1.Machine) {
 		return func(m *machinev1beta1.Machine) {
 			m.Status.NodeRef = nil
@@ -82,6 +85,15 @@ func TestAssess(t *testing.T) {
 		{name: "no node, lastUpdated recent but created long ago", machine: testMachine(noNode(t0.Add(-11*time.Minute)), func(m *machinev1beta1.Machine) {
 			m.Status.LastUpdated = ptr.To(metav1.NewTime(t0))
 		}), want: Unhealthy},
+		{name: "lastUpdated clock: updated 4m ago, created long ago", machine: testMachine(noNode(t0.Add(-time.Hour)), func(m *machinev1beta1.Machine) {
+			m.Status.LastUpdated = ptr.To(metav1.NewTime(t0.Add(-4 * time.Minute)))
+		}), params: &lastUpdatedClock, want: Starting, wantRecheck: 6 * time.Minute},
+		{name: "lastUpdated clock: updated 11m ago, created just now", machine: testMachine(noNode(t0), func(m *machinev1beta1.Machine) {
+			m.Status.LastUpdated = ptr.To(metav1.NewTime(t0.Add(-11 * time.Minute)))
+		}), params: &lastUpdatedClock, want: Unhealthy, wantReason: "last status update"},
+		{name: "lastUpdated clock: never updated, created long ago", machine: testMachine(noNode(t0.Add(-time.Hour)), func(m *machinev1beta1.Machine) {
+			m.Status.LastUpdated = nil
+		}), params: &lastUpdatedClock, want: Starting, wantReason: "lastUpdated not set"},
 		{name: "no node, startup timeout disabled", machine: testMachine(noNode(t0.Add(-24 * time.Hour))),
 			params: &healthParams{conditions: params.conditions}, want: Starting},
 		{name: "deleting", machine: testMachine(func(m *machinev1beta1.Machine) {
@@ -108,11 +120,11 @@ func TestAssess(t *testing.T) {
 
 func TestParamsDefaults(t *testing.T) {
 	mhc := &machinev1beta1.MachineHealthCheck{}
-	if p := paramsOf(mhc); p.startupTimeout != DefaultNodeStartupTimeout {
+	if p := paramsOf(mhc, StartupFromCreation); p.startupTimeout != DefaultNodeStartupTimeout {
 		t.Errorf("default startup timeout %v", p.startupTimeout)
 	}
 	mhc.Spec.NodeStartupTimeout = &metav1.Duration{}
-	if p := paramsOf(mhc); p.startupTimeout != 0 {
+	if p := paramsOf(mhc, StartupFromCreation); p.startupTimeout != 0 {
 		t.Errorf("\"0\" startup timeout = %v, want disabled", p.startupTimeout)
 	}
 }
@@ -217,24 +229,70 @@ func TestRestrictedMessage(t *testing.T) {
 	}
 }
 
-func TestIsControlPlaneAndExcluded(t *testing.T) {
-	worker := testMachine()
-	if isControlPlane(worker, testNode()) {
-		t.Error("worker is control plane")
+// TestDecideRemediation: OpenShift's order (template, then
+// external-baremetal for a Machine that is not Failed, then deletion of a
+// Machine with a controller owner), after this project's exclusions;
+// control-plane Machines are not special.
+func TestDecideRemediation(t *testing.T) {
+	owned := func(m *machinev1beta1.Machine) {
+		m.OwnerReferences = []metav1.OwnerReference{{APIVersion: "machine.openshift.io/v1beta1", Kind: "MachineSet", Name: "ms", UID: "ms", Controller: ptr.To(true)}}
 	}
-	for _, l := range []string{MachineRoleLabel, MachineTypeLabel} {
-		m := testMachine(func(m *machinev1beta1.Machine) { m.Labels = map[string]string{l: "master"} })
-		if !isControlPlane(m, nil) {
-			t.Errorf("machine label %s=master not control plane", l)
+	failed := func(m *machinev1beta1.Machine) { m.Status.Phase = ptr.To(machinev1beta1.PhaseFailed) }
+	master := func(m *machinev1beta1.Machine) {
+		m.Labels = map[string]string{"machine.openshift.io/cluster-api-machine-role": "master", "machine.openshift.io/cluster-api-machine-type": "master"}
+	}
+	annotated := func(m *machinev1beta1.Machine) { m.Annotations = map[string]string{ExternalRemediationAnnotation: ""} }
+	plain := &machinev1beta1.MachineHealthCheck{}
+	baremetal := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{RemediationStrategyAnnotation: "external-baremetal"}}}
+	otherStrategy := &machinev1beta1.MachineHealthCheck{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{RemediationStrategyAnnotation: "reboot"}}}
+	template := &machinev1beta1.MachineHealthCheck{Spec: machinev1beta1.MachineHealthCheckSpec{RemediationTemplate: &corev1.ObjectReference{Kind: "Metal3RemediationTemplate", Name: "t"}}}
+	bothWays := template.DeepCopy()
+	bothWays.Annotations = baremetal.Annotations
+	maintained := testNode()
+	maintained.Spec.Taints = []corev1.Taint{{Key: NodeMaintenanceTaint, Effect: corev1.TaintEffectNoSchedule}}
+	for _, tc := range []struct {
+		name    string
+		mhc     *machinev1beta1.MachineHealthCheck
+		machine *machinev1beta1.Machine
+		node    *corev1.Node
+		want    remediation
+	}{
+		{"owned: deleted", plain, testMachine(owned), testNode(), remediateDelete},
+		{"no controller owner: skipped", plain, testMachine(), testNode(), remediateSkipNoController},
+		{"control plane with an owner: deleted like any other", plain, testMachine(owned, master), testNode(), remediateDelete},
+		{"control plane without an owner: skipped", plain, testMachine(master), nil, remediateSkipNoController},
+		{"Node under maintenance: left alone", plain, testMachine(owned), maintained, remediateSkipExcluded},
+		{"template: request", template, testMachine(), testNode(), remediateRequest},
+		{"template wins over external-baremetal", bothWays, testMachine(owned), testNode(), remediateRequest},
+		{"external-baremetal: annotate, owner or not", baremetal, testMachine(), nil, remediateAnnotate},
+		{"external-baremetal, Machine without a Node: annotate", baremetal, testMachine(func(m *machinev1beta1.Machine) { m.Status.NodeRef = nil }), nil, remediateAnnotate},
+		{"external-baremetal, control plane: annotate", baremetal, testMachine(master), testNode(), remediateAnnotate},
+		{"external-baremetal, already annotated: nothing", baremetal, testMachine(owned, annotated), nil, remediateAnnotated},
+		{"external-baremetal, Failed: deleted", baremetal, testMachine(owned, failed), testNode(), remediateDelete},
+		{"external-baremetal, Failed, no owner: skipped", baremetal, testMachine(failed), testNode(), remediateSkipNoController},
+		{"another strategy value: deleted", otherStrategy, testMachine(owned), testNode(), remediateDelete},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decideRemediation(tc.mhc, tc.machine, tc.node); got != tc.want {
+				t.Errorf("decideRemediation = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSameNode(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u1"}}
+	for _, tc := range []struct {
+		uid  types.UID
+		want bool
+	}{{"u1", true}, {"u0", false}, {"", true}} {
+		if got := sameNode(&corev1.ObjectReference{Name: "n", UID: tc.uid}, n); got != tc.want {
+			t.Errorf("sameNode(ref uid %q, node uid u1) = %v, want %v", tc.uid, got, tc.want)
 		}
 	}
-	for _, l := range []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"} {
-		n := testNode()
-		n.Labels = map[string]string{l: ""}
-		if !isControlPlane(worker, n) {
-			t.Errorf("node label %s not control plane", l)
-		}
-	}
+}
+
+func TestExcludedNode(t *testing.T) {
 	n := testNode()
 	if excludedNode(n) != "" || excludedNode(nil) != "" {
 		t.Error("plain node excluded")
@@ -309,6 +367,13 @@ func TestNodeChangeMatters(t *testing.T) {
 	m2.Status.LastUpdated = ptr.To(metav1.NewTime(t0))
 	if machineChangeMatters(m, m2) {
 		t.Error("lastUpdated matters")
+	}
+	lastUpdatedOnly := event.UpdateEvent{ObjectOld: m, ObjectNew: m2}
+	if machinePredicate(StartupFromCreation).Update(lastUpdatedOnly) {
+		t.Error("lastUpdated passes with the creation clock")
+	}
+	if !machinePredicate(StartupFromLastUpdated).Update(lastUpdatedOnly) {
+		t.Error("lastUpdated does not pass with the lastUpdated clock")
 	}
 	m2.Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
 	if !machineChangeMatters(m, m2) {

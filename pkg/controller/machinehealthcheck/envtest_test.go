@@ -290,23 +290,23 @@ func TestExcludedNodes(t *testing.T) {
 	}
 }
 
-// TestControlPlane: a control-plane Machine is not deleted unless the
-// MachineHealthCheck opts in.
+// TestControlPlane: a control-plane Machine is remediated like any other,
+// as OpenShift does (its controller owner, the ControlPlaneMachineSet,
+// replaces it); one without a controller owner is skipped.
 func TestControlPlane(t *testing.T) {
 	h := newHarness(t)
-	h.newMachine("master", machineOpts{mhc: "cp", owned: true, failed: true, labels: map[string]string{MachineRoleLabel: "master"}})
+	master := map[string]string{"machine.openshift.io/cluster-api-machine-role": "master"}
+	h.newMachine("owned-master", machineOpts{mhc: "cp", owned: true, failed: true, labels: master})
+	h.newMachine("lone-master", machineOpts{mhc: "cp", failed: true, labels: master})
 	h.newMHC("cp")
-	h.eventually("SkippedControlPlane event", func() error {
-		if n := len(h.rec.find(EventSkippedControlPlane, "master")); n != 1 {
+	h.waitGone("owned-master")
+	h.eventually("SkippedNoController event", func() error {
+		if n := len(h.rec.find(EventSkippedNoController, "lone-master")); n != 1 {
 			return fmt.Errorf("%d events", n)
 		}
 		return nil
 	})
-	if !h.exists("master") {
-		t.Fatal("control-plane Machine deleted without opt-in")
+	if !h.exists("lone-master") {
+		t.Fatal("control-plane Machine without a controller owner deleted")
 	}
-	h.patchMHC("cp", func(m *machinev1beta1.MachineHealthCheck) {
-		m.Annotations = map[string]string{RemediateControlPlaneAnnotation: "true"}
-	})
-	h.waitGone("master")
 }

@@ -45,14 +45,22 @@ type Options struct {
 	// Clock (optional) is the time source; tests use a fake one.
 	Clock clock.PassiveClock
 	// RemediationBurst and RemediationInterval limit the remediations
-	// (Machine deletions, external remediation requests created) of each
-	// MachineHealthCheck with a token bucket: at most RemediationBurst at
-	// once, then one per RemediationInterval. A RemediationBurst or
-	// RemediationInterval of 0 disables the limit (the zero Options do;
-	// cmd/machine-healthcheck defaults to DefaultRemediationBurst and
-	// DefaultRemediationInterval).
+	// (Machine deletions, external remediation requests created, Machines
+	// annotated for external-baremetal) of each MachineHealthCheck with a
+	// token bucket: at most RemediationBurst at once, then one per
+	// RemediationInterval. A RemediationBurst or RemediationInterval of 0
+	// disables the limit (the default, as OpenShift has none;
+	// --remediation-burst turns it on).
 	RemediationBurst    int
 	RemediationInterval time.Duration
+	// RemediationBackoff delays repeated remediation of one MachineSet's
+	// Machines (or one Machine) for the same cause (see the package
+	// documentation). Off by default, as OpenShift has none.
+	RemediationBackoff bool
+	// NodeStartupTimeoutFrom is when spec.nodeStartupTimeout starts:
+	// StartupFromCreation (also when empty) or StartupFromLastUpdated
+	// (OpenShift's).
+	NodeStartupTimeoutFrom StartupClock
 }
 
 // Validate rejects a negative RemediationBurst, and a limit
@@ -63,6 +71,11 @@ func (o Options) Validate() error {
 	}
 	if o.RemediationBurst > 0 && o.RemediationInterval <= 0 {
 		return fmt.Errorf("the remediation interval (--remediation-interval) must be positive when the remediation burst (%d) is, got %s", o.RemediationBurst, o.RemediationInterval)
+	}
+	switch o.NodeStartupTimeoutFrom {
+	case "", StartupFromCreation, StartupFromLastUpdated:
+	default:
+		return fmt.Errorf("the node startup clock (--node-startup-timeout-from) must be %q or %q, got %q", StartupFromCreation, StartupFromLastUpdated, o.NodeStartupTimeoutFrom)
 	}
 	return nil
 }
@@ -78,7 +91,10 @@ type Reconciler struct {
 	events    *eventMemo
 	limit     rateLimit
 	backoff   backoffPolicy
+	backoffOn bool
 	pacing    *pacing
+	// startupFrom is when nodeStartupTimeout starts.
+	startupFrom StartupClock
 }
 
 // NewReconciler returns a MachineHealthCheck controller with opts' defaults
@@ -95,7 +111,13 @@ func NewReconciler(opts Options) *Reconciler {
 		events:    newEventMemo(),
 		limit:     rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
 		backoff:   defaultBackoff,
+		backoffOn: opts.RemediationBackoff,
 		pacing:    newPacing(),
+
+		startupFrom: opts.NodeStartupTimeoutFrom,
+	}
+	if r.startupFrom == "" {
+		r.startupFrom = StartupFromCreation
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -106,7 +128,7 @@ func NewReconciler(opts Options) *Reconciler {
 // target is one selected Machine with its Node and verdict.
 type target struct {
 	machine *machinev1beta1.Machine
-	node    *corev1.Node // nil: no nodeRef, or the Node is gone
+	node    *corev1.Node // nil: no nodeRef, or the Node is gone (or replaced)
 	verdict verdict
 }
 
@@ -149,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Decide.
-	params := paramsOf(mhc)
+	params := paramsOf(mhc, r.startupFrom)
 	verdicts := make([]verdict, len(targets))
 	for i := range targets {
 		targets[i].verdict = assess(targets[i].machine, targets[i].node, params, now)
@@ -245,7 +267,9 @@ func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.Machin
 			if err != nil {
 				return nil, err
 			}
-			t.node = node
+			if node != nil && sameNode(m.Status.NodeRef, node) {
+				t.node = node
+			}
 		}
 		targets = append(targets, t)
 	}
@@ -304,11 +328,10 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 	pass := r.newPacingPass(ctx, mhc, targets, now)
 	for _, t := range unhealthyOldestFirst(targets) {
 		m := t.machine
-		if why := excludedNode(t.node); why != "" {
-			r.machineEventOnce(key, m, corev1.EventTypeNormal, EventSkippedExcluded, "Not remediating: "+why)
-			continue
-		}
-		if mhc.Spec.RemediationTemplate != nil {
+		switch decideRemediation(mhc, m, t.node) {
+		case remediateSkipExcluded:
+			r.machineEventOnce(key, m, corev1.EventTypeNormal, EventSkippedExcluded, "Not remediating: "+excludedNode(t.node))
+		case remediateRequest:
 			if ext == nil {
 				ext = r.newExternalRemediation(ctx, mhc, st, now)
 			}
@@ -318,29 +341,32 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 				pass.remediated(t, bk)
 			}
 			errs = append(errs, err)
-			continue
-		}
-		if isControlPlane(m, t.node) && mhc.Annotations[RemediateControlPlaneAnnotation] != "true" {
-			r.machineEventOnce(key, m, corev1.EventTypeWarning, EventSkippedControlPlane,
-				fmt.Sprintf("Not deleting control-plane Machine %s (%s); annotate the MachineHealthCheck %s=true to allow it",
-					m.Name, t.verdict.Reason, RemediateControlPlaneAnnotation))
-			continue
-		}
-		owner := metav1.GetControllerOf(m)
-		if owner == nil {
+		case remediateAnnotated:
+			// The baremetal provider is power-cycling the host.
+		case remediateAnnotate:
+			bk := machineBackoffKey(m)
+			if !pass.admit(t, bk) {
+				continue
+			}
+			done, err := r.annotateForBaremetal(ctx, mhc, m, t.verdict.Reason)
+			if done {
+				pass.remediated(t, bk)
+			}
+			errs = append(errs, err)
+		case remediateSkipNoController:
 			r.machineEventOnce(key, m, corev1.EventTypeWarning, EventSkippedNoController,
 				fmt.Sprintf("Not deleting Machine %s (%s): it has no controller owner to replace it", m.Name, t.verdict.Reason))
-			continue
+		case remediateDelete:
+			bk := pass.ownerBackoffKey(metav1.GetControllerOf(m))
+			if !pass.admit(t, bk) {
+				continue
+			}
+			deleted, err := r.deleteMachine(ctx, mhc, m, t.verdict.Reason)
+			if deleted {
+				pass.remediated(t, bk)
+			}
+			errs = append(errs, err)
 		}
-		bk := pass.ownerBackoffKey(owner)
-		if !pass.admit(t, bk) {
-			continue
-		}
-		deleted, err := r.deleteMachine(ctx, mhc, m, t.verdict.Reason)
-		if deleted {
-			pass.remediated(t, bk)
-		}
-		errs = append(errs, err)
 	}
 	return pass.done(), errors.Join(errs...)
 }

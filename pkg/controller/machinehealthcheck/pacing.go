@@ -14,10 +14,11 @@ import (
 // decisions are the pure functions of rateLimit and backoffPolicy; pacing
 // only holds their state.
 
-// Defaults of the rate limit (the flags --remediation-burst and
-// --remediation-interval of cmd/machine-healthcheck).
+// Pacing is off by default, as in OpenShift (docs/openshift.md). These are
+// the values docs suggest when turning the rate limit on
+// (--remediation-burst=10), and the default --remediation-interval.
 const (
-	DefaultRemediationBurst    = 10
+	SuggestedRemediationBurst  = 10
 	DefaultRemediationInterval = time.Minute
 )
 

@@ -20,6 +20,8 @@ func withClock(clk *clocktesting.FakePassiveClock) func(*Options) {
 	return func(o *Options) { o.Clock = clk }
 }
 
+func withBackoff(o *Options) { o.RemediationBackoff = true }
+
 func withRateLimit(burst int, interval time.Duration) func(*Options) {
 	return func(o *Options) { o.RemediationBurst, o.RemediationInterval = burst, interval }
 }
@@ -123,7 +125,7 @@ func TestRateLimitEnvtest(t *testing.T) {
 // event naming the wait; another MachineSet's Machine is not delayed.
 func TestBackoffEnvtest(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	h := newHarness(t, withClock(clk))
+	h := newHarness(t, withClock(clk), withBackoff)
 	h.newMachine("m1", machineOpts{mhc: "bo", owner: "ms", failed: true})
 	h.newMHC("bo")
 	h.waitGone("m1")
@@ -183,7 +185,7 @@ func TestBackoffEnvtest(t *testing.T) {
 // backoff (fake clock).
 func TestExternalRemediationBackoff(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	h := newHarness(t, withClock(clk))
+	h := newHarness(t, withClock(clk), withBackoff)
 	tmpl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": remGroup + "/" + remVersion, "kind": "TestRemediationTemplate",
 		"metadata": map[string]any{"namespace": h.ns, "name": "reboot"},

@@ -78,7 +78,7 @@ func (p *pacingPass) ownerBackoffKey(owner *metav1.OwnerReference) backoffKey {
 func (p *pacingPass) admit(t target, k backoffKey) bool {
 	m := t.machine
 	log := ctrl.LoggerFrom(p.ctx)
-	if st := p.state.backoff[k.id]; st != nil {
+	if st := p.state.backoff[k.id]; st != nil && p.r.backoffOn {
 		st.noteDue(m.UID, p.now)
 		if p.seen[k.id] == nil {
 			p.seen[k.id] = map[types.UID]bool{}
@@ -117,7 +117,9 @@ func (p *pacingPass) remediated(t target, k backoffKey) {
 	if p.r.limit.enabled() {
 		p.state.bucket = p.r.limit.take(p.state.bucket, p.now)
 	}
-	p.state.backoff[k.id] = p.r.backoff.record(p.state.backoff[k.id], t.machine.UID, t.verdict.Cause, p.now, k.members)
+	if p.r.backoffOn {
+		p.state.backoff[k.id] = p.r.backoff.record(p.state.backoff[k.id], t.machine.UID, t.verdict.Cause, p.now, k.members)
+	}
 	p.r.events.clear(p.key, t.machine.Name, EventRemediationRateLimited)
 	p.r.events.clear(p.key, t.machine.Name, EventRemediationBackoff)
 }

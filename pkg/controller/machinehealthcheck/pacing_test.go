@@ -275,10 +275,13 @@ func TestOptionsValidate(t *testing.T) {
 		ok bool
 	}{
 		{Options{}, true},
-		{Options{RemediationBurst: DefaultRemediationBurst, RemediationInterval: DefaultRemediationInterval}, true},
+		{Options{RemediationBurst: SuggestedRemediationBurst, RemediationInterval: DefaultRemediationInterval}, true},
 		{Options{RemediationBurst: 0, RemediationInterval: 0}, true},
 		{Options{RemediationBurst: -1, RemediationInterval: time.Minute}, false},
 		{Options{RemediationBurst: 1}, false},
+		{Options{NodeStartupTimeoutFrom: StartupFromLastUpdated}, true},
+		{Options{NodeStartupTimeoutFrom: StartupFromCreation}, true},
+		{Options{NodeStartupTimeoutFrom: "lastupdated"}, false},
 	} {
 		if err := tc.o.Validate(); (err == nil) != tc.ok {
 			t.Errorf("Validate(%+v) = %v", tc.o, err)

@@ -186,6 +186,51 @@ func TestRequestMapping(t *testing.T) {
 	}
 }
 
+// TestReconcileWithoutPacing (fake clock): with the default Options (no
+// rate limit, no backoff, as OpenShift) every unhealthy Machine goes in one
+// pass, and a failing replacement goes at once too.
+func TestReconcileWithoutPacing(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(t0)
+	mhc := &machinev1beta1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nopacing"},
+		Spec:       machinev1beta1.MachineHealthCheckSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"a": "1"}}},
+	}
+	failedMachine := func(name string) *machinev1beta1.Machine {
+		return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			Labels: map[string]string{"a": "1"}, CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour)),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "machine.openshift.io/v1beta1", Kind: "MachineSet", Name: "ms",
+				UID: "ms", Controller: ptr.To(true)}}},
+			Status: machinev1beta1.MachineStatus{Phase: ptr.To(machinev1beta1.PhaseFailed)}}
+	}
+	objs := []client.Object{mhc}
+	for i := range 12 {
+		objs = append(objs, failedMachine(fmt.Sprintf("m%d", i)))
+	}
+	c := fakeClient(objs...)
+	r := NewReconciler(Options{Client: c, APIReader: c, Recorder: &recorder{}, Clock: clk})
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nopacing"}}
+	ctx := context.Background()
+	count := func() int {
+		list := &machinev1beta1.MachineList{}
+		if err := c.List(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	for _, step := range []string{"12 at once", "a failing replacement at once"} {
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 0 || res.RequeueAfter != 0 {
+			t.Errorf("%s: %d Machines left, requeue %v; want 0, 0", step, n, res.RequeueAfter)
+		}
+		if err := c.Create(ctx, failedMachine("r1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestReconcilePacingRequeue (fake clock): the requeue is exactly when the
 // next token comes, or when a backoff ends, and never sooner.
 func TestReconcilePacingRequeue(t *testing.T) {
@@ -208,7 +253,7 @@ func TestReconcilePacingRequeue(t *testing.T) {
 	}
 	c := fakeClient(objs...)
 	rec := &recorder{}
-	r := NewReconciler(Options{Client: c, APIReader: c, Recorder: rec, Clock: clk, RemediationBurst: 2, RemediationInterval: time.Minute})
+	r := NewReconciler(Options{Client: c, APIReader: c, Recorder: rec, Clock: clk, RemediationBurst: 2, RemediationInterval: time.Minute, RemediationBackoff: true})
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "pacing"}}
 	ctx := context.Background()
 	left := func() []string {

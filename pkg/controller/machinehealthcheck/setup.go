@@ -58,7 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			predicate.NewPredicateFuncs(r.inNamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 		)).
-		Watches(&machinev1beta1.Machine{}, batched(r.machineHandler(), eventBatchDelay), builder.WithPredicates(machinePredicate())).
+		Watches(&machinev1beta1.Machine{}, batched(r.machineHandler(), eventBatchDelay), builder.WithPredicates(machinePredicate(r.startupFrom))).
 		Watches(&corev1.Node{}, batched(handler.EnqueueRequestsFromMapFunc(r.nodeToMHCs), eventBatchDelay), builder.WithPredicates(nodePredicate())).
 		WithOptions(opts).
 		Complete(r)
@@ -152,8 +152,14 @@ func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcil
 }
 
 // machinePredicate passes creations, deletions and updates of what the
-// health decision reads: labels, owners, phase, nodeRef and deletion.
-func machinePredicate() predicate.Predicate {
+// health decision reads: labels, owners, phase, nodeRef and deletion, and
+// status.lastUpdated when the startup clock runs from it.
+func machinePredicate(from StartupClock) predicate.Predicate {
+	if from == StartupFromLastUpdated {
+		return updates.Matter(func(oldM, newM *machinev1beta1.Machine) bool {
+			return machineChangeMatters(oldM, newM) || !equality.Semantic.DeepEqual(oldM.Status.LastUpdated, newM.Status.LastUpdated)
+		})
+	}
 	return updates.Matter(machineChangeMatters)
 }
 
