@@ -1,17 +1,27 @@
 // Package machinehealthcheck implements the MachineHealthCheck controller:
 // it watches the Machines a MachineHealthCheck (machine.openshift.io/v1beta1)
-// selects, decides which are unhealthy and remediates them, either by
-// deleting the Machine (its MachineSet replaces it) or by creating an
-// external remediation request from spec.remediationTemplate.
+// selects, decides which are unhealthy and remediates them, by OpenShift's
+// rules (decideRemediation): an external remediation request from
+// spec.remediationTemplate; else, with the MachineHealthCheck annotation
+// RemediationStrategyAnnotation=external-baremetal, the annotation
+// ExternalRemediationAnnotation on a Machine that is not Failed (OpenShift's
+// baremetal provider power-cycles its host); else deleting a Machine that
+// has a controller owner (its MachineSet, or for control-plane Machines the
+// ControlPlaneMachineSet, replaces it).
 //
-// A target is unhealthy when its Machine is Failed, its Node is gone, one of
+// A target is unhealthy when its Machine is Failed, its Node is gone (the
+// nodeRef names a Node that does not exist, or one recreated under that
+// name: nodelink keeps the nodeRef of a deleted Node), one of
 // spec.unhealthyConditions has held on its Node for longer than its timeout,
 // or it still has no Node spec.nodeStartupTimeout (default 10m, "0"
-// disables) after the Machine was created.
+// disables) after the Machine was created (or, with Options.
+// NodeStartupTimeoutFrom=StartupFromLastUpdated, after its status was last
+// updated, as OpenShift).
 //
-// Differences from OpenShift's controller, on purpose:
+// Differences from OpenShift's controller, on purpose (docs/openshift.md):
 //   - the startup timer runs from the Machine's creationTimestamp, not from
-//     status.lastUpdated (which every status change resets);
+//     status.lastUpdated (which every status change resets), unless
+//     Options.NodeStartupTimeoutFrom says otherwise;
 //   - only Machines that are unhealthy now count against maxUnhealthy:
 //     Machines still starting, Machines whose condition timeout has not
 //     expired yet and Machines being deleted do not;
@@ -22,29 +32,28 @@
 //     every reconcile;
 //   - the external remediation conditions are persisted, and requests are
 //     looked up where they are created (the Machine's namespace);
-//   - control-plane Machines are not deleted unless the MachineHealthCheck
-//     opts in with RemediateControlPlaneAnnotation;
 //   - Machines whose Node is excluded from remediation (the medik8s label
 //     ExcludeFromRemediationLabel) or under maintenance (taint
 //     NodeMaintenanceTaint) are left alone;
-//   - remediation is rate limited beyond maxUnhealthy, and repeated
-//     remediation of the same MachineSet's Machines (or of the same Machine,
-//     with external remediation) backs off exponentially (Remediation
-//     pacing, below). OpenShift's controller remediates every unhealthy
-//     Machine at once as long as maxUnhealthy holds, so a broken MachineSet
-//     template makes it delete every replacement as soon as it times out,
-//     forever.
+//   - optionally (off by default, as OpenShift has neither), remediation is
+//     rate limited beyond maxUnhealthy, and repeated remediation of the same
+//     MachineSet's Machines (or of the same Machine, with external
+//     remediation) backs off exponentially (Remediation pacing, below).
+//     Without them, as in OpenShift, every unhealthy Machine is remediated
+//     at once as long as maxUnhealthy holds, so a broken MachineSet template
+//     makes the controller delete every replacement as soon as it times out.
 //
 // # Remediation pacing
 //
-// Rate limit. The remediations of each MachineHealthCheck (Machine
-// deletions and external remediation requests created; not requests that
+// Rate limit (off unless Options.RemediationBurst > 0). The remediations of
+// each MachineHealthCheck (Machine deletions, external remediation requests
+// created, Machines annotated for external-baremetal; not requests that
 // already exist) draw from a token bucket: at most Options.RemediationBurst
 // at once, refilled by one every Options.RemediationInterval (flags
-// --remediation-burst, default 10, and --remediation-interval, default 1m;
-// a burst of 0 disables the limit). The default interval is the default
-// nodeStartupTimeout (10m) divided by the default burst: a replacement
-// takes up to that long to get its Node, so at the sustained rate of one a
+// --remediation-burst, default 0: off, and --remediation-interval, default
+// 1m). The default interval is the default nodeStartupTimeout (10m)
+// divided by the suggested burst (SuggestedRemediationBurst, 10): a
+// replacement takes up to that long to get its Node, so at the sustained rate of one a
 // minute about as many replacements are provisioning at any time as the
 // burst lets start at once: a cluster-wide incident never has much more
 // than ten replacements of one MachineHealthCheck in flight, while a few
@@ -56,8 +65,9 @@
 // held nothing back), and mapi_machinehealthcheck_remediation_rate_limited_total
 // counts each held-back Machine once per wait.
 //
-// Backoff. Deletion remediates the slot a MachineSet keeps refilling, so its
-// key is the Machine's controller owner (MachineSet UID); the key of
+// Backoff (off unless Options.RemediationBackoff, flag
+// --remediation-backoff). Deletion remediates the slot a MachineSet keeps
+// refilling, so its key is the Machine's controller owner (MachineSet UID); the key of
 // external remediation is the Machine itself (one that becomes healthy and
 // unhealthy again, over and over). The first remediation of a key starts a
 // streak; each further one for the same cause (verdict.Cause: Failed, Node
