@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -19,6 +18,9 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // Options configure a Reconciler.
@@ -46,6 +48,10 @@ type Options struct {
 	// MaxConcurrentDeletes caps the Machine deletions in flight at a time
 	// (default DefaultMaxConcurrentDeletes, 50). Flag: --max-concurrent-deletes.
 	MaxConcurrentDeletes int
+	// MachineAPIMigration is OpenShift's feature gate of that name: when set,
+	// a MachineSet whose status.authoritativeAPI is not MachineAPI is left
+	// alone with Paused=True (package internal/authority).
+	MachineAPIMigration bool
 	// ExpectationsTimeout is how long an expected creation or deletion may
 	// stay unobserved in the cache before it is dropped (default
 	// DefaultExpectationsTimeout, 5m). Flag: --machineset-expectations-timeout.
@@ -61,6 +67,7 @@ type Reconciler struct {
 	namespace    string
 	maxCreate    int
 	maxDeletes   int
+	migration    bool
 	expectations *Expectations
 }
 
@@ -76,6 +83,7 @@ func NewReconciler(opts Options) *Reconciler {
 		namespace:  opts.Namespace,
 		maxCreate:  opts.MaxCreateBurst,
 		maxDeletes: opts.MaxConcurrentDeletes,
+		migration:  opts.MachineAPIMigration,
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -112,11 +120,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The garbage collector deletes the Machines (ownerReferences).
 		return ctrl.Result{}, nil
 	}
+	d := authority.Decide(r.migration, ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI)
+	if d.Step != authority.Reconcile {
+		return ctrl.Result{}, r.leaveToAuthority(ctx, ms, d)
+	}
 	if errs := ValidateMachineSet(ms); len(errs) > 0 {
-		return ctrl.Result{}, r.reconcileInvalid(ctx, ms, errs)
+		return ctrl.Result{}, r.reconcileInvalid(ctx, ms, errs, d.Paused)
 	}
 	scaleErr := r.syncScaleFromZero(ctx, ms)
-	res, err := r.reconcileReplicas(ctx, ms)
+	res, err := r.reconcileReplicas(ctx, ms, d.Paused)
 	if err = errors.Join(err, scaleErr); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -125,11 +137,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // reconcileInvalid records why ms is invalid (status and one event per
 // distinct message). It is not requeued: a fix changes the MachineSet.
-func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.MachineSet, errs field.ErrorList) error {
+func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.MachineSet, errs field.ErrorList, paused *machinev1beta1.Condition) error {
 	msg := errs.ToAggregate().Error()
 	ctrl.LoggerFrom(ctx).Info("MachineSet is invalid; not managing its Machines", "error", msg)
 	changed := ms.Status.ErrorMessage == nil || *ms.Status.ErrorMessage != msg
-	if err := r.patchStatus(ctx, ms, invalidStatus(ms, msg)); err != nil {
+	if err := r.patchStatus(ctx, ms, r.withPaused(invalidStatus(ms, msg), paused)); err != nil {
 		return err
 	}
 	if changed {
@@ -139,8 +151,8 @@ func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.Ma
 }
 
 // reconcileReplicas claims Machines, creates or deletes to reach
-// spec.replicas and writes the status.
-func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.MachineSet) (ctrl.Result, error) {
+// spec.replicas and writes the status (with paused, when not nil).
+func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.MachineSet, paused *machinev1beta1.Condition) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	key := client.ObjectKeyFromObject(ms)
 	// Expectations are checked before the cache is read: an observation
@@ -188,7 +200,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 
 	nodes := r.nodeLookup(ctx)
 	st, availWait := computeStatus(ms, active, nodes, r.clock.Now())
-	statusErr := r.patchStatus(ctx, ms, st)
+	statusErr := r.patchStatus(ctx, ms, r.withPaused(st, paused))
 
 	if err := errors.Join(claimErr, actErr, statusErr); err != nil {
 		return ctrl.Result{}, err
@@ -240,14 +252,20 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 	}
 }
 
-// patchStatus writes st as ms's status when it differs.
+// patchStatus writes st as ms's status when it differs: only what changed,
+// conditions one by one, so another writer's condition survives (package
+// internal/patch).
 func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
 	if equality.Semantic.DeepEqual(ms.Status, st) {
 		return nil
 	}
 	upd := ms.DeepCopy()
 	upd.Status = st
-	if err := r.client.Status().Patch(ctx, upd, client.MergeFrom(ms)); err != nil {
+	fresh := r.apiReader
+	if fresh == nil {
+		fresh = r.client
+	}
+	if err := patch.Status(ctx, r.client, fresh, ms, upd); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -454,44 +472,4 @@ func (r *Reconciler) eventf(ms *machinev1beta1.MachineSet, related runtime.Objec
 		return
 	}
 	r.recorder.Eventf(ms, related, eventType, reason, action, note, args...)
-}
-
-// parallel runs fn(0..n-1) with at most limit running at a time and returns
-// their errors by index.
-func parallel(n, limit int, fn func(i int) error) []error {
-	errs := make([]error, n)
-	if n == 0 {
-		return errs
-	}
-	limit = max(1, min(limit, n))
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[i] = fn(i)
-		})
-	}
-	wg.Wait()
-	return errs
-}
-
-func countErrors(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err != nil {
-			n++
-		}
-	}
-	return n
-}
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

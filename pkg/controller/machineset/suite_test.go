@@ -80,10 +80,29 @@ func (r *recorder) find(reason string) []string {
 }
 
 // countingClient counts the Machine Create and Delete requests the
-// controller sends.
+// controller sends; beforeStatusPatch (optional) runs before each status
+// patch.
 type countingClient struct {
 	client.Client
-	creates, deletes atomic.Int64
+	creates, deletes  atomic.Int64
+	beforeStatusPatch func(ctx context.Context, obj client.Object)
+}
+
+func (c *countingClient) Status() client.SubResourceWriter {
+	if c.beforeStatusPatch == nil {
+		return c.Client.Status()
+	}
+	return hookedStatus{SubResourceWriter: c.Client.Status(), before: c.beforeStatusPatch}
+}
+
+type hookedStatus struct {
+	client.SubResourceWriter
+	before func(ctx context.Context, obj client.Object)
+}
+
+func (h hookedStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	h.before(ctx, obj)
+	return h.SubResourceWriter.Patch(ctx, obj, p, opts...)
 }
 
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
@@ -140,6 +159,11 @@ var testSeq atomic.Int32
 type harnessOptions struct {
 	expectationsTimeout time.Duration
 	gate                bool
+	// env is the API server (default: the package's).
+	env *testenv.Env
+	// migration turns MachineAPIMigration on.
+	migration         bool
+	beforeStatusPatch func(ctx context.Context, obj client.Object)
 }
 
 // harness runs the controller in its own manager, for one test namespace.
@@ -161,11 +185,15 @@ type harness struct {
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
 	seq := testSeq.Add(1)
+	e := env
+	if o.env != nil {
+		e = o.env
+	}
 	h := &harness{
 		t:    t,
 		ctx:  t.Context(),
 		ns:   fmt.Sprintf("machineset-%d-%d", seq, time.Now().UnixNano()%100000),
-		c:    env.Client,
+		c:    e.Client,
 		rec:  &recorder{},
 		wt:   testenv.NewWorkTracker(),
 		gate: &gate{},
@@ -173,23 +201,24 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(e.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	machineCache := cache.ByObject{Namespaces: map[string]cache.Config{h.ns: {}}}
 	if o.gate {
 		machineCache.Transform = h.gate.transform
 	}
-	mgr := env.NewManager(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
+	mgr := e.NewManager(t, cfg, cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&machinev1beta1.Machine{}:    machineCache,
 		&machinev1beta1.MachineSet{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
 	}})
 	h.cached = mgr.GetClient()
-	h.cc = &countingClient{Client: mgr.GetClient()}
+	h.cc = &countingClient{Client: mgr.GetClient(), beforeStatusPatch: o.beforeStatusPatch}
 	h.r = NewReconciler(Options{
 		Namespace:           h.ns,
 		Client:              h.cc,
 		Recorder:            h.rec,
 		ExpectationsTimeout: o.expectationsTimeout,
+		MachineAPIMigration: o.migration,
 	})
 	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: h.wt.NewQueue}); err != nil {
 		t.Fatal(err)
