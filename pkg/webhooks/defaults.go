@@ -15,6 +15,8 @@ type Defaulted struct {
 	Labels bool
 	// ProviderSpec lists the providerSpec.value keys that were filled in.
 	ProviderSpec []string
+	// Warnings are the platform's notes on its defaults (logged only).
+	Warnings []string
 }
 
 // Changed is true when defaulting changed anything.
@@ -27,7 +29,7 @@ func (d Defaulted) Changed() bool { return d.Labels || len(d.ProviderSpec) > 0 }
 func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	var d Defaulted
 	m.Labels, d.Labels = defaultClusterLabel(m.Labels, cluster.InfrastructureName)
-	d.ProviderSpec = DefaultProviderSpec(&m.Spec.ProviderSpec, cluster.Provider)
+	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&m.Spec.ProviderSpec, cluster)
 	return d
 }
 
@@ -42,7 +44,7 @@ func DefaultMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo) Defau
 	ms.Labels, own = defaultClusterLabel(ms.Labels, cluster.InfrastructureName)
 	ms.Spec.Template.Labels, tmpl = defaultClusterLabel(ms.Spec.Template.Labels, cluster.InfrastructureName)
 	d.Labels = own || tmpl
-	d.ProviderSpec = DefaultProviderSpec(&ms.Spec.Template.Spec.ProviderSpec, cluster.Provider)
+	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&ms.Spec.Template.Spec.ProviderSpec, cluster)
 	return d
 }
 

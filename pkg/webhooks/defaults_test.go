@@ -57,7 +57,7 @@ func TestDefaultProviderSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := value(tc.in)
 			before := ps.DeepCopy()
-			set := DefaultProviderSpec(&ps, tc.cluster)
+			set, _ := DefaultProviderSpec(&ps, ClusterInfo{Provider: tc.cluster})
 			if !reflect.DeepEqual(set, tc.wantSet) {
 				t.Errorf("defaulted keys = %q, want %q", set, tc.wantSet)
 			}
@@ -69,7 +69,7 @@ func TestDefaultProviderSpec(t *testing.T) {
 			}
 			jsonEqual(t, ps.Value.Raw, tc.want)
 			// The result passes the provider's own strict check.
-			if errs := ValidateProviderSpec(ps, ProviderUnknown, specPath.Child("providerSpec", "value")); (len(errs) > 0) != tc.stillInvalid {
+			if errs, _ := ValidateProviderSpec(ps, unknownCluster, "", "", nil, specPath.Child("providerSpec", "value")); (len(errs) > 0) != tc.stillInvalid {
 				t.Errorf("validation of the defaulted value: %v (want errors: %v)", errs, tc.stillInvalid)
 			}
 		})
@@ -157,7 +157,7 @@ func TestDefaultMachineSet(t *testing.T) {
 		}
 		jsonEqual(t, ms.Spec.Template.Spec.ProviderSpec.Value.Raw,
 			`{"apiVersion":"`+kubemarkAPIVersion+`","kind":"`+kubemarkKind+`","cpu":"2","memory":"4Gi","pods":"110"}`)
-		if errs := ValidateMachineSet(ms, kubemarkCluster); len(errs) > 0 {
+		if errs, _ := ValidateMachineSet(ms, kubemarkCluster, nil); len(errs) > 0 {
 			t.Errorf("defaulted MachineSet is invalid: %v", errs)
 		}
 	})

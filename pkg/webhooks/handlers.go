@@ -16,9 +16,12 @@ import (
 	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
@@ -69,6 +72,30 @@ func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, ad
 			"machine-api webhook could not read the cluster's Infrastructure (%v): the cluster-ID label and platform defaults were not applied", err)}
 	}
 	return info, nil
+}
+
+// secretLookup checks Secrets through the Reader, each read bounded by the
+// lookup timeout; nil without a Reader. Only the metadata is read: the
+// cached client then keeps no Secret data.
+func (h *handler) secretLookup(ctx context.Context) SecretLookup {
+	if h.opts.Reader == nil {
+		return nil
+	}
+	return func(namespace, name string) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, h.opts.LookupTimeout)
+		defer cancel()
+		secret := &metav1.PartialObjectMetadata{}
+		secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		err := h.opts.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		default:
+			return false, err
+		}
+	}
 }
 
 // decode decodes the JSON object of a request into the pointer into.
@@ -267,6 +294,7 @@ func mutateMachine(ctx context.Context, h *handler, req admission.Request) admis
 	}
 	cluster, warnings := h.cluster(ctx, log)
 	d := DefaultMachine(m, cluster)
+	logDefaultingWarnings(log, d)
 	if !d.Changed() {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
@@ -292,6 +320,7 @@ func mutateMachineSet(ctx context.Context, h *handler, req admission.Request) ad
 	}
 	cluster, warnings := h.cluster(ctx, log)
 	d := DefaultMachineSet(ms, cluster)
+	logDefaultingWarnings(log, d)
 	if !d.Changed() {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
@@ -320,7 +349,9 @@ func validateMachine(ctx context.Context, h *handler, req admission.Request) adm
 		}
 		var cluster ClusterInfo
 		cluster, warnings = h.cluster(ctx, log)
-		errs = ValidateMachine(m, cluster)
+		var platformWarnings admission.Warnings
+		errs, platformWarnings = ValidateMachine(m, cluster, h.secretLookup(ctx))
+		warnings = append(warnings, platformWarnings...)
 	case admissionv1.Update:
 		old := &machinev1beta1.Machine{}
 		if err := decode(req.Object.Raw, m); err != nil {
@@ -334,7 +365,7 @@ func validateMachine(ctx context.Context, h *handler, req admission.Request) adm
 		}
 		cluster, lookupWarnings := h.cluster(ctx, log)
 		var ratcheted admission.Warnings
-		errs, ratcheted = ValidateMachineUpdate(m, old, cluster)
+		errs, ratcheted = ValidateMachineUpdate(m, old, cluster, h.secretLookup(ctx))
 		warnings = append(lookupWarnings, ratcheted...)
 	default:
 		return admission.Allowed("")
@@ -354,7 +385,9 @@ func validateMachineSet(ctx context.Context, h *handler, req admission.Request) 
 		}
 		var cluster ClusterInfo
 		cluster, warnings = h.cluster(ctx, log)
-		errs = ValidateMachineSet(ms, cluster)
+		var platformWarnings admission.Warnings
+		errs, platformWarnings = ValidateMachineSet(ms, cluster, h.secretLookup(ctx))
+		warnings = append(warnings, platformWarnings...)
 	case admissionv1.Update:
 		old := &machinev1beta1.MachineSet{}
 		if err := decode(req.Object.Raw, ms); err != nil {
@@ -368,12 +401,21 @@ func validateMachineSet(ctx context.Context, h *handler, req admission.Request) 
 		}
 		cluster, lookupWarnings := h.cluster(ctx, log)
 		var ratcheted admission.Warnings
-		errs, ratcheted = ValidateMachineSetUpdate(ms, old, cluster)
+		errs, ratcheted = ValidateMachineSetUpdate(ms, old, cluster, h.secretLookup(ctx))
 		warnings = append(lookupWarnings, ratcheted...)
 	default:
 		return admission.Allowed("")
 	}
 	return validationResponse(log, "MachineSet", objectName(ms.Name, ms.GenerateName), errs, warnings)
+}
+
+// logDefaultingWarnings logs what the platform's defaulting says about its
+// choices (the default instance type and why); like OpenShift, they are not
+// returned to the client.
+func logDefaultingWarnings(log logr.Logger, d Defaulted) {
+	for _, w := range d.Warnings {
+		log.V(2).Info("Defaulting the providerSpec", "note", w)
+	}
 }
 
 // validationResponse admits the request when errs is empty, else refuses it

@@ -54,8 +54,10 @@ var (
 	// it says which object and where the document is wrong.
 	badRequest = regexp.MustCompile(`^(old object: )?(the admission request has no object$|decoding the object: (malformed JSON at byte offset (\d+): |the document must be a JSON object, not [a-z]+$|(` + jsonPath + `): ))`)
 	quotedKey  = regexp.MustCompile(`^\["(?:[^"\\]|\\.)*"\]`)
-	// causeField is the field of a validation error: a path in the object.
-	causeField = regexp.MustCompile(`^(metadata|spec)[.\[]`)
+	// causeField is the field of a validation error: a path in the object,
+	// or OpenShift's path of a platform's providerSpec field (providerSpec.ami
+	// for spec.providerSpec.value.ami).
+	causeField = regexp.MustCompile(`^(metadata|spec|providerSpec)[.\[]`)
 )
 
 // defaultedFields are the only places defaulting writes.
@@ -112,6 +114,11 @@ func FuzzAdmission(f *testing.F) {
 		{`null`, `null`, true},
 		{``, ``, true},
 		{`"machine"`, ``, false},
+		// Platform values (the platform clusters receive every input).
+		{`{"metadata":{"name":"m","namespace":"openshift-machine-api"},"spec":{"providerSpec":{"value":{"ami":{"id":"ami-1"},"placement":{"Region":"","rack":1}}}}}`, "", false},
+		{`{"spec":{"selector":` + sel + `,"template":{"metadata":{"labels":` + labels + `},"spec":{"providerSpec":{"value":{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","instanceType":5}}}}}}`, "", false},
+		{`{"spec":{"providerSpec":{"value":{"placement":{"tenancy":"shared"},"tags":[{"name":"a"},{"name":"a"}],"metadata":{"labels":{"a":"b"}}}}}}`,
+			`{"spec":{"providerSpec":{"value":{"placement":{"tenancy":"shared"}}}}}`, false},
 	} {
 		f.Add([]byte(tc.obj), []byte(tc.old), tc.kubemark)
 	}
@@ -120,15 +127,21 @@ func FuzzAdmission(f *testing.F) {
 		true:  Handlers(Options{Reader: infraReader{kubemarkInfra()}, LookupTimeout: time.Minute}),
 		false: Handlers(Options{Reader: infraReader{}, LookupTimeout: time.Minute}),
 	}
+	// Every input also goes to a cluster of each platform admitted here.
+	var platformClusters []map[string]admission.Handler
+	for _, p := range fuzzPlatforms {
+		platformClusters = append(platformClusters, Handlers(Options{Reader: infraReader{platformInfra(p)}, LookupTimeout: time.Minute}))
+	}
 
 	f.Fuzz(func(t *testing.T, obj, old []byte, kubemark bool) {
-		handlers := clusters[kubemark]
-		for _, path := range []string{MutateMachinePath, MutateMachineSetPath, ValidateMachinePath, ValidateMachineSetPath} {
-			for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
-				req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-					UID: "uid", Operation: op, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
-				resp := handlers[path].Handle(context.Background(), req)
-				checkResponse(t, handlers[path], path, req, resp)
+		for _, handlers := range append([]map[string]admission.Handler{clusters[kubemark]}, platformClusters...) {
+			for _, path := range []string{MutateMachinePath, MutateMachineSetPath, ValidateMachinePath, ValidateMachineSetPath} {
+				for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
+					req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+						UID: "uid", Operation: op, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
+					resp := handlers[path].Handle(context.Background(), req)
+					checkResponse(t, handlers[path], path, req, resp)
+				}
 			}
 		}
 	})
@@ -412,6 +425,22 @@ func TestDecodeErrorLocationInLongArray(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v", d)
 	}
+}
+
+// fuzzPlatforms are the platforms FuzzAdmission also sends every input to.
+var fuzzPlatforms = []configv1.PlatformType{configv1.AWSPlatformType}
+
+// platformInfra is the Infrastructure of a cluster on platform p, with the
+// platform status its defaults read.
+func platformInfra(p configv1.PlatformType) *configv1.Infrastructure {
+	infra := infrastructure(p, p, "", testInfraName)
+	switch p {
+	case configv1.AWSPlatformType:
+		infra.Status.PlatformStatus.AWS = &configv1.AWSPlatformStatus{Region: "us-east-1"}
+	case configv1.AzurePlatformType:
+		infra.Status.PlatformStatus.Azure = &configv1.AzurePlatformStatus{CloudName: configv1.AzurePublicCloud}
+	}
+	return infra
 }
 
 func kubemarkInfra() *configv1.Infrastructure {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,23 +75,39 @@ func missing(fields map[string]json.RawMessage, key string) bool {
 }
 
 // providerFor says which provider serves a providerSpec.value with the given
-// keys (nil: no value): the group of its apiVersion; without an apiVersion,
-// its kind; without either, the cluster's provider.
+// keys (nil: no value) on a cluster whose provider is cluster:
+//   - without apiVersion and kind: the cluster's provider;
+//   - the kubemark group (or, without apiVersion, the kubemark kind):
+//     kubemark, on any cluster;
+//   - on a cluster of a platform admitted here (platforms), as OpenShift
+//     enables only the cluster's platform: that platform's kind, or, without
+//     a kind, one of its groups;
+//   - anything else is a foreign provider's value: ProviderUnknown.
 func providerFor(fields map[string]json.RawMessage, cluster Provider) Provider {
-	if apiVersion := stringField(fields, "apiVersion"); apiVersion != "" {
+	apiVersion, kind := stringField(fields, "apiVersion"), stringField(fields, "kind")
+	if apiVersion == "" && kind == "" {
+		return cluster
+	}
+	group := ""
+	if apiVersion != "" {
 		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err == nil && gv.Group == kubemarkv1alpha1.GroupName {
+		if err != nil {
+			return ProviderUnknown
+		}
+		if group = gv.Group; group == kubemarkv1alpha1.GroupName {
 			return ProviderKubemark
 		}
-		return ProviderUnknown
+	} else if kind == kubemarkv1alpha1.ProviderSpecKind {
+		return ProviderKubemark
 	}
-	if kind := stringField(fields, "kind"); kind != "" {
-		if kind == kubemarkv1alpha1.ProviderSpecKind {
-			return ProviderKubemark
-		}
+	p, ok := platforms[cluster]
+	switch {
+	case !ok:
 		return ProviderUnknown
+	case kind == p.kind, kind == "" && (group == machinev1beta1.GroupName || slices.Contains(p.groups, group)):
+		return cluster
 	}
-	return cluster
+	return ProviderUnknown
 }
 
 // kubemarkDefaults are the keys defaulting adds to a kubemark
@@ -106,24 +123,44 @@ var kubemarkDefaults = []struct{ key, value string }{
 }
 
 // DefaultProviderSpec fills the keys a provider's providerSpec.value leaves
-// out and returns their names (nil: nothing changed). cluster is the
-// cluster's provider, used when the value names neither an apiVersion nor a
-// kind. A value that is not a JSON object, or that belongs to an unknown
-// provider, is left unchanged; every key already present is kept verbatim.
-func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster Provider) []string {
+// out and returns their names (nil: nothing changed) and the platform's
+// defaulting warnings (OpenShift logs them and so does the caller). cluster
+// says which provider serves a value naming neither an apiVersion nor a kind
+// (see providerFor) and holds the facts the platform defaults come from. A
+// value that is not a JSON object, or that belongs to an unknown provider, is
+// left unchanged; keys already present keep their JSON.
+func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (set, warnings []string) {
 	raw, err := providerSpecRaw(*ps)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	fields := map[string]json.RawMessage{}
 	if raw != nil {
 		if fields, err = parseFields(raw); err != nil {
-			return nil
+			return nil, nil
 		}
 	}
-	if providerFor(fields, cluster) != ProviderKubemark {
-		return nil
+	provider := providerFor(fields, cluster.Provider)
+	if provider == ProviderKubemark {
+		set = defaultKubemark(fields)
+	} else if p, ok := platforms[provider]; ok && raw != nil {
+		// As OpenShift, a platform value must be given to be completed.
+		set, warnings = p.defaults(raw, fields, platformEnv{cluster: cluster, arch: controlPlaneArch})
 	}
+	if len(set) == 0 {
+		return nil, warnings
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, warnings
+	}
+	ps.Value = &runtime.RawExtension{Raw: out}
+	return set, warnings
+}
+
+// defaultKubemark adds the missing kubemarkDefaults to fields and returns
+// the keys it added.
+func defaultKubemark(fields map[string]json.RawMessage) []string {
 	var set []string
 	for _, d := range kubemarkDefaults {
 		if missing(fields, d.key) {
@@ -135,25 +172,21 @@ func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster Provider) []st
 			set = append(set, d.key)
 		}
 	}
-	if len(set) == 0 {
-		return nil
-	}
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return nil
-	}
-	ps.Value = &runtime.RawExtension{Raw: out}
 	return set
 }
 
 // ValidateProviderSpec checks the providerSpec of a provider this package
-// knows; fldPath is the path of providerSpec.value. The kubemark provider's
-// check is the one its actuator runs (DecodeProviderSpec: strict decoding,
-// defaults, Validate). A value of an unknown provider is not checked.
-func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster Provider, fldPath *field.Path) field.ErrorList {
+// knows and returns the errors and warnings. fldPath is the path of
+// providerSpec.value for kubemark, whose check is the one its actuator runs
+// (DecodeProviderSpec: strict decoding, defaults, Validate); the platforms
+// report OpenShift's paths (providerSpecPath). namespace and name are the
+// Machine's (a MachineSet's namespace and "" for its template); secrets
+// checks that the credentials Secret exists (nil: not checked). A value of
+// an unknown provider is not checked.
+func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, []string) {
 	raw, err := providerSpecRaw(ps)
 	if err != nil {
-		return field.ErrorList{field.Invalid(fldPath, "", err.Error())}
+		return field.ErrorList{field.Invalid(fldPath, "", err.Error())}, nil
 	}
 	var fields map[string]json.RawMessage
 	if raw != nil {
@@ -161,11 +194,13 @@ func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster Provider, fldP
 		// provider decides, and its decoder reports the problem.
 		fields, _ = parseFields(raw)
 	}
-	switch providerFor(fields, cluster) {
-	case ProviderKubemark:
+	provider := providerFor(fields, cluster.Provider)
+	if provider == ProviderKubemark {
 		_, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, fldPath)
-		return errs
-	default:
-		return nil
+		return errs, nil
 	}
+	if p, ok := platforms[provider]; ok {
+		return p.validate(raw, platformEnv{cluster: cluster, arch: controlPlaneArch, namespace: namespace, name: name, secrets: secrets})
+	}
+	return nil, nil
 }

@@ -25,9 +25,10 @@ var (
 )
 
 // ValidateMachine checks a new Machine: its providerSpec (for a provider this
-// package knows) and its lifecycle hook names.
-func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo) field.ErrorList {
-	return validateMachineSpec(&m.Spec, cluster, specPath)
+// package knows) and its lifecycle hook names. secrets checks that the
+// credentials Secret exists (a warning; nil: not checked).
+func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
+	return validateMachineSpec(&m.Spec, cluster, m.Namespace, m.Name, secrets, specPath)
 }
 
 // ValidateMachineUpdate checks an update of old to m. spec.providerID cannot
@@ -35,34 +36,42 @@ func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo) field.Error
 // a part that was already invalid and is left unchanged only gives a
 // warning, so controllers can still add finalizers or labels to an object
 // created while the webhook was not called.
-func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo) (field.ErrorList, admission.Warnings) {
+func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	if id := ptrString(old.Spec.ProviderID); id != "" && ptrString(m.Spec.ProviderID) != id {
 		errs = append(errs, field.Forbidden(providerIDPath, fmt.Sprintf("is immutable once set (was %q)", id)))
 	}
-	specErrs, warnings := ratchet(validateMachineSpec(&m.Spec, cluster, specPath), validateMachineSpec(&old.Spec, cluster, specPath))
-	return append(errs, specErrs...), warnings
+	newErrs, warnings := ValidateMachine(m, cluster, secrets)
+	oldErrs, _ := validateMachineSpec(&old.Spec, cluster, old.Namespace, old.Name, nil, specPath)
+	specErrs, ratcheted := ratchet(newErrs, oldErrs)
+	return append(errs, specErrs...), append(warnings, ratcheted...)
 }
 
 // ValidateMachineSet checks a new MachineSet: the selector is valid, not
 // empty and matches spec.template.metadata.labels; the template's spec
-// passes the Machine checks (under spec.template.spec).
-func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo) field.ErrorList {
+// passes the Machine checks (under spec.template.spec; the platforms report
+// OpenShift's providerSpec... paths, as for a Machine).
+func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := ValidateSelector(ms.Spec.Selector, ms.Spec.Template.Labels)
-	return append(errs, validateMachineSpec(&ms.Spec.Template.Spec, cluster, templateSpecPath)...)
+	// The template's Machines get their names later: OpenShift checks the
+	// template as a Machine without a name.
+	specErrs, warnings := validateMachineSpec(&ms.Spec.Template.Spec, cluster, ms.Namespace, "", secrets, templateSpecPath)
+	return append(errs, specErrs...), warnings
 }
 
 // ValidateMachineSetUpdate checks an update of old to ms: spec.selector is
 // immutable; the create checks apply as in ValidateMachineUpdate (errors for
 // what the update changes, warnings for what was already wrong).
-func ValidateMachineSetUpdate(ms, old *machinev1beta1.MachineSet, cluster ClusterInfo) (field.ErrorList, admission.Warnings) {
+func ValidateMachineSetUpdate(ms, old *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	if !equality.Semantic.DeepEqual(ms.Spec.Selector, old.Spec.Selector) {
 		errs = append(errs, field.Invalid(selectorPath, metav1.FormatLabelSelector(&ms.Spec.Selector),
 			fmt.Sprintf("field is immutable (was %q)", metav1.FormatLabelSelector(&old.Spec.Selector))))
 	}
-	setErrs, warnings := ratchet(ValidateMachineSet(ms, cluster), ValidateMachineSet(old, cluster))
-	return append(errs, setErrs...), warnings
+	newErrs, warnings := ValidateMachineSet(ms, cluster, secrets)
+	oldErrs, _ := ValidateMachineSet(old, cluster, nil)
+	setErrs, ratcheted := ratchet(newErrs, oldErrs)
+	return append(errs, setErrs...), append(warnings, ratcheted...)
 }
 
 // ValidateSelector checks a MachineSet selector against the labels of the
@@ -108,9 +117,9 @@ func ValidateLifecycleHooks(hooks machinev1beta1.LifecycleHooks, fldPath *field.
 }
 
 // validateMachineSpec runs the checks of a Machine spec found at fldPath.
-func validateMachineSpec(spec *machinev1beta1.MachineSpec, cluster ClusterInfo, fldPath *field.Path) field.ErrorList {
-	errs := ValidateProviderSpec(spec.ProviderSpec, cluster.Provider, fldPath.Child("providerSpec", "value"))
-	return append(errs, ValidateLifecycleHooks(spec.LifecycleHooks, fldPath.Child("lifecycleHooks"))...)
+func validateMachineSpec(spec *machinev1beta1.MachineSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, admission.Warnings) {
+	errs, warnings := ValidateProviderSpec(spec.ProviderSpec, cluster, namespace, name, secrets, fldPath.Child("providerSpec", "value"))
+	return append(errs, ValidateLifecycleHooks(spec.LifecycleHooks, fldPath.Child("lifecycleHooks"))...), warnings
 }
 
 // ratchet splits the errors of the new object into those the update

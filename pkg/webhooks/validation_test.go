@@ -86,7 +86,8 @@ func TestValidateMachine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			checkErrors(t, ValidateMachine(tc.m, tc.cluster), tc.want...)
+			errs, _ := ValidateMachine(tc.m, tc.cluster, nil)
+			checkErrors(t, errs, tc.want...)
 		})
 	}
 }
@@ -135,7 +136,7 @@ func TestValidateMachineUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, warnings := ValidateMachineUpdate(tc.m, tc.old, kubemarkCluster)
+			errs, warnings := ValidateMachineUpdate(tc.m, tc.old, kubemarkCluster, nil)
 			checkErrors(t, errs, tc.want...)
 			checkWarnings(t, warnings, tc.wantWarnings...)
 		})
@@ -256,7 +257,8 @@ func TestValidateMachineSet(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			checkErrors(t, ValidateMachineSet(tc.ms, kubemarkCluster), tc.want...)
+			errs, _ := ValidateMachineSet(tc.ms, kubemarkCluster, nil)
+			checkErrors(t, errs, tc.want...)
 		})
 	}
 }
@@ -292,7 +294,7 @@ func TestValidateMachineSetUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, warnings := ValidateMachineSetUpdate(tc.ms, tc.old, kubemarkCluster)
+			errs, warnings := ValidateMachineSetUpdate(tc.ms, tc.old, kubemarkCluster, nil)
 			checkErrors(t, errs, tc.want...)
 			checkWarnings(t, warnings, tc.wantWarnings...)
 		})

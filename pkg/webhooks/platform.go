@@ -1,0 +1,215 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// controlPlaneArch is the architecture the instance type and image defaults
+// are chosen for. OpenShift takes its webhook binary's architecture, which
+// runs on the control plane; this binary ships in the same image.
+const controlPlaneArch = runtime.GOARCH
+
+// The architectures with their own defaults.
+const (
+	archAMD64 = "amd64"
+	archARM64 = "arm64"
+)
+
+// Secrets the platforms' defaults name (OpenShift's).
+const (
+	defaultUserDataSecret  = "worker-user-data"
+	defaultSecretNamespace = "openshift-machine-api"
+)
+
+// providerSpecPath is the root of the platforms' field paths. OpenShift
+// reports them relative to the Machine spec without ".value"
+// (providerSpec.ami, providerSpec.placement.region), for Machines and
+// MachineSet templates alike; the platforms here report the same paths.
+var providerSpecPath = field.NewPath("providerSpec")
+
+// SecretLookup says whether the Secret namespace/name exists. Validation
+// warns when a credentials Secret does not; nil means no check.
+type SecretLookup func(namespace, name string) (bool, error)
+
+// platformEnv is what a platform's defaulting and validation read besides
+// the providerSpec value.
+type platformEnv struct {
+	cluster ClusterInfo
+	// arch is the control plane's architecture (controlPlaneArch; tests
+	// set others).
+	arch string
+	// namespace and name are those of the Machine, or of the MachineSet for
+	// its template (whose Machines have no name yet: name is then "").
+	namespace, name string
+	secrets         SecretLookup
+}
+
+// credentialsWarnings returns OpenShift's warning when the credentials
+// Secret namespace/name does not exist or cannot be read.
+func (e platformEnv) credentialsWarnings(namespace, name string) []string {
+	if e.secrets == nil {
+		return nil
+	}
+	path := providerSpecPath.Child("credentialsSecret")
+	exists, err := e.secrets(namespace, name)
+	switch {
+	case err != nil:
+		return []string{field.Invalid(path, name, fmt.Sprintf("failed to get credentialsSecret: %v", err)).Error()}
+	case !exists:
+		return []string{field.Invalid(path, name, "not found. Expected CredentialsSecret to exist").Error()}
+	}
+	return nil
+}
+
+// defaultInstanceType returns the instance type for arch from the per-arch
+// defaults of a platform, falling back to amd64's, with OpenShift's warning.
+func defaultInstanceType(platform Provider, arch string, byArch map[string]string) (string, string) {
+	if t, ok := byArch[arch]; ok {
+		return t, fmt.Sprintf("setting the default instance type %q for cloud provider %q, based on the control plane architecture (%q)", t, platform, arch)
+	}
+	t := byArch[archAMD64]
+	return t, fmt.Sprintf("no default instance type found for provider %q, arch %q. Defaulting to the amd64 one: %q", platform, arch, t)
+}
+
+// platform is one platform's providerSpec admission.
+type platform struct {
+	provider Provider
+	// kind is the providerSpec kind of the platform's values.
+	kind string
+	// groups are the apiVersion groups OpenShift accepts with kind (in
+	// versions v1beta1 and v1) without a warning; nil: no check.
+	groups []string
+	// defaults fills a value's missing fields into fields (the value's
+	// top-level keys) and returns the keys it set and its warnings.
+	defaults func(raw []byte, fields map[string]json.RawMessage, env platformEnv) (set, warnings []string)
+	// validate checks a value (raw is nil when there is none).
+	validate func(raw []byte, env platformEnv) (field.ErrorList, []string)
+}
+
+// platforms are the platforms this package admits, by provider.
+var platforms = map[Provider]platform{}
+
+// register adds a platform whose value decodes into T, with its defaulting
+// and validation of the decoded value. Each platform file calls it from init.
+func register[T any](p Provider, kind string, groups []string,
+	def func(spec *T, env platformEnv) []string,
+	validate func(spec *T, env platformEnv) (field.ErrorList, []string)) {
+	platforms[p] = platform{
+		provider: p, kind: kind, groups: groups,
+		defaults: func(raw []byte, fields map[string]json.RawMessage, env platformEnv) ([]string, []string) {
+			spec := new(T)
+			if json.Unmarshal(raw, spec) != nil {
+				return nil, nil // validation reports it
+			}
+			before, err := json.Marshal(spec)
+			if err != nil {
+				return nil, nil
+			}
+			warnings := def(spec, env)
+			after, err := json.Marshal(spec)
+			if err != nil {
+				return nil, nil
+			}
+			return overlay(fields, before, after), warnings
+		},
+		validate: func(raw []byte, env platformEnv) (field.ErrorList, []string) {
+			if raw == nil {
+				return field.ErrorList{field.Required(providerSpecPath.Child("value"), "a value must be provided")}, nil
+			}
+			spec := new(T)
+			if err := json.Unmarshal(raw, spec); err != nil {
+				return field.ErrorList{field.Invalid(providerSpecPath.Child("value"), spec, err.Error())}, nil
+			}
+			var warnings []string
+			if w := unknownFieldWarning(raw, new(T)); w != "" {
+				warnings = append(warnings, w)
+			}
+			if w := gvkWarning(raw, kind, groups); w != "" {
+				warnings = append(warnings, w)
+			}
+			errs, more := validate(spec, env)
+			return errs, append(warnings, more...)
+		},
+	}
+}
+
+// unknownFieldWarning is OpenShift's warning for the first key of raw that
+// the type of into does not have ("" when there is none).
+func unknownFieldWarning(raw []byte, into any) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(into)
+	if err == nil {
+		return ""
+	}
+	_, name, ok := strings.Cut(err.Error(), "unknown field ")
+	if !ok {
+		return ""
+	}
+	name = strings.ReplaceAll(name, `"`, "")
+	return (&field.Error{
+		Type:     field.ErrorTypeNotSupported,
+		Field:    providerSpecPath.Child("value").String(),
+		BadValue: name,
+		Detail:   fmt.Sprintf("Unknown field (%s) will be ignored", name),
+	}).Error()
+}
+
+// gvkWarning is OpenShift's warning for a value whose apiVersion and kind
+// are not kind in one of groups, version v1beta1 or v1.
+func gvkWarning(raw []byte, kind string, groups []string) string {
+	if groups == nil {
+		return ""
+	}
+	var tm metav1.TypeMeta
+	_ = json.Unmarshal(raw, &tm)
+	gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+	if gvk.Kind == kind && slices.Contains(groups, gvk.Group) && (gvk.Version == "v1beta1" || gvk.Version == "v1") {
+		return ""
+	}
+	return fmt.Sprintf("incorrect GroupVersionKind for %s object: %s", kind, gvk)
+}
+
+// overlay writes into fields (a value's top-level keys) every member of
+// after that differs from before (the JSON of the typed value before and
+// after defaulting) and returns the keys it wrote. It descends into objects
+// present in all three, so keys the type does not know are kept; the
+// user's other keys stay verbatim.
+func overlay(fields map[string]json.RawMessage, before, after []byte) []string {
+	var b, a map[string]json.RawMessage
+	if json.Unmarshal(before, &b) != nil || json.Unmarshal(after, &a) != nil {
+		return nil
+	}
+	var set []string
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if bytes.Equal(b[k], a[k]) {
+			continue
+		}
+		set = append(set, k)
+		var orig map[string]json.RawMessage
+		if isObject(fields[k]) && isObject(b[k]) && isObject(a[k]) && json.Unmarshal(fields[k], &orig) == nil {
+			overlay(orig, b[k], a[k])
+			if merged, err := json.Marshal(orig); err == nil {
+				fields[k] = merged
+				continue
+			}
+		}
+		fields[k] = a[k]
+	}
+	return set
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
