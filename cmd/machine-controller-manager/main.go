@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/openshift/api/features"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,9 +96,10 @@ func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time
 		return err
 	}
 	r := machine.NewReconciler(machine.Options{
-		Actuator:         kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()}),
-		NodeDrainTimeout: drainTimeout,
-		Namespace:        opts.Namespace,
+		MachineAPIMigration: migrationEnabled(opts),
+		Actuator:            kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()}),
+		NodeDrainTimeout:    drainTimeout,
+		Namespace:           opts.Namespace,
 	})
 	err = crdwait.Add(mgr, crdwait.Gate{
 		Name: "machine", Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("Machine")}, Required: true,
@@ -107,4 +109,11 @@ func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time
 		return fmt.Errorf("setting up the machine controller: %w", err)
 	}
 	return nil
+}
+
+// migrationEnabled reports whether OpenShift's MachineAPIMigration feature
+// gate is on (--feature-gates): then a resource whose status.authoritativeAPI
+// is not MachineAPI is left alone, Paused (docs/openshift.md).
+func migrationEnabled(o operand.Options) bool {
+	return o.FeatureGates[string(features.FeatureGateMachineAPIMigration)]
 }
