@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/openshift/api/features"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -95,6 +96,7 @@ func run(opts operand.Options, f flags) error {
 // webhooks.
 func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	r := machineset.NewReconciler(machineset.Options{
+		MachineAPIMigration:  migrationEnabled(opts),
 		Namespace:            opts.Namespace,
 		MaxCreateBurst:       f.createBurst,
 		MaxConcurrentDeletes: f.maxConcurrentDeletes,
@@ -116,4 +118,11 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 		}
 	}
 	return nil
+}
+
+// migrationEnabled reports whether OpenShift's MachineAPIMigration feature
+// gate is on (--feature-gates): then a resource whose status.authoritativeAPI
+// is not MachineAPI is left alone, Paused (docs/openshift.md).
+func migrationEnabled(o operand.Options) bool {
+	return o.FeatureGates[string(features.FeatureGateMachineAPIMigration)]
 }
