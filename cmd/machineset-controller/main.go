@@ -1,7 +1,7 @@
 // Command machineset-controller keeps each MachineSet's spec.replicas Machines
 // and serves the Machine API admission webhooks (defaulting and validation of
-// Machines and MachineSets) behind the machine-api webhook configurations the
-// operator renders.
+// Machines and MachineSets, validation of NodeMaintenances) behind the
+// machine-api webhook configurations the operator renders.
 package main
 
 import (
@@ -22,6 +22,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 	"github.com/machine-api-operator/machine-api-operator/pkg/webhooks"
+	nmwebhook "github.com/machine-api-operator/machine-api-operator/pkg/webhooks/nodemaintenance"
 )
 
 // leaderElectionID is OpenShift's lease name for this controller, so that
@@ -115,6 +116,11 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	if opts.Webhook.Enabled {
 		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient()}); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
+		}
+		// Served whether or not the NodeMaintenance CRD exists: the operator
+		// renders its configuration only where it runs that controller.
+		if err := nmwebhook.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the NodeMaintenance webhook: %w", err)
 		}
 	}
 	return nil

@@ -178,8 +178,9 @@ func TestValidation(t *testing.T) {
 	base := nm.DeepCopy()
 	nm.Spec.NodeName = "another-node"
 	err := env.Client.Patch(ctx, nm, client.MergeFrom(base))
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "nodeName is immutable") {
-		t.Errorf("changing nodeName: err = %v, want Invalid: nodeName is immutable", err)
+	// medik8s's webhook message, from the CRD's CEL rule.
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "updating spec.NodeName isn't allowed") {
+		t.Errorf("changing nodeName: err = %v, want Invalid: updating spec.NodeName isn't allowed", err)
 	}
 
 	nm = getNM(t, "validation")

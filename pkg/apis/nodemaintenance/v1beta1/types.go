@@ -27,7 +27,7 @@ type NodeMaintenanceSpec struct {
 	// changed after creation.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="updating spec.NodeName isn't allowed"
 	NodeName string `json:"nodeName"`
 
 	// reason is a free-text explanation of the maintenance.

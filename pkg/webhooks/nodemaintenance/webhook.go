@@ -1,0 +1,180 @@
+// Package nodemaintenance serves the validating admission webhook of
+// NodeMaintenances (nodemaintenance.medik8s.io/v1beta1) with the rules and
+// messages of medik8s's node-maintenance-operator: a NodeMaintenance for a
+// node that does not exist, a second one for the same node, one that would
+// break etcd quorum on an OpenShift control-plane node, and a changed
+// spec.nodeName are refused. The machineset-controller serves it next to the
+// Machine API webhooks; the operator renders it unless the
+// node-maintenance-operator owns the NodeMaintenance API.
+package nodemaintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	nmcontroller "github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
+)
+
+// Path is where the webhook is served: medik8s's path, so a
+// ValidatingWebhookConfiguration written for either server fits both.
+const Path = "/validate-nodemaintenance-medik8s-io-v1beta1-nodemaintenance"
+
+// WebhookName is the webhook's name in the ValidatingWebhookConfiguration
+// (medik8s's).
+const WebhookName = "vnodemaintenance.kb.io"
+
+// clusterVersionKind is served only on OpenShift (medik8s's test).
+var clusterVersionKind = schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion"}
+
+// Options configure the Validator.
+type Options struct {
+	// Reader reads Nodes and NodeMaintenances, and PodDisruptionBudgets and
+	// pods in openshift-etcd. Uncached (the manager's API reader): a
+	// NodeMaintenance created a moment ago must be seen, and the binary
+	// keeps no cache of NodeMaintenances.
+	Reader client.Reader
+	// IsOpenShift tells whether the etcd quorum guard can exist (the
+	// cluster is OpenShift); asked only for control-plane nodes.
+	IsOpenShift func(context.Context) (bool, error)
+}
+
+// Validator decides on NodeMaintenance admission requests.
+type Validator struct {
+	reader      client.Reader
+	isOpenShift func(context.Context) (bool, error)
+}
+
+var _ admission.Validator[*nmv1beta1.NodeMaintenance] = &Validator{}
+
+// NewValidator returns a Validator; both options are required.
+func NewValidator(opts Options) *Validator {
+	return &Validator{reader: opts.Reader, isOpenShift: opts.IsOpenShift}
+}
+
+// SetupWithManager serves the webhook at Path on mgr's webhook server,
+// reading through mgr's API reader; OpenShift is told by the RESTMapper
+// (config.openshift.io/v1 ClusterVersion served).
+func SetupWithManager(mgr manager.Manager) error {
+	srv := mgr.GetWebhookServer()
+	if srv == nil {
+		return errors.New("nodemaintenance webhook: the manager has no webhook server")
+	}
+	v := NewValidator(Options{Reader: mgr.GetAPIReader(), IsOpenShift: KindServed(mgr.GetRESTMapper(), clusterVersionKind)})
+	srv.Register(Path, admission.WithValidator(mgr.GetScheme(), v))
+	return nil
+}
+
+// KindServed returns a check of whether the API server serves gvk, asked
+// of mapper (controller-runtime's mapper looks a missing kind up again, so
+// a later install is seen).
+func KindServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind) func(context.Context) (bool, error) {
+	return func(context.Context) (bool, error) {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err == nil:
+			return true, nil
+		case meta.IsNoMatchError(err):
+			return false, nil
+		}
+		return false, err
+	}
+}
+
+// ValidateCreate refuses a NodeMaintenance for a missing node, a node that
+// has one, or (OpenShift) a control-plane node whose maintenance would
+// break etcd quorum. A failed read refuses too, asking to try again (as
+// medik8s does).
+func (v *Validator) ValidateCreate(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (admission.Warnings, error) {
+	nodeName := nm.Spec.NodeName
+	facts, err := v.observeCreate(ctx, nodeName)
+	if err == nil {
+		err = decideCreate(nodeName, facts)
+	}
+	if err != nil {
+		logf.FromContext(ctx).Info("Refused a NodeMaintenance", "name", nm.Name, "node", nodeName, "reason", err.Error())
+	}
+	return nil, err
+}
+
+// ValidateUpdate refuses a changed spec.nodeName.
+func (v *Validator) ValidateUpdate(_ context.Context, oldNM, newNM *nmv1beta1.NodeMaintenance) (admission.Warnings, error) {
+	return nil, decideUpdate(oldNM, newNM)
+}
+
+// ValidateDelete allows every deletion (the webhook is not registered for
+// deletes; this completes the interface).
+func (v *Validator) ValidateDelete(context.Context, *nmv1beta1.NodeMaintenance) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// observeCreate reads what decideCreate needs, stopping at the first fact
+// that refuses the request (a missing node) and reading the etcd quorum
+// guard only for a control-plane node on OpenShift.
+func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createFacts, error) {
+	var f createFacts
+	node := &corev1.Node{}
+	switch err := v.reader.Get(ctx, client.ObjectKey{Name: nodeName}, node); {
+	case apierrors.IsNotFound(err):
+		return f, nil
+	case err != nil:
+		return f, fmt.Errorf("could not get node for validating spec.NodeName, please try again: %w", err)
+	}
+	f.node = node
+	list := &nmv1beta1.NodeMaintenanceList{}
+	if err := v.reader.List(ctx, list); err != nil {
+		return f, fmt.Errorf("could not list NodeMaintenances for validating spec.NodeName, please try again: %w", err)
+	}
+	f.maintenances = list.Items
+	if !isControlPlane(node) {
+		return f, nil
+	}
+	openShift, err := v.isOpenShift(ctx)
+	if err != nil {
+		return f, fmt.Errorf("could not tell whether the cluster is OpenShift for master/control-plane quorum validation, please try again: %w", err)
+	}
+	f.openShift = openShift
+	if !openShift {
+		return f, nil
+	}
+	f.quorum, err = v.observeQuorum(ctx)
+	return f, err
+}
+
+// observeQuorum lists the PodDisruptionBudgets in openshift-etcd and, when
+// there is exactly one, the guard pods it selects.
+func (v *Validator) observeQuorum(ctx context.Context) (quorumFacts, error) {
+	var q quorumFacts
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := v.reader.List(ctx, pdbs, client.InNamespace(nmcontroller.EtcdNamespace)); err != nil {
+		return q, fmt.Errorf("could not list the etcd quorum guard PodDisruptionBudgets in %s, please try again: %w", nmcontroller.EtcdNamespace, err)
+	}
+	q.pdbs = pdbs.Items
+	if len(q.pdbs) != 1 || q.pdbs[0].Status.DisruptionsAllowed >= 1 {
+		return q, nil
+	}
+	pdb := q.pdbs[0]
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return q, fmt.Errorf("could not parse the selector of PodDisruptionBudget %s/%s: %w", pdb.Namespace, pdb.Name, err)
+	}
+	pods := &corev1.PodList{}
+	if err := v.reader.List(ctx, pods, client.InNamespace(nmcontroller.EtcdNamespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return q, fmt.Errorf("could not list the etcd guard pods in %s, please try again: %w", nmcontroller.EtcdNamespace, err)
+	}
+	q.guardPods = pods.Items
+	return q, nil
+}
+
