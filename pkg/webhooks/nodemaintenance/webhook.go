@@ -177,4 +177,3 @@ func (v *Validator) observeQuorum(ctx context.Context) (quorumFacts, error) {
 	q.guardPods = pods.Items
 	return q, nil
 }
-
