@@ -55,9 +55,10 @@ type Options struct {
 	// TLS configures the metrics and webhook servers.
 	TLS tlsflags.Options
 	// FeatureGates are OpenShift's feature gates as the operator passes
-	// them (--feature-gates=A=true,B=false). None changes these binaries'
-	// behaviour yet; they are accepted, so that OpenShift's operator can
-	// drive them, and logged.
+	// them (--feature-gates=A=true,B=false). Only MachineAPIMigration
+	// changes these binaries' behaviour (the machine and machineset
+	// controllers); the others are accepted, so that OpenShift's operator
+	// can drive them, and logged.
 	FeatureGates map[string]bool
 	// Webhook, when set, adds the admission webhook server flags; binaries
 	// that serve no webhook leave it nil.
@@ -124,7 +125,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthProbeBindAddress, "health-addr", o.HealthProbeBindAddress, "Same as --health-probe-bind-address (OpenShift's name).")
 	o.TLS.AddFlags(fs)
 	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates",
-		"OpenShift feature gates, A=true,B=false; accepted and logged (no gate changes these binaries yet).")
+		"OpenShift feature gates, A=true,B=false; MachineAPIMigration=true makes the machine and machineset controllers leave resources another API is authoritative for alone; the others are accepted and logged.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of the Go pprof endpoints (/debug/pprof/); empty or 0 disables them.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many objects are reconciled in parallel.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the API server.")
@@ -195,7 +196,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	if len(o.FeatureGates) > 0 {
-		klog.InfoS("Feature gates (none changes this binary's behaviour)", "featureGates", o.FeatureGates)
+		klog.InfoS("Feature gates (only MachineAPIMigration changes the machine and machineset controllers)", "featureGates", o.FeatureGates)
 	}
 	leaseNamespace := o.LeaderElectionNamespace
 	if leaseNamespace == "" {
