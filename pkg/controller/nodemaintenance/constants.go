@@ -8,8 +8,9 @@
 //     requeues, so no worker is blocked while pods terminate;
 //   - supports spec.drainTimeout, after which the remaining pods are deleted;
 //   - does not drain again once Succeeded;
-//   - detects a second NodeMaintenance for the same node itself (no webhook
-//     needed) and leaves the node alone for it;
+//   - detects a second NodeMaintenance for the same node itself (as a
+//     fallback to the webhook, pkg/webhooks/nodemaintenance) and leaves the
+//     node alone for it;
 //   - records what it changed on the node (annotations) and removes only that;
 //   - waits, instead of draining, on a control-plane node while an
 //     openshift-etcd PodDisruptionBudget allows no disruption of a pod there
