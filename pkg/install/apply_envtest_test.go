@@ -277,7 +277,7 @@ func TestApplyToAPIServer(t *testing.T) {
 
 	t.Run("the operator applies and prunes its operand", func(t *testing.T) {
 		objs := renderAWS(t)
-		a := apply.New(apply.Options{Client: asOperator, FieldManager: config.FieldManager})
+		a := apply.New(apply.Options{Client: asOperator, FieldManager: config.FieldManager, Owner: namespace})
 		res, err := a.Apply(ctx, objs)
 		if err != nil {
 			t.Fatalf("applying the rendered AWS objects as the operator: %v", err)

@@ -81,6 +81,9 @@ func operatorAccess() []access {
 	add([]string{"create"}, "coordination.k8s.io", "leases", "", namespace, "")
 	add([]string{"get", "update"}, "coordination.k8s.io", "leases", "", namespace, config.OperatorLeaseName)
 	// The metrics endpoint authenticates and authorizes scrapers.
+	// Whether another installation's namespace still exists (package apply's
+	// checkOwner).
+	add([]string{"get"}, "", "namespaces", "", "", "other-installation")
 	add([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "", "")
 	add([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", "", "")
 	// The trusted CA bundle, read from the informer cache.

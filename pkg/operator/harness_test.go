@@ -130,7 +130,11 @@ func cleanupClusterScoped(t *testing.T) {
 	}
 	owned := client.MatchingLabels{config.ManagedByLabel: config.ManagedByValue}
 	for _, obj := range []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}} {
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
+		// Each test's operator has a namespace of its own: a cluster-scoped
+		// object the last one applied (and labelled as its own) is not taken
+		// over while that namespace exists.
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
 		if err := c.DeleteAllOf(ctx, obj, owned); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}

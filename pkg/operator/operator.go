@@ -101,7 +101,7 @@ func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, 
 	return &Operator{
 		opts:    opts,
 		reader:  reader,
-		applier: apply.New(apply.Options{Client: c, Reader: reader, FieldManager: config.FieldManager}),
+		applier: apply.New(apply.Options{Client: c, Reader: reader, FieldManager: config.FieldManager, Owner: opts.Namespace}),
 		certs:   certs,
 		status:  &status.Writer{Client: c, Reader: reader, Recorder: recorder, Name: config.ClusterOperatorName},
 	}

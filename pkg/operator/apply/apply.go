@@ -60,6 +60,14 @@ import (
 // which makes Apply send it.
 const AppliedHashAnnotation = "machine.openshift.io/applied-configuration-hash"
 
+// OwnerLabel is set on every object Apply writes that Prune may delete, to
+// Options.Owner: the namespace of the operator that applied it. Prune deletes
+// only objects that carry its own Owner, so an operator installed in another
+// namespace never deletes this one's objects, and Apply does not take over an
+// object that carries another Owner. CRDs and Namespaces (never pruned) do
+// not carry it: installs share them.
+const OwnerLabel = "machine.openshift.io/operator-namespace"
+
 // Options configure an Applier.
 type Options struct {
 	// Client sends the writes (server-side apply patches, updates that
@@ -76,6 +84,10 @@ type Options struct {
 	// FieldManager is the server-side apply field manager. Defaults to
 	// config.FieldManager.
 	FieldManager string
+	// Owner names the installation: the operator's namespace. Apply stamps
+	// it as OwnerLabel; Prune requires it and deletes only objects that
+	// carry it.
+	Owner string
 }
 
 // Applier applies desired objects with server-side apply, skipping objects
@@ -86,6 +98,7 @@ type Applier struct {
 	reader       client.Reader
 	scheme       *runtime.Scheme
 	fieldManager string
+	owner        string
 	types        typeConverter
 }
 
@@ -99,6 +112,7 @@ func New(opts Options) *Applier {
 		reader:       opts.Reader,
 		scheme:       opts.Client.Scheme(),
 		fieldManager: opts.FieldManager,
+		owner:        opts.Owner,
 	}
 	a.types = newTypeConverter(a.scheme)
 	if a.reader == nil {
@@ -154,7 +168,10 @@ type Result struct {
 // joined into one error.
 //
 // Each object is stamped with the ownership label config.ManagedByLabel =
-// config.ManagedByValue (which Prune relies on) and the AppliedHashAnnotation.
+// config.ManagedByValue, OwnerLabel (both of which Prune relies on) and the
+// AppliedHashAnnotation. An object whose live OwnerLabel names another
+// installation is left alone and reported as failed, unless that
+// installation's namespace is gone (see checkOwner).
 // Only name, namespace, labels, annotations, ownerReferences and finalizers
 // of its metadata are sent; status is never sent.
 //
@@ -195,7 +212,7 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 	}
 	ref.GroupVersionKind = gvk
 
-	desired, err := Desired(obj, a.scheme)
+	desired, err := Desired(a.withOwner(obj, gvk.GroupKind()), a.scheme)
 	if err != nil {
 		return ref, false, false, err
 	}
@@ -207,6 +224,9 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 	case err != nil:
 		return ref, false, false, fmt.Errorf("reading the live object: %w", err)
 	default:
+		if err := a.checkOwner(ctx, ref, live); err != nil {
+			return ref, false, false, err
+		}
 		desiredSet, err := a.types.fieldSet(desired)
 		if err != nil {
 			return ref, false, false, err

@@ -58,8 +58,11 @@ func countingApplier(t *testing.T) (*apply.Applier, *applytest.CountingTransport
 	if err != nil {
 		t.Fatal(err)
 	}
-	return apply.New(apply.Options{Client: c, Reader: c}), ct
+	return apply.New(apply.Options{Client: c, Reader: c, Owner: testOwner}), ct
 }
+
+// testOwner is the installation the test appliers stand for.
+const testOwner = "test-installation"
 
 // objects are realistic operand objects; the server fills in defaults for
 // most of their fields. They are built fresh for every call.
@@ -478,6 +481,10 @@ func TestPrune(t *testing.T) {
 	if err := env.Client.Create(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
+	// Applied by the operator of another installation (namespace).
+	otherInstall := []client.Object{cm(ns, "other-installation"), cr(ns + "-other-installation")}
+	cleanupClusterScoped(t, otherInstall)
+	mustApply(t, ctx, apply.New(apply.Options{Client: env.Client, Owner: "other-installation"}), otherInstall)
 
 	kinds := []schema.GroupVersionKind{
 		corev1.SchemeGroupVersion.WithKind("ConfigMap"),
@@ -510,6 +517,7 @@ func TestPrune(t *testing.T) {
 	}
 	kept := []client.Object{cm(ns, "keep"), cr(ns + "-keep"), cm(other, "other-namespace"), crd(group), foreign.DeepCopy()}
 	kept = append(kept, unlabelled...)
+	kept = append(kept, otherInstall...)
 	for _, o := range kept {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 			t.Errorf("%T %s was deleted: %v", o, o.GetName(), err)

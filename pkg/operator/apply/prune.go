@@ -36,12 +36,15 @@ func IsNeverPruned(gk schema.GroupKind) bool {
 	return false
 }
 
-// Prune deletes the objects of the given kinds that carry the ownership label
-// (config.ManagedByLabel = config.ManagedByValue) and are not in keep, and
-// returns the ones it deleted. Objects are found by the label only, never by
-// name. namespace limits namespaced kinds to one namespace ("" = all);
-// cluster-scoped kinds are listed cluster-wide. keep is compared by group,
-// kind, namespace and name (the version does not matter).
+// Prune deletes the objects of the given kinds that this Applier's
+// installation applied (config.ManagedByLabel = config.ManagedByValue and
+// OwnerLabel = Options.Owner) and are not in keep, and returns the ones it
+// deleted. Objects are found by these labels only, never by name; an object
+// another installation applied, or applied before OwnerLabel existed, is
+// never deleted. Prune fails without an Owner. namespace limits namespaced
+// kinds to one namespace ("" = all); cluster-scoped kinds are listed
+// cluster-wide. keep is compared by group, kind, namespace and name (the
+// version does not matter).
 //
 // Prune never deletes CustomResourceDefinitions or Namespaces, even when
 // their kind is asked for; it skips objects already being deleted (so a
@@ -55,6 +58,9 @@ func IsNeverPruned(gk schema.GroupKind) bool {
 // cache-backed reader shares the informers of the watches); only deletes are
 // sent to the API server.
 func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object) ([]ObjectRef, error) {
+	if a.owner == "" {
+		return nil, errors.New("prune: the Applier has no Owner, so it cannot tell its objects from another installation's")
+	}
 	type key struct {
 		gk        schema.GroupKind
 		namespace string
@@ -96,7 +102,7 @@ func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, na
 			if keepSet[key{gvk.GroupKind(), ns, obj.GetName()}] {
 				continue
 			}
-			if obj.GetLabels()[config.ManagedByLabel] != config.ManagedByValue {
+			if obj.GetLabels()[config.ManagedByLabel] != config.ManagedByValue || ownedBy(obj) != a.owner {
 				continue // a reader that ignores the selector; never guess
 			}
 			if obj.GetDeletionTimestamp() != nil {
@@ -121,8 +127,8 @@ func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, na
 	return deleted, errors.Join(errs...)
 }
 
-// listOwned lists the objects of kind gvk with the ownership label, in
-// namespace when the kind is namespaced and namespace is set.
+// listOwned lists the objects of kind gvk with the ownership labels of this
+// installation, in namespace when the kind is namespaced and namespace is set.
 func (a *Applier) listOwned(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]client.Object, bool, error) {
 	namespaced, err := a.client.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{
 		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
@@ -147,7 +153,7 @@ func (a *Applier) listOwned(ctx context.Context, gvk schema.GroupVersionKind, na
 		u.SetGroupVersionKind(listGVK)
 		list = u
 	}
-	opts := []client.ListOption{client.MatchingLabels{config.ManagedByLabel: config.ManagedByValue}}
+	opts := []client.ListOption{client.MatchingLabels{config.ManagedByLabel: config.ManagedByValue, OwnerLabel: a.owner}}
 	if namespaced && namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
