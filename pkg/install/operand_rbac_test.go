@@ -239,3 +239,50 @@ func checkOperandAuthorization(ctx context.Context, t *testing.T, c client.Clien
 		}
 	}
 }
+
+// TestVanillaOperandRBAC: the root kustomization ships the lease namespace
+// and the operand's Role there, and config/ (kubemark) adds only what the
+// kubemark provider does with nodes and their heartbeat Leases.
+func TestVanillaOperandRBAC(t *testing.T) {
+	root := kustomizeBuild(t, ".")
+	var found []string
+	for _, m := range root {
+		if m.Object.GetNamespace() == leaseNamespace || m.Object.GetName() == leaseNamespace {
+			found = append(found, m.Object.GetKind())
+		}
+	}
+	slices.Sort(found)
+	if want := []string{"Namespace", "Role", "RoleBinding"}; !slices.Equal(found, want) {
+		t.Errorf("the root kustomization has %v of %s, want %v", found, leaseNamespace, want)
+	}
+
+	r := loadOperandRBAC(t, renderKubemark(t), loadPayload(t))
+	for _, m := range kustomizeBuild(t, "config") {
+		switch m.Object.GetKind() {
+		case "ClusterRole":
+			r.cluster = append(r.cluster, decodeStrict(t, m).(*rbacv1.ClusterRole).Rules...)
+		case "Role":
+			role := decodeStrict(t, m).(*rbacv1.Role)
+			r.byNS[role.Namespace] = append(r.byNS[role.Namespace], role.Rules...)
+		}
+	}
+	const nodeLeases = "kube-node-lease"
+	need := []access{{Verb: "patch", Resource: "nodes", Subresource: "status", Name: "node-1"}}
+	for _, v := range []string{"get", "update", "delete"} {
+		need = append(need, access{Verb: v, Group: "coordination.k8s.io", Resource: "leases", Namespace: nodeLeases, Name: "node-1"})
+	}
+	need = append(need, access{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: nodeLeases})
+	for _, a := range append(need, operandAccess()...) {
+		if !r.allows(a) {
+			t.Errorf("with config/, the kubemark operand cannot %s", a)
+		}
+	}
+	forbidden := append(operandForbidden(),
+		access{Verb: "update", Resource: "nodes", Subresource: "status", Name: "node-1"},
+		access{Verb: "list", Group: "coordination.k8s.io", Resource: "leases", Namespace: nodeLeases})
+	for _, a := range forbidden {
+		if r.allows(a) {
+			t.Errorf("with config/, the kubemark operand can %s, which it does not need", a)
+		}
+	}
+}
