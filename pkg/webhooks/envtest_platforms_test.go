@@ -54,6 +54,7 @@ type platformCase struct {
 }
 
 func platformCases() []platformCase {
+	azureVMSize, azureImage := azureDefaults()
 	return []platformCase{
 		{
 			platform: configv1.AWSPlatformType,
@@ -67,6 +68,20 @@ func platformCases() []platformCase {
 			warnings: []string{"incorrect GroupVersionKind for AWSMachineProviderConfig object: /, Kind="},
 			bad:      `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","placement":{"tenancy":"shared"}}`,
 			wantErr:  `providerSpec.tenancy: Invalid value: "shared": Invalid providerSpec.tenancy, the only allowed options are: default, dedicated, host`,
+		},
+		{
+			platform: configv1.AzurePlatformType,
+			status: func(ps *configv1.PlatformStatus) {
+				ps.Azure = &configv1.AzurePlatformStatus{CloudName: configv1.AzurePublicCloud, ResourceGroupName: testInfraName + "-rg"}
+			},
+			credentials: "azure-cloud-credentials",
+			minimal:     `{"osDisk":{"diskSizeGB":128,"osType":"Linux"}}`,
+			want: `{"osDisk":{"diskSizeGB":128,"osType":"Linux"},"vmSize":"` + azureVMSize + `","vnet":"test-x7k2p-vnet","subnet":"test-x7k2p-worker-subnet",` +
+				`"image":{"offer":"","publisher":"","resourceID":"` + azureImage + `","sku":"","version":""},` +
+				`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"azure-cloud-credentials","namespace":"openshift-machine-api"}}`,
+			warnings: []string{"incorrect GroupVersionKind for AzureMachineProviderSpec object: /, Kind="},
+			bad:      `{"osDisk":{"diskSizeGB":40000}}`,
+			wantErr:  `providerSpec.osDisk.diskSizeGB: Invalid value: 40000: diskSizeGB must be greater than zero and less than 32768`,
 		},
 	}
 }

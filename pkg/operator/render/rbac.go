@@ -44,8 +44,9 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: readVerbs},
 			// the admission webhooks (machineset-controller) default by the
-			// cluster's platform and infrastructure name.
-			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures"}, Verbs: readVerbs},
+			// cluster's platform and infrastructure name; on Azure they read
+			// the DNS (no public zone: no public IPs).
+			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures", "dnses"}, Verbs: readVerbs},
 			// every controller records events.
 			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
 			// every controller's metrics endpoint authenticates the scraper

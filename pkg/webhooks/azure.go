@@ -1,0 +1,347 @@
+package webhooks
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Azure defaults and limits (OpenShift's).
+const (
+	defaultAzureCredentialsSecret = "azure-cloud-credentials"
+	azureMaxDiskSizeGB            = 32768
+	azureEphemeralLocal           = "Local"
+	// The installer creates one image version whose name varies: "latest"
+	// picks it.
+	azureRHCOSVersion = "latest"
+)
+
+// azureVMSizes are the default VM sizes by control plane arch.
+var azureVMSizes = map[string]string{archAMD64: "Standard_D4s_V3", archARM64: "Standard_D4ps_V5"}
+
+// azureDataDiskSuffix: starts and ends alphanumeric; letters, digits,
+// underscores, periods and hyphens between.
+var azureDataDiskSuffix = regexp.MustCompile(`^[a-zA-Z0-9](?:[\w\.-]*[a-zA-Z0-9])?$`)
+
+func init() {
+	register(ProviderAzure, "AzureMachineProviderSpec", []string{"azureproviderconfig.openshift.io", machinev1beta1.GroupName}, defaultAzure, validateAzure)
+}
+
+// defaultAzure fills the VM size (by arch), the network and image the
+// installer created for the cluster (named after the infrastructure name),
+// and the user-data and credentials Secrets.
+func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) []string {
+	var warnings []string
+	id := env.cluster.InfrastructureName
+	if spec.VMSize == "" {
+		var w string
+		spec.VMSize, w = defaultInstanceType(ProviderAzure, env.arch, azureVMSizes)
+		warnings = append(warnings, w)
+	}
+	// The virtual network and subnet are given together or defaulted together.
+	if spec.Vnet == "" && spec.Subnet == "" {
+		spec.Vnet = id + "-vnet"
+		spec.Subnet = id + "-worker-subnet"
+	}
+	if spec.Image == (machinev1beta1.Image{}) {
+		spec.Image.ResourceID = azureImageResourceID(id, env.arch)
+	}
+	if spec.UserDataSecret == nil {
+		spec.UserDataSecret = &corev1.SecretReference{Name: defaultUserDataSecret}
+	} else if spec.UserDataSecret.Name == "" {
+		spec.UserDataSecret.Name = defaultUserDataSecret
+	}
+	if spec.CredentialsSecret == nil {
+		spec.CredentialsSecret = &corev1.SecretReference{Name: defaultAzureCredentialsSecret, Namespace: defaultSecretNamespace}
+	} else {
+		if spec.CredentialsSecret.Namespace == "" {
+			spec.CredentialsSecret.Namespace = defaultSecretNamespace
+		}
+		if spec.CredentialsSecret.Name == "" {
+			spec.CredentialsSecret.Name = defaultAzureCredentialsSecret
+		}
+	}
+	return warnings
+}
+
+// azureImageResourceID is the installer's image in the cluster's gallery
+// (gallery names cannot hold dashes); arm64 uses the -gen2 image, which
+// older amd64 clusters may not have.
+func azureImageResourceID(clusterID, arch string) string {
+	image := clusterID
+	if arch == archARM64 {
+		image += "-gen2"
+	}
+	return fmt.Sprintf("/resourceGroups/%s-rg/providers/Microsoft.Compute/galleries/gallery_%s/images/%s/versions/%s",
+		clusterID, strings.ReplaceAll(clusterID, "-", "_"), image, azureRHCOSVersion)
+}
+
+func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	p := providerSpecPath
+	if spec.VMSize == "" {
+		errs = append(errs, field.Required(p.Child("vmSize"), "vmSize should be set to one of the supported Azure VM sizes"))
+	}
+	if spec.PublicIP && env.cluster.DNSDisconnected {
+		errs = append(errs, field.Forbidden(p.Child("publicIP"), "publicIP is not allowed in Azure disconnected installation with publish strategy as internal"))
+	}
+	if spec.Vnet != "" && spec.Subnet == "" {
+		errs = append(errs, field.Required(p.Child("subnet"), "must provide a subnet when a virtual network is specified"))
+	}
+	if spec.Subnet != "" && spec.Vnet == "" {
+		errs = append(errs, field.Required(p.Child("vnet"), "must provide a virtual network when supplying subnets"))
+	}
+	errs = append(errs, validateAzureImage(spec.Image, p.Child("image"))...)
+	if spec.UserDataSecret == nil {
+		errs = append(errs, field.Required(p.Child("userDataSecret"), "userDataSecret must be provided"))
+	} else if spec.UserDataSecret.Name == "" {
+		errs = append(errs, field.Required(p.Child("userDataSecret", "name"), "name must be provided"))
+	}
+	if c := spec.CredentialsSecret; c == nil {
+		errs = append(errs, field.Required(p.Child("credentialsSecret"), "credentialsSecret must be provided"))
+	} else {
+		if c.Namespace == "" {
+			errs = append(errs, field.Required(p.Child("credentialsSecret", "namespace"), "namespace must be provided"))
+		}
+		if c.Name == "" {
+			errs = append(errs, field.Required(p.Child("credentialsSecret", "name"), "name must be provided"))
+		}
+		if c.Name != "" && c.Namespace != "" {
+			warnings = append(warnings, env.credentialsWarnings(c.Namespace, c.Name)...)
+		}
+	}
+	errs = append(errs, validateAzureOSDisk(spec, p.Child("osDisk"))...)
+	if id := spec.CapacityReservationGroupID; id != "" {
+		if err := checkAzureResourceID(strings.TrimPrefix(id, "azure://")); err != nil {
+			errs = append(errs, field.Invalid(p.Child("capacityReservationGroupID"), id, err.Error()))
+		}
+	}
+	switch spec.UltraSSDCapability {
+	case machinev1beta1.AzureUltraSSDCapabilityEnabled, machinev1beta1.AzureUltraSSDCapabilityDisabled, "":
+	default:
+		errs = append(errs, field.Invalid(p.Child("ultraSSDCapability"), spec.UltraSSDCapability,
+			fmt.Sprintf("ultraSSDCapability can be only %s, %s or omitted", machinev1beta1.AzureUltraSSDCapabilityEnabled, machinev1beta1.AzureUltraSSDCapabilityDisabled)))
+	}
+	errs = append(errs, validateAzureSecurityProfile(spec, p.Child("securityProfile"))...)
+	errs = append(errs, validateAzureDataDisks(env.name, spec.DataDisks, p.Child("dataDisks"))...)
+	errs = append(errs, validateAzureDiagnostics(spec.Diagnostics, p.Child("diagnostics"))...)
+	if env.cluster.AzureGovCloud && spec.SpotVMOptions != nil {
+		warnings = append(warnings, "spot VMs may not be supported when using GovCloud region")
+	}
+	return errs, warnings
+}
+
+// validateAzureImage: a resource ID alone, or a marketplace image with
+// offer, publisher, SKU and version (OpenShift names these paths with
+// capitals: image.Offer).
+func validateAzureImage(image machinev1beta1.Image, path *field.Path) field.ErrorList {
+	if image == (machinev1beta1.Image{}) {
+		return field.ErrorList{field.Required(path, "an image reference must be provided")}
+	}
+	if image.ResourceID != "" {
+		if image != (machinev1beta1.Image{ResourceID: image.ResourceID}) {
+			return field.ErrorList{field.Required(path.Child("resourceID"), "resourceID is already specified, other fields such as [Offer, Publisher, SKU, Version] should not be set")}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	for _, f := range []struct{ name, value string }{{"Offer", image.Offer}, {"Publisher", image.Publisher}, {"SKU", image.SKU}, {"Version", image.Version}} {
+		if f.value == "" {
+			errs = append(errs, field.Required(path.Child(f.name), f.name+" must be provided"))
+		}
+	}
+	return errs
+}
+
+func validateAzureOSDisk(spec *machinev1beta1.AzureMachineProviderSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	d := spec.OSDisk
+	if d.DiskSizeGB <= 0 || d.DiskSizeGB >= azureMaxDiskSizeGB {
+		errs = append(errs, field.Invalid(path.Child("diskSizeGB"), d.DiskSizeGB, "diskSizeGB must be greater than zero and less than 32768"))
+	}
+	if loc := d.DiskSettings.EphemeralStorageLocation; loc != azureEphemeralLocal && loc != "" {
+		errs = append(errs, field.Invalid(path.Child("diskSettings", "ephemeralStorageLocation"), loc,
+			fmt.Sprintf("osDisk.diskSettings.ephemeralStorageLocation can either be omitted or set to %s", azureEphemeralLocal)))
+	}
+	switch d.CachingType {
+	case "None", "ReadOnly", "ReadWrite", "":
+	default:
+		errs = append(errs, field.Invalid(path.Child("cachingType"), d.CachingType, "osDisk.cachingType can be only None, ReadOnly, ReadWrite or omitted"))
+	}
+	if d.DiskSettings.EphemeralStorageLocation == azureEphemeralLocal && d.CachingType != "ReadOnly" {
+		errs = append(errs, field.Invalid(path.Child("cachingType"), d.CachingType, "Instances using an ephemeral OS disk support only Readonly caching"))
+	}
+	return errs
+}
+
+// validateAzureSecurityProfile reports the first inconsistency between the
+// security profile and the OS disk's encryption, as OpenShift does.
+func validateAzureSecurityProfile(spec *machinev1beta1.AzureMachineProviderSpec, path *field.Path) field.ErrorList {
+	encryption := spec.OSDisk.ManagedDisk.SecurityProfile.SecurityEncryptionType
+	sp := spec.SecurityProfile
+	if sp == nil {
+		if encryption == "" {
+			return nil
+		}
+		return field.ErrorList{field.Required(path, "securityProfile should be set when osDisk.managedDisk.securityProfile.securityEncryptionType is defined.")}
+	}
+	settings := path.Child("settings")
+	switch sp.Settings.SecurityType {
+	case machinev1beta1.SecurityTypesConfidentialVM:
+		if encryption == "" {
+			return field.ErrorList{field.Required(path.Root().Child("osDisk", "managedDisk", "securityProfile", "securityEncryptionType"),
+				fmt.Sprintf("securityEncryptionType should be set when securityType is set to %s.", machinev1beta1.SecurityTypesConfidentialVM))}
+		}
+		cvm := sp.Settings.ConfidentialVM
+		if cvm == nil {
+			return field.ErrorList{field.Required(settings.Child("confidentialVM"),
+				fmt.Sprintf("confidentialVM should be set when securityType is set to %s.", machinev1beta1.SecurityTypesConfidentialVM))}
+		}
+		uefi := settings.Child("confidentialVM", "uefiSettings")
+		if cvm.UEFISettings.VirtualizedTrustedPlatformModule != machinev1beta1.VirtualizedTrustedPlatformModulePolicyEnabled {
+			return field.ErrorList{field.Invalid(uefi.Child("virtualizedTrustedPlatformModule"), cvm.UEFISettings.VirtualizedTrustedPlatformModule,
+				fmt.Sprintf("virtualizedTrustedPlatformModule should be enabled when securityType is set to %s.", machinev1beta1.SecurityTypesConfidentialVM))}
+		}
+		if encryption == machinev1beta1.SecurityEncryptionTypesDiskWithVMGuestState {
+			if sp.EncryptionAtHost != nil && *sp.EncryptionAtHost {
+				return field.ErrorList{field.Invalid(path.Child("encryptionAtHost"), sp.EncryptionAtHost,
+					fmt.Sprintf("encryptionAtHost cannot be set to true when securityEncryptionType is set to %s.", machinev1beta1.SecurityEncryptionTypesDiskWithVMGuestState))}
+			}
+			if cvm.UEFISettings.SecureBoot != machinev1beta1.SecureBootPolicyEnabled {
+				return field.ErrorList{field.Invalid(uefi.Child("secureBoot"), cvm.UEFISettings.SecureBoot,
+					fmt.Sprintf("secureBoot should be enabled when securityEncryptionType is set to %s.", machinev1beta1.SecurityEncryptionTypesDiskWithVMGuestState))}
+			}
+		}
+	case machinev1beta1.SecurityTypesTrustedLaunch:
+		if sp.Settings.TrustedLaunch == nil {
+			return field.ErrorList{field.Required(settings.Child("trustedLaunch"),
+				fmt.Sprintf("trustedLaunch should be set when securityType is set to %s.", machinev1beta1.SecurityTypesTrustedLaunch))}
+		}
+	default:
+		if encryption != "" {
+			return field.ErrorList{field.Invalid(settings.Child("securityType"), sp.Settings.SecurityType,
+				fmt.Sprintf("securityType should be set to %s when securityEncryptionType is defined.", machinev1beta1.SecurityTypesConfidentialVM))}
+		}
+		if tl := sp.Settings.TrustedLaunch; tl != nil && (tl.UEFISettings.SecureBoot == machinev1beta1.SecureBootPolicyEnabled ||
+			tl.UEFISettings.VirtualizedTrustedPlatformModule == machinev1beta1.VirtualizedTrustedPlatformModulePolicyEnabled) {
+			return field.ErrorList{field.Invalid(settings.Child("securityType"), sp.Settings.SecurityType,
+				fmt.Sprintf("securityType should be set to %s when uefiSettings are enabled.", machinev1beta1.SecurityTypesTrustedLaunch))}
+		}
+	}
+	return nil
+}
+
+// validateAzureDataDisks checks each data disk; disk names are
+// "<machine name>_<nameSuffix>" (the template's Machines have no name yet).
+func validateAzureDataDisks(machineName string, disks []machinev1beta1.DataDisk, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	luns := map[int32]bool{}
+	suffixes := map[string]bool{}
+	for i, disk := range disks {
+		p := path.Index(i)
+		if len(machineName+"_"+disk.NameSuffix) > 80 {
+			errs = append(errs, field.Invalid(p.Child("nameSuffix"), disk.NameSuffix, "too long, the overall disk name must not exceed 80 chars"))
+		}
+		if !azureDataDiskSuffix.MatchString(disk.NameSuffix) {
+			errs = append(errs, field.Invalid(p.Child("nameSuffix"), disk.NameSuffix, "nameSuffix must be provided, must start and finish with an alphanumeric character and can only contain letters, numbers, underscores, periods or hyphens"))
+		}
+		if suffixes[disk.NameSuffix] {
+			errs = append(errs, field.Invalid(p.Child("nameSuffix"), disk.NameSuffix, "each Data Disk must have a unique nameSuffix"))
+		}
+		if disk.DiskSizeGB < 4 {
+			errs = append(errs, field.Invalid(p.Child("diskSizeGB"), disk.DiskSizeGB, "diskSizeGB must be provided and at least 4GB in size"))
+		}
+		if disk.Lun < 0 || disk.Lun > 63 {
+			errs = append(errs, field.Invalid(p.Child("lun"), disk.Lun, "must be greater than or equal to 0 and less than 64"))
+		}
+		if luns[disk.Lun] {
+			errs = append(errs, field.Invalid(p.Child("lun"), disk.Lun, "each Data Disk must have a unique lun"))
+		}
+		del, det := machinev1beta1.DiskDeletionPolicyTypeDelete, machinev1beta1.DiskDeletionPolicyTypeDetach
+		switch disk.DeletionPolicy {
+		case del, det:
+		case "":
+			errs = append(errs, field.Required(p.Child("deletionPolicy"), fmt.Sprintf("deletionPolicy must be provided and must be either %s or %s", del, det)))
+		default:
+			errs = append(errs, field.Invalid(p.Child("deletionPolicy"), disk.DeletionPolicy, fmt.Sprintf("must be either %s or %s", del, det)))
+		}
+		if disk.ManagedDisk.StorageAccountType == machinev1beta1.StorageAccountUltraSSDLRS && disk.CachingType != machinev1beta1.CachingTypeNone && disk.CachingType != "" {
+			errs = append(errs, field.Invalid(p.Child("cachingType"), disk.CachingType,
+				fmt.Sprintf("must be \"None\" or omitted when storageAccountType is \"%s\"", machinev1beta1.StorageAccountUltraSSDLRS)))
+		}
+		luns[disk.Lun] = true
+		suffixes[disk.NameSuffix] = true
+	}
+	return errs
+}
+
+func validateAzureDiagnostics(d machinev1beta1.AzureDiagnostics, path *field.Path) field.ErrorList {
+	if d.Boot == nil {
+		return nil
+	}
+	cm := path.Child("boot", "customerManaged")
+	switch d.Boot.StorageAccountType {
+	case machinev1beta1.CustomerManagedAzureDiagnosticsStorage:
+		if d.Boot.CustomerManaged == nil {
+			return field.ErrorList{field.Required(cm, "customerManaged configuration must be provided")}
+		}
+		if d.Boot.CustomerManaged.StorageAccountURI == "" {
+			return field.ErrorList{field.Required(cm.Child("storageAccountURI"), "storageAccountURI must be provided")}
+		}
+	case machinev1beta1.AzureManagedAzureDiagnosticsStorage:
+		if d.Boot.CustomerManaged != nil {
+			return field.ErrorList{field.Invalid(cm, d.Boot.CustomerManaged, "customerManaged may not be set when type is AzureManaged")}
+		}
+	default:
+		return field.ErrorList{field.Invalid(path.Child("boot", "storageAccountType"), d.Boot.StorageAccountType,
+			fmt.Sprintf("storageAccountType must be one of: %s, %s", machinev1beta1.AzureManagedAzureDiagnosticsStorage, machinev1beta1.CustomerManagedAzureDiagnosticsStorage))}
+	}
+	return nil
+}
+
+// checkAzureResourceID checks the shape of an Azure resource ID:
+// /subscriptions/<id>[/resourceGroups/<name>]/providers/<namespace>/<type>/<name>...
+// or /providers/..., as OpenShift's parser does.
+func checkAzureResourceID(id string) error {
+	if id == "" {
+		return fmt.Errorf("invalid resource ID: id cannot be empty")
+	}
+	if !strings.HasPrefix(id, "/") {
+		return fmt.Errorf("invalid resource ID: resource id '%s' must start with '/'", id)
+	}
+	var parts []string
+	for _, s := range strings.Split(id, "/") {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	invalid := fmt.Errorf("invalid resource ID: %s", id)
+	if len(parts) < 2 || (!strings.EqualFold(parts[0], "subscriptions") && !strings.EqualFold(parts[0], "providers")) {
+		return invalid
+	}
+	for len(parts) > 0 {
+		providers := strings.EqualFold(parts[0], "providers")
+		switch {
+		case len(parts) == 1:
+			// A subscription or resource group needs its name.
+			if strings.EqualFold(parts[0], "subscriptions") || strings.EqualFold(parts[0], "resourcegroups") {
+				return invalid
+			}
+			return nil
+		case providers && (len(parts) == 2 || strings.EqualFold(parts[2], "providers")):
+			parts = parts[2:]
+		case providers && len(parts) > 3:
+			parts = parts[4:]
+		case !providers:
+			parts = parts[2:]
+		default:
+			return invalid
+		}
+	}
+	return nil
+}
