@@ -75,7 +75,7 @@ func operatorAccess() []access {
 	for _, ns := range []string{"default", namespace} {
 		for _, g := range []string{"", "events.k8s.io"} {
 			add([]string{"create"}, g, "events", "", ns, "")
-			add([]string{"patch", "update"}, g, "events", "", ns, "some-event")
+			add([]string{"patch"}, g, "events", "", ns, "some-event")
 		}
 	}
 	add([]string{"create"}, "coordination.k8s.io", "leases", "", namespace, "")
@@ -121,6 +121,7 @@ func forbiddenAccess() []access {
 		{Verb: "update", Group: "config.openshift.io", Resource: "clusteroperators", Name: config.ClusterOperatorName},
 		{Verb: "patch", Group: "config.openshift.io", Resource: "clusteroperators", Subresource: "status", Name: config.ClusterOperatorName},
 		{Verb: "delete", Group: "config.openshift.io", Resource: "clusteroperators", Name: config.ClusterOperatorName},
+		{Verb: "update", Group: "events.k8s.io", Resource: "events", Namespace: "default", Name: "some-event"},
 		// Namespaces come with the install; the operator creates none.
 		{Verb: "create", Resource: "namespaces"},
 		{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: "kube-system"},
