@@ -57,6 +57,8 @@ func operandAccess() []access {
 	for _, ns := range []string{"default", namespace} {
 		add([]string{"create"}, "", "events", "", ns, "")
 		add([]string{"create"}, "events.k8s.io", "events", "", ns, "")
+		add([]string{"patch"}, "", "events", "", ns, "e")
+		add([]string{"patch"}, "events.k8s.io", "events", "", ns, "e")
 	}
 	add([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "", "")
 	add([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", "", "")
@@ -113,6 +115,7 @@ func operandForbidden() []access {
 		{Verb: "create", Group: "nodemaintenance.medik8s.io", Resource: "nodemaintenances"},
 		{Verb: "update", Group: "machine.openshift.io", Resource: "machines", Namespace: "default", Name: "x"},
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: namespace},
+		{Verb: "update", Resource: "events", Namespace: "default", Name: "e"},
 	}
 }
 

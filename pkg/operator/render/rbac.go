@@ -47,8 +47,9 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			// cluster's platform and infrastructure name; on Azure they read
 			// the DNS (no public zone: no public IPs).
 			{APIGroups: []string{"config.openshift.io"}, Resources: []string{"infrastructures", "dnses"}, Verbs: readVerbs},
-			// every controller records events.
-			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+			// every controller records events (client-go's recorders create
+			// an event, then patch its count or series).
+			{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// every controller's metrics endpoint authenticates the scraper
 			// (TokenReview) and authorizes GET /metrics (SubjectAccessReview)
 			// with the API server.
