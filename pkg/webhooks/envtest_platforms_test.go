@@ -55,6 +55,7 @@ type platformCase struct {
 
 func platformCases() []platformCase {
 	azureVMSize, azureImage := azureDefaults()
+	gcpMachineType, gcpImage := gcpDefaults()
 	return []platformCase{
 		{
 			platform: configv1.AWSPlatformType,
@@ -82,6 +83,23 @@ func platformCases() []platformCase {
 			warnings: []string{"incorrect GroupVersionKind for AzureMachineProviderSpec object: /, Kind="},
 			bad:      `{"osDisk":{"diskSizeGB":40000}}`,
 			wantErr:  `providerSpec.osDisk.diskSizeGB: Invalid value: 40000: diskSizeGB must be greater than zero and less than 32768`,
+		},
+		{
+			platform: configv1.GCPPlatformType,
+			status: func(ps *configv1.PlatformStatus) {
+				ps.GCP = &configv1.GCPPlatformStatus{ProjectID: "project-1", Region: "us-central1"}
+			},
+			credentials: "gcp-cloud-credentials",
+			minimal: `{"region":"us-central1","zone":"us-central1-a",` +
+				`"serviceAccounts":[{"email":"w@project-1.iam.gserviceaccount.com","scopes":["https://www.googleapis.com/auth/cloud-platform"]}]}`,
+			want: `{"region":"us-central1","zone":"us-central1-a",` +
+				`"serviceAccounts":[{"email":"w@project-1.iam.gserviceaccount.com","scopes":["https://www.googleapis.com/auth/cloud-platform"]}],` +
+				`"machineType":"` + gcpMachineType + `","networkInterfaces":[{"network":"test-x7k2p-network","subnetwork":"test-x7k2p-worker-subnet"}],` +
+				`"disks":[{"autoDelete":true,"boot":true,"sizeGb":128,"type":"pd-standard","image":"` + gcpImage + `","labels":null}],` +
+				`"tags":["test-x7k2p-worker"],"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"gcp-cloud-credentials"}}`,
+			warnings: []string{"incorrect GroupVersionKind for GCPMachineProviderSpec object: /, Kind="},
+			bad:      `{"region":"us-central1","zone":"europe-west1-b"}`,
+			wantErr:  `providerSpec.zone: Invalid value: "europe-west1-b": zone not in configured region (us-central1)`,
 		},
 	}
 }
