@@ -309,7 +309,7 @@ func TestApplyToAPIServer(t *testing.T) {
 	t.Run("the API server authorizes what the operand does, and not more", func(t *testing.T) {
 		// The operand roles the operator just applied, and the install's
 		// Role in the lease namespace.
-		checkOperandAuthorization(ctx, t, c)
+		checkOperandAuthorization(ctx, t, c, env.Config)
 	})
 
 	t.Run("the operator writes its status, events, lease and certificates", func(t *testing.T) {

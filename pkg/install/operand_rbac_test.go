@@ -2,12 +2,19 @@ package install_test
 
 import (
 	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
@@ -229,7 +236,7 @@ func reviewer(ctx context.Context, t *testing.T, c client.Client, user string, g
 // of operandAccess (yes) and of operandForbidden (no): what
 // `kubectl auth can-i --as=system:serviceaccount:openshift-machine-api:machine-api-controllers`
 // answers.
-func checkOperandAuthorization(ctx context.Context, t *testing.T, c client.Client) {
+func checkOperandAuthorization(ctx context.Context, t *testing.T, c client.Client, cfg *rest.Config) {
 	sar := reviewer(ctx, t, c, operandUser, operandGroups)
 	for _, a := range operandAccess() {
 		if !eventuallyAllowed(sar, a) {
@@ -239,6 +246,21 @@ func checkOperandAuthorization(ctx context.Context, t *testing.T, c client.Clien
 	for _, a := range operandForbidden() {
 		if sar(a) {
 			t.Errorf("the operand can %s", a)
+		}
+	}
+	// The same questions as a user asks them.
+	for _, q := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", "leases", "-n", "kube-system"}, "no"},
+		{[]string{"update", "leases/kube-controller-manager", "-n", "kube-system"}, "no"},
+		{[]string{"create", "namespaces"}, "no"},
+		{[]string{"create", "leases", "-n", leaseNamespace}, "yes"},
+		{[]string{"update", "leases/" + names.MachineSetLeaseName, "-n", namespace}, "yes"},
+	} {
+		if got := kubectlCanI(t, cfg, q.args...); got != q.want {
+			t.Errorf("kubectl auth can-i --as=%s %s = %q, want %q", operandUser, strings.Join(q.args, " "), got, q.want)
 		}
 	}
 }
@@ -288,4 +310,26 @@ func TestVanillaOperandRBAC(t *testing.T) {
 			t.Errorf("with config/, the kubemark operand can %s, which it does not need", a)
 		}
 	}
+}
+
+// kubectlCanI runs `kubectl auth can-i --as=<operand> args...` against the
+// API server of cfg and returns its answer.
+func kubectlCanI(t *testing.T, cfg *rest.Config, args ...string) string {
+	t.Helper()
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kubeconfig.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kubeconfig.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	kubeconfig.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, path); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tool(t, "kubectl"), append([]string{"--kubeconfig", path, "auth", "can-i", "--as=" + operandUser}, args...)...)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("kubectl auth can-i %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
 }
