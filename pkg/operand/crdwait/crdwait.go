@@ -109,13 +109,17 @@ func (w *waiter) NeedLeaderElection() bool { return false }
 // Start polls until the kinds are served, then sets the controller up.
 func (w *waiter) Start(ctx context.Context) error {
 	log := w.mgr.GetLogger().WithValues("controller", w.gate.Name)
-	var last string
+	var last, lastErr string // logged once per change, not every poll
 	err := wait.PollUntilContextCancel(ctx, w.gate.PollInterval, true, func(context.Context) (bool, error) {
 		missing, err := w.missing()
 		if err != nil {
-			log.Error(err, "Cannot tell whether the API server serves the kinds this controller watches; retrying")
+			if err.Error() != lastErr {
+				lastErr = err.Error()
+				log.Error(err, "Cannot tell whether the API server serves the kinds this controller watches; retrying")
+			}
 			return false, nil
 		}
+		lastErr = ""
 		if len(missing) == 0 {
 			return true, nil
 		}
