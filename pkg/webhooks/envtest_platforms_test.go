@@ -101,6 +101,21 @@ func platformCases() []platformCase {
 			bad:      `{"region":"us-central1","zone":"europe-west1-b"}`,
 			wantErr:  `providerSpec.zone: Invalid value: "europe-west1-b": zone not in configured region (us-central1)`,
 		},
+		{
+			platform:    configv1.VSpherePlatformType,
+			credentials: "vsphere-cloud-credentials",
+			minimal:     `{"template":"rhcos","workspace":{"server":"vcenter.example.com","datacenter":"dc"},"network":{"devices":[{"networkName":"vm-network"}]}}`,
+			want: `{"template":"rhcos","workspace":{"server":"vcenter.example.com","datacenter":"dc"},"network":{"devices":[{"networkName":"vm-network"}]},` +
+				`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"vsphere-cloud-credentials"}}`,
+			warnings: []string{
+				"incorrect GroupVersionKind for VSphereMachineProviderSpec object: /, Kind=",
+				"providerSpec.numCPUs: 0 is missing or less than the minimum value (2): nodes may not boot correctly",
+				"providerSpec.memoryMiB: 0 is missing or less than the recommended minimum value (2048): nodes may not boot correctly",
+				"providerSpec.diskGiB: 0 is missing or less than the recommended minimum (120): nodes may fail to start if disk size is too low",
+			},
+			bad:     `{"template":"rhcos","workspace":{"server":"vcenter.example.com","datacenter":"dc"},"network":{"devices":[{}]}}`,
+			wantErr: `providerSpec.network.devices[0].networkName: Required value: networkName must be provided`,
+		},
 	}
 }
 
