@@ -566,7 +566,7 @@ func TestSteadyStateWithCacheSendsNoRequests(t *testing.T) {
 	if !informers.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}
-	a := apply.New(apply.Options{Client: c, Reader: informers})
+	a := apply.New(apply.Options{Client: c, Reader: informers, Owner: testOwner})
 	cleanupClusterScoped(t, objects(ns, ns))
 
 	mustApply(t, ctx, a, objects(ns, ns))

@@ -736,7 +736,7 @@ func TestRemovalRetriesOnConflict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lagging := apply.New(apply.Options{Client: c, Reader: staleReader{Reader: c, stale: stale}})
+	lagging := apply.New(apply.Options{Client: c, Reader: staleReader{Reader: c, stale: stale}, Owner: testOwner})
 	res, err := lagging.Apply(ctx, objects(ns, ns))
 	if err != nil {
 		t.Fatalf("a conflict is not an error: %v", err)
