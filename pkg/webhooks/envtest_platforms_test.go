@@ -116,6 +116,16 @@ func platformCases() []platformCase {
 			bad:     `{"template":"rhcos","workspace":{"server":"vcenter.example.com","datacenter":"dc"},"network":{"devices":[{}]}}`,
 			wantErr: `providerSpec.network.devices[0].networkName: Required value: networkName must be provided`,
 		},
+		{
+			platform:    configv1.PowerVSPlatformType,
+			credentials: "powervs-credentials",
+			minimal:     `{"keyPairName":"k","serviceInstance":{"type":"ID","id":"si"},"image":{"type":"Name","name":"rhcos"},"network":{"type":"RegEx","regex":"^net"}}`,
+			want: `{"keyPairName":"k","serviceInstance":{"type":"ID","id":"si"},"image":{"type":"Name","name":"rhcos"},"network":{"type":"RegEx","regex":"^net"},` +
+				`"systemType":"s922","processorType":"Shared","processors":"0.5","memoryGiB":32,` +
+				`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"powervs-credentials"}}`,
+			bad:     `{"keyPairName":"k","serviceInstance":{"type":"ID","id":"si"},"image":{"type":"RegEx","regex":"rhcos"},"network":{"type":"Name","name":"n"}}`,
+			wantErr: `providerSpec.image: Invalid value: "RegEx": image identifier is specified as RegEx but only ID and Name are valid resource identifiers`,
+		},
 	}
 }
 
