@@ -56,13 +56,13 @@ not generated: webhook configurations carry no caBundle unless --service-ca is s
 	f.StringVar(&o.proxy, "proxy", "", "Path to a Proxy \"cluster\" YAML (optional).")
 	f.StringVar(&o.namespace, "namespace", config.DefaultNamespace, "Namespace of the operands.")
 	f.StringVar(&o.releaseVersion, "release-version", os.Getenv("RELEASE_VERSION"), "Release version (default $RELEASE_VERSION).")
-	f.BoolVar(&o.serviceCA, "service-ca", false, "Render for OpenShift's service-ca issuing the webhook certificates.")
+	f.BoolVar(&o.serviceCA, "service-ca", false, "Render for OpenShift: service-ca issues the webhook certificates and the cluster version operator installs the Machine API CRDs.")
 	f.StringVar(&o.outputDir, "output-dir", "", "Directory to write the YAML files to (required; created if missing).")
 	return cmd
 }
 
 func runRender(o *renderOptions, stdout io.Writer) error {
-	in := config.Inputs{Namespace: o.namespace, ReleaseVersion: o.releaseVersion, Webhook: config.WebhookTLS{ServiceCA: o.serviceCA}}
+	in := config.Inputs{Namespace: o.namespace, ReleaseVersion: o.releaseVersion, Webhook: config.WebhookTLS{ServiceCA: o.serviceCA}, OpenShift: o.serviceCA}
 	in.Images, in.ImagesErr = config.LoadImages(o.imagesJSON)
 	in.Infrastructure = &configv1.Infrastructure{}
 	if err := readYAML(o.infrastructure, in.Infrastructure); err != nil {
@@ -103,7 +103,7 @@ func runRender(o *renderOptions, stdout io.Writer) error {
 	}
 	note := ""
 	if cfg.NoOp {
-		note = " (NoOp: " + cfg.NoOpReason + "; only the Machine API CRDs)"
+		note = " (NoOp: " + cfg.NoOpReason + "; only the CRDs)"
 	}
 	_, err = fmt.Fprintf(stdout, "wrote %d objects for %s into %s%s\n", len(objs), cfg.Describe(), o.outputDir, note)
 	return err

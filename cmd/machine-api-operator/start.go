@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"time"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,7 +21,6 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/kubeconfig"
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
-	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
@@ -123,7 +119,7 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.DurationVar(&o.operandStableDuration, "operand-stable-duration", 3*time.Minute, "How long the operand Deployment must stay available before Available=True.")
 	f.DurationVar(&o.degradedAfter, "degraded-after", 2*time.Minute, "How long a failure or an operand outage must last before Degraded=True.")
 	f.StringVar(&o.webhookCertificates, "webhook-certificates", webhookCertsAuto,
-		"Who issues webhook serving certificates: service-ca (OpenShift), operator (self-managed CA), or auto (service-ca if the cluster serves servicecas.operator.openshift.io).")
+		"Who issues webhook serving certificates: service-ca (OpenShift), operator (self-managed CA), or auto (service-ca while the cluster serves servicecas.operator.openshift.io, decided at every sync).")
 	return cmd
 }
 
@@ -159,15 +155,14 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.UserAgent = "machine-api-operator/" + version.String()
 
-	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("creating discovery client: %w", err)
-	}
-	serviceCA, err := resolveServiceCA(ctx, o.webhookCertificates, disco)
-	if err != nil {
-		return err
-	}
-	logger.Info("Webhook certificates", "issuer", map[bool]string{true: "service-ca", false: "operator"}[serviceCA])
+	// auto is decided at every sync (service-ca may arrive after the
+	// operator on a fresh OpenShift install).
+	certificates := map[string]operator.WebhookCertificates{
+		webhookCertsAuto:      operator.CertificatesAuto,
+		webhookCertsServiceCA: operator.CertificatesServiceCA,
+		webhookCertsOperator:  operator.CertificatesOperator,
+	}[o.webhookCertificates]
+	logger.Info("Webhook certificates", "issuer", o.webhookCertificates)
 
 	metricsTLS, liveTLS, err := resolveMetricsTLS(ctx, restCfg, o)
 	if err != nil {
@@ -178,7 +173,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 		Namespace:      o.namespace,
 		ImagesJSONPath: o.imagesJSON,
 		ReleaseVersion: release,
-		ServiceCA:      serviceCA,
+		Certificates:   certificates,
 		StableDuration: o.operandStableDuration,
 		DegradedAfter:  o.degradedAfter,
 		MetricsTLS:     liveTLS,
@@ -227,31 +222,4 @@ func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOption
 		return nil, nil, err
 	}
 	return live.Configure, live, nil
-}
-
-// resolveServiceCA decides who issues webhook certificates. Auto-detection
-// retries with backoff (capped at 30s) for as long as the API server cannot
-// answer, so an unreachable API server at start is waited out, not fatal.
-func resolveServiceCA(ctx context.Context, mode string, disco discovery.DiscoveryInterface) (bool, error) {
-	switch mode {
-	case webhookCertsServiceCA:
-		return true, nil
-	case webhookCertsOperator:
-		return false, nil
-	}
-	var found bool
-	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		var err error
-		found, err = certs.DetectServiceCA(ctx, disco)
-		if err != nil {
-			klog.FromContext(ctx).Info("Waiting for the API server to detect service-ca", "err", err.Error())
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("detecting whether service-ca issues webhook certificates: %w", err)
-	}
-	return found, nil
 }

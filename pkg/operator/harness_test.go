@@ -34,9 +34,43 @@ import (
 var env *testenv.Env
 
 // TestMain adds the APIServer CRD, which only OpenShift serves, so the
-// operator's TLS profile handling runs here as it does there.
+// operator's TLS profile handling runs here as it does there, and removes
+// the NodeMaintenance CRD testenv installs: on a vanilla cluster the
+// operator installs it (one created by another field manager would be the
+// node-maintenance-operator's, left alone; see TestNodeMaintenanceCRDOfAnotherOperator).
 func TestMain(m *testing.M) {
-	testenv.MainWith(m, &env, testenv.Options{ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{apiServerCRD()}})
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	e, err := testenv.New(testenv.Options{ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{apiServerCRD()}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	env = e
+	defer func() {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
+		}
+	}()
+	if err := deleteCRD(context.Background(), e.Client, config.NodeMaintenanceCRDName); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// deleteCRD deletes a CRD and waits until it is gone.
+func deleteCRD(ctx context.Context, c client.Client, name string) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting CRD %s: %w", name, err)
+	}
+	return poll.Until(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
 }
 
 // apiServerCRD is a minimal config.openshift.io/v1 APIServer CRD (the
@@ -183,13 +217,19 @@ func startOperator(t *testing.T, images string, o harnessOptions) *running {
 // given platform (status is a subresource, so it takes two requests).
 func setInfrastructure(t *testing.T, platform configv1.PlatformType, externalName string) {
 	t.Helper()
+	setInfrastructureIn(t, env.Client, platform, externalName)
+}
+
+// setInfrastructureIn is setInfrastructure on the API server of c.
+func setInfrastructureIn(t *testing.T, c client.Client, platform configv1.PlatformType, externalName string) {
+	t.Helper()
 	ctx := context.Background()
 	infra := &configv1.Infrastructure{}
-	err := env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)
+	err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra)
 	if apierrors.IsNotFound(err) {
 		infra = &configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
 		infra.Spec.PlatformSpec.Type = platform
-		if err := env.Client.Create(ctx, infra); err != nil {
+		if err := c.Create(ctx, infra); err != nil {
 			t.Fatal(err)
 		}
 	} else if err != nil {
@@ -199,7 +239,7 @@ func setInfrastructure(t *testing.T, platform configv1.PlatformType, externalNam
 	if platform == configv1.ExternalPlatformType {
 		infra.Spec.PlatformSpec.External = &configv1.ExternalPlatformSpec{PlatformName: externalName}
 	}
-	if err := env.Client.Update(ctx, infra); err != nil {
+	if err := c.Update(ctx, infra); err != nil {
 		t.Fatal(err)
 	}
 	infra.Status = configv1.InfrastructureStatus{
@@ -208,14 +248,18 @@ func setInfrastructure(t *testing.T, platform configv1.PlatformType, externalNam
 		InfrastructureTopology: configv1.SingleReplicaTopologyMode,
 		PlatformStatus:         &configv1.PlatformStatus{Type: platform},
 	}
-	if err := env.Client.Status().Update(ctx, infra); err != nil {
+	if err := c.Status().Update(ctx, infra); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func getCO(ctx context.Context) (*configv1.ClusterOperator, error) {
+	return getCOIn(ctx, env.Client)
+}
+
+func getCOIn(ctx context.Context, c client.Client) (*configv1.ClusterOperator, error) {
 	co := &configv1.ClusterOperator{}
-	return co, env.Client.Get(ctx, client.ObjectKey{Name: config.ClusterOperatorName}, co)
+	return co, c.Get(ctx, client.ObjectKey{Name: config.ClusterOperatorName}, co)
 }
 
 func coCondition(co *configv1.ClusterOperator, t configv1.ClusterStatusConditionType) *configv1.ClusterOperatorStatusCondition {
@@ -231,9 +275,15 @@ func coCondition(co *configv1.ClusterOperator, t configv1.ClusterStatusCondition
 // (and reason and message substring, when given) and returns it.
 func waitCondition(t *testing.T, ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason, msg string) *configv1.ClusterOperatorStatusCondition {
 	t.Helper()
+	return waitConditionIn(t, env.Client, ct, status, reason, msg)
+}
+
+// waitConditionIn is waitCondition on the API server of c.
+func waitConditionIn(t *testing.T, c client.Client, ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason, msg string) *configv1.ClusterOperatorStatusCondition {
+	t.Helper()
 	var got *configv1.ClusterOperatorStatusCondition
 	poll.Eventually(t, 60*time.Second, string(ct)+"="+string(status)+" "+reason, func(ctx context.Context) (bool, error) {
-		co, err := getCO(ctx)
+		co, err := getCOIn(ctx, c)
 		if err != nil {
 			return false, err
 		}
@@ -251,8 +301,12 @@ func waitCondition(t *testing.T, ct configv1.ClusterStatusConditionType, status 
 
 // getDeployment returns the operand Deployment or nil.
 func getDeployment(ctx context.Context, ns string) (*appsv1.Deployment, error) {
+	return getDeploymentIn(ctx, env.Client, ns)
+}
+
+func getDeploymentIn(ctx context.Context, c client.Client, ns string) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
-	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.OperandDeploymentName}, d)
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.OperandDeploymentName}, d)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -262,10 +316,15 @@ func getDeployment(ctx context.Context, ns string) (*appsv1.Deployment, error) {
 // waitDeployment waits for the operand Deployment to exist.
 func waitDeployment(t *testing.T, ns string) *appsv1.Deployment {
 	t.Helper()
+	return waitDeploymentIn(t, env.Client, ns)
+}
+
+func waitDeploymentIn(t *testing.T, c client.Client, ns string) *appsv1.Deployment {
+	t.Helper()
 	var d *appsv1.Deployment
 	poll.Eventually(t, 60*time.Second, "deployment "+ns+"/"+config.OperandDeploymentName, func(ctx context.Context) (bool, error) {
 		var err error
-		d, err = getDeployment(ctx, ns)
+		d, err = getDeploymentIn(ctx, c, ns)
 		return d != nil, err
 	})
 	return d
@@ -276,8 +335,13 @@ func waitDeployment(t *testing.T, ns string) *appsv1.Deployment {
 // Available as given.
 func setDeploymentAvailable(t *testing.T, ns string, available bool) {
 	t.Helper()
+	setDeploymentAvailableIn(t, env.Client, ns, available)
+}
+
+func setDeploymentAvailableIn(t *testing.T, c client.Client, ns string, available bool) {
+	t.Helper()
 	poll.Eventually(t, 10*time.Second, "deployment status update", func(ctx context.Context) (bool, error) {
-		d, err := getDeployment(ctx, ns)
+		d, err := getDeploymentIn(ctx, c, ns)
 		if err != nil || d == nil {
 			return false, err
 		}
@@ -298,7 +362,7 @@ func setDeploymentAvailable(t *testing.T, ns string, available bool) {
 				LastTransitionTime: metav1.Now(), LastUpdateTime: metav1.Now(),
 			}},
 		}
-		return true, env.Client.Status().Update(ctx, d)
+		return true, c.Status().Update(ctx, d)
 	})
 }
 

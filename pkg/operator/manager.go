@@ -6,11 +6,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -64,28 +66,46 @@ func ownedTypes() []client.Object {
 // CacheOptions restrict the manager's informers to what the operator needs:
 // namespaced objects in its namespace, owned kinds by label, and the
 // cluster-scoped inputs by name. Machines and MachineSets (of the namespace,
-// read only by the metrics collector) are cached stripped down to what the
-// collector reads (collector.Transform). Use them in manager.Options.Cache.
+// read only by the metrics collector and the install gate) are cached
+// stripped down to what those read (collector.Transform). Use them in
+// manager.Options.Cache.
 func CacheOptions(namespace string) cache.Options {
+	all := servedAPIs{}
+	for _, a := range optionalAPIs {
+		all[a.kind()] = true
+	}
+	return cacheOptions(namespace, all)
+}
+
+// cacheOptions are CacheOptions for a cluster that serves the optional APIs
+// in served. The cache can only restrict kinds the API server serves when
+// it is built; a kind whose CRD comes later is cached with the defaults
+// (every object in scope; Machines still stripped by DefaultTransform).
+func cacheOptions(namespace string, served servedAPIs) cache.Options {
 	owned := labels.SelectorFromSet(labels.Set{config.ManagedByLabel: config.ManagedByValue})
 	byName := func(name string) cache.ByObject {
 		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
 	}
 	by := map[client.Object]cache.ByObject{
-		&configv1.Infrastructure{}:  byName(config.ClusterConfigName),
-		&configv1.Proxy{}:           byName(config.ClusterConfigName),
-		&configv1.FeatureGate{}:     byName(config.ClusterConfigName),
-		&configv1.ClusterOperator{}: byName(config.ClusterOperatorName),
 		// The trusted CA bundle, in the namespace (the only ConfigMap read).
-		&corev1.ConfigMap{}:          byName(names.TrustedCAConfigMapName),
-		&machinev1beta1.Machine{}:    {Transform: collector.Transform},
-		&machinev1beta1.MachineSet{}: {Transform: collector.Transform},
+		&corev1.ConfigMap{}: byName(names.TrustedCAConfigMapName),
+	}
+	for _, a := range optionalAPIs {
+		if a.obj == nil || !served[a.kind()] {
+			continue
+		}
+		if a.byName != "" {
+			by[a.obj] = byName(a.byName)
+		} else {
+			by[a.obj] = cache.ByObject{Transform: collector.Transform}
+		}
 	}
 	for _, obj := range ownedTypes() {
 		by[obj] = cache.ByObject{Label: owned}
 	}
 	return cache.Options{
 		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultTransform:  collector.Transform,
 		ByObject:          by,
 	}
 }
@@ -98,22 +118,12 @@ func metricsTLS(f func(*tls.Config)) []func(*tls.Config) {
 	return []func(*tls.Config){f}
 }
 
-// isServed tells whether the API server serves gvk.
-func isServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
-	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	default:
-		return false, fmt.Errorf("looking up %s: %w", gvk, err)
-	}
-}
-
-// SetupWithManager registers the operator's controller: every watched event
+// setupWithManager registers the operator's controller: every watched event
 // maps to the single Request, and the images.json file is polled for changes.
-func (o *Operator) SetupWithManager(mgr manager.Manager) error {
+// Optional APIs (CRD-backed kinds) served now are watched from the start;
+// the others once their CRD is served (apiTracker), which the CRD watch
+// brings a sync for.
+func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, served servedAPIs) error {
 	toRequest := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{Request}
 	})
@@ -121,6 +131,9 @@ func (o *Operator) SetupWithManager(mgr manager.Manager) error {
 	if err := mgr.Add(&fileWatcher{path: o.opts.ImagesJSONPath, interval: time.Second, events: fileEvents, synced: o.syncedImagesDigest}); err != nil {
 		return err
 	}
+	watchedCRD := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return slices.Contains(watchedCRDs(), obj.GetName())
+	})
 	b := builder.ControllerManagedBy(mgr).
 		Named("machine-api-operator").
 		WithOptions(controller.Options{
@@ -129,20 +142,18 @@ func (o *Operator) SetupWithManager(mgr manager.Manager) error {
 			// cause (RBAC, a webhook, quota) is picked up within 30s.
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 30*time.Second),
 		}).
-		Watches(&configv1.ClusterOperator{}, toRequest).
-		Watches(&configv1.Infrastructure{}, toRequest).
-		Watches(&configv1.Proxy{}, toRequest).
-		Watches(&configv1.FeatureGate{}, toRequest).
 		// The trusted CA bundle's hash rolls the operand's pods.
 		Watches(&corev1.ConfigMap{}, toRequest).
+		WatchesRawSource(source.Kind(crds, client.Object(crdMeta()), toRequest, watchedCRD)).
 		WatchesRawSource(source.Channel(fileEvents, toRequest))
-	// The APIServer (the cluster's TLS profile) is served only on
-	// OpenShift; a watch of a kind the cluster does not serve would keep
-	// the controller from starting.
-	if served, err := isServed(mgr.GetRESTMapper(), configv1.GroupVersion.WithKind("APIServer")); err != nil {
-		return err
-	} else if served {
-		b = b.Watches(&configv1.APIServer{}, toRequest)
+	o.apis = &apiTracker{crds: crds, mapper: mgr.GetRESTMapper(), watched: map[string]bool{}}
+	for _, a := range optionalAPIs {
+		// A watch of a kind the cluster does not serve would keep the
+		// controller from starting.
+		if a.obj != nil && served[a.kind()] {
+			b = b.Watches(a.obj, toRequest)
+			o.apis.watched[a.kind()] = true
+		}
 	}
 	for _, obj := range ownedTypes() {
 		b = b.Watches(obj, toRequest)
@@ -157,7 +168,14 @@ func (o *Operator) SetupWithManager(mgr manager.Manager) error {
 	})); err != nil {
 		return err
 	}
-	return b.Complete(o)
+	ctrl, err := b.Build(o)
+	if err != nil {
+		return err
+	}
+	o.apis.watch = func(obj client.Object) error {
+		return ctrl.Watch(source.Kind(mgr.GetCache(), obj, toRequest))
+	}
+	return nil
 }
 
 // fileWatcher polls a file's content and emits an event when it differs
@@ -251,6 +269,23 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	if err := WaitForAPIServer(ctx, disco); err != nil {
 		return nil, err
 	}
+	// One REST mapper for the manager and the check of which CRD-backed
+	// kinds are served: the cache can only restrict those.
+	httpClient, err := rest.HTTPClientFor(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating HTTP client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(restCfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("creating REST mapper: %w", err)
+	}
+	served, err := servedAtStart(mapper)
+	if err != nil {
+		return nil, err
+	}
+	if missing := served.missing(true); len(missing) > 0 {
+		log.FromContext(ctx).Info("Starting without CRDs the operator needs; each is watched from when it is installed", "missing", missing)
+	}
 	var lock resourcelock.Interface
 	var events *leaderelection.Lock
 	if m.LeaderElection {
@@ -262,7 +297,8 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	t := m.LeaderElectionTiming
 	mgr, err := manager.New(restCfg, manager.Options{
 		Scheme:                              m.Scheme,
-		Cache:                               CacheOptions(o.Namespace),
+		MapperProvider:                      func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
+		Cache:                               cacheOptions(o.Namespace, served),
 		Metrics:                             mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir, metricsTLS(m.MetricsTLS)...),
 		HealthProbeBindAddress:              m.HealthProbeBindAddress,
 		LeaderElection:                      m.LeaderElection,
@@ -294,8 +330,15 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 			return nil, err
 		}
 	}
+	crds, err := newCRDCache(restCfg, cache.Options{Scheme: m.Scheme, HTTPClient: httpClient, Mapper: mapper})
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(crds); err != nil {
+		return nil, err
+	}
 	var issuer CertIssuer
-	if !o.ServiceCA {
+	if o.certificates() != CertificatesServiceCA {
 		// Reads go to the API server: three GETs per sync, and never a
 		// stale cached read that would re-issue certificates it just wrote.
 		cm, err := certs.NewManager(certs.Options{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.Namespace})
@@ -305,7 +348,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		issuer = cm
 	}
 	op := New(o, mgr.GetClient(), mgr.GetCache(), issuer, mgr.GetEventRecorder(config.OperatorLeaseName))
-	if err := op.SetupWithManager(mgr); err != nil {
+	if err := op.setupWithManager(mgr, crds, served); err != nil {
 		return nil, fmt.Errorf("setting up the operator controller: %w", err)
 	}
 	return mgr, nil

@@ -22,14 +22,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
@@ -45,8 +43,11 @@ type Options struct {
 	ImagesJSONPath string
 	// ReleaseVersion is reported in status.versions; may be empty.
 	ReleaseVersion string
-	// ServiceCA: OpenShift's service-ca issues the webhook certificates. When
-	// false the operator issues them itself with Certs.
+	// Certificates says who issues the webhook serving certificates
+	// (default: auto-detect service-ca at every sync).
+	Certificates WebhookCertificates
+	// ServiceCA forces Certificates to CertificatesServiceCA (kept for
+	// callers written before Certificates).
 	ServiceCA bool
 	// StableDuration / DegradedAfter: see status.Options.
 	StableDuration time.Duration
@@ -64,6 +65,9 @@ type Options struct {
 type CertIssuer interface {
 	// Ensure returns the CA bundle to inject and when to check again.
 	Ensure(ctx context.Context) (caBundle []byte, nextCheck time.Time, err error)
+	// Retire deletes the Secrets Ensure wrote, so that service-ca (which
+	// refuses to overwrite a Secret it did not create) can issue its own.
+	Retire(ctx context.Context) error
 }
 
 // Operator reconciles the Machine API of a cluster. Create it with New.
@@ -87,6 +91,16 @@ type Operator struct {
 	// operandMissingSince is when the operand Deployment was first seen
 	// missing, so an absent Deployment also counts towards Degraded.
 	operandMissingSince time.Time
+
+	// apis follows the CRD-backed kinds the cluster serves (set up by
+	// setupWithManager).
+	apis *apiTracker
+	// certsRetired: the operator's own webhook certificates were deleted
+	// since service-ca took over (reset when the operator issues again).
+	certsRetired bool
+	// reported remembers the last logged or recorded facts, so each change
+	// is logged (and recorded as an event) once, not at every sync.
+	reported reportedFacts
 }
 
 // New returns an Operator. reader should be the informer cache; c is used for
@@ -142,13 +156,22 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	var requeue time.Duration
 	var applied []apply.ObjectRef
 	operandUnknown := false
-	cfg, err := o.observeConfig(ctx)
+	served, err := o.apis.observe(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	in, cfg, err := o.observeConfig(ctx, served)
 	switch {
 	case err != nil && config.ReasonOf(err) != "":
 		failure = &status.Failure{Reason: config.ReasonOf(err), Message: err.Error(), Immediate: true}
 		logger.Error(err, "Bad operator input; leaving the operand as it is", "reason", failure.Reason)
 		cfg = o.lastGood
 		operandUnknown = cfg.PlatformType == ""
+		// The API (CRDs) does not depend on the bad input: a first install
+		// gets it before the Infrastructure exists.
+		if err := o.installCRDs(ctx, config.ForCRDs(in)); err != nil {
+			retryErr = err
+		}
 	case err != nil:
 		failure = &status.Failure{Reason: status.ReasonSyncFailed, Message: err.Error()}
 		retryErr = err
@@ -172,6 +195,11 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 			o.lastGood = cfg
 		default:
 			o.lastGood = cfg
+		}
+		// CRDs another component installs, missing: the Machine API is not
+		// served until they come (their CRD watch brings the next sync).
+		if msg := missingMessage(served.missing(cfg.OpenShift), cfg.OpenShift); msg != "" && failure == nil {
+			failure = &status.Failure{Reason: ReasonMissingCRDs, Message: msg}
 		}
 	}
 	if failure == nil {
@@ -209,7 +237,8 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		}
 		obs.Operand = operand
 	}
-	timer, err := o.report(ctx, obs)
+	obs.Notes = notes(cfg)
+	timer, err := o.report(ctx, obs, served, cfg)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -241,61 +270,20 @@ func (o *Operator) followTLSProfile(ctx context.Context, p config.TLSProfile) {
 	}
 }
 
-// observeConfig reads every input and builds the config.
-func (o *Operator) observeConfig(ctx context.Context) (config.Config, error) {
-	in := config.Inputs{Namespace: o.opts.Namespace, ReleaseVersion: o.opts.ReleaseVersion}
-	// Record what this sync sees before reading: if the file changes in
-	// between, the watcher sees a difference and asks for another sync.
-	digest := fileDigest(o.opts.ImagesJSONPath)
-	o.imagesDigest.Store(&digest)
-	in.Images, in.ImagesErr = config.LoadImages(o.opts.ImagesJSONPath)
-
-	infra := &configv1.Infrastructure{}
-	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, infra); {
-	case err == nil:
-		in.Infrastructure = infra
-	case !apierrors.IsNotFound(err):
-		return config.Config{}, fmt.Errorf("getting infrastructure %s: %w", config.ClusterConfigName, err)
-	}
-	proxy := &configv1.Proxy{}
-	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, proxy); {
-	case err == nil:
-		in.Proxy = proxy
-	case !apierrors.IsNotFound(err):
-		return config.Config{}, fmt.Errorf("getting proxy %s: %w", config.ClusterConfigName, err)
-	}
-	fg := &configv1.FeatureGate{}
-	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, fg); {
-	case err == nil:
-		in.FeatureGate = fg
-	case !apierrors.IsNotFound(err):
-		return config.Config{}, fmt.Errorf("getting featuregate %s: %w", config.ClusterConfigName, err)
-	}
-	trustedCA := &corev1.ConfigMap{}
-	switch err := o.reader.Get(ctx, client.ObjectKey{Namespace: o.opts.Namespace, Name: names.TrustedCAConfigMapName}, trustedCA); {
-	case err == nil:
-		in.TrustedCA = trustedCA
-	case !apierrors.IsNotFound(err):
-		return config.Config{}, fmt.Errorf("getting configmap %s/%s: %w", o.opts.Namespace, names.TrustedCAConfigMapName, err)
-	}
-	// The APIServer (TLS profile) exists only on OpenShift: a cluster that
-	// does not serve its kind has the default profile.
-	apiServer := &configv1.APIServer{}
-	switch err := o.reader.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, apiServer); {
-	case err == nil:
-		in.APIServer = apiServer
-	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
-		return config.Config{}, fmt.Errorf("getting apiserver %s: %w", config.ClusterConfigName, err)
-	}
-	in.Webhook.ServiceCA = o.opts.ServiceCA
-	return config.Build(in)
-}
-
 // sync issues certificates if needed, then renders, applies and prunes. It
 // returns when to come back for certificate rotation.
 func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, time.Duration, error) {
 	var requeue time.Duration
+	if cfg.Webhook.ServiceCA && o.certs != nil && !o.certsRetired {
+		// Before the Services ask service-ca for certificates of the
+		// same names.
+		if err := o.certs.Retire(ctx); err != nil {
+			return apply.Result{}, 0, fmt.Errorf("handing the webhook certificates over to service-ca: %w", err)
+		}
+		o.certsRetired = true
+	}
 	if cfg.RendersOperand() && !cfg.Webhook.ServiceCA && o.certs != nil {
+		o.certsRetired = false
 		bundle, next, err := o.certs.Ensure(ctx)
 		if err != nil {
 			return apply.Result{}, 0, fmt.Errorf("ensuring webhook serving certificates: %w", err)
@@ -322,6 +310,18 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, t
 		}
 	}
 	return res, requeue, errors.Join(errs...)
+}
+
+// installCRDs applies the CRDs the operator owns on this cluster.
+func (o *Operator) installCRDs(ctx context.Context, cfg config.Config) error {
+	crds, err := render.CRDs(cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := o.applier.Apply(ctx, crds); err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	return nil
 }
 
 // appliedWorkload names the first operand workload an apply was just sent
@@ -419,13 +419,19 @@ func daemonSetRolledOut(ds *appsv1.DaemonSet) (bool, string) {
 	return true, ""
 }
 
-// report computes and writes the ClusterOperator status.
-func (o *Operator) report(ctx context.Context, obs status.Observation) (time.Duration, error) {
+// report computes and writes the ClusterOperator status. Without the
+// clusteroperators CRD there is nowhere to report: it logs what it would
+// have reported and waits for the CRD (watched).
+func (o *Operator) report(ctx context.Context, obs status.Observation, served servedAPIs, cfg config.Config) (time.Duration, error) {
+	if !served.serves(&configv1.ClusterOperator{}) {
+		o.logUnreported(ctx, obs)
+		return 0, nil
+	}
 	co, err := o.status.Get(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if status.InstallGateApplies(co.Status, obs) {
+	if status.InstallGateApplies(co.Status, obs) && served.serves(&machinev1beta1.Machine{}) && served.serves(&machinev1beta1.MachineSet{}) {
 		if obs.WaitingForWorkers, err = o.waitingForWorkers(ctx); err != nil {
 			return 0, err
 		}
@@ -438,6 +444,7 @@ func (o *Operator) report(ctx context.Context, obs status.Observation) (time.Dur
 	if _, err := o.status.Write(ctx, co, next); err != nil {
 		return 0, err
 	}
+	o.recordOwnership(ctx, co, cfg)
 	return requeue, nil
 }
 

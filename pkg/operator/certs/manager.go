@@ -314,3 +314,30 @@ func containsCert(certs []*x509.Certificate, c *x509.Certificate) bool {
 	}
 	return false
 }
+
+// serviceCAOriginAnnotation marks a Secret service-ca issued for a Service.
+const serviceCAOriginAnnotation = "service.beta.openshift.io/originating-service-uid"
+
+// Retire deletes the Secrets this Manager issued (labeled, and not issued by
+// service-ca) when OpenShift's service-ca takes over: service-ca refuses to
+// write a serving certificate into a Secret it did not create, and the CA is
+// of no use any more. Deletes carry the read UID as precondition, so a
+// Secret replaced meanwhile is left alone.
+func (m *Manager) Retire(ctx context.Context) error {
+	for _, name := range SecretNames() {
+		s, err := m.get(ctx, name)
+		if err != nil {
+			return err
+		}
+		if s == nil || s.Labels[config.ManagedByLabel] != config.ManagedByValue || s.Annotations[serviceCAOriginAnnotation] != "" {
+			continue
+		}
+		uid := s.UID
+		err = m.client.Delete(ctx, s, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting Secret %s/%s: %w", m.opts.Namespace, name, err)
+		}
+		log.FromContext(ctx).Info("Deleted a webhook certificate Secret the operator issued: service-ca issues them now", "secret", name)
+	}
+	return nil
+}

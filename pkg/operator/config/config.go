@@ -13,6 +13,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
@@ -108,15 +109,26 @@ type Config struct {
 	// (names.TrustedCAConfigMapName), "" when it does not exist; the
 	// operand is rolled when it changes.
 	TrustedCAHash string
+
+	// OpenShift: the cluster version operator manages the cluster (the
+	// ClusterVersion "version" exists). It installs the Machine API CRD
+	// variants of the cluster's feature set from the release payload, so
+	// the operator does not apply its own.
+	OpenShift bool
+	// NodeMaintenanceForeign: the NodeMaintenance CRD exists and this
+	// operator did not install it (the node-maintenance-operator did).
+	// Its CRD, the NodeMaintenance controller and its webhook are then not
+	// rendered; NodeMaintenanceOwner names the CRD's field managers.
+	NodeMaintenanceForeign bool
+	NodeMaintenanceOwner   string
 }
 
-// OnOpenShift is true when the cluster is OpenShift, which the operator
-// knows by OpenShift's service-ca serving the webhook certificates (the
-// start command detects the servicecas.operator.openshift.io API, or is told
-// with --webhook-certificates). It adds what only OpenShift has: the
-// control-plane nodeSelector, the system-node-critical priority class, the
-// workload-partitioning annotation and the termination handler's SCC.
-func (c Config) OnOpenShift() bool { return c.Webhook.ServiceCA }
+// OnOpenShift is true when the cluster is OpenShift: the cluster version
+// operator manages it, or service-ca serves the webhook certificates. It
+// adds what only OpenShift has: the control-plane nodeSelector, the
+// system-node-critical priority class, the workload-partitioning
+// annotation and the termination handler's SCC.
+func (c Config) OnOpenShift() bool { return c.OpenShift || c.Webhook.ServiceCA }
 
 // ProviderFeatureGateNames are the feature gates OpenShift's operator passes
 // to the provider images (which know every one of them and refuse unknown
@@ -188,6 +200,11 @@ type Inputs struct {
 	// TrustedCA is the trusted CA bundle ConfigMap in Namespace.
 	TrustedCA *corev1.ConfigMap
 	Webhook   WebhookTLS
+	// OpenShift: the ClusterVersion "version" exists (see Config.OpenShift).
+	OpenShift bool
+	// NodeMaintenanceCRD is the NodeMaintenance CRD's metadata, nil when it
+	// does not exist.
+	NodeMaintenanceCRD *metav1.PartialObjectMetadata
 }
 
 // RendersOperand is true when the operand (controllers, RBAC, webhooks) is
@@ -231,6 +248,8 @@ func Build(in Inputs) (Config, error) {
 		TrustedCAHash:             configMapHash(in.TrustedCA),
 		Webhook:                   in.Webhook,
 	}
+	crds := ForCRDs(in)
+	cfg.OpenShift, cfg.NodeMaintenanceForeign, cfg.NodeMaintenanceOwner = crds.OpenShift, crds.NodeMaintenanceForeign, crds.NodeMaintenanceOwner
 	if cfg.Unsupported = unsupported(cfg.PlatformType); cfg.Unsupported != nil {
 		return cfg, nil
 	}
@@ -411,6 +430,9 @@ func (c Config) Describe() string {
 	}
 	if c.Proxy != (ProxyEnv{}) {
 		parts = append(parts, "proxy")
+	}
+	if c.NodeMaintenanceForeign {
+		parts = append(parts, "NodeMaintenance by "+c.NodeMaintenanceOwner)
 	}
 	sort.Strings(parts[1:])
 	return strings.Join(parts, ", ")

@@ -153,12 +153,14 @@ func renderCases() []renderCase {
 
 	serviceCA := inputs("aws")
 	serviceCA.Webhook = config.WebhookTLS{ServiceCA: true}
+	serviceCA.OpenShift = true
 	cases = append(cases, renderCase{name: "service-ca", in: serviceCA})
 
 	// OpenShift (service-ca) on BareMetal with every OpenShift input: a
 	// strict Old TLS profile, the injected trusted CA bundle and feature gates.
 	openshift := inputs("baremetal")
 	openshift.Webhook = config.WebhookTLS{ServiceCA: true}
+	openshift.OpenShift = true
 	openshift.APIServer = &configv1.APIServer{
 		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
 		Spec: configv1.APIServerSpec{
@@ -184,6 +186,7 @@ func renderCases() []renderCase {
 	// (TLS 1.3 only: no cipher suites to pass).
 	openshiftAWS := inputs("aws")
 	openshiftAWS.Webhook = config.WebhookTLS{ServiceCA: true}
+	openshiftAWS.OpenShift = true
 	openshiftAWS.APIServer = &configv1.APIServer{
 		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
 		Spec: configv1.APIServerSpec{
@@ -192,6 +195,24 @@ func renderCases() []renderCase {
 		},
 	}
 	cases = append(cases, renderCase{name: "openshift-aws-modern-tls", in: openshiftAWS})
+
+	// A fresh OpenShift install before service-ca runs: the cluster version
+	// operator owns the Machine API CRDs (none rendered) while the operator
+	// issues the webhook certificates itself.
+	beforeServiceCA := inputs("aws")
+	beforeServiceCA.OpenShift = true
+	beforeServiceCA.Webhook = config.WebhookTLS{CABundle: []byte(testCABundle)}
+	cases = append(cases, renderCase{name: "openshift-before-service-ca", in: beforeServiceCA})
+
+	// OLM installed the node-maintenance-operator, which owns the
+	// NodeMaintenance CRD: no CRD, no NodeMaintenance controller.
+	nmo := inputs("aws")
+	nmo.NodeMaintenanceCRD = &metav1.PartialObjectMetadata{
+		ObjectMeta: metav1.ObjectMeta{Name: config.NodeMaintenanceCRDName, ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "catalog", Operation: metav1.ManagedFieldsOperationUpdate},
+		}},
+	}
+	cases = append(cases, renderCase{name: "node-maintenance-operator", in: nmo})
 
 	selfSigned := inputs("aws")
 	selfSigned.Webhook = config.WebhookTLS{CABundle: []byte(testCABundle)}

@@ -119,7 +119,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineHealthCheckContainer, image: cfg.Images.MachineAPIOperator, command: "/machine-healthcheck",
 			healthPort: mhcHealthPort, metricsPort: mhcMetricsPort, metricsName: mhcMetricsName,
-			extraArgs: clientArgs(), ours: true,
+			extraArgs: machineHealthCheckArgs(cfg), ours: true,
 		}))
 	}
 	if providerMetricsProxied(cfg) {
@@ -277,6 +277,16 @@ const (
 // binaries.
 func clientArgs() []string {
 	return []string{fmt.Sprintf("--kube-api-qps=%d", operandQPS), fmt.Sprintf("--kube-api-burst=%d", operandBurst)}
+}
+
+// machineHealthCheckArgs: where the node-maintenance-operator owns the
+// NodeMaintenance API, its controller (and webhook) must not run here too.
+func machineHealthCheckArgs(cfg config.Config) []string {
+	args := clientArgs()
+	if cfg.NodeMaintenanceForeign {
+		args = append(args, "--node-maintenance=false")
+	}
+	return args
 }
 
 // machineControllerEnv is the environment of the machine-controller

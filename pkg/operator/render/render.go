@@ -14,6 +14,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
@@ -45,36 +46,19 @@ const (
 
 // Render returns the objects to apply for cfg, in apply order: CRDs,
 // ServiceAccounts, RBAC, Services (webhooks, metrics), Deployment, DaemonSet, webhook
-// configurations. The Machine API and NodeMaintenance CRDs are rendered on
-// every platform (they are the API, not the operand; in NoOp mode they are the
-// only objects; likewise on an unsupported platform), except the Machine API
-// CRDs on OpenShift, where the cluster version operator owns them.
+// configurations. The CRDs are rendered on every platform (they are the API,
+// not the operand; in NoOp mode and on an unsupported platform they are the
+// only objects), except those another component owns: the Machine API CRDs
+// where the cluster version operator runs (cfg.OpenShift) and the
+// NodeMaintenance CRD where the node-maintenance-operator installed it
+// (cfg.NodeMaintenanceForeign).
 func Render(cfg config.Config) ([]client.Object, error) {
 	if cfg.Namespace == "" {
 		return nil, fmt.Errorf("render: config has no namespace")
 	}
-	machineCRDs, err := manifests.CRDs(manifests.MachineCRDs)
+	objs, err := CRDs(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("render: %w", err)
-	}
-	// The NodeMaintenance API (this project's, medik8s-compatible) is
-	// installed with the Machine API, on OpenShift too: no other component
-	// ships it, and its controller runs in the machine-healthcheck container.
-	crds, err := manifests.CRDs(manifests.NodeMaintenanceCRDs)
-	if err != nil {
-		return nil, fmt.Errorf("render: %w", err)
-	}
-	// On OpenShift (service-ca present) the cluster version operator installs
-	// the Machine API CRD variant of the cluster's feature set from the
-	// payload; applying the embedded Default variant as well would fight it.
-	if !cfg.Webhook.ServiceCA {
-		crds = append(machineCRDs, crds...)
-	}
-	var objs []client.Object
-	for _, crd := range crds {
-		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
-		crd.Labels = withCommonLabels(crd.Labels)
-		objs = append(objs, crd)
+		return nil, err
 	}
 	// NoOp and unsupported platforms (vSphere): nothing that would act on
 	// Machines, and nothing that only serves those controllers (RBAC,
@@ -101,7 +85,7 @@ func Render(cfg config.Config) ([]client.Object, error) {
 		objs = append(objs, terminationHandler(cfg))
 	}
 	objs = append(objs,
-		validatingWebhookConfiguration(cfg, config.WebhookConfigurationName, validatingWebhooks),
+		validatingWebhookConfiguration(cfg, config.WebhookConfigurationName, machineAPIValidatingWebhooks(cfg)),
 		mutatingWebhookConfiguration(cfg, config.WebhookConfigurationName, mutatingWebhooks))
 	// BareMetal: the provider's metal3 remediation webhooks, as on OpenShift.
 	if cfg.PlatformType == configv1.BareMetalPlatformType {
@@ -116,6 +100,49 @@ func Render(cfg config.Config) ([]client.Object, error) {
 	binding.Labels = withCommonLabels(binding.Labels)
 	objs = append(objs, policy, binding)
 	return objs, nil
+}
+
+// CRDs returns the CRDs this operator owns on the cluster of cfg, as Render
+// does; only cfg.OpenShift and cfg.NodeMaintenanceForeign matter, so the
+// operator installs them even while its other inputs are missing or bad.
+func CRDs(cfg config.Config) ([]client.Object, error) {
+	crds, err := ownedCRDs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var objs []client.Object
+	for _, crd := range crds {
+		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		crd.Labels = withCommonLabels(crd.Labels)
+		objs = append(objs, crd)
+	}
+	return objs, nil
+}
+
+// ownedCRDs are the CRDs this operator owns on the cluster of cfg.
+func ownedCRDs(cfg config.Config) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	// On OpenShift the cluster version operator installs the Machine API
+	// CRD variant of the cluster's feature set from the payload; applying
+	// the embedded Default variant as well would fight it.
+	if !cfg.OpenShift {
+		machineCRDs, err := manifests.CRDs(manifests.MachineCRDs)
+		if err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+		crds = append(crds, machineCRDs...)
+	}
+	// The NodeMaintenance API (this project's, medik8s-compatible) is
+	// installed with the Machine API, on OpenShift too, unless the
+	// node-maintenance-operator (which ships the same CRD) installed it.
+	if !cfg.NodeMaintenanceForeign {
+		nm, err := manifests.CRDs(manifests.NodeMaintenanceCRDs)
+		if err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+		crds = append(crds, nm...)
+	}
+	return crds, nil
 }
 
 // withCommonLabels returns labels plus the managed-by and part-of labels

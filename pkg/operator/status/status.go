@@ -54,6 +54,10 @@ type Observation struct {
 	// CheckMinimumWorkers), "" when it is met. It holds Available back only
 	// while InstallGateApplies.
 	WaitingForWorkers string
+	// Notes are facts about the cluster that change what is served (for
+	// example the NodeMaintenance API left to another operator); the
+	// Available message ends with them.
+	Notes []string
 }
 
 // workerGateRequeue is how often a gated install checks the Machines again
@@ -156,6 +160,14 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	}
 	if available.Status == configv1.ConditionTrue && !obs.NoOp && !obs.OperandUnknown {
 		available.Message = "Cluster Machine API Operator is available at " + formatVersions(next.Versions)
+	}
+	if !obs.OperandUnknown {
+		for _, n := range obs.Notes {
+			if available.Message != "" {
+				available.Message += "; "
+			}
+			available.Message += n
+		}
 	}
 
 	// Progressing: is a version or configuration being rolled out?
