@@ -126,6 +126,17 @@ func platformCases() []platformCase {
 			bad:     `{"keyPairName":"k","serviceInstance":{"type":"ID","id":"si"},"image":{"type":"RegEx","regex":"rhcos"},"network":{"type":"Name","name":"n"}}`,
 			wantErr: `providerSpec.image: Invalid value: "RegEx": image identifier is specified as RegEx but only ID and Name are valid resource identifiers`,
 		},
+		{
+			platform:    configv1.NutanixPlatformType,
+			credentials: "nutanix-credentials",
+			minimal: `{"cluster":{"type":"name","name":"pe"},"image":{"type":"name","name":"rhcos"},"subnets":[{"type":"uuid","uuid":"s-1"}],` +
+				`"vcpuSockets":4,"vcpusPerSocket":1,"memorySize":"16Gi","systemDiskSize":"120Gi"}`,
+			want: `{"cluster":{"type":"name","name":"pe"},"image":{"type":"name","name":"rhcos"},"subnets":[{"type":"uuid","uuid":"s-1"}],` +
+				`"vcpuSockets":4,"vcpusPerSocket":1,"memorySize":"16Gi","systemDiskSize":"120Gi",` +
+				`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"nutanix-credentials"}}`,
+			bad:     `{"cluster":{"type":"name","name":"pe"},"image":{"type":"name","name":"rhcos"},"subnets":[]}`,
+			wantErr: `providerSpec.subnets: Invalid value: "[]": missing subnets: nodes may fail to start if no subnets are configured`,
+		},
 	}
 }
 

@@ -428,7 +428,7 @@ func TestDecodeErrorLocationInLongArray(t *testing.T) {
 }
 
 // fuzzPlatforms are the platforms FuzzAdmission also sends every input to.
-var fuzzPlatforms = []configv1.PlatformType{configv1.AWSPlatformType, configv1.AzurePlatformType, configv1.GCPPlatformType, configv1.VSpherePlatformType, configv1.PowerVSPlatformType}
+var fuzzPlatforms = []configv1.PlatformType{configv1.AWSPlatformType, configv1.AzurePlatformType, configv1.GCPPlatformType, configv1.VSpherePlatformType, configv1.PowerVSPlatformType, configv1.NutanixPlatformType}
 
 // platformInfra is the Infrastructure of a cluster on platform p, with the
 // platform status its defaults read.

@@ -116,6 +116,8 @@ func TestProviderFor(t *testing.T) {
 		{"the platform's kind and group", `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig"}`, ProviderAWS, ProviderAWS},
 		{"a legacy group without kind", `{"apiVersion":"awsproviderconfig.openshift.io/v1beta1"}`, ProviderAWS, ProviderAWS},
 		{"machine.openshift.io without kind", `{"apiVersion":"machine.openshift.io/v1"}`, ProviderAWS, ProviderAWS},
+		{"machine.openshift.io/v1 without kind on Nutanix", `{"apiVersion":"machine.openshift.io/v1"}`, ProviderNutanix, ProviderNutanix},
+		{"the PowerVS kind", `{"apiVersion":"machine.openshift.io/v1","kind":"PowerVSMachineProviderConfig"}`, ProviderPowerVS, ProviderPowerVS},
 		{"another platform's kind: foreign", `{"apiVersion":"machine.openshift.io/v1beta1","kind":"GCPMachineProviderSpec"}`, ProviderAWS, ProviderUnknown},
 		{"a platform kind on a kubemark cluster: foreign", `{"kind":"AWSMachineProviderConfig"}`, ProviderKubemark, ProviderUnknown},
 		{"kubemark on an AWS cluster", `{"apiVersion":"` + kubemarkAPIVersion + `"}`, ProviderAWS, ProviderKubemark},

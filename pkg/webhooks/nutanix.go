@@ -1,0 +1,119 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"fmt"
+
+	machinev1 "github.com/openshift/api/machine/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Nutanix defaults and recommended minimums (OpenShift's, from the Nutanix
+// provider).
+const (
+	defaultNutanixCredentialsSecret = "nutanix-credentials"
+	minNutanixCPUSockets            = 1
+	minNutanixCPUPerSocket          = 1
+	minNutanixMemoryMiB             = 2048
+	minNutanixDiskGiB               = 20
+)
+
+func init() {
+	// OpenShift does not check the apiVersion and kind of Nutanix values.
+	register(ProviderNutanix, "NutanixMachineProviderConfig", nil, defaultNutanix, validateNutanix)
+}
+
+// defaultNutanix fills the user-data and credentials Secrets.
+func defaultNutanix(spec *machinev1.NutanixMachineProviderConfig, _ platformEnv) []string {
+	if spec.UserDataSecret == nil {
+		spec.UserDataSecret = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
+	}
+	if spec.CredentialsSecret == nil {
+		spec.CredentialsSecret = &corev1.LocalObjectReference{Name: defaultNutanixCredentialsSecret}
+	}
+	return nil
+}
+
+func validateNutanix(spec *machinev1.NutanixMachineProviderConfig, env platformEnv) (field.ErrorList, []string) {
+	var errs field.ErrorList
+	var warnings []string
+	p := providerSpecPath
+	errs = append(errs, validateNutanixIdentifier("cluster", spec.Cluster)...)
+	errs = append(errs, validateNutanixIdentifier("image", spec.Image)...)
+	// The platform supports one subnet per VM.
+	if n := len(spec.Subnets); n != 1 {
+		subnets, _ := json.Marshal(spec.Subnets)
+		detail := "missing subnets: nodes may fail to start if no subnets are configured"
+		if n > 1 {
+			detail = "too many subnets: currently nutanix platform supports one subnet per VM but more than one subnets are configured"
+		}
+		errs = append(errs, field.Invalid(p.Child("subnets"), string(subnets), detail))
+	}
+	for _, s := range spec.Subnets {
+		errs = append(errs, validateNutanixIdentifier("subnet", s)...)
+	}
+	if spec.VCPUSockets < minNutanixCPUSockets {
+		warnings = append(warnings, fmt.Sprintf("providerSpec.vcpuSockets: %d is missing or less than the minimum value (%d): nodes may not boot correctly", spec.VCPUSockets, minNutanixCPUSockets))
+	}
+	if spec.VCPUsPerSocket < minNutanixCPUPerSocket {
+		warnings = append(warnings, fmt.Sprintf("providerSpec.vcpusPerSocket: %d is missing or less than the minimum value (%d): nodes may not boot correctly", spec.VCPUsPerSocket, minNutanixCPUPerSocket))
+	}
+	if spec.MemorySize.Cmp(resource.MustParse(fmt.Sprintf("%dMi", minNutanixMemoryMiB))) < 0 {
+		warnings = append(warnings, fmt.Sprintf("providerSpec.memorySize: %d is missing or less than the recommended minimum value (%d): nodes may not boot correctly", spec.MemorySize.Value()/(1024*1024), minNutanixMemoryMiB))
+	}
+	if spec.SystemDiskSize.Cmp(resource.MustParse(fmt.Sprintf("%dGi", minNutanixDiskGiB))) < 0 {
+		warnings = append(warnings, fmt.Sprintf("providerSpec.systemDiskSize: %d is missing or less than the recommended minimum (%d): nodes may fail to start if disk size is too low", spec.SystemDiskSize.Value()/(1024*1024*1024), minNutanixDiskGiB))
+	}
+	if spec.UserDataSecret == nil {
+		errs = append(errs, field.Required(p.Child("userDataSecret"), "userDataSecret must be provided"))
+	} else if spec.UserDataSecret.Name == "" {
+		errs = append(errs, field.Required(p.Child("userDataSecret", "name"), "name must be provided"))
+	}
+	if spec.CredentialsSecret == nil {
+		errs = append(errs, field.Required(p.Child("credentialsSecret"), "credentialsSecret must be provided"))
+	} else if spec.CredentialsSecret.Name == "" {
+		errs = append(errs, field.Required(p.Child("credentialsSecret", "name"), "name must be provided"))
+	} else {
+		warnings = append(warnings, env.credentialsWarnings(env.namespace, spec.CredentialsSecret.Name)...)
+	}
+	switch spec.BootType {
+	case "", machinev1.NutanixLegacyBoot, machinev1.NutanixUEFIBoot, machinev1.NutanixSecureBoot:
+	default:
+		errs = append(errs, field.Invalid(p.Child("bootType"), spec.BootType, fmt.Sprintf("valid bootType values are: \"\", %q, %q, %q.",
+			machinev1.NutanixLegacyBoot, machinev1.NutanixUEFIBoot, machinev1.NutanixSecureBoot)))
+	}
+	if spec.Project.Type != "" {
+		errs = append(errs, validateNutanixIdentifier("project", spec.Project)...)
+	}
+	for _, c := range spec.Categories {
+		if len(c.Key) < 1 || len(c.Key) > 64 {
+			errs = append(errs, field.Invalid(p.Child("categories", "key"), c.Key, "key must be a string with length between 1 and 64."))
+		}
+		if len(c.Value) < 1 || len(c.Value) > 64 {
+			errs = append(errs, field.Invalid(p.Child("categories", "value"), c.Value, "value must be a string with length between 1 and 64."))
+		}
+	}
+	return errs, warnings
+}
+
+// validateNutanixIdentifier checks a reference to a Nutanix resource by
+// name or UUID; the path is providerSpec.<resource> (subnet for each of
+// subnets, as OpenShift names it).
+func validateNutanixIdentifier(resource string, id machinev1.NutanixResourceIdentifier) field.ErrorList {
+	path := providerSpecPath.Child(resource)
+	switch id.Type {
+	case machinev1.NutanixIdentifierName:
+		if id.Name == nil || *id.Name == "" {
+			return field.ErrorList{field.Required(path.Child("name"), fmt.Sprintf("%s name must be provided", resource))}
+		}
+	case machinev1.NutanixIdentifierUUID:
+		if id.UUID == nil || *id.UUID == "" {
+			return field.ErrorList{field.Required(path.Child("uuid"), fmt.Sprintf("%s UUID must be provided", resource))}
+		}
+	default:
+		return field.ErrorList{field.Invalid(path.Child("type"), id.Type, fmt.Sprintf("%s type must be one of %s or %s", resource, machinev1.NutanixIdentifierName, machinev1.NutanixIdentifierUUID))}
+	}
+	return nil
+}

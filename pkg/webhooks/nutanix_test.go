@@ -1,0 +1,77 @@
+package webhooks
+
+import (
+	"strings"
+	"testing"
+)
+
+var nutanixCluster = ClusterInfo{Provider: ProviderNutanix, InfrastructureName: testInfraName}
+
+func TestDefaultNutanix(t *testing.T) {
+	runDefaulting(t, []defaultingCase{
+		{name: "the Secrets are filled in", cluster: nutanixCluster, in: `{"vcpuSockets":2}`,
+			want:    `{"vcpuSockets":2,"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"nutanix-credentials"}}`,
+			wantSet: []string{"credentialsSecret", "userDataSecret"}},
+		{name: "the Nutanix kind in machine.openshift.io/v1", cluster: nutanixCluster,
+			in:      `{"apiVersion":"machine.openshift.io/v1","kind":"NutanixMachineProviderConfig","credentialsSecret":{"name":"c"}}`,
+			want:    `{"apiVersion":"machine.openshift.io/v1","kind":"NutanixMachineProviderConfig","credentialsSecret":{"name":"c"},"userDataSecret":{"name":"worker-user-data"}}`,
+			wantSet: []string{"userDataSecret"}},
+		{name: "a Nutanix value on a PowerVS cluster", cluster: powerVSCluster, in: `{"kind":"NutanixMachineProviderConfig"}`},
+	})
+}
+
+func TestValidateNutanix(t *testing.T) {
+	valid := `{"apiVersion":"machine.openshift.io/v1","kind":"NutanixMachineProviderConfig","cluster":{"type":"name","name":"pe"},"image":{"type":"uuid","uuid":"u-1"},` +
+		`"subnets":[{"type":"name","name":"vlan"}],"vcpuSockets":4,"vcpusPerSocket":1,"memorySize":"16Gi","systemDiskSize":"120Gi",` +
+		`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"nutanix-credentials"}}`
+	runValidation(t, nutanixCluster, secretsIn("openshift-machine-api/nutanix-credentials"), []validationCase{
+		{name: "valid", value: valid},
+		{name: "no apiVersion and kind: no warning", value: with(t, valid, `{"apiVersion":null,"kind":null}`)},
+		{name: "nothing given", value: `{}`,
+			wantErrs: []string{
+				`providerSpec.cluster.type: Invalid value: "": cluster type must be one of name or uuid`,
+				`providerSpec.image.type: Invalid value: "": image type must be one of name or uuid`,
+				`providerSpec.subnets: Invalid value: "null": missing subnets: nodes may fail to start if no subnets are configured`,
+				"providerSpec.userDataSecret: Required value: userDataSecret must be provided",
+				"providerSpec.credentialsSecret: Required value: credentialsSecret must be provided",
+			},
+			wantWarnings: []string{
+				"providerSpec.vcpuSockets: 0 is missing or less than the minimum value (1): nodes may not boot correctly",
+				"providerSpec.vcpusPerSocket: 0 is missing or less than the minimum value (1): nodes may not boot correctly",
+				"providerSpec.memorySize: 0 is missing or less than the recommended minimum value (2048): nodes may not boot correctly",
+				"providerSpec.systemDiskSize: 0 is missing or less than the recommended minimum (20): nodes may fail to start if disk size is too low",
+			}},
+		{name: "identifiers without values", value: with(t, valid, `{"cluster":{"type":"name","name":""},"image":{"type":"uuid"}}`),
+			wantErrs: []string{
+				"providerSpec.cluster.name: Required value: cluster name must be provided",
+				"providerSpec.image.uuid: Required value: image UUID must be provided",
+			}},
+		{name: "two subnets, one bad", value: with(t, valid, `{"subnets":[{"type":"name","name":"a"},{"type":"id"}]}`),
+			wantErrs: []string{
+				`providerSpec.subnets: Invalid value: "[{\"type\":\"name\",\"name\":\"a\"},{\"type\":\"id\"}]": too many subnets: currently nutanix platform supports one subnet per VM but more than one subnets are configured`,
+				`providerSpec.subnet.type: Invalid value: "id": subnet type must be one of name or uuid`,
+			}},
+		{name: "small", value: with(t, valid, `{"memorySize":"1Gi","systemDiskSize":"10Gi"}`),
+			wantWarnings: []string{
+				"providerSpec.memorySize: 1024 is missing or less than the recommended minimum value (2048): nodes may not boot correctly",
+				"providerSpec.systemDiskSize: 10 is missing or less than the recommended minimum (20): nodes may fail to start if disk size is too low",
+			}},
+		{name: "boot type", value: with(t, valid, `{"bootType":"BIOS"}`),
+			wantErrs: []string{`providerSpec.bootType: Invalid value: "BIOS": valid bootType values are: "", "Legacy", "UEFI", "SecureBoot".`}},
+		{name: "UEFI", value: with(t, valid, `{"bootType":"UEFI"}`)},
+		{name: "project", value: with(t, valid, `{"project":{"type":"name"}}`),
+			wantErrs: []string{"providerSpec.project.name: Required value: project name must be provided"}},
+		{name: "categories", value: with(t, valid, `{"categories":[{"key":"","value":"v"},{"key":"k","value":"`+strings.Repeat("v", 65)+`"}]}`),
+			wantErrs: []string{
+				`providerSpec.categories.key: Invalid value: "": key must be a string with length between 1 and 64.`,
+				`providerSpec.categories.value: Invalid value: "` + strings.Repeat("v", 65) + `": value must be a string with length between 1 and 64.`,
+			}},
+		{name: "unnamed Secrets", value: with(t, valid, `{"userDataSecret":{},"credentialsSecret":{}}`),
+			wantErrs: []string{
+				"providerSpec.userDataSecret.name: Required value: name must be provided",
+				"providerSpec.credentialsSecret.name: Required value: name must be provided",
+			}},
+		{name: "credentials Secret missing", value: with(t, valid, `{"credentialsSecret":{"name":"other"}}`),
+			wantWarnings: []string{`providerSpec.credentialsSecret: Invalid value: "other": not found. Expected CredentialsSecret to exist`}},
+	})
+}
