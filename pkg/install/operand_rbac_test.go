@@ -47,10 +47,9 @@ func operandAccess() []access {
 		}
 	}
 	read := []string{"list", "watch"}
-	// Nodes: registered (kubemark), linked and labelled (nodelink),
-	// cordoned, deleted with their Machine.
+	// Nodes: linked and labelled (nodelink), cordoned, deleted with their
+	// Machine (kubemark registers them: kubemarkAccess).
 	add(read, "", "nodes", "", "", "")
-	add([]string{"create"}, "", "nodes", "", "", "")
 	add([]string{"get", "update", "patch", "delete"}, "", "nodes", "", "", "node-1")
 	// Draining: pods of every namespace, evicted (deleted past a timeout),
 	// their DaemonSets and PodDisruptionBudgets.
@@ -97,6 +96,10 @@ func operandAccess() []access {
 	add([]string{"get", "update", "delete"}, "coordination.k8s.io", "leases", "", leaseNamespace, nodemaintenance.LeaseName("node-1"))
 	return out
 }
+
+// kubemarkAccess is what only the kubemark provider (this project's
+// machine controller) does: register a Node per Machine.
+var kubemarkAccess = access{Verb: "create", Resource: "nodes"}
 
 // operandForbidden are requests the operand's ServiceAccount must not be
 // able to make: a provider container sharing it could otherwise take over
@@ -196,6 +199,10 @@ func TestOperandRBACLeastPrivilege(t *testing.T) {
 					t.Errorf("the operand cannot %s", a)
 				}
 			}
+			// A provider image cannot create (fake) Nodes; kubemark must.
+			if got, want := r.allows(kubemarkAccess), name == "kubemark"; got != want {
+				t.Errorf("the operand can %s: %v, want %v", kubemarkAccess, got, want)
+			}
 			for _, a := range operandForbidden() {
 				if r.allows(a) {
 					t.Errorf("the operand can %s, which it does not need", a)
@@ -292,7 +299,7 @@ func TestVanillaOperandRBAC(t *testing.T) {
 		}
 	}
 	const nodeLeases = "kube-node-lease"
-	need := []access{{Verb: "patch", Resource: "nodes", Subresource: "status", Name: "node-1"}}
+	need := []access{kubemarkAccess, {Verb: "patch", Resource: "nodes", Subresource: "status", Name: "node-1"}}
 	for _, v := range []string{"get", "update", "delete"} {
 		need = append(need, access{Verb: v, Group: "coordination.k8s.io", Resource: "leases", Namespace: nodeLeases, Name: "node-1"})
 	}

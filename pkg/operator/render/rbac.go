@@ -34,9 +34,10 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 		TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 		ObjectMeta: objectMeta("", ControllersServiceAccountName, nil),
 		Rules: []rbacv1.PolicyRule{
-			// machine controller: registers (kubemark), labels, deletes and
-			// cordons nodes; nodelink: links and syncs labels/taints; MHC: reads.
-			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: writeVerbs},
+			// machine controller: labels, deletes and cordons nodes;
+			// nodelink: links and syncs labels/taints; MHC: reads. Only this
+			// project's kubemark provider registers Nodes (see below).
+			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "update", "patch", "delete"}},
 			// machine controller drain.
 			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
@@ -56,6 +57,11 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		},
+	}
+	if providerIsOurs(cfg) {
+		// The kubemark provider registers a Node per Machine (kubelets
+		// register real ones): a provider image cannot create fake Nodes.
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"create"}})
 	}
 	if cfg.MachineHealthCheckEnabled {
 		// The NodeMaintenance controller (machine-healthcheck container):
