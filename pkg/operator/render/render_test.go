@@ -454,8 +454,9 @@ func TestCustomNamespace(t *testing.T) {
 	for _, w := range mwc.Webhooks {
 		refs = append(refs, w.ClientConfig.Service)
 	}
-	if len(refs) != 4 {
-		t.Fatalf("%d webhooks rendered, want 4", len(refs))
+	// Machine and MachineSet, validating and mutating, and NodeMaintenance.
+	if len(refs) != 5 {
+		t.Fatalf("%d webhooks rendered, want 5", len(refs))
 	}
 	for _, ref := range refs {
 		if ref == nil || ref.Namespace != "custom-ns" || ref.Name != config.WebhookServiceName || ref.Port == nil || *ref.Port != 443 {

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"slices"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/utils/ptr"
 
@@ -19,8 +21,9 @@ const injectCABundleAnnotation = "service.beta.openshift.io/inject-cabundle"
 // of server version defaults. namespaceSelector and objectSelector are left
 // unset: the server defaults them to the empty selector {} (match
 // everything), which is what we want, and an empty struct carries no value
-// for the drift check to compare. rules[].scope is Namespaced (not the
-// default "*"): Machines and MachineSets are namespaced.
+// for the drift check to compare. rules[].scope is the resource's (not the
+// default "*"): Namespaced for Machines and MachineSets, Cluster for
+// NodeMaintenances.
 //
 // failurePolicy Ignore: the webhook server runs in the operand Deployment
 // that these webhooks guard; Fail would block Machine API writes whenever it
@@ -44,6 +47,8 @@ type webhookSpec struct {
 	group, resource string
 	service         string
 	operations      []admissionregistrationv1.OperationType
+	// scope is the resource's; "" is Namespaced.
+	scope admissionregistrationv1.ScopeType
 }
 
 var (
@@ -54,6 +59,16 @@ var (
 	validatingWebhooks = []webhookSpec{
 		machineWebhook("validation.machine.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machine", "machines", createUpdate),
 		machineWebhook("validation.machineset.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machineset", "machinesets", createUpdate),
+	}
+	// The NodeMaintenance webhook, served by machineset-controller with
+	// medik8s's name, path and rules (pkg/webhooks/nodemaintenance). Its
+	// failurePolicy is Ignore like the others: when it is down, the
+	// NodeMaintenance controller still refuses a second maintenance of a
+	// node or a missing node, by status (Failed).
+	nodeMaintenanceWebhook = webhookSpec{
+		name: "vnodemaintenance.kb.io", path: "/validate-nodemaintenance-medik8s-io-v1beta1-nodemaintenance",
+		group: nodeMaintenanceGroup, resource: "nodemaintenances", service: config.WebhookServiceName,
+		operations: createUpdate, scope: admissionregistrationv1.ClusterScope,
 	}
 	mutatingWebhooks = []webhookSpec{
 		machineWebhook("default.machine.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machine", "machines", createOnly),
@@ -75,6 +90,19 @@ var (
 
 // metal3Group is the API group of the metal3 remediation resources.
 const metal3Group = "infrastructure.cluster.x-k8s.io"
+
+// machineAPIValidatingWebhooks are the webhooks of the validating
+// configuration config.WebhookConfigurationName: the Machine API's, and the
+// NodeMaintenance one where this operator runs the NodeMaintenance
+// controller (not where the node-maintenance-operator owns the API and
+// serves its own webhook).
+func machineAPIValidatingWebhooks(cfg config.Config) []webhookSpec {
+	out := slices.Clone(validatingWebhooks)
+	if cfg.MachineHealthCheckEnabled && !cfg.NodeMaintenanceForeign {
+		out = append(out, nodeMaintenanceWebhook)
+	}
+	return out
+}
 
 func machineWebhook(name, path, resource string, ops []admissionregistrationv1.OperationType) webhookSpec {
 	return webhookSpec{name: name, path: path, group: machineGroup, resource: resource, service: config.WebhookServiceName, operations: ops}
@@ -98,13 +126,17 @@ func (w webhookSpec) clientConfig(cfg config.Config) admissionregistrationv1.Web
 }
 
 func (w webhookSpec) rules() []admissionregistrationv1.RuleWithOperations {
+	scope := w.scope
+	if scope == "" {
+		scope = admissionregistrationv1.NamespacedScope
+	}
 	return []admissionregistrationv1.RuleWithOperations{{
 		Operations: append([]admissionregistrationv1.OperationType(nil), w.operations...),
 		Rule: admissionregistrationv1.Rule{
 			APIGroups:   []string{w.group},
 			APIVersions: []string{webhookAPIVersion},
 			Resources:   []string{w.resource},
-			Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+			Scope:       ptr.To(scope),
 		},
 	}}
 }
