@@ -175,3 +175,24 @@ func TestAWSThroughHandlers(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateAWSMachineUpdate: an error the Machine already had is a
+// warning on update; one the update introduces is refused.
+func TestValidateAWSMachineUpdate(t *testing.T) {
+	noAMI := `{"instanceType":"m5.large","placement":{"region":"us-east-1"},"userDataSecret":{"name":"u"},"credentialsSecret":{"name":"aws-cloud-credentials"},"subnet":{"id":"s"},"iamInstanceProfile":{"id":"p"}}`
+	old := machine("m", value(noAMI))
+	secrets := secretsIn("openshift-machine-api/aws-cloud-credentials")
+	gvk := "incorrect GroupVersionKind for AWSMachineProviderConfig object: /, Kind="
+	missingAMI := "providerSpec.ami: Required value: expected providerSpec.ami.id to be populated"
+
+	relabelled := machine("m", value(noAMI), func(m *machinev1beta1.Machine) { m.Labels = map[string]string{"a": "b"} })
+	errs, warnings := ValidateMachineUpdate(relabelled, old, awsCluster, secrets)
+	wantWarnings := []string{gvk, missingAMI + " (already invalid before this update; fix it)"}
+	if len(errs) != 0 || !reflect.DeepEqual([]string(warnings), wantWarnings) {
+		t.Errorf("unchanged invalid part: errors %v, warnings %q; want none and %q", errs, warnings, wantWarnings)
+	}
+
+	broken := machine("m", value(with(t, noAMI, `{"placement":{"region":"us-east-1","tenancy":"shared"}}`)))
+	errs, _ = ValidateMachineUpdate(broken, old, awsCluster, secrets)
+	checkErrors(t, errs, `providerSpec.tenancy: Invalid value: "shared"`)
+}
