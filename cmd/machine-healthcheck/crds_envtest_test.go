@@ -119,3 +119,28 @@ func TestNodeMaintenanceFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestStartsWithoutMachineCRDs: on a bare API server the binary runs, not
+// ready (check crd-machinehealthcheck), instead of exiting, and becomes ready
+// once the Machine API CRDs are installed, although the NodeMaintenance CRD
+// is still missing (that controller does not gate readiness). Breaks if:
+// the nodemaintenance gate were Required.
+func TestStartsWithoutMachineCRDs(t *testing.T) {
+	e := crdwaittest.Start(t)
+	addr := crdwaittest.FreeAddr(t)
+	opts, f, err := parse([]string{"--namespace=mhc-bare", "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=" + addr}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := opts.NewManager(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addControllers(mgr, opts.ControllerOptions(), f); err != nil {
+		t.Fatalf("setting the controllers up on a bare API server: %v", err)
+	}
+	testenv.Run(t, mgr)
+	poll.Eventually(t, waitTimeout, "not ready while the Machine API CRDs are missing", crdwaittest.ReadyzCondition(addr, false, "crd-machinehealthcheck"))
+	e.Install(t, manifests.MachineCRDs)
+	poll.Eventually(t, waitTimeout, "ready with the Machine API CRDs, without the NodeMaintenance CRD", crdwaittest.ReadyzCondition(addr, true, ""))
+}
