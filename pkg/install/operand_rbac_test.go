@@ -84,7 +84,7 @@ func operandAccess() []access {
 		add([]string{"update"}, machine, r, "finalizers", namespace, "x")
 	}
 	add(read, machine, "machinehealthchecks", "", namespace, "")
-	add([]string{"update"}, machine, "machinehealthchecks", "status", namespace, "x")
+	add([]string{"update", "patch"}, machine, "machinehealthchecks", "status", namespace, "x")
 	add([]string{"get"}, "", "secrets", "", namespace, "worker-user-data")
 	add([]string{"get"}, "", "configmaps", "", namespace, "c")
 	// Leader election in the operand namespace.
@@ -126,6 +126,7 @@ func operandForbidden() []access {
 		{Verb: "update", Group: "machine.openshift.io", Resource: "machines", Namespace: "default", Name: "x"},
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: namespace},
 		{Verb: "update", Resource: "events", Namespace: "default", Name: "e"},
+		{Verb: "patch", Group: "machine.openshift.io", Resource: "machinehealthchecks", Namespace: namespace, Name: "x"},
 	}
 }
 

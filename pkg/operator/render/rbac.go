@@ -87,7 +87,8 @@ func role(cfg config.Config) *rbacv1.Role {
 	}
 	if cfg.MachineHealthCheckEnabled {
 		rules = append(rules,
-			rbacv1.PolicyRule{APIGroups: []string{machineGroup}, Resources: []string{"machinehealthchecks"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			// The MHC controller writes only their status.
+			rbacv1.PolicyRule{APIGroups: []string{machineGroup}, Resources: []string{"machinehealthchecks"}, Verbs: readVerbs},
 			rbacv1.PolicyRule{APIGroups: []string{machineGroup}, Resources: []string{"machinehealthchecks/status"}, Verbs: []string{"get", "update", "patch"}},
 		)
 	}
