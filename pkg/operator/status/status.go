@@ -315,6 +315,12 @@ func formatVersions(v []configv1.OperandVersion) string {
 type requeue struct{ d time.Duration }
 
 func (r *requeue) at(deadline, now time.Time) {
+	// Compute compares whole seconds (now is truncated): a deadline within
+	// a second holds from the next whole second on, and a requeue counted
+	// from the truncated now would come back too early, again and again.
+	if whole := deadline.Truncate(time.Second); whole.Before(deadline) {
+		deadline = whole.Add(time.Second)
+	}
 	d := deadline.Sub(now)
 	if d <= 0 {
 		d = time.Second

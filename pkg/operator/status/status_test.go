@@ -115,6 +115,23 @@ func TestCompute(t *testing.T) {
 				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorDegraded: "forbidden"}},
 		},
 		{
+			// The deadline (failing since 12:00:00.5 + 2m) is checked against
+			// the time in whole seconds: the next check is at 12:02:01, not
+			// 0.5 s after 12:02:00 again and again (a hot loop).
+			name: "failure deadline within a second: requeue to the next whole second",
+			prev: availableStatus("4.22.0"),
+			obs: Observation{Now: t0.Add(2*time.Minute + 700*time.Millisecond), ReleaseVersion: "4.22.0", Operand: healthy,
+				Failure: &Failure{Reason: "MissingCRDs", Message: "CRDs not installed"}, FailingSince: t0.Add(500 * time.Millisecond)},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true, requeue: time.Second},
+		},
+		{
+			name: "notes end the Available message",
+			prev: availableStatus("4.22.0"),
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Notes: []string{"the NodeMaintenance CRD was installed by another component"}},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true,
+				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "available at operator: 4.22.0; the NodeMaintenance CRD was installed by another component"}},
+		},
+		{
 			name: "bad input: Degraded at once, Available and Progressing as they were",
 			prev: availableStatus("4.22.0"),
 			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "images file /x: malformed", Immediate: true}, FailingSince: t0},
