@@ -1,17 +1,28 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
 
 // warningRecorder keeps the API server's warnings.
@@ -81,8 +92,9 @@ func platformCases() []platformCase {
 				`"image":{"offer":"","publisher":"","resourceID":"` + azureImage + `","sku":"","version":""},` +
 				`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"azure-cloud-credentials","namespace":"openshift-machine-api"}}`,
 			warnings: []string{"incorrect GroupVersionKind for AzureMachineProviderSpec object: /, Kind="},
-			bad:      `{"osDisk":{"diskSizeGB":40000}}`,
-			wantErr:  `providerSpec.osDisk.diskSizeGB: Invalid value: 40000: diskSizeGB must be greater than zero and less than 32768`,
+			// The DNS has no public zone.
+			bad:     `{"osDisk":{"diskSizeGB":128},"publicIP":true}`,
+			wantErr: `providerSpec.publicIP: Forbidden: publicIP is not allowed in Azure disconnected installation with publish strategy as internal`,
 		},
 		{
 			platform: configv1.GCPPlatformType,
@@ -142,51 +154,151 @@ func platformCases() []platformCase {
 
 // TestPlatformsThroughAPIServer: on a cluster of each platform, a minimal
 // MachineSet created with dry-run=server comes back with OpenShift's
-// defaults, and a bad one is refused naming the field.
+// defaults, and a bad one is refused naming the field. The webhooks read
+// through a cache namespaced like the machineset-controller's (Secrets by
+// metadata, the Infrastructure and DNS cluster-wide).
 func TestPlatformsThroughAPIServer(t *testing.T) {
-	warnings := &warningRecorder{}
-	c := startAPIServerWithWebhooks(t, warnings)
-	ctx := context.Background()
 	const ns = "openshift-machine-api"
+	warnings := &warningRecorder{}
+	var reader client.Reader
+	c := startAPIServerWithWebhooks(t, apiServerOptions{
+		warnings: warnings,
+		crdPaths: []string{filepath.Join(openshiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_dnses-Default.crd.yaml")},
+		reader: func(t *testing.T, cfg *rest.Config, _ client.Client) client.Reader {
+			reader = startCache(t, cfg, ns)
+			return reader
+		},
+	})
+	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	// Published internally only: an Azure public IP is refused.
+	dns := &configv1.DNS{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.DNSSpec{BaseDomain: "example.com"}}
+	if err := c.Create(ctx, dns); err != nil {
+		t.Fatalf("creating the DNS: %v", err)
+	}
 	sel := map[string]string{"machine.openshift.io/cluster-api-machineset": "workers"}
+	createDryRun := func(t *testing.T, name, providerSpec string) ([]byte, error) {
+		t.Helper()
+		ms := machineSet(name, sel, sel, value(providerSpec))
+		ms.Namespace = ns
+		err := c.Create(ctx, ms, client.DryRunAll)
+		if err != nil {
+			return nil, err
+		}
+		if ms.Labels[ClusterIDLabel] != testInfraName {
+			t.Errorf("labels = %v, want the cluster label", ms.Labels)
+		}
+		return ms.Spec.Template.Spec.ProviderSpec.Value.Raw, nil
+	}
 	for _, tc := range platformCases() {
 		t.Run(string(tc.platform), func(t *testing.T) {
-			setPlatform(t, c, tc.platform, tc.status)
-			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.credentials}}
-			if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatal(err)
-			}
-			ms := machineSet("workers", sel, sel, value(tc.minimal))
-			ms.Namespace = ns
+			setPlatform(t, c, reader, tc.platform, tc.status)
+			createSecret(t, c, reader, ns, tc.credentials)
 			warnings.take()
-			if err := c.Create(ctx, ms, client.DryRunAll); err != nil {
+			got, err := createDryRun(t, "workers", tc.minimal)
+			if err != nil {
 				t.Fatalf("creating a minimal MachineSet: %v", err)
 			}
-			jsonEqual(t, ms.Spec.Template.Spec.ProviderSpec.Value.Raw, tc.want)
-			if ms.Labels[ClusterIDLabel] != testInfraName {
-				t.Errorf("labels = %v, want the cluster label", ms.Labels)
-			}
+			jsonEqual(t, got, tc.want)
 			if got := warnings.take(); !reflect.DeepEqual(got, tc.warnings) {
 				t.Errorf("warnings:\n got  %q\n want %q", got, tc.warnings)
 			}
-
-			bad := machineSet("bad", sel, sel, value(tc.bad))
-			bad.Namespace = ns
-			err := c.Create(ctx, bad, client.DryRunAll)
+			_, err = createDryRun(t, "bad", tc.bad)
 			if err == nil || !strings.Contains(err.Error(), `admission webhook "validation.machineset.machine.openshift.io" denied the request`) ||
 				!strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("creating a bad MachineSet: %v, want refused with %q", err, tc.wantErr)
 			}
 		})
 	}
+
+	t.Run("a missing credentials Secret is a warning", func(t *testing.T) {
+		setPlatform(t, c, reader, configv1.AWSPlatformType, func(ps *configv1.PlatformStatus) {
+			ps.AWS = &configv1.AWSPlatformStatus{Region: "us-east-2"}
+		})
+		warnings.take()
+		if _, err := createDryRun(t, "workers", `{"ami":{"id":"ami-0123"},"subnet":{"id":"subnet-1"},"iamInstanceProfile":{"id":"p"},"credentialsSecret":{"name":"elsewhere"}}`); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"incorrect GroupVersionKind for AWSMachineProviderConfig object: /, Kind=",
+			`providerSpec.credentialsSecret: Invalid value: "elsewhere": not found. Expected CredentialsSecret to exist`,
+		}
+		if got := warnings.take(); !reflect.DeepEqual(got, want) {
+			t.Errorf("warnings:\n got  %q\n want %q", got, want)
+		}
+	})
+}
+
+// startCache starts a cache of the Machine API namespace ns, as the
+// machineset-controller's manager has.
+func startCache(t *testing.T, cfg *rest.Config, ns string) client.Reader {
+	t.Helper()
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("cache: %v", err)
+		}
+	})
+	return c
+}
+
+// createSecret creates the Secret ns/name (if missing) and waits until
+// reader has it.
+func createSecret(t *testing.T, c client.Client, reader client.Reader, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache to hold Secret "+name, func() bool {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		return reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m) == nil
+	})
+}
+
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return done(), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// openshiftAPIDir is github.com/openshift/api at the version go.mod pins,
+// in the module cache.
+func openshiftAPIDir(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("locating github.com/openshift/api: %v %s", err, out)
+	}
+	return string(bytes.TrimSpace(out))
 }
 
 // setPlatform makes the Infrastructure "cluster" describe a cluster of
-// platform p (status filled in as the installer does).
-func setPlatform(t *testing.T, c client.Client, p configv1.PlatformType, status func(*configv1.PlatformStatus)) {
+// platform p (status filled in as the installer does) and waits until
+// reader sees it.
+func setPlatform(t *testing.T, c client.Client, reader client.Reader, p configv1.PlatformType, status func(*configv1.PlatformStatus)) {
 	t.Helper()
 	ctx := context.Background()
 	infra := infrastructure("", p, "", "")
@@ -209,4 +321,9 @@ func setPlatform(t *testing.T, c client.Client, p configv1.PlatformType, status 
 	if err := c.Status().Update(ctx, infra); err != nil {
 		t.Fatalf("setting the Infrastructure status: %v", err)
 	}
+	want := infra.ResourceVersion
+	waitFor(t, "the cache to hold the "+string(p)+" Infrastructure", func() bool {
+		got := &configv1.Infrastructure{}
+		return reader.Get(ctx, client.ObjectKeyFromObject(infra), got) == nil && got.ResourceVersion == want
+	})
 }

@@ -79,6 +79,17 @@ func renderedWebhookConfigurations(t *testing.T) ([]*admissionregistrationv1.Mut
 	return mutating, validating
 }
 
+// apiServerOptions adjust startAPIServerWithWebhooks.
+type apiServerOptions struct {
+	// warnings receives the API server's warnings to the client (nil: logged).
+	warnings rest.WarningHandler
+	// crdPaths are more CRD files to install.
+	crdPaths []string
+	// reader is what the webhooks read the cluster through (nil: the
+	// client, which reads the API server directly).
+	reader func(t *testing.T, cfg *rest.Config, c client.Client) client.Reader
+}
+
 // forMachineAPI is true when a webhook's rules are on machine.openshift.io.
 func forMachineAPI(rules []admissionregistrationv1.RuleWithOperations) bool {
 	for _, r := range rules {
@@ -92,8 +103,7 @@ func forMachineAPI(rules []admissionregistrationv1.RuleWithOperations) bool {
 // startAPIServerWithWebhooks starts kube-apiserver and etcd (envtest, from
 // bin/) with the project's CRDs and the operator's webhook configurations,
 // and the webhook server on envtest's local serving address (127.0.0.1).
-// The client hands the API server's warnings to warnings (nil: logged).
-func startAPIServerWithWebhooks(t *testing.T, warnings rest.WarningHandler) client.Client {
+func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Client {
 	t.Helper()
 	binDir, err := testenv.BinDir()
 	if err != nil {
@@ -112,7 +122,7 @@ func startAPIServerWithWebhooks(t *testing.T, warnings rest.WarningHandler) clie
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: binDir,
 		CRDs:                  crds,
-		CRDInstallOptions:     envtest.CRDInstallOptions{Scheme: s},
+		CRDInstallOptions:     envtest.CRDInstallOptions{Scheme: s, Paths: opts.crdPaths},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
@@ -135,11 +145,11 @@ func startAPIServerWithWebhooks(t *testing.T, warnings rest.WarningHandler) clie
 	if !strings.Contains(cfg.Host, loopback) {
 		t.Fatalf("API server at %s, want %s", cfg.Host, loopback)
 	}
-	cfg = rest.CopyConfig(cfg)
-	if warnings != nil {
-		cfg.WarningHandler = warnings
+	clientCfg := rest.CopyConfig(cfg)
+	if opts.warnings != nil {
+		clientCfg.WarningHandler = opts.warnings
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(clientCfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +162,11 @@ func startAPIServerWithWebhooks(t *testing.T, warnings rest.WarningHandler) clie
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		CertName: CertName, KeyName: KeyName,
 	})
-	Register(srv, Options{Reader: c})
+	var reader client.Reader = c
+	if opts.reader != nil {
+		reader = opts.reader(t, cfg, c)
+	}
+	Register(srv, Options{Reader: reader})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
@@ -174,7 +188,7 @@ func startAPIServerWithWebhooks(t *testing.T, warnings rest.WarningHandler) clie
 }
 
 func TestWebhooksThroughAPIServer(t *testing.T) {
-	c := startAPIServerWithWebhooks(t, nil)
+	c := startAPIServerWithWebhooks(t, apiServerOptions{})
 	ctx := context.Background()
 	const ns = "webhooks-test"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
