@@ -5,9 +5,10 @@
 // webhook Services carry its annotation) and injects the CA bundle into the
 // webhook configurations; the operator tells the two cases apart at every
 // sync, and when service-ca appears the Manager's Retire deletes what it
-// issued. On vanilla Kubernetes the operator runs a Manager whose Ensure keeps three Secrets in
-// the operator namespace up to date and returns the CA bundle to put in the
-// ValidatingWebhookConfiguration and MutatingWebhookConfiguration.
+// issued. On vanilla Kubernetes the operator runs a Manager whose Ensure
+// keeps three Secrets in the operator namespace up to date and returns the CA
+// bundle to put in the ValidatingWebhookConfiguration and
+// MutatingWebhookConfiguration.
 //
 // # Secret layout
 //
