@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/common v0.67.5
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/vmware/govmomi v0.54.0
 	golang.org/x/sys v0.48.0
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3

@@ -1,0 +1,116 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/soap"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// userAgent is OpenShift's, so vCenter logs attribute the calls the same way.
+const userAgent = "machineAPIvSphereProvider"
+
+// session is a logged-in vCenter client scoped to one datacenter.
+type session struct {
+	client     *govmomi.Client
+	finder     *find.Finder
+	datacenter *object.Datacenter
+}
+
+// sessionKey identifies a cached session: one per server, user and
+// datacenter (OpenShift's cache key) plus how the server is reached.
+type sessionKey struct {
+	server, port, username, datacenter string
+	insecure                           bool
+}
+
+type cachedSession struct {
+	*session
+	password string
+}
+
+// sessions caches one session per sessionKey. Each Actuator owns one cache;
+// there is no package-level state.
+type sessions struct {
+	mu      sync.Mutex
+	byKey   map[sessionKey]*cachedSession
+	timeout time.Duration
+}
+
+func newSessions(timeout time.Duration) *sessions {
+	return &sessions{byKey: map[sessionKey]*cachedSession{}, timeout: timeout}
+}
+
+// get returns the cached session for key when it is still logged in with the
+// same password, and logs in again otherwise.
+func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.byKey[key]; ok && c.password == password {
+		if active, err := c.client.SessionManager.SessionIsActive(ctx); err == nil && active {
+			return c.session, nil
+		}
+		_ = c.client.Logout(ctx)
+		delete(s.byKey, key)
+	}
+	sess, err := s.connect(ctx, key, password)
+	if err != nil {
+		return nil, err
+	}
+	s.byKey[key] = &cachedSession{session: sess, password: password}
+	return sess, nil
+}
+
+func (s *sessions) connect(ctx context.Context, key sessionKey, password string) (*session, error) {
+	host := key.server
+	if key.port != "" {
+		host = net.JoinHostPort(key.server, key.port)
+	}
+	u, err := soap.ParseURL(host)
+	if err != nil || u == nil {
+		return nil, machine.InvalidConfiguration("workspace.server %q is not a vCenter address: %v", key.server, err)
+	}
+	// Log in ourselves so the password never shows in an error's URL.
+	c, err := govmomi.NewClient(ctx, u, key.insecure)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to vCenter %s: %w (check workspace.server, the port and insecure-flag in the cloud provider config, and that vCenter is reachable)", u.Host, err)
+	}
+	c.Client.Timeout = s.timeout
+	c.UserAgent = userAgent
+	if err := c.Login(ctx, url.UserPassword(key.username, password)); err != nil {
+		return nil, fmt.Errorf("logging in to vCenter %s as %q: %w (check the credentials in the credentials Secret)", u.Host, key.username, err)
+	}
+	f := find.NewFinder(c.Client, false)
+	dc, err := f.DatacenterOrDefault(ctx, key.datacenter)
+	if err != nil {
+		_ = c.Logout(ctx)
+		var nf *find.NotFoundError
+		var multiple *find.DefaultMultipleFoundError
+		if errors.As(err, &nf) || errors.As(err, &multiple) {
+			return nil, machine.InvalidConfiguration("workspace.datacenter: datacenter %q not found on vCenter %s (or several exist and none is named): %v", key.datacenter, u.Host, err)
+		}
+		return nil, fmt.Errorf("finding datacenter %q on vCenter %s: %w", key.datacenter, u.Host, err)
+	}
+	f.SetDatacenter(dc)
+	return &session{client: c, finder: f, datacenter: dc}, nil
+}
+
+// close logs every cached session out (tests, shutdown).
+func (s *sessions) close(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, c := range s.byKey {
+		_ = c.client.Logout(ctx)
+		delete(s.byKey, k)
+	}
+}
