@@ -60,6 +60,10 @@ func operandAccess() []access {
 	add(read, "policy", "poddisruptionbudgets", "", "", "")
 	// Webhooks default by the platform.
 	add([]string{"get", "list", "watch"}, "config.openshift.io", "infrastructures", "", "", "cluster")
+	// Azure's public-IP rule reads the DNS config; the credentials warning
+	// reads Secrets' metadata in the operand namespace.
+	add([]string{"get", "list", "watch"}, "config.openshift.io", "dnses", "", "", "cluster")
+	add([]string{"get", "list", "watch"}, "", "secrets", "", namespace, "")
 	for _, ns := range []string{"default", namespace} {
 		add([]string{"create"}, "", "events", "", ns, "")
 		add([]string{"create"}, "events.k8s.io", "events", "", ns, "")
