@@ -42,6 +42,9 @@ type optionalAPI struct {
 	// ownCRD: the operator installs this CRD itself (unless the cluster
 	// version operator does), so its absence is not worth reporting.
 	ownCRD bool
+	// openShiftOnly: served only on OpenShift (no vanilla deploy path
+	// installs its CRD).
+	openShiftOnly bool
 }
 
 func (a optionalAPI) kind() string { return a.gvk.Kind }
@@ -58,12 +61,12 @@ var optionalAPIs = []optionalAPI{
 	{crd: "proxies.config.openshift.io", gvk: configGV.WithKind("Proxy"), obj: &configv1.Proxy{}, byName: config.ClusterConfigName},
 	{crd: "featuregates.config.openshift.io", gvk: configGV.WithKind("FeatureGate"), obj: &configv1.FeatureGate{}, byName: config.ClusterConfigName},
 	// The APIServer (TLS profile) is served only on OpenShift.
-	{crd: "apiservers.config.openshift.io", gvk: configGV.WithKind("APIServer"), obj: &configv1.APIServer{}, byName: config.ClusterConfigName},
+	{crd: "apiservers.config.openshift.io", gvk: configGV.WithKind("APIServer"), obj: &configv1.APIServer{}, byName: config.ClusterConfigName, openShiftOnly: true},
 	{crd: "clusteroperators.config.openshift.io", gvk: configGV.WithKind("ClusterOperator"), obj: &configv1.ClusterOperator{}, byName: config.ClusterOperatorName, required: true},
 	{crd: "clusterversions.config.openshift.io", gvk: configGV.WithKind("ClusterVersion"), obj: &configv1.ClusterVersion{}, byName: config.ClusterVersionName},
 	{crd: "machines.machine.openshift.io", gvk: machinev1beta1.SchemeGroupVersion.WithKind("Machine"), obj: &machinev1beta1.Machine{}, required: true, ownCRD: true},
 	{crd: "machinesets.machine.openshift.io", gvk: machinev1beta1.SchemeGroupVersion.WithKind("MachineSet"), obj: &machinev1beta1.MachineSet{}, required: true, ownCRD: true},
-	{crd: certs.ServiceCAResource + "." + serviceCAGVK.Group, gvk: serviceCAGVK},
+	{crd: certs.ServiceCAResource + "." + serviceCAGVK.Group, gvk: serviceCAGVK, openShiftOnly: true},
 }
 
 // watchedCRDs are the CRDs whose events bring a sync: the optional APIs'
@@ -184,8 +187,8 @@ func (t *apiTracker) crd(ctx context.Context, name string) (*metav1.PartialObjec
 
 // observe returns which optional APIs are served now and starts the
 // watches of the ones that just became served. A CRD that exists but is
-// not served yet (not Established) is reported as pending: its status
-// update brings the next sync.
+// not served yet (not Established) counts as missing: its status update
+// brings the next sync.
 func (t *apiTracker) observe(ctx context.Context) (servedAPIs, error) {
 	s := servedAPIs{}
 	for _, a := range optionalAPIs {
@@ -194,8 +197,7 @@ func (t *apiTracker) observe(ctx context.Context) (servedAPIs, error) {
 			return nil, err
 		}
 		if crd == nil {
-			// Only the REST mapper's answer at start can be stale here:
-			// a kind watched already keeps its informer.
+			// No CRD, no kind: decided without asking the API server.
 			s[a.kind()] = false
 			continue
 		}

@@ -67,14 +67,15 @@ func ownedTypes() []client.Object {
 // namespaced objects in its namespace, owned kinds by label, and the
 // cluster-scoped inputs by name. Machines and MachineSets (of the namespace,
 // read only by the metrics collector and the install gate) are cached
-// stripped down to what those read (collector.Transform). Use them in
-// manager.Options.Cache.
+// stripped down to what those read (collector.Transform). They are for a
+// cluster with the CRDs of the vanilla deploy path (the operator watches
+// what else it finds while it runs). Use them in manager.Options.Cache.
 func CacheOptions(namespace string) cache.Options {
-	all := servedAPIs{}
+	vanilla := servedAPIs{}
 	for _, a := range optionalAPIs {
-		all[a.kind()] = true
+		vanilla[a.kind()] = !a.openShiftOnly
 	}
-	return cacheOptions(namespace, all)
+	return cacheOptions(namespace, vanilla)
 }
 
 // cacheOptions are CacheOptions for a cluster that serves the optional APIs

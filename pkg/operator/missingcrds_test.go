@@ -8,6 +8,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -236,9 +237,19 @@ func TestOpenShiftDetectionFollowsTheCluster(t *testing.T) {
 		t.Fatalf("the operator installed the Machine CRD on OpenShift (err %v)", err)
 	}
 
-	// The cluster version operator installs them: picked up.
-	setDeploymentAvailableIn(t, b.c, ns, true)
+	// The cluster version operator installs them: picked up, MachineSets
+	// included (the install gate reads them from the cache).
 	b.installCRDs(t, cvoManager, crdSet(t, manifests.MachineCRDs)...)
+	sel := map[string]string{"machine.openshift.io/cluster-api-machineset": "worker"}
+	ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker"}}
+	ms.Spec.Replicas = ptr.To(int32(2))
+	ms.Spec.Selector.MatchLabels = sel
+	ms.Spec.Template.Labels = sel
+	if err := b.c.Create(ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	setDeploymentAvailableIn(t, b.c, ns, true)
+	waitConditionIn(t, b.c, configv1.OperatorAvailable, configv1.ConditionFalse, status.ReasonInitializing, `MachineSet "worker"`)
 	waitConditionIn(t, b.c, configv1.OperatorDegraded, configv1.ConditionFalse, status.ReasonAsExpected, "")
 
 	// service-ca arrives: the operator hands the certificates over.
