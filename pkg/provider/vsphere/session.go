@@ -80,7 +80,9 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	if err != nil || u == nil {
 		return nil, machine.InvalidConfiguration("workspace.server %q is not a vCenter address: %v", key.server, err)
 	}
-	// Log in ourselves so the password never shows in an error's URL.
+	// Log in separately, so a login failure is reported as such and the
+	// password never shows in an error's URL.
+	u.User = nil
 	c, err := govmomi.NewClient(ctx, u, key.insecure)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to vCenter %s: %w (check workspace.server, the port and insecure-flag in the cloud provider config, and that vCenter is reachable)", u.Host, err)

@@ -1,0 +1,250 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// Defaults of Options.
+const (
+	DefaultPollInterval = 10 * time.Second
+	DefaultAPITimeout   = 30 * time.Second
+)
+
+// userDataSecretKey is the key of the ignition config in the userDataSecret.
+const userDataSecretKey = "userData"
+
+// Options configure an Actuator.
+type Options struct {
+	// Client reads Secrets, Nodes, the Infrastructure and ConfigMaps, and
+	// patches the Machine's instance-state annotation and region/zone labels
+	// (the machine controller persists only providerID, addresses and
+	// providerStatus).
+	Client client.Client
+	// Settings gives each vCenter's port, TLS and failure domains; nil reads
+	// them from the cluster (ClusterSettings on Client).
+	Settings SettingsSource
+	// PollInterval is how long the controller is asked to wait before
+	// looking at a running vCenter task again; 0 means DefaultPollInterval.
+	PollInterval time.Duration
+	// APITimeout bounds each vCenter request; 0 means DefaultAPITimeout.
+	APITimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Actuator is the vSphere provider (machine.Actuator).
+type Actuator struct {
+	client   client.Client
+	settings SettingsSource
+	poll     time.Duration
+	timeout  time.Duration
+	now      func() time.Time
+	sessions *sessions
+}
+
+var (
+	_ machine.Actuator           = &Actuator{}
+	_ machine.ProviderSpecServer = &Actuator{}
+)
+
+// NewActuator returns a vSphere Actuator.
+func NewActuator(opts Options) *Actuator {
+	a := &Actuator{client: opts.Client, settings: opts.Settings, poll: opts.PollInterval, timeout: opts.APITimeout, now: opts.Now}
+	if a.settings == nil {
+		a.settings = ClusterSettings{Reader: opts.Client}
+	}
+	if a.poll <= 0 {
+		a.poll = DefaultPollInterval
+	}
+	if a.timeout <= 0 {
+		a.timeout = DefaultAPITimeout
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	a.sessions = newSessions(a.timeout)
+	return a
+}
+
+// ProviderSpecGroups implements machine.ProviderSpecServer. The group is
+// shared with OpenShift's other providers, so the spec's kind is checked on
+// decoding as well.
+func (a *Actuator) ProviderSpecGroups() []string {
+	return []string{machinev1beta1.GroupName}
+}
+
+// Close logs out of every vCenter session.
+func (a *Actuator) Close(ctx context.Context) { a.sessions.close(ctx) }
+
+// target is one call's view of a Machine: its spec, status, session and
+// settings.
+type target struct {
+	spec     *machinev1beta1.VSphereMachineProviderSpec
+	status   *machinev1beta1.VSphereMachineProviderStatus
+	session  *session
+	settings Settings
+}
+
+// open decodes the Machine and connects to its vCenter.
+func (a *Actuator) open(ctx context.Context, m *machinev1beta1.Machine) (*target, error) {
+	spec, err := decodeSpec(m)
+	if err != nil {
+		return nil, err
+	}
+	settings, err := a.settings.Settings(ctx, spec.Workspace.Server)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := readCredentials(ctx, a.client, m.Namespace, spec)
+	if err != nil {
+		return nil, err
+	}
+	key := sessionKey{server: spec.Workspace.Server, port: settings.Port, username: creds.username, datacenter: spec.Workspace.Datacenter, insecure: settings.Insecure}
+	s, err := a.sessions.get(ctx, key, creds.password)
+	if err != nil {
+		return nil, err
+	}
+	return &target{spec: spec, status: decodeStatus(m), session: s, settings: settings}, nil
+}
+
+// Create clones the Machine's VM and powers it on, one step per call: each
+// step starts a vCenter task, records it in providerStatus.taskRef and asks
+// to be called again.
+func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
+	if m.Labels[machinev1beta1.MachineClusterIDLabel] == "" {
+		return machine.InvalidConfiguration("%s: missing %q label", m.Name, machinev1beta1.MachineClusterIDLabel)
+	}
+	t, err := a.open(ctx, m)
+	if err != nil {
+		return err
+	}
+	st, s := t.status, t.session
+	task, info, err := readTask(ctx, s, st.TaskRef)
+	if err != nil {
+		return err
+	}
+	if task == taskRunning {
+		return machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", st.TaskRef, info.DescriptionId))
+	}
+	vm, err := findMachineVM(ctx, s, string(m.UID))
+	if err == nil && vm == nil {
+		vm, err = findCloneByName(ctx, s, t.spec.Workspace.Folder, m.Name)
+	}
+	if err != nil {
+		return err
+	}
+	logger := log.FromContext(ctx)
+	switch decideCreate(task, vm.state()) {
+	case createReportTask:
+		err := taskError(info)
+		st.TaskRef = "" // the next call starts over
+		setCreation(st, a.now(), err)
+		return joinStatus(m, st, err)
+	case createClone:
+		userData, err := a.userData(ctx, m, t.spec)
+		if err != nil {
+			return err
+		}
+		ref, err := startClone(ctx, s, m, t.spec, userData)
+		if err != nil {
+			setCreation(st, a.now(), err)
+			return joinStatus(m, st, err)
+		}
+		logger.Info("cloning the VM", "template", t.spec.Template, "task", ref)
+		st.TaskRef = ref
+		setCreation(st, a.now(), nil)
+		return joinStatus(m, st, machine.RequeueAfter(a.poll, "cloning the VM from template "+t.spec.Template))
+	case createConflict:
+		return fmt.Errorf("VM %s in folder %q is %s and its instance UUID is not this Machine's UID %s: it belongs to something else; rename or remove it", vm.mo.Name, t.spec.Workspace.Folder, vm.mo.Runtime.PowerState, m.UID)
+	case createConfigure:
+		userData, err := a.userData(ctx, m, t.spec)
+		if err != nil {
+			return err
+		}
+		task, err := vm.obj.Reconfigure(ctx, vmConfig(m.Name, string(m.UID), t.spec, userData))
+		if err != nil {
+			return fmt.Errorf("configuring VM %s: %w", vm.mo.Name, err)
+		}
+		logger.Info("applying the Machine's configuration to the clone", "vm", vm.mo.Name, "task", task.Reference().Value)
+		st.TaskRef = task.Reference().Value
+		return joinStatus(m, st, machine.RequeueAfter(a.poll, "configuring the cloned VM"))
+	case createPowerOn:
+		ref, err := powerOn(ctx, s, vm)
+		if err != nil {
+			return err
+		}
+		logger.Info("powering the VM on", "vm", vm.mo.Name, "task", ref)
+		st.TaskRef = ref
+		a.observe(st, vm)
+		return joinStatus(m, st, machine.RequeueAfter(a.poll, "powering the VM on"))
+	default: // createDone
+		a.observe(st, vm)
+		setCreation(st, a.now(), nil)
+		return writeStatus(m, st)
+	}
+}
+
+// joinStatus writes the providerStatus and returns err (or the encoding
+// error).
+func joinStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProviderStatus, err error) error {
+	if werr := writeStatus(m, st); werr != nil {
+		return werr
+	}
+	return err
+}
+
+// observe records the VM's BIOS UUID and power state in the providerStatus.
+func (a *Actuator) observe(st *machinev1beta1.VSphereMachineProviderStatus, vm *machineVM) {
+	if vm.mo.Config != nil && vm.mo.Config.Uuid != "" {
+		id := vm.mo.Config.Uuid
+		st.InstanceID = &id
+	}
+	state := string(vm.mo.Runtime.PowerState)
+	st.InstanceState = &state
+}
+
+// userData reads the ignition config from the userDataSecret ("userData").
+func (a *Actuator) userData(ctx context.Context, m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec) ([]byte, error) {
+	if spec.UserDataSecret == nil || spec.UserDataSecret.Name == "" {
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: m.Namespace, Name: spec.UserDataSecret.Name}
+	if err := a.client.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("user data secret %s not found: create it (key %q) or fix providerSpec.userDataSecret", key, userDataSecretKey)
+		}
+		return nil, fmt.Errorf("reading user data secret %s: %w", key, err)
+	}
+	data, ok := secret.Data[userDataSecretKey]
+	if !ok {
+		return nil, fmt.Errorf("secret %s missing %s key", key, userDataSecretKey)
+	}
+	return data, nil
+}
+
+// Exists reports whether the Machine's VM exists. A VM that was cloned but
+// never powered on does not count while the Machine is not provisioned, so
+// that Create is called again and powers it on.
+func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
+	t, err := a.open(ctx, m)
+	if err != nil {
+		return false, err
+	}
+	vm, err := findMachineVM(ctx, t.session, string(m.UID))
+	if err != nil {
+		return false, err
+	}
+	provisioned := m.DeletionTimestamp != nil || (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
+	return existsAnswer(vm.state(), provisioned), nil
+}

@@ -1,0 +1,265 @@
+package vsphere
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// guestinfo keys RHCOS reads (OpenShift's names).
+const (
+	guestInfoIgnitionData     = "guestinfo.ignition.config.data"
+	guestInfoIgnitionEncoding = "guestinfo.ignition.config.data.encoding"
+	guestInfoHostname         = "guestinfo.hostname"
+	stealClock                = "stealclock.enable"
+	ethernetCardType          = "vmxnet3"
+	// minimumHWVersion is the oldest template hardware OpenShift clones.
+	minimumHWVersion = 15
+)
+
+// cloneInput is everything the clone spec is built from, resolved on vCenter.
+type cloneInput struct {
+	name, uid string
+	spec      *machinev1beta1.VSphereMachineProviderSpec
+	userData  []byte
+	devices   object.VirtualDeviceList // the template's
+	snapshot  *types.ManagedObjectReference
+	folder    types.ManagedObjectReference
+	datastore types.ManagedObjectReference
+	pool      types.ManagedObjectReference
+	networks  []types.BaseVirtualDeviceBackingInfo // one per spec.network.devices entry
+}
+
+// cloneSpec builds the clone: OpenShift's VM settings (instance UUID = the
+// Machine's UID, ignition in extraConfig, disk UUIDs on, NICs replaced),
+// powered off (Create powers it on once the clone task is done).
+func cloneSpec(in cloneInput) (types.VirtualMachineCloneSpec, error) {
+	var changes []types.BaseVirtualDeviceConfigSpec
+	moveType := types.VirtualMachineRelocateDiskMoveOptionsMoveAllDiskBackingsAndConsolidate
+	if in.snapshot != nil {
+		moveType = types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking
+	} else if in.spec.DiskGiB > 0 {
+		// Only a full clone can grow the template's disk.
+		disks := in.devices.SelectByType((*types.VirtualDisk)(nil))
+		if len(disks) != 1 {
+			return types.VirtualMachineCloneSpec{}, machine.InvalidConfiguration("template %q has %d disks: a template with exactly one disk is needed to set diskGiB", in.spec.Template, len(disks))
+		}
+		disk := *disks[0].(*types.VirtualDisk)
+		want := int64(in.spec.DiskGiB) * 1024 * 1024
+		if disk.CapacityInKB > want {
+			return types.VirtualMachineCloneSpec{}, machine.InvalidConfiguration("diskGiB: can't resize template disk down, initial capacity is larger: %dKiB > %dKiB", disk.CapacityInKB, want)
+		}
+		disk.CapacityInKB = want
+		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &disk})
+	}
+	for _, nic := range in.devices.SelectByType((*types.VirtualEthernetCard)(nil)) {
+		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: nic})
+	}
+	for i, backing := range in.networks {
+		dev, err := object.EthernetCardTypes().CreateEthernetCard(ethernetCardType, backing)
+		if err != nil {
+			return types.VirtualMachineCloneSpec{}, fmt.Errorf("creating a NIC for network %q: %w", in.spec.Network.Devices[i].NetworkName, err)
+		}
+		dev.GetVirtualDevice().Key = int32(-100 - i) // negative: vCenter assigns the real key
+		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: dev})
+	}
+	config := vmConfig(in.name, in.uid, in.spec, in.userData)
+	config.DeviceChange = changes
+	return types.VirtualMachineCloneSpec{
+		Config: &config,
+		Location: types.VirtualMachineRelocateSpec{
+			Folder:       &in.folder,
+			Datastore:    &in.datastore,
+			Pool:         &in.pool,
+			DiskMoveType: string(moveType),
+		},
+		PowerOn:  false,
+		Snapshot: in.snapshot,
+	}, nil
+}
+
+// vmConfig is the Machine's VM configuration without devices: the clone's,
+// and what Create applies to a clone that did not get it.
+func vmConfig(name, uid string, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) types.VirtualMachineConfigSpec {
+	var cores *int32
+	if c := spec.NumCoresPerSocket; c > 0 {
+		cores = &c
+	} else if c := spec.NumCPUs; c > 0 {
+		cores = &c
+	}
+	extra := []types.BaseOptionValue{}
+	if data := ignitionData(userData); data != "" {
+		extra = append(extra,
+			&types.OptionValue{Key: guestInfoIgnitionData, Value: data},
+			&types.OptionValue{Key: guestInfoIgnitionEncoding, Value: "base64"})
+	}
+	extra = append(extra,
+		&types.OptionValue{Key: guestInfoHostname, Value: name},
+		&types.OptionValue{Key: stealClock, Value: "TRUE"})
+	diskUUID := true
+	return types.VirtualMachineConfigSpec{
+		Annotation:        name,
+		InstanceUuid:      uid,
+		Flags:             &types.VirtualMachineFlagInfo{DiskUuidEnabled: &diskUUID},
+		ExtraConfig:       extra,
+		NumCPUs:           spec.NumCPUs,
+		NumCoresPerSocket: cores,
+		MemoryMB:          spec.MemoryMiB,
+	}
+}
+
+// ignitionData base64-encodes the user data after undoing any base64
+// layers it already has, so the guest always gets one (as OpenShift does).
+func ignitionData(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return ""
+	}
+	for range 5 {
+		decoded, err := base64.StdEncoding.DecodeString(string(data))
+		if err != nil || len(decoded) == 0 {
+			break
+		}
+		data = bytes.TrimSpace(decoded)
+	}
+	return base64.StdEncoding.EncodeToString(data)
+}
+
+// startClone resolves the providerSpec's objects and starts the clone; it
+// returns the clone task's reference value.
+func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) (string, error) {
+	tpl, err := findTemplate(ctx, s, spec.Template)
+	if err != nil {
+		return "", err
+	}
+	var tplMo mo.VirtualMachine
+	if err := tpl.Properties(ctx, tpl.Reference(), []string{"config.version", "config.hardware.device", "snapshot"}, &tplMo); err != nil {
+		return "", fmt.Errorf("reading template %q: %w", spec.Template, err)
+	}
+	if tplMo.Config == nil {
+		return "", fmt.Errorf("template %q has no configuration yet; retrying", spec.Template)
+	}
+	if v, err := strconv.Atoi(strings.TrimPrefix(tplMo.Config.Version, "vmx-")); err != nil || v < minimumHWVersion {
+		return "", machine.InvalidConfiguration("template %q: hardware lower than %d is not supported, clone stopped. Detected machine template version is %q. Please update the machine template", spec.Template, minimumHWVersion, tplMo.Config.Version)
+	}
+	in := cloneInput{name: m.Name, uid: string(m.UID), spec: spec, userData: userData, devices: tplMo.Config.Hardware.Device}
+	if spec.CloneMode == machinev1beta1.LinkedClone {
+		// No snapshot to link to: a full clone, as in OpenShift.
+		if spec.Snapshot != "" {
+			in.snapshot, _ = tpl.FindSnapshot(ctx, spec.Snapshot)
+		} else if tplMo.Snapshot != nil {
+			in.snapshot = tplMo.Snapshot.CurrentSnapshot
+		}
+	}
+	ws := spec.Workspace
+	folder, err := s.finder.FolderOrDefault(ctx, ws.Folder)
+	if err != nil {
+		return "", lookupError("folder", "workspace.folder", ws.Folder, err)
+	}
+	ds, err := s.finder.DatastoreOrDefault(ctx, ws.Datastore)
+	if err != nil {
+		return "", lookupError("datastore", "workspace.datastore", ws.Datastore, err)
+	}
+	pool, err := s.finder.ResourcePoolOrDefault(ctx, ws.ResourcePool)
+	if err != nil {
+		return "", lookupError("resource pool", "workspace.resourcePool", ws.ResourcePool, err)
+	}
+	if in.networks, err = networkBackings(ctx, s, pool, spec.Network.Devices); err != nil {
+		return "", err
+	}
+	in.folder, in.datastore, in.pool = folder.Reference(), ds.Reference(), pool.Reference()
+	cs, err := cloneSpec(in)
+	if err != nil {
+		return "", err
+	}
+	task, err := tpl.Clone(ctx, folder, m.Name, cs)
+	if err != nil {
+		return "", fmt.Errorf("starting the clone of template %q: %w", spec.Template, err)
+	}
+	return task.Reference().Value, nil
+}
+
+// findTemplate finds the template by instance UUID or by name/path.
+func findTemplate(ctx context.Context, s *session, template string) (*object.VirtualMachine, error) {
+	instance := true
+	if ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, template, true, &instance); err == nil && ref != nil {
+		return object.NewVirtualMachine(s.client.Client, ref.Reference()), nil
+	}
+	vm, err := s.finder.VirtualMachine(ctx, template)
+	if err != nil {
+		return nil, lookupError("template", "template", template, err)
+	}
+	return vm, nil
+}
+
+// lookupError turns a failed lookup into OpenShift's InvalidConfiguration
+// messages ("<what> not found, specify valid value"), naming the object.
+func lookupError(what, field, value string, err error) error {
+	var nf *find.NotFoundError
+	var multi *find.MultipleFoundError
+	var defMulti *find.DefaultMultipleFoundError
+	var defNF *find.DefaultNotFoundError
+	switch {
+	case errors.As(err, &nf), errors.As(err, &defNF):
+		return machine.InvalidConfiguration("%s: %s %q not found, specify valid value", field, what, value)
+	case errors.As(err, &multi), errors.As(err, &defMulti):
+		return machine.InvalidConfiguration("%s: multiple %ss found for %q, specify one in config", field, what, value)
+	}
+	return fmt.Errorf("unable to get %s %q: %w", what, value, err)
+}
+
+// networkBackings finds each device's network among the networks of the
+// resource pool's cluster (names may repeat across clusters).
+func networkBackings(ctx context.Context, s *session, pool *object.ResourcePool, devices []machinev1beta1.NetworkDeviceSpec) ([]types.BaseVirtualDeviceBackingInfo, error) {
+	if len(devices) == 0 {
+		return nil, nil
+	}
+	owner, err := pool.Owner(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster of resource pool %s: %w", pool.InventoryPath, err)
+	}
+	var cr mo.ComputeResource
+	if err := s.client.RetrieveOne(ctx, owner.Reference(), []string{"network"}, &cr); err != nil {
+		return nil, fmt.Errorf("listing the networks of %s: %w", owner.Reference().Value, err)
+	}
+	var nets []mo.Network
+	if len(cr.Network) > 0 {
+		if err := s.client.Retrieve(ctx, cr.Network, []string{"name"}, &nets); err != nil {
+			return nil, fmt.Errorf("reading network names: %w", err)
+		}
+	}
+	out := make([]types.BaseVirtualDeviceBackingInfo, 0, len(devices))
+	for i, d := range devices {
+		var backing types.BaseVirtualDeviceBackingInfo
+		for _, n := range nets {
+			if n.Name != d.NetworkName {
+				continue
+			}
+			ref, ok := object.NewReference(s.client.Client, n.Self).(object.NetworkReference)
+			if !ok {
+				return nil, fmt.Errorf("network %q is a %s, not a network", d.NetworkName, n.Self.Type)
+			}
+			if backing, err = ref.EthernetCardBackingInfo(ctx); err != nil {
+				return nil, fmt.Errorf("backing for network %q: %w", d.NetworkName, err)
+			}
+			break
+		}
+		if backing == nil {
+			return nil, machine.InvalidConfiguration("network.devices[%d].networkName: unable to get network for %q (not a network of the resource pool's cluster)", i, d.NetworkName)
+		}
+		out = append(out, backing)
+	}
+	return out, nil
+}

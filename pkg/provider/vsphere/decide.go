@@ -1,0 +1,116 @@
+package vsphere
+
+import "github.com/vmware/govmomi/vim25/types"
+
+// taskState is what vCenter says about the task in providerStatus.taskRef.
+type taskState int
+
+const (
+	taskNone      taskState = iota // no taskRef
+	taskRunning                    // queued or running
+	taskSucceeded                  // finished successfully
+	taskFailed                     // finished with an error
+	taskGone                       // vCenter no longer knows it (expired)
+)
+
+// vmState is what the provider observed of the Machine's VM.
+type vmState struct {
+	found bool
+	// claimed: the VM's instance UUID is the Machine's UID. A VM found only
+	// by name in the workspace folder is a clone that did not get the
+	// Machine's configuration (vcsim drops the clone spec's config).
+	claimed bool
+	power   types.VirtualMachinePowerState
+}
+
+// createStep is the next step of Create.
+type createStep int
+
+const (
+	createWait       createStep = iota // a task is in flight: poll again later
+	createClone                        // no VM yet: start the clone
+	createReportTask                   // the last task failed and left no running VM: report it, retry later
+	createConfigure                    // an unclaimed, powered-off clone: apply the Machine's configuration
+	createConflict                     // a running VM with the Machine's name is not the Machine's
+	createPowerOn                      // the VM exists powered off: power it on
+	createDone                         // the VM runs
+)
+
+// decideCreate picks Create's next step. A VM found by instance UUID wins
+// over a failed task: a second clone started after a lost status fails on
+// the duplicate name while the first one's VM is there.
+func decideCreate(task taskState, vm vmState) createStep {
+	switch {
+	case task == taskRunning:
+		return createWait
+	case vm.found && !vm.claimed && vm.power != types.VirtualMachinePowerStatePoweredOff:
+		return createConflict
+	case vm.found && !vm.claimed:
+		return createConfigure
+	case vm.found && vm.power == types.VirtualMachinePowerStatePoweredOn:
+		return createDone
+	case task == taskFailed:
+		return createReportTask
+	case vm.found:
+		return createPowerOn
+	default:
+		return createClone
+	}
+}
+
+// deleteStep is the next step of Delete.
+type deleteStep int
+
+const (
+	deleteWait        deleteStep = iota // a clone, power-off or destroy task is in flight
+	deleteGone                          // no VM: nothing to do
+	deletePowerOff                      // stop the VM first
+	deleteWaitVolumes                   // the Node still reports attached volumes
+	deleteWaitDisks                     // disks beyond the template's and data disks are still attached
+	deleteDestroy                       // destroy the powered-off VM
+)
+
+// deletion is what Delete observed. Delete keeps no state of its own (the
+// machine controller does not persist providerStatus from Delete): tasks in
+// flight are the create taskRef and the VM's recent tasks.
+type deletion struct {
+	cloneRunning bool // the create task (taskRef) has not finished: its VM may still appear
+	vm           vmState
+	vmBusy       bool // a task on the VM is queued or running
+	nodeVolumes  bool // the linked Node still lists attached volumes
+	drainSkipped bool // machine.openshift.io/exclude-node-draining
+	extraDisks   bool
+}
+
+// decideDelete picks Delete's next step, in OpenShift's order: power off,
+// wait for the Node's volumes to detach, refuse to destroy disks that are
+// not the VM's own, destroy.
+func decideDelete(d deletion) deleteStep {
+	switch {
+	case d.cloneRunning:
+		return deleteWait
+	case !d.vm.found:
+		return deleteGone
+	case d.vmBusy:
+		return deleteWait
+	case d.vm.power != types.VirtualMachinePowerStatePoweredOff:
+		return deletePowerOff
+	case d.nodeVolumes && !d.drainSkipped:
+		return deleteWaitVolumes
+	case d.extraDisks:
+		return deleteWaitDisks
+	default:
+		return deleteDestroy
+	}
+}
+
+// existsAnswer is Exists' answer for an observed VM: a VM that was cloned but
+// never powered on, on a Machine not yet provisioned, does not count yet, so
+// the machine controller calls Create again, which powers it on (OpenShift
+// answers the same for a Provisioning Machine).
+func existsAnswer(vm vmState, provisioned bool) bool {
+	if !vm.found || !vm.claimed {
+		return false
+	}
+	return provisioned || vm.power == types.VirtualMachinePowerStatePoweredOn
+}

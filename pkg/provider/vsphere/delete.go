@@ -1,0 +1,91 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// excludeNodeDrainingAnnotation skips the drain, and with it the wait for
+// the Node's volumes (OpenShift's name).
+const excludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
+
+// Delete powers the VM off, waits for the Node's volumes to detach, and
+// destroys it, one step per call; a VM that is gone is success.
+func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
+	t, err := a.open(ctx, m)
+	if err != nil {
+		return err
+	}
+	s := t.session
+	task, _, err := readTask(ctx, s, t.status.TaskRef)
+	if err != nil {
+		return err
+	}
+	d := deletion{cloneRunning: task == taskRunning}
+	vm, err := findMachineVM(ctx, s, string(m.UID))
+	if err != nil {
+		return err
+	}
+	d.vm = vm.state()
+	if vm != nil {
+		if d.vmBusy, err = vmBusy(ctx, s, vm); err != nil {
+			return err
+		}
+		if d.nodeVolumes, err = a.nodeHasVolumes(ctx, m); err != nil {
+			return err
+		}
+		_, d.drainSkipped = m.Annotations[excludeNodeDrainingAnnotation]
+		d.extraDisks = disks(vm) > 1+len(t.spec.DataDisks)
+	}
+	logger := log.FromContext(ctx)
+	switch decideDelete(d) {
+	case deleteWait:
+		return machine.RequeueAfter(a.poll, "a vCenter task of the VM is running")
+	case deleteGone:
+		return nil
+	case deletePowerOff:
+		task, err := vm.obj.PowerOff(ctx)
+		if err != nil {
+			return fmt.Errorf("powering off VM %s: %w", vm.mo.Name, err)
+		}
+		logger.Info("powering the VM off", "vm", vm.mo.Name, "task", task.Reference().Value)
+		return machine.RequeueAfter(a.poll, "powering the VM off")
+	case deleteWaitVolumes:
+		return machine.RequeueAfter(a.poll, fmt.Sprintf("node %s has attached volumes, requeuing", m.Status.NodeRef.Name))
+	case deleteWaitDisks:
+		return errors.New("additional attached disks detected, block vm destruction and wait for disks to be detached")
+	default: // deleteDestroy
+		task, err := vm.obj.Destroy(ctx)
+		if err != nil {
+			return fmt.Errorf("destroying VM %s: %w", vm.mo.Name, err)
+		}
+		logger.Info("destroying the VM", "vm", vm.mo.Name, "task", task.Reference().Value)
+		return machine.RequeueAfter(a.poll, "destroying the VM")
+	}
+}
+
+// nodeHasVolumes reports whether the Machine's Node still lists attached
+// volumes: destroying the VM first could delete their disks with it.
+func (a *Actuator) nodeHasVolumes(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
+	ref := m.Status.NodeRef
+	if ref == nil || ref.Name == "" {
+		return false, nil
+	}
+	node := &corev1.Node{}
+	if err := a.client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading node %s for attached volumes: %w", ref.Name, err)
+	}
+	return len(node.Status.VolumesAttached) > 0, nil
+}

@@ -1,0 +1,86 @@
+package vsphere
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+const (
+	providerSpecKind   = "VSphereMachineProviderSpec"
+	providerStatusKind = "VSphereMachineProviderStatus"
+)
+
+// decodeSpec reads the Machine's VSphereMachineProviderSpec. Every problem
+// is an InvalidConfiguration naming the field.
+func decodeSpec(m *machinev1beta1.Machine) (*machinev1beta1.VSphereMachineProviderSpec, error) {
+	v := m.Spec.ProviderSpec.Value
+	if v == nil || len(v.Raw) == 0 {
+		return nil, machine.InvalidConfiguration("spec.providerSpec.value: missing; set a %s", providerSpecKind)
+	}
+	spec := &machinev1beta1.VSphereMachineProviderSpec{}
+	if err := json.Unmarshal(v.Raw, spec); err != nil {
+		return nil, machine.InvalidConfiguration("spec.providerSpec.value: not a %s: %v", providerSpecKind, err)
+	}
+	// machine.openshift.io also serves AWS, Azure, GCP... specs: check the kind.
+	if spec.Kind != "" && spec.Kind != providerSpecKind {
+		return nil, machine.InvalidConfiguration("spec.providerSpec.value.kind: %q is not served by the vSphere provider (want %s)", spec.Kind, providerSpecKind)
+	}
+	if spec.Workspace == nil || spec.Workspace.Server == "" {
+		return nil, machine.InvalidConfiguration("spec.providerSpec.value.workspace.server: required (the vCenter to create the VM on)")
+	}
+	if spec.Template == "" {
+		return nil, machine.InvalidConfiguration("spec.providerSpec.value.template: required (the VM template to clone)")
+	}
+	return spec, nil
+}
+
+// decodeStatus reads the providerStatus; an unreadable one starts afresh
+// (it is the provider's own record, not user input).
+func decodeStatus(m *machinev1beta1.Machine) *machinev1beta1.VSphereMachineProviderStatus {
+	st := &machinev1beta1.VSphereMachineProviderStatus{}
+	if ps := m.Status.ProviderStatus; ps != nil && len(ps.Raw) > 0 {
+		_ = json.Unmarshal(ps.Raw, st)
+	}
+	return st
+}
+
+// writeStatus stores st on the Machine (persisted by the machine controller).
+func writeStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProviderStatus) error {
+	st.APIVersion = machinev1beta1.GroupVersion.String()
+	st.Kind = providerStatusKind
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encoding providerStatus: %w", err)
+	}
+	m.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
+	return nil
+}
+
+// setCreation records the MachineCreation condition as OpenShift does:
+// True/MachineCreationSucceeded, or False/MachineCreationFailed with the
+// error. The transition time changes only with the status.
+func setCreation(st *machinev1beta1.VSphereMachineProviderStatus, now time.Time, err error) {
+	c := metav1.Condition{
+		Type:    string(machinev1beta1.MachineCreation),
+		Status:  metav1.ConditionTrue,
+		Reason:  machinev1beta1.MachineCreationSucceededConditionReason,
+		Message: "Machine successfully created",
+	}
+	if err != nil {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, machinev1beta1.MachineCreationFailedConditionReason, err.Error()
+	}
+	if old := meta.FindStatusCondition(st.Conditions, c.Type); old != nil && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	} else {
+		c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}

@@ -1,0 +1,180 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/vim25/types"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// OpenShift's Machine labels for the failure domain.
+const (
+	RegionLabel = "machine.openshift.io/region"
+	ZoneLabel   = "machine.openshift.io/zone"
+)
+
+const providerIDPrefix = "vsphere://"
+
+// Update refreshes providerID (vsphere://<BIOS UUID>), addresses (the guest's
+// NIC IPs as InternalIP, the VM name as InternalDNS) and providerStatus, and
+// patches the instance-state annotation and region/zone labels.
+func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
+	t, err := a.open(ctx, m)
+	if err != nil {
+		return err
+	}
+	st, s := t.status, t.session
+	task, info, err := readTask(ctx, s, st.TaskRef)
+	if err != nil {
+		return err
+	}
+	if task == taskRunning {
+		return machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", st.TaskRef, info.DescriptionId))
+	}
+	vm, err := findMachineVM(ctx, s, string(m.UID))
+	if err != nil {
+		return err
+	}
+	if vm == nil {
+		return fmt.Errorf("vm not found on update: vm with instance uuid %s not found", m.UID)
+	}
+	if vm.mo.Config == nil || vm.mo.Config.Uuid == "" {
+		return fmt.Errorf("VM %s has no BIOS UUID yet", vm.mo.Name)
+	}
+	id := providerIDPrefix + strings.ToLower(vm.mo.Config.Uuid)
+	m.Spec.ProviderID = &id
+	addrs, err := addresses(vm, len(t.spec.Network.Devices))
+	if err != nil {
+		return err
+	}
+	m.Status.Addresses = addrs
+	a.observe(st, vm)
+	if err := writeStatus(m, st); err != nil {
+		return err
+	}
+	return a.patchMetadata(ctx, m, machineMetadata(vm.state(), failureDomainFor(t.spec.Workspace, t.settings.FailureDomains)))
+}
+
+// addresses lists each NIC's guest IPs (matched by MAC) as InternalIP and the
+// VM name as InternalDNS. A VM with another number of NICs than the spec's
+// devices is an error, as in OpenShift.
+func addresses(vm *machineVM, want int) ([]corev1.NodeAddress, error) {
+	var nics []*types.VirtualEthernetCard
+	if vm.mo.Config != nil {
+		for _, d := range vm.mo.Config.Hardware.Device {
+			if c, ok := d.(types.BaseVirtualEthernetCard); ok {
+				nics = append(nics, c.GetVirtualEthernetCard())
+			}
+		}
+	}
+	if len(nics) != want {
+		return nil, fmt.Errorf("invalid network count: expected=%d current=%d", want, len(nics))
+	}
+	var out []corev1.NodeAddress
+	for _, nic := range nics {
+		if vm.mo.Guest == nil {
+			break
+		}
+		for _, g := range vm.mo.Guest.Net {
+			if strings.EqualFold(g.MacAddress, nic.MacAddress) {
+				for _, ip := range g.IpAddress {
+					out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+				}
+			}
+		}
+	}
+	return append(out, corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: vm.mo.Name}), nil
+}
+
+// failureDomainFor finds the failure domain the workspace lies in: same
+// server and datacenter, and its compute cluster holding the resource pool
+// (or, without a resource pool, the same datastore).
+func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatformFailureDomainSpec) *configv1.VSpherePlatformFailureDomainSpec {
+	if ws == nil {
+		return nil
+	}
+	for i := range fds {
+		fd, top := &fds[i], fds[i].Topology
+		if fd.Server != ws.Server || path.Base(top.Datacenter) != path.Base(ws.Datacenter) {
+			continue
+		}
+		switch {
+		case ws.ResourcePool != "" && (ws.ResourcePool == top.ResourcePool || strings.HasPrefix(ws.ResourcePool, strings.TrimSuffix(top.ComputeCluster, "/")+"/")):
+			return fd
+		case ws.ResourcePool == "" && ws.Datastore != "" && path.Base(ws.Datastore) == path.Base(top.Datastore):
+			return fd
+		}
+	}
+	return nil
+}
+
+// metadata is what Update keeps on the Machine's annotations and labels.
+type metadata struct {
+	annotations, labels map[string]string
+}
+
+// machineMetadata is the instance-state annotation (the VM's power state, as
+// OpenShift writes it) and, when a failure domain is known, the region and
+// zone labels.
+func machineMetadata(vm vmState, fd *configv1.VSpherePlatformFailureDomainSpec) metadata {
+	md := metadata{annotations: map[string]string{machine.InstanceStateAnnotation: string(vm.power)}, labels: map[string]string{}}
+	if fd != nil {
+		md.labels[RegionLabel] = fd.Region
+		md.labels[ZoneLabel] = fd.Zone
+	}
+	return md
+}
+
+// patchMetadata merge-patches the annotations and labels that differ; a
+// Machine already in line costs no write.
+func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine, md metadata) error {
+	before := m.DeepCopy()
+	changed := false
+	for _, set := range []struct {
+		have *map[string]string
+		want map[string]string
+	}{{&m.Annotations, md.annotations}, {&m.Labels, md.labels}} {
+		for k, v := range set.want {
+			if cur, ok := (*set.have)[k]; ok && cur == v {
+				continue
+			}
+			if *set.have == nil {
+				*set.have = map[string]string{}
+			}
+			(*set.have)[k] = v
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	patched := &machinev1beta1.Machine{}
+	patched.ObjectMeta = *before.ObjectMeta.DeepCopy()
+	patched.Annotations, patched.Labels = maps.Clone(m.Annotations), maps.Clone(m.Labels)
+	if err := a.client.Patch(ctx, patched, client.MergeFrom(&machinev1beta1.Machine{ObjectMeta: before.ObjectMeta})); err != nil {
+		return fmt.Errorf("patching the Machine's instance-state annotation and region/zone labels: %w", err)
+	}
+	return nil
+}
+
+// powerOn starts powering the VM on through its datacenter with OpenShift's
+// DRS override, so a cluster with manual DRS still places it.
+func powerOn(ctx context.Context, s *session, vm *machineVM) (string, error) {
+	task, err := s.datacenter.PowerOnVM(ctx, []types.ManagedObjectReference{vm.obj.Reference()}, &types.OptionValue{
+		Key:   string(types.ClusterPowerOnVmOptionOverrideAutomationLevel),
+		Value: string(types.DrsBehaviorFullyAutomated),
+	})
+	if err != nil {
+		return "", fmt.Errorf("powering on VM %s: %w", vm.mo.Name, err)
+	}
+	return task.Reference().Value, nil
+}

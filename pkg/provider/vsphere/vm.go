@@ -1,0 +1,165 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// vmProperties are the VM properties Update, Exists and Delete read, in one
+// property-collector call.
+var vmProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.hardware.device", "runtime.powerState", "guest.net", "recentTask"}
+
+// machineVM is a VM found for a Machine, with its properties.
+type machineVM struct {
+	obj     *object.VirtualMachine
+	mo      mo.VirtualMachine
+	claimed bool // found by instance UUID
+}
+
+func (v *machineVM) state() vmState {
+	if v == nil {
+		return vmState{}
+	}
+	return vmState{found: true, claimed: v.claimed, power: v.mo.Runtime.PowerState}
+}
+
+// findMachineVM finds the VM whose instance UUID is the Machine's UID in the
+// session's datacenter; nil when there is none.
+func findMachineVM(ctx context.Context, s *session, uid string) (*machineVM, error) {
+	instance := true
+	ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, uid, true, &instance)
+	if err != nil {
+		return nil, fmt.Errorf("finding the VM with instance UUID %s: %w", uid, err)
+	}
+	if ref == nil {
+		return nil, nil
+	}
+	v := &machineVM{obj: object.NewVirtualMachine(s.client.Client, ref.Reference()), claimed: true}
+	return v.read(ctx)
+}
+
+// read fills the VM's properties; nil when it is gone.
+func (v *machineVM) read(ctx context.Context) (*machineVM, error) {
+	if err := v.obj.Properties(ctx, v.obj.Reference(), vmProperties, &v.mo); err != nil {
+		if isNotFound(err) { // destroyed between the search and the read
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading VM %s: %w", v.obj.Reference().Value, err)
+	}
+	return v, nil
+}
+
+// findCloneByName finds a VM with the Machine's name in the workspace folder
+// (unclaimed); nil when there is none.
+func findCloneByName(ctx context.Context, s *session, folder, name string) (*machineVM, error) {
+	p := name
+	if folder != "" {
+		p = path.Join(folder, name)
+	}
+	vm, err := s.finder.VirtualMachine(ctx, p)
+	if err != nil {
+		var nf *find.NotFoundError
+		if errors.As(err, &nf) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("finding VM %s: %w", p, err)
+	}
+	v := &machineVM{obj: vm}
+	v, err = v.read(ctx)
+	if err != nil || v == nil {
+		return v, err
+	}
+	// A VM whose instance UUID is the Machine's would have been found by it.
+	return v, nil
+}
+
+// isNotFound reports a managed object that vCenter does not know (any more).
+func isNotFound(err error) bool {
+	return fault.Is(err, &types.ManagedObjectNotFound{})
+}
+
+// taskRef turns providerStatus.taskRef (the task's moref value) into a
+// reference.
+func taskRef(value string) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "Task", Value: value}
+}
+
+// readTask returns the state of the task ref names and its info.
+func readTask(ctx context.Context, s *session, ref string) (taskState, *types.TaskInfo, error) {
+	if ref == "" {
+		return taskNone, nil, nil
+	}
+	var t mo.Task
+	err := property.DefaultCollector(s.client.Client).RetrieveOne(ctx, taskRef(ref), []string{"info"}, &t)
+	switch {
+	case isNotFound(err):
+		return taskGone, nil, nil
+	case err != nil:
+		return taskNone, nil, fmt.Errorf("reading vCenter task %s: %w", ref, err)
+	}
+	return stateOf(t.Info.State), &t.Info, nil
+}
+
+func stateOf(s types.TaskInfoState) taskState {
+	switch s {
+	case types.TaskInfoStateQueued, types.TaskInfoStateRunning:
+		return taskRunning
+	case types.TaskInfoStateSuccess:
+		return taskSucceeded
+	case types.TaskInfoStateError:
+		return taskFailed
+	}
+	return taskNone
+}
+
+// taskError describes a failed task.
+func taskError(info *types.TaskInfo) error {
+	if info == nil {
+		return errors.New("vCenter task failed")
+	}
+	msg := "unknown error"
+	if info.Error != nil {
+		msg = info.Error.LocalizedMessage
+		if f := info.Error.Fault; f != nil {
+			msg = fmt.Sprintf("%s (%T)", msg, f)
+		}
+	}
+	return fmt.Errorf("vCenter task %s (%s) failed: %s", info.Key, info.DescriptionId, msg)
+}
+
+// vmBusy reports whether a task on the VM is queued or running.
+func vmBusy(ctx context.Context, s *session, v *machineVM) (bool, error) {
+	if len(v.mo.RecentTask) == 0 {
+		return false, nil
+	}
+	var tasks []mo.Task
+	if err := property.DefaultCollector(s.client.Client).Retrieve(ctx, v.mo.RecentTask, []string{"info.state"}, &tasks); err != nil {
+		if isNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading the tasks of VM %s: %w", v.mo.Name, err)
+	}
+	for _, t := range tasks {
+		if stateOf(t.Info.State) == taskRunning {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// disks counts the VM's virtual disks.
+func disks(v *machineVM) int {
+	if v.mo.Config == nil {
+		return 0
+	}
+	return len(object.VirtualDeviceList(v.mo.Config.Hardware.Device).SelectByType((*types.VirtualDisk)(nil)))
+}
