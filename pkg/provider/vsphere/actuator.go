@@ -138,7 +138,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	vm, err := findMachineVM(ctx, s, string(m.UID))
 	if err == nil && vm == nil {
-		vm, err = findCloneByName(ctx, s, t.spec.Workspace.Folder, m.Name)
+		vm, err = findCloneByName(ctx, s, t.spec.Workspace.Folder, m.Name, string(m.UID))
 	}
 	if err != nil {
 		return err

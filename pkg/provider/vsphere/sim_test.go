@@ -62,8 +62,8 @@ func newSimEnv(t *testing.T, fds ...configv1.VSpherePlatformFailureDomainSpec) *
 		t.Fatal(err)
 	}
 	t.Cleanup(model.Remove)
-	model.Service.Listen = &url.URL{Host: "127.0.0.1:0"} // loopback only
-	model.Service.TLS = new(tls.Config)                  // https, as vCenter
+	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword("administrator@vsphere.local", "vcsim-secret")} // loopback only; these credentials only
+	model.Service.TLS = new(tls.Config)                                                                                         // https, as vCenter
 	srv := model.Service.NewServer()
 	t.Cleanup(srv.Close)
 	host, port, err := net.SplitHostPort(srv.URL.Host)

@@ -58,9 +58,10 @@ func (v *machineVM) read(ctx context.Context) (*machineVM, error) {
 	return v, nil
 }
 
-// findCloneByName finds a VM with the Machine's name in the workspace folder
-// (unclaimed); nil when there is none.
-func findCloneByName(ctx context.Context, s *session, folder, name string) (*machineVM, error) {
+// findCloneByName finds a VM with the Machine's name in the workspace folder;
+// nil when there is none. It is claimed only if its instance UUID is the
+// Machine's UID.
+func findCloneByName(ctx context.Context, s *session, folder, name, uid string) (*machineVM, error) {
 	p := name
 	if folder != "" {
 		p = path.Join(folder, name)
@@ -78,7 +79,7 @@ func findCloneByName(ctx context.Context, s *session, folder, name string) (*mac
 	if err != nil || v == nil {
 		return v, err
 	}
-	// A VM whose instance UUID is the Machine's would have been found by it.
+	v.claimed = v.mo.Config != nil && v.mo.Config.InstanceUuid == uid
 	return v, nil
 }
 
