@@ -89,6 +89,7 @@ func (a *Actuator) Close(ctx context.Context) { a.sessions.close(ctx) }
 // target is one call's view of a Machine: its spec, status, session and
 // settings.
 type target struct {
+	creds    credentials
 	spec     *machinev1beta1.VSphereMachineProviderSpec
 	status   *machinev1beta1.VSphereMachineProviderStatus
 	session  *session
@@ -114,7 +115,7 @@ func (a *Actuator) open(ctx context.Context, m *machinev1beta1.Machine) (*target
 	if err != nil {
 		return nil, err
 	}
-	return &target{spec: spec, status: decodeStatus(m), session: s, settings: settings}, nil
+	return &target{creds: creds, spec: spec, status: decodeStatus(m), session: s, settings: settings}, nil
 }
 
 // Create clones the Machine's VM and powers it on, one step per call: each

@@ -12,6 +12,8 @@ import (
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
+	vsession "github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
@@ -22,9 +24,10 @@ const userAgent = "machineAPIvSphereProvider"
 
 // session is a logged-in vCenter client scoped to one datacenter.
 type session struct {
-	client     *govmomi.Client
-	finder     *find.Finder
-	datacenter *object.Datacenter
+	client      *govmomi.Client
+	finder      *find.Finder
+	datacenter  *object.Datacenter
+	restSession restSession
 }
 
 // sessionKey identifies a cached session: one per server, user and
@@ -57,7 +60,9 @@ func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.byKey[key]; ok && c.password == password {
-		if active, err := c.client.SessionManager.SessionIsActive(ctx); err == nil && active {
+		// UserSession needs no privilege (SessionIsActive needs
+		// Sessions.ValidateSession); nil means the session expired.
+		if us, err := c.client.SessionManager.UserSession(ctx); err == nil && us != nil {
 			return c.session, nil
 		}
 		_ = c.client.Logout(ctx)
@@ -83,12 +88,14 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	// Log in separately, so a login failure is reported as such and the
 	// password never shows in an error's URL.
 	u.User = nil
-	c, err := govmomi.NewClient(ctx, u, key.insecure)
+	sc := soap.NewClient(u, key.insecure)
+	sc.Timeout = s.timeout // every request, so a hung vCenter fails the call instead of blocking a worker
+	sc.UserAgent = userAgent
+	vc, err := vim25.NewClient(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to vCenter %s: %w (check workspace.server, the port and insecure-flag in the cloud provider config, and that vCenter is reachable)", u.Host, err)
 	}
-	c.Client.Timeout = s.timeout
-	c.UserAgent = userAgent
+	c := &govmomi.Client{Client: vc, SessionManager: vsession.NewManager(vc)}
 	if err := c.Login(ctx, url.UserPassword(key.username, password)); err != nil {
 		return nil, fmt.Errorf("logging in to vCenter %s as %q: %w (check the credentials in the credentials Secret)", u.Host, key.username, err)
 	}

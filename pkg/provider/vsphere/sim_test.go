@@ -20,6 +20,7 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
+	_ "github.com/vmware/govmomi/vapi/simulator" // vCenter REST API (tags)
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,7 @@ func newSimEnv(t *testing.T, fds ...configv1.VSpherePlatformFailureDomainSpec) *
 	}
 	t.Cleanup(model.Remove)
 	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword("administrator@vsphere.local", "vcsim-secret")} // loopback only; these credentials only
+	model.Service.RegisterEndpoints = true                                                                                      // the vCenter REST API (tags)
 	model.Service.TLS = new(tls.Config)                                                                                         // https, as vCenter
 	srv := model.Service.NewServer()
 	t.Cleanup(srv.Close)

@@ -50,6 +50,9 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	if vm.mo.Config == nil || vm.mo.Config.Uuid == "" {
 		return fmt.Errorf("VM %s has no BIOS UUID yet", vm.mo.Name)
 	}
+	if err := reconcileTags(ctx, s, t.creds, vm.obj.Reference(), m.Labels[machinev1beta1.MachineClusterIDLabel], t.spec.TagIDs); err != nil {
+		return err
+	}
 	id := providerIDPrefix + strings.ToLower(vm.mo.Config.Uuid)
 	m.Spec.ProviderID = &id
 	addrs, err := addresses(vm, len(t.spec.Network.Devices))

@@ -1,0 +1,116 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+
+	"github.com/vmware/govmomi/vapi/rest"
+	"github.com/vmware/govmomi/vapi/tags"
+	"github.com/vmware/govmomi/vim25/mo"
+)
+
+// clusterTagCategory is the installer's category of the cluster ID tag, which
+// the installer's destroy uses to find the cluster's VMs.
+func clusterTagCategory(clusterID string) string { return "openshift-" + clusterID }
+
+// restSession is the vCenter REST (vAPI) login of a session, for tags.
+type restSession struct {
+	mu     sync.Mutex
+	client *rest.Client
+	// clusterTags caches the cluster ID tag's ID per cluster ID ("" when the
+	// category or tag does not exist, as on clusters installed without it).
+	clusterTags map[string]string
+}
+
+// rest returns a logged-in REST client for the session's vCenter.
+func (s *session) rest(ctx context.Context, creds credentials) (*rest.Client, error) {
+	r := &s.restSession
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil {
+		if us, err := r.client.Session(ctx); err == nil && us != nil {
+			return r.client, nil
+		}
+	}
+	c := rest.NewClient(s.client.Client)
+	if err := c.Login(ctx, url.UserPassword(creds.username, creds.password)); err != nil {
+		return nil, fmt.Errorf("logging in to the vCenter REST API as %q (for tags): %w", creds.username, err)
+	}
+	r.client = c
+	return c, nil
+}
+
+// clusterTagID finds the tag named after the cluster ID in the installer's
+// category, once per cluster ID.
+func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID string) (string, error) {
+	r := &s.restSession
+	r.mu.Lock()
+	id, ok := r.clusterTags[clusterID]
+	r.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	cats, err := m.GetCategories(ctx)
+	if err != nil {
+		return "", fmt.Errorf("listing tag categories: %w", err)
+	}
+	for _, c := range cats {
+		if c.Name != clusterTagCategory(clusterID) {
+			continue
+		}
+		ts, err := m.GetTagsForCategory(ctx, c.ID)
+		if err != nil {
+			return "", fmt.Errorf("listing the tags of category %s: %w", c.Name, err)
+		}
+		for _, t := range ts {
+			if t.Name == clusterID {
+				id = t.ID
+			}
+		}
+	}
+	r.mu.Lock()
+	if r.clusterTags == nil {
+		r.clusterTags = map[string]string{}
+	}
+	r.clusterTags[clusterID] = id
+	r.mu.Unlock()
+	return id, nil
+}
+
+// reconcileTags attaches the cluster ID tag (when the installer created it)
+// and the providerSpec's tagIDs to the VM; tags already attached cost no
+// write, and tags are never detached (as in OpenShift).
+func reconcileTags(ctx context.Context, s *session, creds credentials, vm mo.Reference, clusterID string, tagIDs []string) error {
+	rc, err := s.rest(ctx, creds)
+	if err != nil {
+		return err
+	}
+	m := tags.NewManager(rc)
+	want := slices.Clone(tagIDs)
+	clusterTag, err := s.clusterTagID(ctx, m, clusterID)
+	if err != nil {
+		return err
+	}
+	if clusterTag != "" {
+		want = append([]string{clusterTag}, want...)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	attached, err := m.ListAttachedTags(ctx, vm)
+	if err != nil {
+		return fmt.Errorf("listing the tags of VM %s: %w", vm.Reference().Value, err)
+	}
+	for _, id := range want {
+		if slices.Contains(attached, id) {
+			continue
+		}
+		if err := m.AttachTag(ctx, id, vm); err != nil {
+			return fmt.Errorf("attaching tag %s to VM %s: %w (the tag must exist on vCenter: create it or fix providerSpec.tagIDs)", id, vm.Reference().Value, err)
+		}
+	}
+	return nil
+}
