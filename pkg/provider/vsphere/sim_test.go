@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/url"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/vmware/govmomi/simulator"
 	_ "github.com/vmware/govmomi/vapi/simulator" // vCenter REST API (tags)
 	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +54,13 @@ type simEnv struct {
 // powered-off template named rhcos, and creates the credentials Secret.
 func newSimEnv(t *testing.T, fds ...configv1.VSpherePlatformFailureDomainSpec) *simEnv {
 	t.Helper()
+	return newSimEnvWith(t, nil, Options{}, fds...)
+}
+
+// newSimEnvWith is newSimEnv with a hook on the model before it serves and
+// actuator options (PollInterval and APITimeout when set).
+func newSimEnvWith(t *testing.T, hook func(*simulator.Model), opts Options, fds ...configv1.VSpherePlatformFailureDomainSpec) *simEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	t.Cleanup(cancel)
 	model := simulator.VPX()
@@ -63,6 +68,9 @@ func newSimEnv(t *testing.T, fds ...configv1.VSpherePlatformFailureDomainSpec) *
 		t.Fatal(err)
 	}
 	t.Cleanup(model.Remove)
+	if hook != nil {
+		hook(model)
+	}
 	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword("administrator@vsphere.local", "vcsim-secret")} // loopback only; these credentials only
 	model.Service.RegisterEndpoints = true                                                                                      // the vCenter REST API (tags)
 	model.Service.TLS = new(tls.Config)                                                                                         // https, as vCenter
@@ -103,11 +111,12 @@ func newSimEnv(t *testing.T, fds ...configv1.VSpherePlatformFailureDomainSpec) *
 		Data:       map[string][]byte{"userData": []byte(`{"ignition":{"version":"3.2.0"}}`)},
 	}
 	e.kube = fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, userData).WithStatusSubresource(&machinev1beta1.Machine{}).Build()
-	e.a = NewActuator(Options{
-		Client:       e.kube,
-		Settings:     StaticSettings{Port: port, Insecure: true, FailureDomains: fds},
-		PollInterval: 5 * time.Millisecond,
-	})
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 5 * time.Millisecond
+	}
+	opts.Client = e.kube
+	opts.Settings = StaticSettings{Port: port, Insecure: true, FailureDomains: fds}
+	e.a = NewActuator(opts)
 	t.Cleanup(func() { e.a.Close(context.Background()) })
 	return e
 }
@@ -246,6 +255,3 @@ func mustContain(t *testing.T, err error, parts ...string) {
 		}
 	}
 }
-
-var _ = errors.New
-var _ = types.VirtualMachinePowerStatePoweredOn
