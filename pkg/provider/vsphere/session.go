@@ -37,7 +37,10 @@ type sessionKey struct {
 	insecure                           bool
 }
 
+// cachedSession is one cache entry; its lock serialises logins to one
+// vCenter without blocking calls to others.
 type cachedSession struct {
+	mu sync.Mutex
 	*session
 	password string
 }
@@ -58,21 +61,28 @@ func newSessions(timeout time.Duration) *sessions {
 // same password, and logs in again otherwise.
 func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*session, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.byKey[key]; ok && c.password == password {
+	c, ok := s.byKey[key]
+	if !ok {
+		c = &cachedSession{}
+		s.byKey[key] = c
+	}
+	s.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != nil && c.password == password {
 		// UserSession needs no privilege (SessionIsActive needs
 		// Sessions.ValidateSession); nil means the session expired.
 		if us, err := c.client.SessionManager.UserSession(ctx); err == nil && us != nil {
 			return c.session, nil
 		}
 		_ = c.client.Logout(ctx)
-		delete(s.byKey, key)
+		c.session = nil
 	}
 	sess, err := s.connect(ctx, key, password)
 	if err != nil {
 		return nil, err
 	}
-	s.byKey[key] = &cachedSession{session: sess, password: password}
+	c.session, c.password = sess, password
 	return sess, nil
 }
 
@@ -119,7 +129,11 @@ func (s *sessions) close(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, c := range s.byKey {
-		_ = c.client.Logout(ctx)
+		c.mu.Lock()
+		if c.session != nil {
+			_ = c.client.Logout(ctx)
+		}
+		c.mu.Unlock()
 		delete(s.byKey, k)
 	}
 }

@@ -29,9 +29,11 @@ func decodeSpec(m *machinev1beta1.Machine) (*machinev1beta1.VSphereMachineProvid
 	if err := json.Unmarshal(v.Raw, spec); err != nil {
 		return nil, machine.InvalidConfiguration("spec.providerSpec.value: not a %s: %v", providerSpecKind, err)
 	}
-	// machine.openshift.io also serves AWS, Azure, GCP... specs: check the kind.
+	// machine.openshift.io is also the group of the AWS, Azure, GCP...
+	// specs, which the machine controller's group filter lets through: such a
+	// Machine is another provider's, so it is not failed, only refused.
 	if spec.Kind != "" && spec.Kind != providerSpecKind {
-		return nil, machine.InvalidConfiguration("spec.providerSpec.value.kind: %q is not served by the vSphere provider (want %s)", spec.Kind, providerSpecKind)
+		return nil, fmt.Errorf("spec.providerSpec.value.kind %q is another provider's; the vSphere provider serves %s only and leaves this Machine alone", spec.Kind, providerSpecKind)
 	}
 	if spec.Workspace == nil || spec.Workspace.Server == "" {
 		return nil, machine.InvalidConfiguration("spec.providerSpec.value.workspace.server: required (the vCenter to create the VM on)")
