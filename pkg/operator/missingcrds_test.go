@@ -248,6 +248,9 @@ func TestOpenShiftDetectionFollowsTheCluster(t *testing.T) {
 	if err := b.c.Create(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
+	// Degraded for the operand (not yet available) instead of the CRDs:
+	// the operator has seen them served and started their watches.
+	waitConditionIn(t, b.c, configv1.OperatorDegraded, configv1.ConditionTrue, status.ReasonOperandUnavailable, "")
 	setDeploymentAvailableIn(t, b.c, ns, true)
 	waitConditionIn(t, b.c, configv1.OperatorAvailable, configv1.ConditionFalse, status.ReasonInitializing, `MachineSet "worker"`)
 	waitConditionIn(t, b.c, configv1.OperatorDegraded, configv1.ConditionFalse, status.ReasonAsExpected, "")
