@@ -64,7 +64,7 @@ func TestCreateThenUpdate(t *testing.T) {
 	}
 
 	// vcsim as VMware tools: the guest reports an IP on its NIC.
-	e.wait(vm.Reconfigure(e.ctx, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: "SET.guest.ipAddress", Value: "10.0.0.7"}}}))
+	e.SetGuestIP("worker-0", "10.0.0.7")
 	if ok, err := e.a.Exists(e.ctx, m); err != nil || !ok {
 		t.Fatalf("Exists: %v, %v; want true", ok, err)
 	}

@@ -5,21 +5,15 @@ package vsphere
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
-	"net"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	"github.com/vmware/govmomi"
-	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
-	_ "github.com/vmware/govmomi/vapi/simulator" // vCenter REST API (tags)
 	"github.com/vmware/govmomi/vim25/mo"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,28 +24,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere/vspheretest"
 )
 
-const (
-	testNamespace = "openshift-machine-api"
-	testTemplate  = "rhcos"
-	testPool      = "/DC0/host/DC0_C0/Resources"
-	testNetwork   = "DC0_DVPG0"
-)
+const testNamespace = "openshift-machine-api"
 
 type simEnv struct {
+	*vspheretest.VCenter
 	t      *testing.T
 	ctx    context.Context
 	server string // host of the vCenter (127.0.0.1)
-	port   string
-	vc     *govmomi.Client // inspects vcsim behind the provider's back
-	finder *find.Finder
 	kube   client.Client
 	a      *Actuator
 }
 
-// newSimEnv starts vcsim, turns its first cluster VM into a hardware-15,
-// powered-off template named rhcos, and creates the credentials Secret.
+// newSimEnv starts vcsim (package vspheretest) and creates the credentials
+// and user data Secrets.
 func newSimEnv(t *testing.T, fds ...configv1.VSpherePlatformFailureDomainSpec) *simEnv {
 	t.Helper()
 	return newSimEnvWith(t, nil, Options{}, fds...)
@@ -63,39 +51,8 @@ func newSimEnvWith(t *testing.T, hook func(*simulator.Model), opts Options, fds 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	t.Cleanup(cancel)
-	model := simulator.VPX()
-	if err := model.Create(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(model.Remove)
-	if hook != nil {
-		hook(model)
-	}
-	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword("administrator@vsphere.local", "vcsim-secret")} // loopback only; these credentials only
-	model.Service.RegisterEndpoints = true                                                                                      // the vCenter REST API (tags)
-	model.Service.TLS = new(tls.Config)                                                                                         // https, as vCenter
-	srv := model.Service.NewServer()
-	t.Cleanup(srv.Close)
-	host, port, err := net.SplitHostPort(srv.URL.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vc, err := govmomi.NewClient(ctx, srv.URL, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &simEnv{t: t, ctx: ctx, server: host, port: port, vc: vc, finder: find.NewFinder(vc.Client, true)}
-	dc, err := e.finder.Datacenter(ctx, "DC0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.finder.SetDatacenter(dc)
-	tpl := e.vm("DC0_C0_RP0_VM0")
-	e.wait(tpl.PowerOff(ctx))
-	e.wait(tpl.UpgradeVM(ctx, "vmx-15"))
-	e.wait(tpl.Rename(ctx, testTemplate))
-
-	password, _ := srv.URL.User.Password()
+	vc := vspheretest.Start(t, hook)
+	e := &simEnv{VCenter: vc, t: t, ctx: ctx, server: vc.Server}
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, machinev1beta1.Install, configv1.Install} {
 		if err := add(scheme); err != nil {
@@ -104,7 +61,7 @@ func newSimEnvWith(t *testing.T, hook func(*simulator.Model), opts Options, fds 
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: DefaultCredentialsSecret},
-		Data:       map[string][]byte{host + ".username": []byte(srv.URL.User.Username()), host + ".password": []byte(password)},
+		Data:       map[string][]byte{vc.Server + ".username": []byte(vspheretest.Username), vc.Server + ".password": []byte(vspheretest.Password)},
 	}
 	userData := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "worker-user-data"},
@@ -115,55 +72,20 @@ func newSimEnvWith(t *testing.T, hook func(*simulator.Model), opts Options, fds 
 		opts.PollInterval = 5 * time.Millisecond
 	}
 	opts.Client = e.kube
-	opts.Settings = StaticSettings{Port: port, Insecure: true, FailureDomains: fds}
+	opts.Settings = StaticSettings{Port: vc.Port, Insecure: true, FailureDomains: fds}
 	e.a = NewActuator(opts)
 	t.Cleanup(func() { e.a.Close(context.Background()) })
 	return e
 }
 
-func (e *simEnv) vm(name string) *object.VirtualMachine {
-	e.t.Helper()
-	vm, err := e.finder.VirtualMachine(e.ctx, name)
-	if err != nil {
-		e.t.Fatalf("finding VM %s: %v", name, err)
-	}
-	return vm
-}
+func (e *simEnv) vm(name string) *object.VirtualMachine { return e.VM(name) }
 
-func (e *simEnv) wait(task *object.Task, err error) {
-	e.t.Helper()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := task.Wait(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
-}
+func (e *simEnv) wait(task *object.Task, err error) { e.Wait(task, err) }
 
-// vmsNamed counts the datacenter's VMs with that name.
-func (e *simEnv) vmsNamed(name string) int {
-	e.t.Helper()
-	vms, err := e.finder.VirtualMachineList(e.ctx, "*")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	n := 0
-	for _, vm := range vms {
-		if vm.Name() == name {
-			n++
-		}
-	}
-	return n
-}
+func (e *simEnv) vmsNamed(name string) int { return e.VMsNamed(name) }
 
-// props reads a VM's properties.
 func (e *simEnv) props(vm *object.VirtualMachine, ps ...string) mo.VirtualMachine {
-	e.t.Helper()
-	var m mo.VirtualMachine
-	if err := vm.Properties(e.ctx, vm.Reference(), ps, &m); err != nil {
-		e.t.Fatal(err)
-	}
-	return m
+	return e.Props(vm, ps...)
 }
 
 // newMachine returns a worker Machine (stored in the fake client) whose spec
@@ -172,11 +94,11 @@ func (e *simEnv) newMachine(name string, mutate func(*machinev1beta1.VSphereMach
 	e.t.Helper()
 	spec := &machinev1beta1.VSphereMachineProviderSpec{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "machine.openshift.io/v1beta1", Kind: providerSpecKind},
-		Template:          testTemplate,
+		Template:          vspheretest.Template,
 		UserDataSecret:    &corev1.LocalObjectReference{Name: "worker-user-data"},
 		CredentialsSecret: &corev1.LocalObjectReference{Name: DefaultCredentialsSecret},
-		Workspace:         &machinev1beta1.Workspace{Server: e.server, Datacenter: "DC0", Folder: "/DC0/vm", Datastore: "LocalDS_0", ResourcePool: testPool},
-		Network:           machinev1beta1.NetworkSpec{Devices: []machinev1beta1.NetworkDeviceSpec{{NetworkName: testNetwork}}},
+		Workspace:         &machinev1beta1.Workspace{Server: e.server, Datacenter: vspheretest.Datacenter, Folder: vspheretest.Folder, Datastore: vspheretest.Datastore, ResourcePool: vspheretest.ResourcePool},
+		Network:           machinev1beta1.NetworkSpec{Devices: []machinev1beta1.NetworkDeviceSpec{{NetworkName: vspheretest.Network}}},
 		NumCPUs:           4,
 		NumCoresPerSocket: 2,
 		MemoryMiB:         8192,

@@ -8,14 +8,16 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vapi/tags"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere/vspheretest"
 )
 
 // Update attaches the installer's cluster ID tag and the providerSpec's
 // tagIDs to the VM.
 func TestUpdateAttachesTags(t *testing.T) {
 	e := newSimEnv(t)
-	rc := rest.NewClient(e.vc.Client)
-	if err := rc.Login(e.ctx, url.UserPassword("administrator@vsphere.local", "vcsim-secret")); err != nil {
+	rc := rest.NewClient(e.Client.Client)
+	if err := rc.Login(e.ctx, url.UserPassword(vspheretest.Username, vspheretest.Password)); err != nil {
 		t.Fatal(err)
 	}
 	tm := tags.NewManager(rc)
@@ -72,7 +74,7 @@ func TestSessionCachedPerServer(t *testing.T) {
 	if err != nil || us == nil {
 		t.Fatalf("user session: %v, %v", us, err)
 	}
-	if err := e.vc.SessionManager.TerminateSession(e.ctx, []string{us.Key}); err != nil {
+	if err := e.Client.SessionManager.TerminateSession(e.ctx, []string{us.Key}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.a.Exists(e.ctx, a); err != nil {

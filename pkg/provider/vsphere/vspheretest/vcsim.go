@@ -1,0 +1,139 @@
+// Package vspheretest starts govmomi's vCenter simulator (vcsim, VPX model)
+// in-process on 127.0.0.1 for tests of the vSphere provider: a datacenter
+// DC0 with cluster DC0_C0, datastore LocalDS_0, network DC0_DVPG0, the
+// vCenter REST API (tags), and a powered-off, hardware-15 template "rhcos".
+package vspheretest
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/url"
+	"testing"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
+	_ "github.com/vmware/govmomi/vapi/simulator" // the vCenter REST API (tags)
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Names in the simulated inventory.
+const (
+	Template     = "rhcos"
+	Datacenter   = "DC0"
+	Folder       = "/DC0/vm"
+	Datastore    = "LocalDS_0"
+	ResourcePool = "/DC0/host/DC0_C0/Resources"
+	Network      = "DC0_DVPG0"
+	Username     = "administrator@vsphere.local"
+	Password     = "vcsim-secret"
+)
+
+// VCenter is a running simulator and a client that inspects it behind the
+// provider's back.
+type VCenter struct {
+	// Server is the host (127.0.0.1) and Port the port of its SDK endpoint.
+	Server, Port string
+	Client       *govmomi.Client
+	Finder       *find.Finder
+	t            testing.TB
+	ctx          context.Context
+}
+
+// Start starts vcsim; hook (optional) changes the model before it serves
+// (delays, for instance). Everything stops when the test ends.
+func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
+	t.Helper()
+	ctx := context.Background()
+	model := simulator.VPX()
+	if err := model.Create(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Remove)
+	if hook != nil {
+		hook(model)
+	}
+	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(Username, Password)} // loopback only
+	model.Service.RegisterEndpoints = true                                                           // REST API
+	model.Service.TLS = new(tls.Config)                                                              // https, as vCenter
+	srv := model.Service.NewServer()
+	t.Cleanup(srv.Close)
+	host, port, err := net.SplitHostPort(srv.URL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := govmomi.NewClient(ctx, srv.URL, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &VCenter{Server: host, Port: port, Client: c, Finder: find.NewFinder(c.Client, true), t: t, ctx: ctx}
+	dc, err := v.Finder.Datacenter(ctx, Datacenter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Finder.SetDatacenter(dc)
+	tpl := v.VM("DC0_C0_RP0_VM0")
+	v.Wait(tpl.PowerOff(ctx))
+	v.Wait(tpl.UpgradeVM(ctx, "vmx-15")) // OpenShift refuses templates older than hardware 15
+	v.Wait(tpl.Rename(ctx, Template))
+	return v
+}
+
+// VM finds a VM by name.
+func (v *VCenter) VM(name string) *object.VirtualMachine {
+	v.t.Helper()
+	vm, err := v.Finder.VirtualMachine(v.ctx, name)
+	if err != nil {
+		v.t.Fatalf("finding VM %s: %v", name, err)
+	}
+	return vm
+}
+
+// Wait waits for a task started by the test.
+func (v *VCenter) Wait(task *object.Task, err error) {
+	v.t.Helper()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	if err := task.Wait(v.ctx); err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+// VMsNamed counts the datacenter's VMs with that name.
+func (v *VCenter) VMsNamed(name string) int {
+	v.t.Helper()
+	vms, err := v.Finder.VirtualMachineList(v.ctx, "*")
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	n := 0
+	for _, vm := range vms {
+		if vm.Name() == name {
+			n++
+		}
+	}
+	return n
+}
+
+// Props reads a VM's properties.
+func (v *VCenter) Props(vm *object.VirtualMachine, ps ...string) mo.VirtualMachine {
+	v.t.Helper()
+	var m mo.VirtualMachine
+	if err := vm.Properties(v.ctx, vm.Reference(), ps, &m); err != nil {
+		v.t.Fatal(err)
+	}
+	return m
+}
+
+// SetGuestIP makes the VM's guest report ip on its first NIC, as VMware
+// tools would (vcsim's SET.guest.ipAddress extraConfig key).
+func (v *VCenter) SetGuestIP(name, ip string) {
+	v.t.Helper()
+	v.Wait(v.VM(name).Reconfigure(v.ctx, types.VirtualMachineConfigSpec{
+		ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: "SET.guest.ipAddress", Value: ip}},
+	}))
+}
