@@ -144,6 +144,9 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
+	if info != nil {
+		task = ignoreFailedClone(task, info.DescriptionId, vm.state())
+	}
 	logger := log.FromContext(ctx)
 	switch decideCreate(task, vm.state()) {
 	case createReportTask:

@@ -1,6 +1,10 @@
 package vsphere
 
-import "github.com/vmware/govmomi/vim25/types"
+import (
+	"strings"
+
+	"github.com/vmware/govmomi/vim25/types"
+)
 
 // taskState is what vCenter says about the task in providerStatus.taskRef.
 type taskState int
@@ -36,26 +40,36 @@ const (
 	createDone                         // the VM runs
 )
 
-// decideCreate picks Create's next step. A VM found by instance UUID wins
-// over a failed task: a second clone started after a lost status fails on
-// the duplicate name while the first one's VM is there.
+// decideCreate picks Create's next step. A failed task is reported first
+// (its step is then retried); see ignoreFailedClone for the one failure that
+// does not count.
 func decideCreate(task taskState, vm vmState) createStep {
 	switch {
 	case task == taskRunning:
 		return createWait
+	case task == taskFailed:
+		return createReportTask
 	case vm.found && !vm.claimed && vm.power != types.VirtualMachinePowerStatePoweredOff:
 		return createConflict
 	case vm.found && !vm.claimed:
 		return createConfigure
 	case vm.found && vm.power == types.VirtualMachinePowerStatePoweredOn:
 		return createDone
-	case task == taskFailed:
-		return createReportTask
 	case vm.found:
 		return createPowerOn
 	default:
 		return createClone
 	}
+}
+
+// ignoreFailedClone drops a failed clone task when the Machine's VM exists:
+// it is the second clone of a Create retried after a lost status, which
+// failed on the duplicate name while the first one made the VM.
+func ignoreFailedClone(task taskState, descriptionID string, vm vmState) taskState {
+	if task == taskFailed && vm.found && strings.Contains(descriptionID, "clone") {
+		return taskNone
+	}
+	return task
 }
 
 // deleteStep is the next step of Delete.

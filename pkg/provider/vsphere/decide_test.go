@@ -30,14 +30,36 @@ func TestDecideCreate(t *testing.T) {
 		{"retry after lost status finds the VM", taskNone, ours(off), createPowerOn},
 		{"powered-on VM is done", taskSucceeded, ours(on), createDone},
 		{"failed clone without VM is reported", taskFailed, vmState{}, createReportTask},
-		{"duplicate clone failed but the VM is ours", taskFailed, ours(on), createDone},
+		{"failed power-on is reported, then retried", taskFailed, ours(off), createReportTask},
+		{"failed configure is reported, then retried", taskFailed, byName(off), createReportTask},
 		{"clone without the Machine's config is configured", taskSucceeded, byName(off), createConfigure},
-		{"duplicate clone failed, first clone unconfigured", taskFailed, byName(off), createConfigure},
 		{"a running VM of the name that is not ours", taskNone, byName(on), createConflict},
 		{"expired task, no VM clones again", taskGone, vmState{}, createClone},
 	}
 	for _, tc := range cases {
 		if got := decideCreate(tc.task, tc.vm); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestIgnoreFailedClone(t *testing.T) {
+	found := vmState{found: true, power: off}
+	cases := []struct {
+		name string
+		task taskState
+		desc string
+		vm   vmState
+		want taskState
+	}{
+		{"duplicate clone while the first clone's VM exists", taskFailed, "VirtualMachine.clone", found, taskNone},
+		{"vcsim's clone description", taskFailed, "VirtualMachine.cloneVm", found, taskNone},
+		{"failed clone and no VM", taskFailed, "VirtualMachine.clone", vmState{}, taskFailed},
+		{"failed power-on", taskFailed, "Datacenter.powerOnMultiVM", found, taskFailed},
+		{"successful clone", taskSucceeded, "VirtualMachine.clone", found, taskSucceeded},
+	}
+	for _, tc := range cases {
+		if got := ignoreFailedClone(tc.task, tc.desc, tc.vm); got != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
 		}
 	}
