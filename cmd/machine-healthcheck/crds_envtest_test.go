@@ -9,10 +9,13 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait/crdwaittest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
@@ -44,7 +47,7 @@ func TestMachineHealthCheckRunsWithoutNodeMaintenanceCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := addControllers(mgr, opts.ControllerOptions(), f); err != nil {
+	if err := addControllers(mgr, testControllerOptions(opts), f); err != nil {
 		t.Fatalf("setting the controllers up without the NodeMaintenance CRD: %v", err)
 	}
 	testenv.Run(t, mgr)
@@ -136,11 +139,20 @@ func TestStartsWithoutMachineCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := addControllers(mgr, opts.ControllerOptions(), f); err != nil {
+	if err := addControllers(mgr, testControllerOptions(opts), f); err != nil {
 		t.Fatalf("setting the controllers up on a bare API server: %v", err)
 	}
 	testenv.Run(t, mgr)
 	poll.Eventually(t, waitTimeout, "not ready while the Machine API CRDs are missing", crdwaittest.ReadyzCondition(addr, false, "crd-machinehealthcheck"))
 	e.Install(t, manifests.MachineCRDs)
 	poll.Eventually(t, waitTimeout, "ready with the Machine API CRDs, without the NodeMaintenance CRD", crdwaittest.ReadyzCondition(addr, true, ""))
+}
+
+// testControllerOptions are the binary's controller options with
+// controller-runtime's process-wide name check off: every test of this
+// package sets up the same controllers in one process.
+func testControllerOptions(opts operand.Options) controller.Options {
+	co := opts.ControllerOptions()
+	co.SkipNameValidation = ptr.To(true)
+	return co
 }
