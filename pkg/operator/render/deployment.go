@@ -96,7 +96,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			name: MachineSetContainer, image: cfg.Images.MachineAPIOperator, command: "/machineset-controller",
 			healthPort: machineSetHealthPort, metricsPort: machineSetMetricsPort, metricsName: machineSetMetricsName,
 			webhookPort: portWebhookServer, webhookNumber: webhookServerPort, certVolume: "machineset-webhook-cert",
-			extraArgs: clientArgs(), ours: true,
+			extraArgs: append(clientArgs(), featureGatesArg(cfg)), ours: true,
 		}),
 	}
 	if providerIsOurs(cfg) {
@@ -104,7 +104,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
 			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: machineMetricsName,
 			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
-			extraArgs: append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers)), ours: true,
+			extraArgs: append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers), featureGatesArg(cfg)), ours: true,
 			extraEnv: machineControllerEnv(cfg),
 		}))
 	} else {
@@ -277,6 +277,13 @@ const (
 // binaries.
 func clientArgs() []string {
 	return []string{fmt.Sprintf("--kube-api-qps=%d", operandQPS), fmt.Sprintf("--kube-api-burst=%d", operandBurst)}
+}
+
+// featureGatesArg passes the gates to this project's machineset and machine
+// controllers as OpenShift passes them to its own (MachineAPIMigration turns
+// the authoritativeAPI rules on).
+func featureGatesArg(cfg config.Config) string {
+	return "--feature-gates=" + FeatureGatesArg(cfg.ProviderFeatureGates)
 }
 
 // machineHealthCheckArgs: where the node-maintenance-operator owns the
