@@ -280,7 +280,7 @@ func escape(s string) string {
 func mergePatch(from status, ch changes, resourceVersion string) ([]byte, error) {
 	st := map[string]any{}
 	for k, v := range ch.set {
-		st[k] = v
+		st[k] = mergeValue(from.fields[k], v)
 	}
 	for _, k := range ch.unset {
 		st[k] = nil
@@ -297,6 +297,34 @@ func mergePatch(from status, ch changes, resourceVersion string) ([]byte, error)
 		body["metadata"] = map[string]any{"resourceVersion": resourceVersion}
 	}
 	return json.Marshal(body)
+}
+
+// mergeValue is the merge patch value turning old into new: for two
+// objects, only the keys that differ, with null for the keys new dropped
+// (a merge patch merges objects, so sending new whole would keep them).
+func mergeValue(old, new json.RawMessage) json.RawMessage {
+	var o, n map[string]json.RawMessage
+	if json.Unmarshal(old, &o) != nil || json.Unmarshal(new, &n) != nil || o == nil || n == nil {
+		return new
+	}
+	out := map[string]json.RawMessage{}
+	for k, v := range n {
+		if ov, ok := o[k]; !ok {
+			out[k] = v
+		} else if !jsonEqual(ov, v) {
+			out[k] = mergeValue(ov, v)
+		}
+	}
+	for k := range o {
+		if _, ok := n[k]; !ok {
+			out[k] = json.RawMessage("null")
+		}
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return new
+	}
+	return data
 }
 
 func jsonEqual(a, b json.RawMessage) bool {

@@ -156,3 +156,22 @@ func TestNoChanges(t *testing.T) {
 		t.Error("equal statuses must give no changes (no write at rest)")
 	}
 }
+
+// A merge patch merges objects key by key, so a key the controller dropped
+// from an object field (providerStatus, lastOperation) must be sent as null,
+// or the server keeps it.
+func TestMergePatchRemovesNestedKeys(t *testing.T) {
+	from := machineStatus(t, "Running")
+	from.fields["providerStatus"] = json.RawMessage(`{"instanceId":"i-1","instanceState":"running","nested":{"a":1,"b":2}}`)
+	to := machineStatus(t, "Running")
+	to.fields["providerStatus"] = json.RawMessage(`{"instanceState":"terminated","nested":{"a":1}}`)
+
+	got, err := mergePatch(from, diff(from, to), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"status":{"providerStatus":{"instanceId":null,"instanceState":"terminated","nested":{"b":null}}}}`
+	if string(got) != want {
+		t.Errorf("merge patch\n got %s\nwant %s", got, want)
+	}
+}
