@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # build-tool.sh NAME PACKAGE: builds one pinned tool from hack/tools/go.mod into bin/NAME
-# (promtool, staticcheck: from hack/tools/<name>/go.mod, modules of their own).
+# (promtool, staticcheck: from hack/tools/<name>/go.mod, modules of their own;
+# govc, vcsim: ./govc and ./vcsim of hack/tools/govmomi).
 # Only the Go module proxy is used; versions come from the module's go.sum.
 set -euo pipefail
 name=$1 pkg=$2
@@ -33,6 +34,10 @@ github.com/prometheus/prometheus/*)
 	;;
 honnef.co/go/tools/*)
 	module=hack/tools/staticcheck
+	;;
+./govc | ./vcsim)
+	# Mains of our own on the pinned github.com/vmware/govmomi (hack/tools/govmomi).
+	module=hack/tools/govmomi
 	;;
 esac
 
