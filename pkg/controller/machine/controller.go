@@ -196,7 +196,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	if d.Step != authority.Reconcile {
 		return ctrl.Result{}, r.leaveToAuthority(ctx, s, d)
 	}
-	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, servedGroups(r.actuator)); foreign {
+	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, servedKinds(r.actuator)); foreign {
 		return ctrl.Result{}, r.leaveForeign(ctx, s, spec)
 	}
 	now := r.now()

@@ -1,9 +1,9 @@
 package machine
 
-// Machines of other providers. One binary serves the providerSpec API groups
-// of the providers compiled into it; a Machine whose providerSpec belongs to
-// another group (an AWS Machine seen by the kubemark controller, a vSphere
-// Machine on a platform this project has no provider for) is left untouched:
+// Machines of other providers. One binary serves the providerSpec types of
+// the providers compiled into it; a Machine whose providerSpec is of another
+// type (an AWS Machine seen by this project's controller, which serves
+// kubemark and vSphere) is left untouched:
 // no finalizer, no phase, no provider call, never Failed. It only gets
 // ProviderSupported=False/UnsupportedProvider and an UnsupportedProvider
 // event, so that the user sees which provider it needs.
@@ -27,21 +27,24 @@ import (
 )
 
 // ProviderSpecServer is implemented by an Actuator that knows which
-// providerSpec API groups it serves (every provider should). The controller
-// leaves a Machine whose providerSpec.value apiVersion has another group
-// untouched (see ProviderSupportedCondition) and never calls the Actuator for
-// it. An Actuator without this method, or returning no group, is given every
-// Machine.
+// providerSpec types it serves (every provider should). The controller leaves
+// a Machine whose providerSpec.value is of another type untouched (see
+// ProviderSupportedCondition) and never calls the Actuator for it. An
+// Actuator without this method, or returning no kind, is given every Machine.
 type ProviderSpecServer interface {
-	// ProviderSpecGroups returns the API groups of the providerSpec.value
-	// kinds the provider decodes, e.g. "kubemark.machine-api-operator.io".
-	ProviderSpecGroups() []string
+	// ProviderSpecKinds returns the API group and kind of each
+	// providerSpec.value type the provider decodes. An empty Kind stands for
+	// every kind of the group (a group of the provider's own, such as
+	// kubemark.machine-api-operator.io); a group shared with other providers
+	// (machine.openshift.io) must name the kind (VSphereMachineProviderSpec),
+	// or another provider's Machines would reach this one.
+	ProviderSpecKinds() []schema.GroupKind
 }
 
-// servedGroups returns the groups the actuator serves; nil means all.
-func servedGroups(a Actuator) []string {
+// servedKinds returns the kinds the actuator serves; nil means all.
+func servedKinds(a Actuator) []schema.GroupKind {
 	if s, ok := a.(ProviderSpecServer); ok {
-		return s.ProviderSpecGroups()
+		return s.ProviderSpecKinds()
 	}
 	return nil
 }
@@ -53,13 +56,10 @@ type specType struct {
 	Group      string
 }
 
-// foreignProviderSpec decides whether a providerSpec.value belongs to another
-// provider: its apiVersion names an API group that is not in served. A value
-// that is absent, not a JSON object or without a parsable apiVersion is not
-// foreign: the provider reports what is wrong with it. An empty served list
-// serves everything.
-func foreignProviderSpec(value *runtime.RawExtension, served []string) (specType, bool) {
-	if len(served) == 0 || value == nil {
+// providerSpecType reads the apiVersion and kind of a providerSpec.value;
+// false when it has no parsable apiVersion (absent, not a JSON object).
+func providerSpecType(value *runtime.RawExtension) (specType, bool) {
+	if value == nil {
 		return specType{}, false
 	}
 	var t specType
@@ -84,11 +84,48 @@ func foreignProviderSpec(value *runtime.RawExtension, served []string) (specType
 		return specType{}, false
 	}
 	t.Group = gv.Group
-	return t, !slices.Contains(served, gv.Group)
+	return t, true
+}
+
+// servedBy reports whether one of served covers the type.
+func (t specType) servedBy(served []schema.GroupKind) bool {
+	return slices.ContainsFunc(served, func(gk schema.GroupKind) bool {
+		return gk.Group == t.Group && (gk.Kind == "" || gk.Kind == t.Kind)
+	})
+}
+
+// foreignProviderSpec decides whether a providerSpec.value belongs to another
+// provider: its apiVersion's group and its kind are not among served. A value
+// that is absent, not a JSON object or without a parsable apiVersion is not
+// foreign: the provider reports what is wrong with it. An empty served list
+// serves everything.
+func foreignProviderSpec(value *runtime.RawExtension, served []schema.GroupKind) (specType, bool) {
+	if len(served) == 0 {
+		return specType{}, false
+	}
+	t, ok := providerSpecType(value)
+	if !ok {
+		return specType{}, false
+	}
+	return t, !t.servedBy(served)
+}
+
+// describeKinds names served types for messages: "group" for every kind of
+// a group, "Kind (group)" otherwise.
+func describeKinds(served []schema.GroupKind) string {
+	out := make([]string, 0, len(served))
+	for _, gk := range served {
+		if gk.Kind == "" {
+			out = append(out, gk.Group)
+		} else {
+			out = append(out, fmt.Sprintf("%s (%s)", gk.Kind, gk.Group))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // unsupportedProviderMessage is the ProviderSupported=False message.
-func unsupportedProviderMessage(t specType, served []string) string {
+func unsupportedProviderMessage(t specType, served []schema.GroupKind) string {
 	kind := t.Kind
 	if kind == "" {
 		kind = "(none)"
@@ -99,7 +136,7 @@ func unsupportedProviderMessage(t specType, served []string) string {
 	}
 	return fmt.Sprintf("spec.providerSpec.value has kind %s (apiVersion %s): it needs the machine controller of the provider serving %s; "+
 		"this machine controller serves only %s and leaves the Machine untouched",
-		kind, t.APIVersion, group, strings.Join(served, ", "))
+		kind, t.APIVersion, group, describeKinds(served))
 }
 
 // leaveForeign reports, and does nothing else, on a Machine of another
@@ -112,7 +149,7 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) err
 	s.gone = true // hands off: no status patch from Reconcile
 	m := s.m
 	c := conditions.New(ProviderSupportedCondition, corev1.ConditionFalse, ReasonUnsupportedProvider,
-		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, servedGroups(r.actuator)))
+		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, servedKinds(r.actuator)))
 	if existing := conditions.Get(m.Status.Conditions, c.Type); existing != nil &&
 		existing.Status == c.Status && existing.Reason == c.Reason && existing.Message == c.Message {
 		return nil

@@ -7,6 +7,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
@@ -14,12 +15,15 @@ import (
 )
 
 func TestForeignProviderSpec(t *testing.T) {
-	served := []string{"kubemark.machine-api-operator.io"}
+	served := []schema.GroupKind{{Group: "kubemark.machine-api-operator.io"}}
+	// This project's binary: kubemark's group and vSphere's kind in the
+	// group every OpenShift provider shares.
+	both := []schema.GroupKind{{Group: "kubemark.machine-api-operator.io"}, {Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}}
 	raw := func(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
 	tests := []struct {
 		name    string
 		value   *runtime.RawExtension
-		served  []string
+		served  []schema.GroupKind
 		want    bool
 		wantAPI string
 	}{
@@ -34,6 +38,10 @@ func TestForeignProviderSpec(t *testing.T) {
 		{"not JSON", raw(`{`), served, false, ""},
 		{"no value", nil, served, false, ""},
 		{"provider serves everything", raw(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig"}`), nil, false, ""},
+		{"vSphere kind served by kind", raw(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"VSphereMachineProviderSpec"}`), both, false, ""},
+		{"AWS kind in the shared group is foreign", raw(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig"}`), both, true, "machine.openshift.io/v1beta1"},
+		{"shared group, no kind is foreign", raw(`{"apiVersion":"machine.openshift.io/v1beta1"}`), both, true, "machine.openshift.io/v1beta1"},
+		{"kubemark beside vSphere", raw(`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec"}`), both, false, ""},
 		{"typed object", &runtime.RawExtension{Object: &runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "machine.openshift.io/v1beta1", Kind: "AWSMachineProviderConfig"}}}, served, true, "machine.openshift.io/v1beta1"},
 	}
 	for _, tt := range tests {
@@ -48,8 +56,9 @@ func TestForeignProviderSpec(t *testing.T) {
 
 func TestUnsupportedProviderMessage(t *testing.T) {
 	msg := unsupportedProviderMessage(specType{APIVersion: "machine.openshift.io/v1beta1", Kind: "AWSMachineProviderConfig", Group: "machine.openshift.io"},
-		[]string{"kubemark.machine-api-operator.io"})
-	for _, want := range []string{"AWSMachineProviderConfig", "apiVersion machine.openshift.io/v1beta1", "serving machine.openshift.io", "serves only kubemark.machine-api-operator.io", "untouched"} {
+		[]schema.GroupKind{{Group: "kubemark.machine-api-operator.io"}, {Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}})
+	for _, want := range []string{"AWSMachineProviderConfig", "apiVersion machine.openshift.io/v1beta1", "serving machine.openshift.io",
+		"serves only kubemark.machine-api-operator.io, VSphereMachineProviderSpec (machine.openshift.io)", "untouched"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q does not contain %q", msg, want)
 		}

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,13 +77,13 @@ func NewActuator(opts Options) *Actuator {
 	return a
 }
 
-// ProviderSpecGroups implements machine.ProviderSpecServer: the provider
-// serves kubemark.machine-api-operator.io providerSpecs only. The machine
+// ProviderSpecKinds implements machine.ProviderSpecServer: the provider
+// serves kubemark.machine-api-operator.io providerSpecs (any kind) only. The machine
 // controller leaves a Machine of any other group (another provider's) alone
 // and never calls the Actuator for it; a kubemark providerSpec that does not
 // decode is this provider's, and its error marks the Machine Failed.
-func (a *Actuator) ProviderSpecGroups() []string {
-	return []string{kubemarkv1alpha1.GroupName}
+func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
+	return []schema.GroupKind{{Group: kubemarkv1alpha1.GroupName}}
 }
 
 // errForeignNode is wrapped by the error for a Node that has the Machine's

@@ -8,6 +8,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -76,11 +77,11 @@ func NewActuator(opts Options) *Actuator {
 	return a
 }
 
-// ProviderSpecGroups implements machine.ProviderSpecServer. The group is
-// shared with OpenShift's other providers, so the spec's kind is checked on
-// decoding as well.
-func (a *Actuator) ProviderSpecGroups() []string {
-	return []string{machinev1beta1.GroupName}
+// ProviderSpecKinds implements machine.ProviderSpecServer. The group is
+// shared with OpenShift's other providers, so the kind is named: the machine
+// controller leaves an AWSMachineProviderConfig Machine alone.
+func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
+	return []schema.GroupKind{{Group: machinev1beta1.GroupName, Kind: providerSpecKind}}
 }
 
 // Close logs out of every vCenter session.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Actuator is a fake machine.Actuator. Configure it with the fields (under
@@ -104,11 +105,16 @@ func (a *Actuator) fill(m *machinev1beta1.Machine) {
 	}
 }
 
-// ProviderSpecGroups implements machine.ProviderSpecServer: Groups.
-func (a *Actuator) ProviderSpecGroups() []string {
+// ProviderSpecKinds implements machine.ProviderSpecServer: every kind of
+// Groups.
+func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]string(nil), a.Groups...)
+	var kinds []schema.GroupKind
+	for _, g := range a.Groups {
+		kinds = append(kinds, schema.GroupKind{Group: g})
+	}
+	return kinds
 }
 
 // Create implements machine.Actuator.
