@@ -1,7 +1,10 @@
-// Command machine-controller-manager runs the machine controller with the
-// built-in kubemark provider: each Machine becomes a simulated Node (kept
-// alive by the cluster's kwok controller) and is drained and removed on
-// deletion.
+// Command machine-controller-manager runs the machine controller with both
+// built-in providers, each Machine dispatched by its providerSpec type:
+// kubemark (kubemark.machine-api-operator.io; each Machine becomes a
+// simulated Node kept alive by the cluster's kwok controller) and vSphere
+// (machine.openshift.io VSphereMachineProviderSpec; a VM cloned on vCenter),
+// so the one image serves both, as OpenShift's operator image serves vSphere
+// (docs/vsphere.md). A Machine of any other type is left untouched.
 package main
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/kubemark"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
@@ -37,7 +41,9 @@ func main() {
 }
 
 // leaderElectionID follows OpenShift's providers' lease names
-// (cluster-api-provider-<provider>-leader) for this binary's provider.
+// (cluster-api-provider-<provider>-leader); it is the same on every
+// platform, since the binary does not know which of its providers the
+// cluster uses (docs/vsphere.md).
 const leaderElectionID = names.KubemarkLeaseName
 
 // parse parses and validates the command line.
@@ -80,10 +86,17 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 }
 
 // addControllers registers the kubemark provider's indexes and the machine
-// controller, the latter once the Machine CRD is served: on a cluster
-// without it (yet) the binary waits, not ready, instead of exiting.
+// controller with both providers, the latter once the Machine CRD is
+// served: on a cluster without it (yet) the binary waits, not ready,
+// instead of exiting.
 func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration) error {
-	// The provider writes Nodes and reads and writes node Leases
+	return addControllersWith(mgr, opts, drainTimeout, vsphere.Options{})
+}
+
+// addControllersWith is addControllers with the vSphere provider's options
+// (tests point it at a simulator); their Client is always set here.
+func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration, vsOpts vsphere.Options) error {
+	// The kubemark provider writes Nodes and reads and writes node Leases
 	// (kube-node-lease) directly: the manager's cache only covers
 	// --namespace, and a few Lease reads are cheaper than a cluster-wide
 	// Lease watch. Nodes it reads from the manager's cache (cluster-wide,
@@ -95,9 +108,20 @@ func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time
 	if err := kubemark.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// The vSphere provider reads its few objects (credentials Secret,
+	// Infrastructure, cloud-provider-config, a Node) uncached, with get
+	// alone: no Secret informer, and the least RBAC.
+	vsOpts.Client = providerClient
+	vs := vsphere.NewActuator(vsOpts)
+	if err := mgr.Add(vsphereSessions{vs}); err != nil {
+		return fmt.Errorf("adding the vSphere session cleanup: %w", err)
+	}
+	// kubemark first: a providerSpec naming no type is reported by it, as
+	// when it was this binary's only provider.
+	providers := machine.NewProviders(kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()}), vs)
 	r := machine.NewReconciler(machine.Options{
 		MachineAPIMigration: migrationEnabled(opts),
-		Actuator:            kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()}),
+		Actuator:            providers,
 		NodeDrainTimeout:    drainTimeout,
 		Namespace:           opts.Namespace,
 	})
@@ -110,6 +134,22 @@ func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time
 	}
 	return nil
 }
+
+// vsphereSessions logs out of the vSphere provider's vCenter sessions when
+// the manager stops, so vCenter does not keep them until they expire.
+type vsphereSessions struct{ a *vsphere.Actuator }
+
+// Start implements manager.Runnable.
+func (v vsphereSessions) Start(ctx context.Context) error {
+	<-ctx.Done()
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v.a.Close(closeCtx)
+	return nil
+}
+
+// NeedLeaderElection: the cleanup runs whether or not this replica leads.
+func (v vsphereSessions) NeedLeaderElection() bool { return false }
 
 // migrationEnabled reports whether OpenShift's MachineAPIMigration feature
 // gate is on (--feature-gates): then a resource whose status.authoritativeAPI

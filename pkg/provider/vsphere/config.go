@@ -10,6 +10,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -58,7 +59,8 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 	var s Settings
 	infra := &configv1.Infrastructure{}
 	if err := c.Reader.Get(ctx, client.ObjectKey{Name: infrastructureName}, infra); err != nil {
-		if apierrors.IsNotFound(err) {
+		// No Infrastructure API at all (vanilla Kubernetes) is no Infrastructure.
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return s, nil
 		}
 		return s, fmt.Errorf("reading Infrastructure %q: %w", infrastructureName, err)

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/manifests"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait/crdwaittest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere/vspheretest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
+)
+
+// TestServesVSphereAndKubemark: the binary, started with the command line
+// the operator renders, serves a vSphere Machine with the vSphere provider
+// (a VM cloned and powered on in vcsim, found through the cluster's
+// Infrastructure and cloud-provider-config and the credentials Secret, a
+// vsphere:// providerID; not Failed as a kubemark Machine would be) and a
+// kubemark Machine with the kubemark provider, and leaves an AWS Machine of
+// the group vSphere shares untouched. Breaks if: addControllers wired the
+// kubemark actuator alone (the vSphere Machine is Failed, InvalidConfiguration)
+// or vSphere served machine.openshift.io by group (the AWS Machine reaches it).
+func TestServesVSphereAndKubemark(t *testing.T) {
+	e := crdwaittest.Start(t, manifests.MachineCRDs, manifests.ConfigCRDs)
+	vc := vspheretest.Start(t, nil)
+	ctx := context.Background()
+	const ns = "machine-vsphere"
+	cloudConfig := fmt.Sprintf("[Global]\ninsecure-flag = \"1\"\nport = %q\n", vc.Port)
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-config", Name: "cloud-provider-config"}, Data: map[string]string{"config": cloudConfig}},
+		&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.InfrastructureSpec{
+			CloudConfig:  configv1.ConfigMapFileReference{Name: "cloud-provider-config", Key: "config"},
+			PlatformSpec: configv1.PlatformSpec{Type: configv1.VSpherePlatformType},
+		}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vsphere.DefaultCredentialsSecret},
+			Data: map[string][]byte{vc.Server + ".username": []byte(vspheretest.Username), vc.Server + ".password": []byte(vspheretest.Password)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker-user-data"}, Data: map[string][]byte{"userData": []byte(`{"ignition":{"version":"3.2.0"}}`)}},
+	} {
+		if err := e.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The operator's command line (render golden, kubemark platform).
+	opts, drainTimeout, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0",
+		"--health-probe-bind-address=0", "--kube-api-qps=50", "--kube-api-burst=100", "--max-concurrent-reconciles=50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := opts.NewManager(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the poll interval is the test's: vcsim's tasks end in
+	// milliseconds, the default waits 10 s between the create steps.
+	if err := addControllersWith(mgr, opts, drainTimeout, vsphere.Options{PollInterval: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, mgr)
+
+	vs := newMachine(ns, "worker-vs", vsphereSpec(t, vc))
+	aws := newMachine(ns, "worker-aws", `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","instanceType":"m6i.xlarge"}`)
+	km := newMachine(ns, "worker-km", `{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec"}`)
+	for _, m := range []*machinev1beta1.Machine{vs, aws, km} {
+		if err := e.Client.Create(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(m *machinev1beta1.Machine) (*machinev1beta1.Machine, error) {
+		got := &machinev1beta1.Machine{}
+		return got, e.Client.Get(ctx, client.ObjectKeyFromObject(m), got)
+	}
+	poll.Eventually(t, 60*time.Second, "a powered-on VM and a vsphere:// providerID for worker-vs", poll.Check(func() error {
+		got, err := get(vs)
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != nil && *got.Status.Phase == machinev1beta1.PhaseFailed {
+			return fmt.Errorf("the vSphere Machine is Failed: %v", ptrString(got.Status.ErrorMessage))
+		}
+		if vc.VMsNamed(vs.Name) != 1 || vc.Props(vc.VM(vs.Name), "runtime.powerState").Runtime.PowerState != "poweredOn" {
+			return fmt.Errorf("no powered-on VM yet (phase %s)", ptrString(got.Status.Phase))
+		}
+		if got.Spec.ProviderID == nil || !strings.HasPrefix(*got.Spec.ProviderID, "vsphere://") {
+			return fmt.Errorf("providerID %s", ptrString(got.Spec.ProviderID))
+		}
+		return nil
+	}))
+	poll.Eventually(t, 30*time.Second, "a kubemark:// providerID for worker-km", poll.Check(func() error {
+		got, err := get(km)
+		if err != nil {
+			return err
+		}
+		if got.Spec.ProviderID == nil || !strings.HasPrefix(*got.Spec.ProviderID, "kubemark://") {
+			return fmt.Errorf("providerID %s (phase %s)", ptrString(got.Spec.ProviderID), ptrString(got.Status.Phase))
+		}
+		return nil
+	}))
+	got, err := get(aws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := machineCondition(got, machine.ProviderSupportedCondition)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != machine.ReasonUnsupportedProvider {
+		t.Errorf("AWS Machine: ProviderSupported %+v, want False/%s", c, machine.ReasonUnsupportedProvider)
+	}
+	if got.Status.Phase != nil || len(got.Finalizers) != 0 {
+		t.Errorf("AWS Machine touched: phase %s, finalizers %v", ptrString(got.Status.Phase), got.Finalizers)
+	}
+	if n := vc.VMsNamed(aws.Name); n != 0 {
+		t.Errorf("%d VMs for the AWS Machine, want 0", n)
+	}
+}
+
+func newMachine(ns, name, spec string) *machinev1beta1.Machine {
+	return &machinev1beta1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{machinev1beta1.MachineClusterIDLabel: "envtest-x1"}},
+		Spec:       machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(spec)}}},
+	}
+}
+
+// vsphereSpec is a worker's providerSpec on the simulator.
+func vsphereSpec(t *testing.T, vc *vspheretest.VCenter) string {
+	t.Helper()
+	raw, err := json.Marshal(machinev1beta1.VSphereMachineProviderSpec{
+		TypeMeta:          metav1.TypeMeta{APIVersion: "machine.openshift.io/v1beta1", Kind: "VSphereMachineProviderSpec"},
+		Template:          vspheretest.Template,
+		UserDataSecret:    &corev1.LocalObjectReference{Name: "worker-user-data"},
+		CredentialsSecret: &corev1.LocalObjectReference{Name: vsphere.DefaultCredentialsSecret},
+		Workspace: &machinev1beta1.Workspace{Server: vc.Server, Datacenter: vspheretest.Datacenter, Folder: vspheretest.Folder,
+			Datastore: vspheretest.Datastore, ResourcePool: vspheretest.ResourcePool},
+		Network:   machinev1beta1.NetworkSpec{Devices: []machinev1beta1.NetworkDeviceSpec{{NetworkName: vspheretest.Network}}},
+		NumCPUs:   2,
+		MemoryMiB: 4096,
+		DiskGiB:   20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func machineCondition(m *machinev1beta1.Machine, t machinev1beta1.ConditionType) *machinev1beta1.Condition {
+	for i := range m.Status.Conditions {
+		if m.Status.Conditions[i].Type == t {
+			return &m.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func ptrString[T ~string](p *T) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return string(*p)
+}
