@@ -8,6 +8,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -156,4 +157,38 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// A key the controller drops from an object field (here providerStatus) is
+// gone on the server after the merge patch, not merged back.
+func TestStatusRemovesNestedKeys(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "patch-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "nested"}}
+	if err := env.Client.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(m)
+	writeStatus(t, ctx, key, func(s *machinev1beta1.MachineStatus) {
+		s.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"instanceId":"i-1","instanceState":"running"}`)}
+	})
+	base := &machinev1beta1.Machine{}
+	if err := env.Client.Get(ctx, key, base); err != nil {
+		t.Fatal(err)
+	}
+	desired := base.DeepCopy()
+	desired.Status.ProviderStatus = &runtime.RawExtension{Raw: []byte(`{"instanceState":"terminated"}`)}
+	if err := Status(ctx, env.Client, env.Client, base, desired); err != nil {
+		t.Fatal(err)
+	}
+	got := &machinev1beta1.Machine{}
+	if err := env.Client.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if s := string(got.Status.ProviderStatus.Raw); s != `{"instanceState":"terminated"}` {
+		t.Errorf("providerStatus %s, want {\"instanceState\":\"terminated\"}", s)
+	}
 }
