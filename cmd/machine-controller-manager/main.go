@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
@@ -90,12 +91,13 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 // served: on a cluster without it (yet) the binary waits, not ready,
 // instead of exiting.
 func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration) error {
-	return addControllersWith(mgr, opts, drainTimeout, vsphere.Options{})
+	return addControllersWith(mgr, opts, drainTimeout, vsphere.Options{}, opts.ControllerOptions())
 }
 
 // addControllersWith is addControllers with the vSphere provider's options
-// (tests point it at a simulator); their Client is always set here.
-func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration, vsOpts vsphere.Options) error {
+// (their Client is always set here) and the controller's options: tests
+// shorten the provider's poll interval and run several managers.
+func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration, vsOpts vsphere.Options, co controller.Options) error {
 	// The kubemark provider writes Nodes and reads and writes node Leases
 	// (kube-node-lease) directly: the manager's cache only covers
 	// --namespace, and a few Lease reads are cheaper than a cluster-wide
@@ -127,7 +129,7 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout 
 	})
 	err = crdwait.Add(mgr, crdwait.Gate{
 		Name: "machine", Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("Machine")}, Required: true,
-		Setup: func(mgr manager.Manager) error { return r.SetupWithManager(mgr, opts.ControllerOptions()) },
+		Setup: func(mgr manager.Manager) error { return r.SetupWithManager(mgr, co) },
 	})
 	if err != nil {
 		return fmt.Errorf("setting up the machine controller: %w", err)
