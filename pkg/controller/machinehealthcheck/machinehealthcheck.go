@@ -263,36 +263,40 @@ func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.Machin
 		m := &list.Items[i]
 		t := target{machine: m}
 		if m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" && m.DeletionTimestamp == nil {
-			node, err := r.getNode(ctx, m.Status.NodeRef.Name)
+			node, err := r.getNode(ctx, m.Status.NodeRef)
 			if err != nil {
 				return nil, err
 			}
-			if node != nil && sameNode(m.Status.NodeRef, node) {
-				t.node = node
-			}
+			t.node = node
 		}
 		targets = append(targets, t)
 	}
 	return targets, nil
 }
 
-// getNode reads a Node from the cache; a Node missing there is confirmed
-// gone with the API server before it is reported nil (a cache that has not
-// seen a new Node yet must not get its Machine deleted).
-func (r *Reconciler) getNode(ctx context.Context, name string) (*corev1.Node, error) {
+// getNode returns the Node ref names, nil when it is gone (deleted, or
+// replaced by another Node of that name: see sameNode). The cache is asked
+// first; what it lacks or holds under another UID is confirmed with the API
+// server, so a cache that has not seen a new Node yet (or its replacement)
+// never gets its Machine deleted.
+func (r *Reconciler) getNode(ctx context.Context, ref *corev1.ObjectReference) (*corev1.Node, error) {
 	node := &corev1.Node{}
-	err := r.client.Get(ctx, types.NamespacedName{Name: name}, node)
-	if err == nil {
+	err := r.client.Get(ctx, types.NamespacedName{Name: ref.Name}, node)
+	if err == nil && sameNode(ref, node) {
 		return node, nil
 	}
-	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading Node %s: %w", name, err)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading Node %s: %w", ref.Name, err)
 	}
-	if err := r.apiReader.Get(ctx, types.NamespacedName{Name: name}, node); err != nil {
+	node = &corev1.Node{}
+	if err := r.apiReader.Get(ctx, types.NamespacedName{Name: ref.Name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("reading Node %s: %w", name, err)
+		return nil, fmt.Errorf("reading Node %s: %w", ref.Name, err)
+	}
+	if !sameNode(ref, node) {
+		return nil, nil
 	}
 	return node, nil
 }
