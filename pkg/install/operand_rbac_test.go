@@ -105,6 +105,22 @@ func operandAccess() []access {
 // machine controller) does: register a Node per Machine.
 var kubemarkAccess = access{Verb: "create", Resource: "nodes"}
 
+// vsphereAccess is what the vSphere provider (this project's machine
+// controller on VSphere) calls besides the machine controller's requests:
+// its credentials and user-data Secrets (get), the Infrastructure and the
+// cloud-provider-config it names, the Machine's Node (volumes attached) and
+// Machine patches (instance-state annotation, region/zone labels).
+func vsphereAccess() []access {
+	return []access{
+		{Verb: "get", Resource: "secrets", Namespace: namespace, Name: "vsphere-cloud-credentials"},
+		{Verb: "get", Resource: "secrets", Namespace: namespace, Name: "worker-user-data"},
+		{Verb: "get", Group: "config.openshift.io", Resource: "infrastructures", Name: "cluster"},
+		{Verb: "get", Resource: "configmaps", Namespace: "openshift-config", Name: "cloud-provider-config"},
+		{Verb: "get", Resource: "nodes", Name: "node-1"},
+		{Verb: "patch", Group: "machine.openshift.io", Resource: "machines", Namespace: namespace, Name: "x"},
+	}
+}
+
 // operandForbidden are requests the operand's ServiceAccount must not be
 // able to make: a provider container sharing it could otherwise take over
 // the control plane's leader elections, or create namespaces.
@@ -193,7 +209,7 @@ func loadOperandRBAC(t *testing.T, rendered []client.Object, ms []install.Manife
 // no namespaces (the install ships the lease namespace).
 func TestOperandRBACLeastPrivilege(t *testing.T) {
 	ms := loadPayload(t)
-	for name, objs := range map[string][]client.Object{"AWS": renderAWS(t), "kubemark": renderKubemark(t)} {
+	for name, objs := range map[string][]client.Object{"AWS": renderAWS(t), "kubemark": renderKubemark(t), "vSphere": renderVSphere(t)} {
 		t.Run(name, func(t *testing.T) {
 			r := loadOperandRBAC(t, objs, ms)
 			if len(r.byNS[leaseNamespace]) == 0 {
@@ -204,9 +220,26 @@ func TestOperandRBACLeastPrivilege(t *testing.T) {
 					t.Errorf("the operand cannot %s", a)
 				}
 			}
-			// A provider image cannot create (fake) Nodes; kubemark must.
+			// A provider image cannot create (fake) Nodes, nor can
+			// vSphere (kubelets register its VMs); kubemark must.
 			if got, want := r.allows(kubemarkAccess), name == "kubemark"; got != want {
 				t.Errorf("the operand can %s: %v, want %v", kubemarkAccess, got, want)
+			}
+			if name == "vSphere" {
+				// On OpenShift the payload's operand Role in
+				// openshift-config grants the cloud-provider-config read.
+				for _, m := range ms {
+					if m.File == operandRBACFile && m.Object.GetNamespace() == "openshift-config" {
+						if role, ok := decodeStrict(t, m).(*rbacv1.Role); ok {
+							r.byNS[role.Namespace] = append(r.byNS[role.Namespace], role.Rules...)
+						}
+					}
+				}
+				for _, a := range vsphereAccess() {
+					if !r.allows(a) {
+						t.Errorf("the vSphere provider cannot %s", a)
+					}
+				}
 			}
 			for _, a := range operandForbidden() {
 				if r.allows(a) {

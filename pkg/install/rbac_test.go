@@ -252,6 +252,15 @@ func renderAWS(t testing.TB) []client.Object {
 		configv1.PlatformSpec{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformSpec{}})
 }
 
+// renderVSphere renders vSphere with the payload's images.json, whose
+// clusterAPIControllerVSphere is the operator's image (this project's
+// vSphere provider).
+func renderVSphere(t testing.TB) []client.Object {
+	return renderFor(t,
+		configv1.PlatformStatus{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformStatus{}},
+		configv1.PlatformSpec{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformSpec{}})
+}
+
 func renderKubemark(t testing.TB) []client.Object {
 	return renderFor(t,
 		configv1.PlatformStatus{Type: configv1.ExternalPlatformType, External: &configv1.ExternalPlatformStatus{}},

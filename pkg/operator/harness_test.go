@@ -101,6 +101,9 @@ var testImages = config.Images{
 	ClusterAPIControllerAzure:    "example.io/azure:test",
 	ClusterAPIControllerGCP:      "example.io/gcp:test",
 	ClusterAPIControllerKubemark: "example.io/kubemark:test",
+	// OpenShift's payload: vSphere's machine controller is in the
+	// operator's own image.
+	ClusterAPIControllerVSphere: "example.io/mao:test",
 }
 
 // running is one operator process under test.

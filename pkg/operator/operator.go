@@ -188,11 +188,6 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 			failure = &status.Failure{Reason: status.ReasonSyncFailed,
 				Message: fmt.Sprintf("Failed to sync the Machine API for %s: %v", cfg.Describe(), err)}
 			retryErr = err
-		case cfg.Unsupported != nil:
-			// Synced (only the CRDs, earlier operand objects pruned), and
-			// reported at once: waiting cannot fix it.
-			failure = &status.Failure{Reason: cfg.Unsupported.Reason, Message: cfg.Unsupported.Message, Immediate: true}
-			o.lastGood = cfg
 		default:
 			o.lastGood = cfg
 		}
@@ -213,7 +208,6 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		Now:            now,
 		ReleaseVersion: o.opts.ReleaseVersion,
 		NoOp:           cfg.NoOp,
-		Unsupported:    cfg.Unsupported != nil,
 		Failure:        failure,
 		FailingSince:   o.failingSince,
 		OperandUnknown: operandUnknown,

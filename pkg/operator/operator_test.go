@@ -499,42 +499,47 @@ func reconcileCount() float64 {
 	return total
 }
 
-// TestUnsupportedPlatform: on vSphere (no provider in this project yet) the
-// operator reports Degraded and Available=False with a reason naming the
-// missing provider, and removes the operand an earlier platform deployed:
-// nothing may act on the vSphere Machines.
-func TestUnsupportedPlatform(t *testing.T) {
+// TestAWSToVSphere: switched from AWS to vSphere, the operator deploys the
+// vSphere provider from clusterAPIControllerVSphere (the operator's own
+// image, as in OpenShift's payload): the machine-controller container runs
+// this project's /machine-controller-manager, AWS's termination handler is
+// pruned, and once the Deployment is available the ClusterOperator is
+// Available and not Degraded. Breaks if: VSphere were NoOp or unsupported
+// (no Deployment, or Available=False).
+func TestAWSToVSphere(t *testing.T) {
 	ns := newNamespace(t)
 	setInfrastructure(t, configv1.AWSPlatformType, "")
 	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns})
 	waitDeployment(t, ns)
+	setDeploymentAvailable(t, ns, true)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.TerminationHandlerName}}
+	poll.Eventually(t, 10*time.Second, "termination handler status", func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation} // envtest has no DaemonSet controller
+		return true, env.Client.Status().Update(ctx, ds)
+	})
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "")
 
 	setInfrastructure(t, configv1.VSpherePlatformType, "")
-	waitCondition(t, configv1.OperatorDegraded, configv1.ConditionTrue, "MissingVSphereProvider", "VSphere machine provider")
-	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionFalse, "MissingVSphereProvider", "")
-	waitCondition(t, configv1.OperatorProgressing, configv1.ConditionFalse, "", "")
-	for _, obj := range []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.OperandDeploymentName}},
-		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.TerminationHandlerName}},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
-		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
-	} {
-		poll.Eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
-			ok, err := exists(ctx, obj)
-			return !ok, err
-		})
-	}
-	crd := &metav1.PartialObjectMetadata{}
-	crd.SetGroupVersionKind(apiextensionsGVK)
-	crd.SetName("machines.machine.openshift.io")
-	if ok, err := exists(context.Background(), crd); !ok {
-		t.Fatalf("Machine CRD was removed: %v", err)
-	}
-	co, err := getCO(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	poll.Eventually(t, 10*time.Second, "a DegradedTrue event", func(context.Context) (bool, error) {
-		return coEvents(t, co.UID)["DegradedTrue"] > 0, nil
+	var d *appsv1.Deployment
+	poll.Eventually(t, 30*time.Second, "the machine controller from clusterAPIControllerVSphere", func(ctx context.Context) (bool, error) {
+		var err error
+		d, err = getDeployment(ctx, ns)
+		return d != nil && containerImage(d, render.MachineContainer) == testImages.ClusterAPIControllerVSphere, err
 	})
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == render.MachineContainer && (len(c.Command) != 1 || c.Command[0] != "/machine-controller-manager") {
+			t.Errorf("machine-controller command %q, want /machine-controller-manager", c.Command)
+		}
+	}
+	poll.Eventually(t, 10*time.Second, "AWS's termination handler pruned", func(ctx context.Context) (bool, error) {
+		ok, err := exists(ctx, ds)
+		return !ok, err
+	})
+	setDeploymentAvailable(t, ns, true)
+	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "")
+	waitCondition(t, configv1.OperatorDegraded, configv1.ConditionFalse, "", "")
+	waitCondition(t, configv1.OperatorProgressing, configv1.ConditionFalse, "", "")
 }

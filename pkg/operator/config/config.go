@@ -72,11 +72,6 @@ type Config struct {
 	// rendered and earlier objects are pruned. NoOpReason explains why.
 	NoOp       bool
 	NoOpReason string
-	// Unsupported is set on a platform whose Machine API provider this
-	// project does not have yet: like NoOp, nothing that would act on
-	// Machines is rendered (and earlier operand objects are pruned), but
-	// the operator reports the platform as unsupported (Degraded).
-	Unsupported *Unsupported
 
 	Images Images
 	// ProviderImage runs the machine-controller container.
@@ -135,38 +130,6 @@ func (c Config) OnOpenShift() bool { return c.OpenShift || c.Webhook.ServiceCA }
 // ones), in --feature-gates order.
 var ProviderFeatureGateNames = []string{"AWSDedicatedHosts", "AzureWorkloadIdentity", "MachineAPIMigration", "VSphereHostVMGroupZonal"}
 
-// Unsupported explains why the platform's Machines cannot be served.
-type Unsupported struct {
-	// Reason is a ClusterOperator condition reason naming the missing
-	// provider (for example MissingVSphereProvider).
-	Reason string
-	// Message says what is missing and what is (not) deployed.
-	Message string
-}
-
-// unsupportedPlatforms are the platforms OpenShift's Machine API serves with a
-// provider this project does not have yet, by their provider's name.
-// OpenShift's payload points vSphere's images.json key at the operator's own
-// image, which here holds only the kubemark provider: deploying it would
-// fail every vSphere Machine.
-var unsupportedPlatforms = map[configv1.PlatformType]string{
-	configv1.VSpherePlatformType: "VSphere",
-}
-
-// unsupported returns why the platform is unsupported, nil if it is not.
-func unsupported(t configv1.PlatformType) *Unsupported {
-	provider, ok := unsupportedPlatforms[t]
-	if !ok {
-		return nil
-	}
-	return &Unsupported{
-		Reason: "Missing" + provider + "Provider",
-		Message: fmt.Sprintf("platform %s is not supported: this Machine API operator has no %s machine provider yet, "+
-			"so it deploys no controller that would act on the cluster's Machines (only the Machine API CRDs); "+
-			"use OpenShift's machine-api-operator on this platform", t, provider),
-	}
-}
-
 // WebhookTLS says who issues the webhook serving certificates.
 type WebhookTLS struct {
 	// ServiceCA is true on OpenShift: the service-ca operator issues the
@@ -209,7 +172,7 @@ type Inputs struct {
 
 // RendersOperand is true when the operand (controllers, RBAC, webhooks) is
 // rendered: the platform has a provider this project can deploy.
-func (c Config) RendersOperand() bool { return !c.NoOp && c.Unsupported == nil }
+func (c Config) RendersOperand() bool { return !c.NoOp }
 
 // Build validates the inputs and derives the Config. Errors are InputErrors
 // whose Reason says which input is wrong.
@@ -250,9 +213,6 @@ func Build(in Inputs) (Config, error) {
 	}
 	crds := ForCRDs(in)
 	cfg.OpenShift, cfg.NodeMaintenanceForeign, cfg.NodeMaintenanceOwner = crds.OpenShift, crds.NodeMaintenanceForeign, crds.NodeMaintenanceOwner
-	if cfg.Unsupported = unsupported(cfg.PlatformType); cfg.Unsupported != nil {
-		return cfg, nil
-	}
 	cfg.ProviderImage, cfg.NoOpReason = providerImage(cfg.PlatformType, cfg.ExternalPlatformName, in.Images)
 	if cfg.ProviderImage == "" && cfg.NoOpReason == "" {
 		// A supported platform without its image is a broken images.json,
@@ -421,9 +381,6 @@ func (c Config) Describe() string {
 	parts = append(parts, "platform "+platformLabel(c.PlatformType, c.ExternalPlatformName))
 	if c.NoOp {
 		parts = append(parts, "NoOp")
-	}
-	if c.Unsupported != nil {
-		parts = append(parts, "unsupported")
 	}
 	if !c.MachineHealthCheckEnabled {
 		parts = append(parts, "MachineHealthCheck disabled")

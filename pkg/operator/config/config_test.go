@@ -83,28 +83,22 @@ func TestBuildPlatformTable(t *testing.T) {
 	}
 }
 
-// TestBuildUnsupportedPlatform: vSphere (no provider in this project yet) is
-// unsupported, whatever images.json says: no provider image, nothing that
-// would act on Machines, a reason naming the missing provider.
-func TestBuildUnsupportedPlatform(t *testing.T) {
-	for _, images := range []Images{allImages, {MachineAPIOperator: "mao"}} {
-		cfg, err := Build(Inputs{Images: images, Infrastructure: infra(configv1.VSpherePlatformType, "")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cfg.Unsupported == nil || cfg.Unsupported.Reason != "MissingVSphereProvider" || !strings.Contains(cfg.Unsupported.Message, "VSphere") {
-			t.Fatalf("Unsupported = %+v, want reason MissingVSphereProvider", cfg.Unsupported)
-		}
-		if cfg.RendersOperand() || cfg.NoOp || cfg.ProviderImage != "" || cfg.TerminationHandlerImage != "" {
-			t.Errorf("renders operand %v, NoOp %v, provider %q, termination %q", cfg.RendersOperand(), cfg.NoOp, cfg.ProviderImage, cfg.TerminationHandlerImage)
-		}
-		if !strings.Contains(cfg.Describe(), "unsupported") {
-			t.Errorf("Describe() = %q", cfg.Describe())
-		}
+// TestBuildVSphere: vSphere is served from clusterAPIControllerVSphere (on
+// OpenShift, the operator's own image), like every platform with a provider;
+// without that key images.json is bad input. Breaks if: VSphere were left
+// out of the platform table (NoOp) or mapped to another key.
+func TestBuildVSphere(t *testing.T) {
+	cfg, err := Build(Inputs{Images: allImages, Infrastructure: infra(configv1.VSpherePlatformType, "")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	cfg, err := Build(Inputs{Images: allImages, Infrastructure: infra(configv1.AWSPlatformType, "")})
-	if err != nil || cfg.Unsupported != nil || !cfg.RendersOperand() {
-		t.Errorf("AWS: Unsupported %+v, RendersOperand %v, err %v", cfg.Unsupported, cfg.RendersOperand(), err)
+	if !cfg.RendersOperand() || cfg.NoOp || cfg.ProviderImage != "vsphere" {
+		t.Errorf("renders operand %v, NoOp %v, provider %q; want the operand with image vsphere", cfg.RendersOperand(), cfg.NoOp, cfg.ProviderImage)
+	}
+	_, err = Build(Inputs{Images: Images{MachineAPIOperator: "mao"}, Infrastructure: infra(configv1.VSpherePlatformType, "")})
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Reason != ReasonInvalidImagesJSON || !strings.Contains(err.Error(), "clusterAPIControllerVSphere") {
+		t.Errorf("without clusterAPIControllerVSphere: %v, want %s naming the key", err, ReasonInvalidImagesJSON)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -207,7 +206,7 @@ type operand struct {
 // platform provider image.
 func providerIsOurs(cfg config.Config) bool {
 	return cfg.ProviderImage == cfg.Images.MachineAPIOperator ||
-		(cfg.PlatformType == configv1.ExternalPlatformType && cfg.ExternalPlatformName == config.KubemarkPlatformName)
+		kubemarkPlatform(cfg)
 }
 
 func operandContainer(cfg config.Config, o operand) corev1.Container {

@@ -196,3 +196,31 @@ func podContainer(t *testing.T, d *appsv1.Deployment, name string) *corev1.Conta
 	}
 	return c
 }
+
+// TestVSphereRunsThisProjectsMachineController: on vSphere the
+// machine-controller container runs clusterAPIControllerVSphere (the
+// operator's own image, as in OpenShift's payload) as this project's
+// binary: OpenShift's operand arguments and feature gates first, then this
+// binary's own flags (health and HTTPS metrics addresses, client limits),
+// its metrics served by itself (no kube-rbac-proxy sidecar), no Node
+// creation rights. Breaks if: VSphere rendered only CRDs (unsupported) or
+// the provider-image container (whose plain-HTTP metrics sidecar cannot
+// reach this binary's HTTPS metrics).
+func TestVSphereRunsThisProjectsMachineController(t *testing.T) {
+	d := goldenDeployment(t, "vsphere")
+	c := podContainer(t, d, MachineContainer)
+	if c.Image != testImages.ClusterAPIControllerVSphere || !slices.Equal(c.Command, []string{"/machine-controller-manager"}) {
+		t.Errorf("image %q command %q, want %q /machine-controller-manager", c.Image, c.Command, testImages.ClusterAPIControllerVSphere)
+	}
+	if len(c.Args) < 5 || !slices.Equal(c.Args[:5], openShiftArgs[:5]) {
+		t.Errorf("args %q do not start with OpenShift's %q", c.Args, openShiftArgs[:5])
+	}
+	for _, want := range []string{defaultGates, "--health-probe-bind-address=:9440", "--metrics-bind-address=:8081"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %q lack %s", c.Args, want)
+		}
+	}
+	if container(t, d, ProviderMetricsProxyContainer) != nil {
+		t.Errorf("a %s sidecar in front of this project's own metrics", ProviderMetricsProxyContainer)
+	}
+}

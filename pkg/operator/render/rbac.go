@@ -58,9 +58,10 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 		},
 	}
-	if providerIsOurs(cfg) {
+	if kubemarkPlatform(cfg) {
 		// The kubemark provider registers a Node per Machine (kubelets
-		// register real ones): a provider image cannot create fake Nodes.
+		// register real ones): neither a provider image nor this project's
+		// vSphere provider (whose VMs' kubelets register) creates Nodes.
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"create"}})
 	}
 	if cfg.MachineHealthCheckEnabled {
@@ -74,6 +75,12 @@ func clusterRole(cfg config.Config) *rbacv1.ClusterRole {
 		)
 	}
 	return role
+}
+
+// kubemarkPlatform: the cluster's Machines are kubemark's (External
+// platform named kubemark).
+func kubemarkPlatform(cfg config.Config) bool {
+	return cfg.PlatformType == configv1.ExternalPlatformType && cfg.ExternalPlatformName == config.KubemarkPlatformName
 }
 
 func role(cfg config.Config) *rbacv1.Role {
@@ -93,8 +100,11 @@ func role(cfg config.Config) *rbacv1.Role {
 		)
 	}
 	// Provider credentials, user data and configuration: read by this
-	// project's provider; a platform provider image gets what OpenShift
-	// grants it (it may write them, e.g. to store generated credentials).
+	// project's providers (vSphere: the credentials and userData Secrets;
+	// its cloud-provider-config in openshift-config is granted by the
+	// payload's operand Role there); a platform provider image gets what
+	// OpenShift grants it (it may write them, e.g. to store generated
+	// credentials).
 	configVerbs := readVerbs
 	if !providerIsOurs(cfg) {
 		configVerbs = writeVerbs

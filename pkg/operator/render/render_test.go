@@ -130,11 +130,10 @@ func TestPlatforms(t *testing.T) {
 	}
 }
 
-// TestNoOpRendersOnlyCRDs: platform None (NoOp) and vSphere (unsupported:
-// this project has no vSphere provider) render the API and nothing that
-// would act on Machines.
+// TestNoOpRendersOnlyCRDs: platform None (NoOp) renders the API and nothing
+// that would act on Machines.
 func TestNoOpRendersOnlyCRDs(t *testing.T) {
-	for _, platform := range []string{"none", "vsphere"} {
+	for _, platform := range []string{"none"} {
 		t.Run(platform, func(t *testing.T) {
 			cfg, objs := mustRender(t, inputs(platform))
 			if cfg.RendersOperand() {

@@ -33,10 +33,6 @@ type Observation struct {
 	ReleaseVersion string
 	// NoOp is true when the platform has no Machine API provider.
 	NoOp bool
-	// Unsupported is true on a platform whose provider this project does not
-	// have: the Machine API is not served (Available=False) and Failure,
-	// which must be set and Immediate, says why (Degraded=True).
-	Unsupported bool
 	// Change describes the configuration being rolled out, for the
 	// Progressing message when the version does not change (e.g. "platform AWS, proxy").
 	Change string
@@ -119,7 +115,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		unavailableReason = ReasonOperandUnavailable
 	}
 	rolledOut := obs.NoOp || obs.Operand.RolledOut
-	unsupported := obs.Unsupported && obs.Failure != nil
 	stable := obs.Operand.Available && rolledOut && now.Sub(obs.Operand.Since) >= opts.StableDuration
 	gated := obs.WaitingForWorkers != "" && InstallGateApplies(prev, obs)
 	inputFailure := obs.Failure != nil && obs.Failure.Immediate
@@ -131,8 +126,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		available = *prevAvailable
 	case obs.OperandUnknown:
 		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, ReasonInitializing, "Waiting for valid input: "+obs.Failure.Message)
-	case unsupported:
-		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, obs.Failure.Reason, obs.Failure.Message)
 	case obs.NoOp:
 		available = cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, "Cluster Machine API Operator is in NoOp mode")
 	case gated && stable:
@@ -173,9 +166,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	// Progressing: is a version or configuration being rolled out?
 	var progressing configv1.ClusterOperatorStatusCondition
 	switch {
-	case unsupported:
-		// Nothing is being rolled out (the unsupported state is final).
-		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
 	case (obs.OperandUnknown || inputFailure) && prevProgressing != nil:
 		progressing = *prevProgressing // bad input changes nothing
 	case complete:
@@ -209,7 +199,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 
 	// Degraded: has something been wrong for longer than the grace period?
 	// Input errors are deterministic and reported at once.
-	outage := !obs.NoOp && !unsupported && !obs.OperandUnknown && !obs.Operand.Available
+	outage := !obs.NoOp && !obs.OperandUnknown && !obs.Operand.Available
 	degraded := cond(configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
 	switch {
 	case obs.Failure != nil && (obs.Failure.Immediate || now.Sub(obs.FailingSince) >= opts.DegradedAfter):

@@ -75,20 +75,6 @@ func TestCompute(t *testing.T) {
 				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "Cluster Machine API Operator is in NoOp mode"}},
 		},
 		{
-			name: "unsupported platform: not available, degraded at once with the reason, nothing rolling out",
-			obs: Observation{Now: t0, ReleaseVersion: "4.22.0", Unsupported: true, FailingSince: t0,
-				Failure: &Failure{Reason: "MissingVSphereProvider", Message: "no VSphere machine provider", Immediate: true}},
-			want: want{available: "False", availableReason: "MissingVSphereProvider", progressing: "False", degraded: "True", degradedReason: "MissingVSphereProvider",
-				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "no VSphere machine provider", configv1.OperatorDegraded: "no VSphere machine provider"}},
-		},
-		{
-			name: "unsupported platform after a supported one: versions kept, not rewritten",
-			prev: availableStatus("4.21.0"),
-			obs: Observation{Now: t0, ReleaseVersion: "4.22.0", Unsupported: true, FailingSince: t0,
-				Failure: &Failure{Reason: "MissingVSphereProvider", Message: "no VSphere machine provider", Immediate: true}},
-			want: want{available: "False", availableReason: "MissingVSphereProvider", progressing: "False", degraded: "True", degradedReason: "MissingVSphereProvider", versionsWritten: true, version: "4.21.0"},
-		},
-		{
 			name: "outage after install: Available=False at once, Degraded after the grace period",
 			prev: availableStatus("4.22.0"),
 			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-30 * time.Second), Message: "0/1 replicas available"}},

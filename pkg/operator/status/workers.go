@@ -19,7 +19,7 @@ const MinimumRunningWorkers = 2
 // platform with a provider. Upgrades, restarts and recoveries after an
 // outage are never gated.
 func InstallGateApplies(prev configv1.ClusterOperatorStatus, obs Observation) bool {
-	if obs.NoOp || obs.Unsupported || obs.OperandUnknown || len(prev.Versions) > 0 {
+	if obs.NoOp || obs.OperandUnknown || len(prev.Versions) > 0 {
 		return false
 	}
 	a := find(prev.Conditions, configv1.OperatorAvailable)

@@ -98,8 +98,6 @@ func TestInstallGate(t *testing.T) {
 			obs: Observation{Now: t0, Operand: stableOperand, WaitingForWorkers: waiting}, available: configv1.ConditionTrue},
 		{name: "NoOp: no provider, not gated", obs: Observation{Now: t0, ReleaseVersion: "4.22.0", NoOp: true, WaitingForWorkers: waiting},
 			available: configv1.ConditionTrue},
-		{name: "unsupported platform: not gated", obs: Observation{Now: t0, ReleaseVersion: "4.22.0", Unsupported: true,
-			Failure: &Failure{Reason: "MissingVSphereProvider", Immediate: true}, WaitingForWorkers: waiting}, available: configv1.ConditionFalse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
