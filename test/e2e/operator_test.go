@@ -108,9 +108,9 @@ var platformTable = map[string]platformRow{
 	"PowerVS":           {providerImageKey: "clusterAPIControllerPowerVS"},
 	"Nutanix":           {providerImageKey: "clusterAPIControllerNutanix"},
 	"External/kubemark": {providerImageKey: "clusterAPIControllerKubemark"},
-	// VSphere: no vSphere provider yet, so it is unsupported and nothing
-	// that would act on its Machines is deployed.
-	"VSphere": {},
+	// VSphere: this project's vSphere provider, from the key OpenShift's
+	// payload points at the operator's own image.
+	"VSphere": {providerImageKey: "clusterAPIControllerVSphere"},
 	"None":    {},
 }
 

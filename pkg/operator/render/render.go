@@ -47,8 +47,7 @@ const (
 // Render returns the objects to apply for cfg, in apply order: CRDs,
 // ServiceAccounts, RBAC, Services (webhooks, metrics), Deployment, DaemonSet, webhook
 // configurations. The CRDs are rendered on every platform (they are the API,
-// not the operand; in NoOp mode and on an unsupported platform they are the
-// only objects), except those another component owns: the Machine API CRDs
+// not the operand; in NoOp mode they are the only objects), except those another component owns: the Machine API CRDs
 // where the cluster version operator runs (cfg.OpenShift) and the
 // NodeMaintenance CRD where the node-maintenance-operator installed it
 // (cfg.NodeMaintenanceForeign).
@@ -60,9 +59,9 @@ func Render(cfg config.Config) ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	// NoOp and unsupported platforms (vSphere): nothing that would act on
-	// Machines, and nothing that only serves those controllers (RBAC,
-	// webhooks, Services); pruning removes what an earlier config deployed.
+	// NoOp: nothing that would act on Machines, and nothing that only
+	// serves those controllers (RBAC, webhooks, Services); pruning removes
+	// what an earlier config deployed.
 	if !cfg.RendersOperand() {
 		return objs, nil
 	}
