@@ -192,3 +192,54 @@ func TestStatusRemovesNestedKeys(t *testing.T) {
 		t.Errorf("providerStatus %s, want {\"instanceState\":\"terminated\"}", s)
 	}
 }
+
+// On a retry the object is re-read; the foreign condition it holds must be
+// written back exactly as read, not mixed with the controller's own (a
+// decoder filling a reused object keeps the fields the server left out,
+// such as an empty message or severity).
+func TestStatusRetryKeepsForeignConditionIntact(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "patch-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "retry"}}
+	if err := env.Client.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(m)
+	own := func(status string) machinev1beta1.Condition {
+		c := newCond("A", status, "R")
+		c.Message = "the controller's message"
+		c.Severity = machinev1beta1.ConditionSeverityWarning
+		return c
+	}
+	writeStatus(t, ctx, key, func(s *machinev1beta1.MachineStatus) { s.Conditions = []machinev1beta1.Condition{own("False")} })
+	base := &machinev1beta1.Machine{}
+	if err := env.Client.Get(ctx, key, base); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer puts its condition (no message, no severity) first, so
+	// the guard of the controller's patch fails and Status re-reads.
+	writeStatus(t, ctx, key, func(s *machinev1beta1.MachineStatus) {
+		s.Conditions = []machinev1beta1.Condition{newCond("Synchronized", "True", "Sync"), s.Conditions[0]}
+	})
+	desired := base.DeepCopy()
+	desired.Status.Conditions = []machinev1beta1.Condition{own("True")}
+	if err := Status(ctx, env.Client, env.Client, base, desired); err != nil {
+		t.Fatal(err)
+	}
+	got := &machinev1beta1.Machine{}
+	if err := env.Client.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 2 {
+		t.Fatalf("conditions %v, want Synchronized and A", conditionTypes(got))
+	}
+	if f := got.Status.Conditions[0]; f.Type != "Synchronized" || f.Message != "" || f.Severity != "" || f.Reason != "Sync" {
+		t.Errorf("foreign condition written back as %+v, want it as the other writer left it (no message, no severity)", f)
+	}
+	if a := got.Status.Conditions[1]; a.Type != "A" || a.Status != corev1.ConditionTrue {
+		t.Errorf("own condition %+v, want A True", a)
+	}
+}
