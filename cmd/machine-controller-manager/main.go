@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/api/features"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
@@ -42,10 +43,33 @@ func main() {
 }
 
 // leaderElectionID follows OpenShift's providers' lease names
-// (cluster-api-provider-<provider>-leader); it is the same on every
-// platform, since the binary does not know which of its providers the
-// cluster uses (docs/vsphere.md).
+// (cluster-api-provider-<provider>-leader); on vSphere the binary takes
+// vsphereLeaseName instead (leaseFor).
 const leaderElectionID = names.KubemarkLeaseName
+
+// vsphereLeaseName is the Lease of OpenShift's vSphere machine controller.
+const vsphereLeaseName = "cluster-api-provider-vsphere-leader"
+
+// leaseFor picks the Lease by the cluster's platform: on vSphere this binary
+// replaces OpenShift's vSphere machine controller, so it takes that one's
+// Lease and the two never act at once while one operator replaces the
+// other; elsewhere (kubemark, no Infrastructure) the kubemark Lease.
+func leaseFor(platform configv1.PlatformType) string {
+	if platform == configv1.VSpherePlatformType {
+		return vsphereLeaseName
+	}
+	return leaderElectionID
+}
+
+// clusterPlatform reads the Infrastructure's platform type once at start;
+// "" when it cannot be read (vanilla Kubernetes has none).
+func clusterPlatform(ctx context.Context, c client.Reader) configv1.PlatformType {
+	infra := &configv1.Infrastructure{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil || infra.Status.PlatformStatus == nil {
+		return ""
+	}
+	return infra.Status.PlatformStatus.Type
+}
 
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, time.Duration, error) {
@@ -75,6 +99,15 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 	cfg, err := opts.RESTConfig("machine-controller-manager/" + version.String())
 	if err != nil {
 		return err
+	}
+	if opts.LeaderElect {
+		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+		if err != nil {
+			return fmt.Errorf("creating a client: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		opts.LeaderElectionID = leaseFor(clusterPlatform(ctx, c))
+		cancel()
 	}
 	mgr, err := opts.NewManager(cfg)
 	if err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
+
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/operandtest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
 )
@@ -62,6 +64,21 @@ func TestMachineAPIMigrationGate(t *testing.T) {
 		}
 		if got := migrationEnabled(opts); got != tc.want {
 			t.Errorf("--feature-gates=%q: MachineAPIMigration %v, want %v", tc.gates, got, tc.want)
+		}
+	}
+}
+
+// TestLeaseFor: on vSphere the binary holds OpenShift's vSphere controller's
+// Lease, elsewhere the kubemark one. Breaks if: leaseFor ignored the
+// platform (both controllers could lead at once during a switch).
+func TestLeaseFor(t *testing.T) {
+	for platform, want := range map[configv1.PlatformType]string{
+		configv1.VSpherePlatformType:  "cluster-api-provider-vsphere-leader",
+		configv1.ExternalPlatformType: "cluster-api-provider-kubemark-leader",
+		"":                            "cluster-api-provider-kubemark-leader",
+	} {
+		if got := leaseFor(platform); got != want {
+			t.Errorf("leaseFor(%q) = %q, want %q", platform, got, want)
 		}
 	}
 }
