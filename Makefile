@@ -119,9 +119,17 @@ cluster-up: tools ## Start the local cluster "machine-api"; kubeconfig in .local
 cluster-down: ## Delete the local cluster and stop all its processes
 	hack/cluster.sh down
 
+# PLATFORM=vsphere: a VSphere platform served by vcsim (hack/vsphere/run.sh).
+PLATFORM ?= kubemark
+
 .PHONY: run
-run: tools build ## Start the local cluster and install the Machine API on it
-	hack/run.sh
+run: tools build $(if $(filter vsphere,$(PLATFORM)),vsphere-tools vsphere-kubelet) ## Start the local cluster and install the Machine API on it (PLATFORM=kubemark; vsphere: docs/vsphere.md)
+	@case "$(PLATFORM)" in kubemark) hack/run.sh ;; vsphere) hack/vsphere/run.sh ;; \
+	*) echo "PLATFORM=$(PLATFORM): use kubemark (default) or vsphere" >&2; exit 2 ;; esac
+
+.PHONY: vsphere-kubelet
+vsphere-kubelet: ## Build the local vSphere's stand-in kubelet (test/vsphere) into bin/
+	go build -o $(BIN)/vsphere-kubelet ./test/vsphere/vsphere-kubelet
 
 .PHONY: kubemark-infra
 kubemark-infra: ## Set the Infrastructure status to External/kubemark (after kustomize build config | kubectl apply)

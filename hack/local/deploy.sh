@@ -49,10 +49,12 @@ echo "deploy: a simulated control-plane node for the operator's and operand's po
 kubectl apply --server-side -f hack/local/node.yaml >/dev/null
 
 hack/local/stop-processes.sh "$name"
+# LOCAL_PODS_ARGS: more runner flags (hack/vsphere/run.sh: --forward-host).
+# shellcheck disable=SC2086
 nohup bin/local-pods \
 	--kubeconfig "$admin" \
 	--state-dir "$local_dir/pods/$name" \
 	--log-dir "$logs" \
-	--v=2 >"$local_dir/logs/$name-local-pods.log" 2>&1 &
+	--v=2 ${LOCAL_PODS_ARGS:-} >"$local_dir/logs/$name-local-pods.log" 2>&1 &
 echo $! >"$local_dir/$name.local-pods.pid"
 echo "deploy: local pod runner running (pid $!, log .local/logs/$name-local-pods.log); containers log to ${logs#$root/}/<pod>/<container>.log"

@@ -34,7 +34,9 @@
 // forwards to a Ready pod's IP and target port: the API server calls the
 // admission webhooks this way), forwards each pod IP's declared container
 // ports into the pod's namespace, and inside each pod forwards the
-// kubernetes Service's ClusterIP to the API server of its kubeconfig.
+// kubernetes Service's ClusterIP to the API server of its kubeconfig, and
+// each --forward-host address to the same address on the host (the local
+// vSphere's vcsim).
 //
 // It needs root (namespaces and mounts).
 package localpods

@@ -58,6 +58,10 @@ type Options struct {
 	HostIP  string
 	// DefaultUID is the image's USER.
 	DefaultUID int
+	// HostForwards are host:port addresses on 127.0.0.0/8 that lead from
+	// inside every pod to the same address on the host (the local vSphere's
+	// vcsim, hack/vsphere), since a pod's namespace has only its loopback.
+	HostForwards []string
 	// BackoffInitial and BackoffMax bound the restart back-off.
 	BackoffInitial, BackoffMax time.Duration
 }
@@ -360,6 +364,17 @@ func (r *Runner) startSandbox(ctx context.Context, key string, pod *corev1.Pod) 
 		s.closers = append(s.closers, ln)
 		go forward(ln, func(ctx context.Context) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "tcp", r.opts.APIServer)
+		})
+	}
+	// Inside the pod: each host forward leads to the same address on the host.
+	for _, addr := range r.opts.HostForwards {
+		ln, err := listenInNetNS(s.netnsPath(), addr)
+		if err != nil {
+			return fail(fmt.Errorf("listening on %s in the pod: %w", addr, err))
+		}
+		s.closers = append(s.closers, ln)
+		go forward(ln, func(ctx context.Context) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		})
 	}
 	// On the host: the pod IP's declared ports lead into the pod.

@@ -358,11 +358,21 @@ func TestRunner(t *testing.T) {
 		return err
 	})
 
+	// A server on the host that the pods reach through a host forward.
+	hostLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "from the host") })}
+	go func() { _ = hostSrv.Serve(hostLn) }()
+	t.Cleanup(func() { _ = hostSrv.Close() })
+
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := New(Options{
+		HostForwards:   []string{hostLn.Addr().String()},
 		Client:         client,
 		APIServer:      apiServer.Host,
 		Namespace:      testNamespace,
@@ -669,6 +679,22 @@ func TestRunner(t *testing.T) {
 			t.Errorf("body %q", body)
 		}
 		c.waitLog("operand", "main", "hello requested")
+	})
+
+	t.Run("a host forward leads from inside the pod to the same address on the host", func(t *testing.T) {
+		netns := filepath.Join(stateDir, string(operand.UID), "netns")
+		hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return dialInNetNS(ctx, netns, addr)
+		}}}
+		resp, err := hc.Get("http://" + hostLn.Addr().String() + "/")
+		if err != nil {
+			t.Fatalf("GET %s inside the pod: %v", hostLn.Addr(), err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		if string(body) != "from the host" {
+			t.Errorf("body %q, want %q", body, "from the host")
+		}
 	})
 
 	t.Run("a Secret that changes is rewritten in the running container", func(t *testing.T) {

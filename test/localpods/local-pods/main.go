@@ -41,7 +41,7 @@ func run() error {
 	var (
 		kubeconfig, namespace, selector, imagesConfigMap string
 		binDir, stateDir, logDir, podCIDR, hostIP        string
-		images                                           []string
+		images, hostForwards                             []string
 		uid                                              int
 		backoffInitial, backoffMax                       time.Duration
 	)
@@ -56,6 +56,7 @@ func run() error {
 	fs.StringVar(&logDir, "log-dir", ".local/logs", "Container logs go to <log-dir>/<pod>/<container>.log.")
 	fs.StringVar(&podCIDR, "pod-cidr", "127.98.0.0/16", "Pod IPs (must be in 127.0.0.0/8 and not kwok's --cidr).")
 	fs.StringVar(&hostIP, "host-ip", "127.0.0.1", "The pods' hostIP.")
+	fs.StringSliceVar(&hostForwards, "forward-host", nil, "host:port on 127.0.0.0/8 that leads from inside every pod to the same address on the host (the local vSphere's vcsim); repeatable.")
 	fs.IntVar(&uid, "default-uid", 65532, "User the containers run as unless their securityContext says otherwise (the image's USER).")
 	fs.DurationVar(&backoffInitial, "backoff-initial", time.Second, "First restart back-off (doubling).")
 	fs.DurationVar(&backoffMax, "backoff-max", 30*time.Second, "Longest restart back-off.")
@@ -64,6 +65,11 @@ func run() error {
 	fs.AddGoFlagSet(klogFlags)
 	_ = fs.Parse(os.Args[1:])
 
+	for _, addr := range hostForwards {
+		if ap, err := netip.ParseAddrPort(addr); err != nil || !ap.Addr().IsLoopback() {
+			return fmt.Errorf("--forward-host %q: want an IP:port on 127.0.0.0/8", addr)
+		}
+	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("needs root: it creates network and mount namespaces for the pods")
 	}
@@ -108,6 +114,7 @@ func run() error {
 		StateDir:        abs(stateDir),
 		LogDir:          abs(logDir),
 		SelfExe:         self,
+		HostForwards:    hostForwards,
 		PodCIDR:         cidr,
 		HostIP:          hostIP,
 		DefaultUID:      uid,
