@@ -399,18 +399,22 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 
-	// Each Machine API series is served by one binary only: two scrape
-	// targets serving the same series would double every sum and alert.
+	// Each Machine API series (name and labels) is served by one binary
+	// only: two scrape targets serving the same series would double every
+	// sum and alert. A per-binary gauge such as
+	// machine_api_operand_waiting_for_crd tells its series apart by label.
 	servedBy := map[string][]string{}
 	for binary, all := range scraped {
-		names := map[string]bool{}
+		ids := map[string]bool{}
 		for _, s := range all {
 			if strings.HasPrefix(s.name, "mapi_") || strings.HasPrefix(s.name, "machine_api_") {
-				names[s.name] = true
+				id := s
+				id.value = 0
+				ids[id.String()] = true
 			}
 		}
-		for n := range names {
-			servedBy[n] = append(servedBy[n], binary)
+		for id := range ids {
+			servedBy[id] = append(servedBy[id], binary)
 		}
 	}
 	for n, binaries := range servedBy {
