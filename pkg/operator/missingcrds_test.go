@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,6 +85,13 @@ func (b *bareCluster) installCRDs(t *testing.T, fieldManager string, crds ...*ap
 				}
 			}
 			return false, nil
+		})
+		// Established comes before discovery serves the kind: wait until the
+		// client can map it, or a Create right after may find no match.
+		gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+		poll.Eventually(t, 30*time.Second, "CRD "+crd.Name+" served", func(ctx context.Context) (bool, error) {
+			_, err := b.c.RESTMapper().RESTMapping(gk, crd.Spec.Versions[0].Name)
+			return err == nil, nil
 		})
 	}
 }
