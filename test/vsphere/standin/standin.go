@@ -157,8 +157,14 @@ func (k *Kubelet) createNode(ctx context.Context, vm VM) error {
 		}
 		return fmt.Errorf("registering node %s for VM %s: %w", node.Name, vm.Name, err)
 	}
+	// A merge patch: kwok writes the new Node's conditions at the same time,
+	// and an update would conflict with it.
+	base := node.DeepCopy()
 	node.Status = status
-	if err := k.Client.Status().Update(ctx, node); err != nil {
+	if err := k.Client.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+		// Without addresses the Node is useless: remove it, the next pass
+		// registers it again.
+		_ = k.Client.Delete(ctx, node)
 		return fmt.Errorf("reporting the status of node %s: %w", node.Name, err)
 	}
 	return nil
