@@ -220,6 +220,12 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		timers.at(obs.Operand.Since.Add(opts.DegradedAfter), now)
 	}
 
+	// A failure still within its grace period is reported when that ends,
+	// even while an outage is reported meanwhile: no event may come then.
+	if obs.Failure != nil && !obs.Failure.Immediate && now.Sub(obs.FailingSince) < opts.DegradedAfter {
+		timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
+	}
+
 	upgradeable := cond(configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected, "")
 
 	next.Conditions = nil

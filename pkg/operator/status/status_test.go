@@ -111,6 +111,15 @@ func TestCompute(t *testing.T) {
 			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true, requeue: time.Second},
 		},
 		{
+			// The outage is reported first; the failure's own grace period
+			// ends a minute later and must then win without another event.
+			name: "outage past the grace period, failure within it: OperandUnavailable, requeue when the failure's grace ends",
+			prev: availableStatus("4.22.0"),
+			obs: Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "0/1 replicas available"},
+				Failure: &Failure{Reason: "MissingCRDs", Message: "CRDs not installed"}, FailingSince: t0.Add(-time.Minute)},
+			want: want{available: "False", availableReason: ReasonOperandUnavailable, progressing: "True", degraded: "True", degradedReason: ReasonOperandUnavailable, versionsWritten: true, requeue: time.Minute},
+		},
+		{
 			name: "notes end the Available message",
 			prev: availableStatus("4.22.0"),
 			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Notes: []string{"the NodeMaintenance CRD was installed by another component"}},
