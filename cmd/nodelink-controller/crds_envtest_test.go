@@ -9,12 +9,12 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/machine-api-operator/machine-api-operator/manifests"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait/crdwaittest"
-	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
@@ -23,29 +23,19 @@ import (
 // are installed it becomes ready and links a Machine to its Node without a
 // restart. Breaks if: the reconciler were set up outside its crdwait gate.
 func TestStartsWithoutMachineCRD(t *testing.T) {
-	e := crdwaittest.Start(t)
-	ctx := context.Background()
 	const ns = "nodelink-bare"
-	if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
-	addr := crdwaittest.FreeAddr(t)
-	opts, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=" + addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := opts.NewManager(e.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := addControllers(mgr, opts); err != nil {
-		t.Fatalf("setting nodelink up without the Machine CRD: %v", err)
-	}
-	testenv.Run(t, mgr)
-	poll.Eventually(t, 30*time.Second, "not ready while the Machine CRD is missing", crdwaittest.ReadyzCondition(addr, false, "crd-nodelink"))
-
-	e.Install(t, manifests.MachineCRDs)
-	poll.Eventually(t, 30*time.Second, "ready once the CRDs are served", crdwaittest.ReadyzCondition(addr, true, ""))
+	e := crdwaittest.StartBinaryWithoutCRDs(t, ns, "crd-nodelink", func(cfg *rest.Config, addr string) (manager.Manager, error) {
+		opts, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=" + addr})
+		if err != nil {
+			return nil, err
+		}
+		mgr, err := opts.NewManager(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return mgr, addControllers(mgr, opts)
+	})
+	ctx := context.Background()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "kubemark://n1"}}
 	if err := e.Client.Create(ctx, node); err != nil {
 		t.Fatal(err)

@@ -13,14 +13,18 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // Env is an API server started with some of the project's CRD sets.
@@ -89,6 +93,30 @@ func (e *Env) Install(t testing.TB, sets ...manifests.CRDSet) {
 	if err := envtest.WaitForCRDs(e.Config, crds, envtest.CRDInstallOptions{MaxTime: 30 * time.Second, PollInterval: 100 * time.Millisecond}); err != nil {
 		t.Fatal(fmt.Errorf("waiting for the CRDs to be served: %w", err))
 	}
+}
+
+// StartBinaryWithoutCRDs runs an operand binary on a bare API server, in
+// namespace ns: setup builds its manager with the health probe server at
+// healthAddr and adds its controllers. It waits until /readyz reports the
+// crdwait check failing, then installs the Machine API CRDs and waits until
+// the binary is ready, without a restart, as on a cluster whose operator
+// installs the CRDs after the binary started.
+func StartBinaryWithoutCRDs(t *testing.T, ns, failing string, setup func(cfg *rest.Config, healthAddr string) (manager.Manager, error)) *Env {
+	t.Helper()
+	e := Start(t)
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeAddr(t)
+	mgr, err := setup(e.Config, addr)
+	if err != nil {
+		t.Fatalf("setting the binary up without the Machine API CRDs: %v", err)
+	}
+	testenv.Run(t, mgr)
+	poll.Eventually(t, 30*time.Second, "not ready while the CRDs are missing", ReadyzCondition(addr, false, failing))
+	e.Install(t, manifests.MachineCRDs)
+	poll.Eventually(t, 30*time.Second, "ready once the CRDs are served", ReadyzCondition(addr, true, ""))
+	return e
 }
 
 // FreeAddr returns a loopback address with a port free right now, for a
