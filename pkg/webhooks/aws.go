@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -31,12 +30,7 @@ func defaultAWS(spec *machinev1beta1.AWSMachineProviderConfig, env platformEnv) 
 	if spec.Placement.Region == "" {
 		spec.Placement.Region = env.cluster.AWSRegion
 	}
-	if spec.UserDataSecret == nil {
-		spec.UserDataSecret = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
-	}
-	if spec.CredentialsSecret == nil {
-		spec.CredentialsSecret = &corev1.LocalObjectReference{Name: defaultAWSCredentialsSecret}
-	}
+	defaultSecretRefs(&spec.UserDataSecret, &spec.CredentialsSecret, defaultAWSCredentialsSecret)
 	return warnings
 }
 

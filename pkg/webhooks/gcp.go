@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -80,12 +79,7 @@ func defaultGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) []
 	if len(spec.Tags) == 0 {
 		spec.Tags = []string{id + "-worker"}
 	}
-	if spec.UserDataSecret == nil {
-		spec.UserDataSecret = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
-	}
-	if spec.CredentialsSecret == nil {
-		spec.CredentialsSecret = &corev1.LocalObjectReference{Name: defaultGCPCredentialsSecret}
-	}
+	defaultSecretRefs(&spec.UserDataSecret, &spec.CredentialsSecret, defaultGCPCredentialsSecret)
 	return warnings
 }
 

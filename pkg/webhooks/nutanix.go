@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	machinev1 "github.com/openshift/api/machine/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -27,12 +26,7 @@ func init() {
 
 // defaultNutanix fills the user-data and credentials Secrets.
 func defaultNutanix(spec *machinev1.NutanixMachineProviderConfig, _ platformEnv) []string {
-	if spec.UserDataSecret == nil {
-		spec.UserDataSecret = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
-	}
-	if spec.CredentialsSecret == nil {
-		spec.CredentialsSecret = &corev1.LocalObjectReference{Name: defaultNutanixCredentialsSecret}
-	}
+	defaultSecretRefs(&spec.UserDataSecret, &spec.CredentialsSecret, defaultNutanixCredentialsSecret)
 	return nil
 }
 

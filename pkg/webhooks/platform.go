@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -212,4 +213,15 @@ func overlay(fields map[string]json.RawMessage, before, after []byte) []string {
 func isObject(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
+}
+
+// defaultSecretRefs names the worker user data and the platform's
+// credentials Secret where the providerSpec names none.
+func defaultSecretRefs(userData, credentials **corev1.LocalObjectReference, credentialsSecret string) {
+	if *userData == nil {
+		*userData = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
+	}
+	if *credentials == nil {
+		*credentials = &corev1.LocalObjectReference{Name: credentialsSecret}
+	}
 }

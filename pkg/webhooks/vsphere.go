@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -29,12 +28,7 @@ func init() {
 
 // defaultVSphere fills the user-data and credentials Secrets.
 func defaultVSphere(spec *machinev1beta1.VSphereMachineProviderSpec, _ platformEnv) []string {
-	if spec.UserDataSecret == nil {
-		spec.UserDataSecret = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
-	}
-	if spec.CredentialsSecret == nil {
-		spec.CredentialsSecret = &corev1.LocalObjectReference{Name: defaultVSphereCredentialsSecret}
-	}
+	defaultSecretRefs(&spec.UserDataSecret, &spec.CredentialsSecret, defaultVSphereCredentialsSecret)
 	return nil
 }
 
