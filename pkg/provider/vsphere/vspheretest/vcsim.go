@@ -35,12 +35,16 @@ const (
 // VCenter is a running simulator and a client that inspects it behind the
 // provider's back.
 type VCenter struct {
-	// Server is the host (127.0.0.1) and Port the port of its SDK endpoint.
+	// Server is the host (127.0.0.1) and Port the port of the endpoint the
+	// provider is given: a relay to vcsim that Pause can stop.
 	Server, Port string
-	Client       *govmomi.Client
-	Finder       *find.Finder
-	t            testing.TB
-	ctx          context.Context
+	// Client talks to vcsim directly, so the test can look while the
+	// provider's endpoint is paused.
+	Client *govmomi.Client
+	Finder *find.Finder
+	proxy  *proxy
+	t      testing.TB
+	ctx    context.Context
 }
 
 // Start starts vcsim; hook (optional) changes the model before it serves
@@ -61,7 +65,8 @@ func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
 	model.Service.TLS = new(tls.Config)                                                              // https, as vCenter
 	srv := model.Service.NewServer()
 	t.Cleanup(srv.Close)
-	host, port, err := net.SplitHostPort(srv.URL.Host)
+	p := startProxy(t, srv.URL.Host)
+	host, port, err := net.SplitHostPort(p.ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +74,7 @@ func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &VCenter{Server: host, Port: port, Client: c, Finder: find.NewFinder(c.Client, true), t: t, ctx: ctx}
+	v := &VCenter{Server: host, Port: port, Client: c, Finder: find.NewFinder(c.Client, true), proxy: p, t: t, ctx: ctx}
 	dc, err := v.Finder.Datacenter(ctx, Datacenter)
 	if err != nil {
 		t.Fatal(err)
