@@ -73,20 +73,26 @@ func deleteCRD(ctx context.Context, c client.Client, name string) error {
 	})
 }
 
-// apiServerCRD is a minimal config.openshift.io/v1 APIServer CRD (the
-// schema keeps any field).
+// apiServerCRD is a minimal config.openshift.io/v1 APIServer CRD.
 func apiServerCRD() *apiextensionsv1.CustomResourceDefinition {
+	crd := anyFieldCRD("config.openshift.io", "apiservers", "apiserver", "APIServer")
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+	return crd
+}
+
+// anyFieldCRD is a cluster-scoped v1 CRD whose schema keeps any field: an
+// OpenShift API the operator only reads or looks for.
+func anyFieldCRD(group, plural, singular, kind string) *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "apiservers.config.openshift.io"},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "config.openshift.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "apiservers", Singular: "apiserver", Kind: "APIServer", ListKind: "APIServerList"},
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: singular, Kind: kind, ListKind: kind + "List"},
 			Scope: apiextensionsv1.ClusterScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object", XPreserveUnknownFields: ptr.To(true)}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
 			}},
 		},
 	}

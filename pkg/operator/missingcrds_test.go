@@ -196,19 +196,7 @@ func TestStartsOnBareAPIServer(t *testing.T) {
 // serviceCACRD is a minimal operator.openshift.io/v1 ServiceCA CRD: its
 // presence is how the operator knows service-ca runs.
 func serviceCACRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "servicecas.operator.openshift.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "operator.openshift.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicecas", Singular: "serviceca", Kind: "ServiceCA", ListKind: "ServiceCAList"},
-			Scope: apiextensionsv1.ClusterScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true)}},
-			}},
-		},
-	}
+	return anyFieldCRD("operator.openshift.io", "servicecas", "serviceca", "ServiceCA")
 }
 
 // cvoManager is the field manager of the cluster version operator's writes.
