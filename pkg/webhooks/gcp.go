@@ -119,18 +119,8 @@ func validateGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) (
 	} else {
 		errs = append(errs, validateGCPServiceAccounts(spec.ServiceAccounts, p.Child("serviceAccounts"))...)
 	}
-	if spec.UserDataSecret == nil {
-		errs = append(errs, field.Required(p.Child("userDataSecret"), "userDataSecret must be provided"))
-	} else if spec.UserDataSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("userDataSecret", "name"), "name must be provided"))
-	}
-	if spec.CredentialsSecret == nil {
-		errs = append(errs, field.Required(p.Child("credentialsSecret"), "credentialsSecret must be provided"))
-	} else if spec.CredentialsSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("credentialsSecret", "name"), "name must be provided"))
-	} else {
-		warnings = append(warnings, env.credentialsWarnings(env.namespace, spec.CredentialsSecret.Name)...)
-	}
+	secretErrs, secretWarnings := env.validateSecretRefs(spec.UserDataSecret, spec.CredentialsSecret, p)
+	errs, warnings = append(errs, secretErrs...), append(warnings, secretWarnings...)
 	return errs, warnings
 }
 

@@ -60,18 +60,8 @@ func validateNutanix(spec *machinev1.NutanixMachineProviderConfig, env platformE
 	if spec.SystemDiskSize.Cmp(resource.MustParse(fmt.Sprintf("%dGi", minNutanixDiskGiB))) < 0 {
 		warnings = append(warnings, fmt.Sprintf("providerSpec.systemDiskSize: %d is missing or less than the recommended minimum (%d): nodes may fail to start if disk size is too low", spec.SystemDiskSize.Value()/(1024*1024*1024), minNutanixDiskGiB))
 	}
-	if spec.UserDataSecret == nil {
-		errs = append(errs, field.Required(p.Child("userDataSecret"), "userDataSecret must be provided"))
-	} else if spec.UserDataSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("userDataSecret", "name"), "name must be provided"))
-	}
-	if spec.CredentialsSecret == nil {
-		errs = append(errs, field.Required(p.Child("credentialsSecret"), "credentialsSecret must be provided"))
-	} else if spec.CredentialsSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("credentialsSecret", "name"), "name must be provided"))
-	} else {
-		warnings = append(warnings, env.credentialsWarnings(env.namespace, spec.CredentialsSecret.Name)...)
-	}
+	secretErrs, secretWarnings := env.validateSecretRefs(spec.UserDataSecret, spec.CredentialsSecret, p)
+	errs, warnings = append(errs, secretErrs...), append(warnings, secretWarnings...)
 	switch spec.BootType {
 	case "", machinev1.NutanixLegacyBoot, machinev1.NutanixUEFIBoot, machinev1.NutanixSecureBoot:
 	default:

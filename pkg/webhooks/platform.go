@@ -225,3 +225,35 @@ func defaultSecretRefs(userData, credentials **corev1.LocalObjectReference, cred
 		*credentials = &corev1.LocalObjectReference{Name: credentialsSecret}
 	}
 }
+
+// validateSecretRefs requires named user-data and credentials Secret
+// references and warns when the credentials Secret does not exist.
+func (e platformEnv) validateSecretRefs(userData, credentials *corev1.LocalObjectReference, p *field.Path) (field.ErrorList, []string) {
+	errs := validateUserDataRef(userData, p)
+	credErrs, warnings := e.validateCredentialsRef(credentials, p)
+	return append(errs, credErrs...), warnings
+}
+
+// validateUserDataRef requires a named user-data Secret reference.
+func validateUserDataRef(ref *corev1.LocalObjectReference, p *field.Path) field.ErrorList {
+	return requireSecretName(ref, p.Child("userDataSecret"), "userDataSecret")
+}
+
+// validateCredentialsRef requires a named credentials Secret reference and
+// warns when that Secret does not exist.
+func (e platformEnv) validateCredentialsRef(ref *corev1.LocalObjectReference, p *field.Path) (field.ErrorList, []string) {
+	if errs := requireSecretName(ref, p.Child("credentialsSecret"), "credentialsSecret"); len(errs) > 0 {
+		return errs, nil
+	}
+	return nil, e.credentialsWarnings(e.namespace, ref.Name)
+}
+
+func requireSecretName(ref *corev1.LocalObjectReference, path *field.Path, what string) field.ErrorList {
+	switch {
+	case ref == nil:
+		return field.ErrorList{field.Required(path, what+" must be provided")}
+	case ref.Name == "":
+		return field.ErrorList{field.Required(path.Child("name"), "name must be provided")}
+	}
+	return nil
+}

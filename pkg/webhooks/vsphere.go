@@ -62,11 +62,7 @@ func validateVSphere(spec *machinev1beta1.VSphereMachineProviderSpec, env platfo
 	if spec.CloneMode == machinev1beta1.LinkedClone && spec.DiskGiB > 0 {
 		warnings = append(warnings, fmt.Sprintf("%s clone mode is set. DiskGiB parameter will be ignored, disk size from template will be used.", machinev1beta1.LinkedClone))
 	}
-	if spec.UserDataSecret == nil {
-		errs = append(errs, field.Required(p.Child("userDataSecret"), "userDataSecret must be provided"))
-	} else if spec.UserDataSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("userDataSecret", "name"), "name must be provided"))
-	}
+	errs = append(errs, validateUserDataRef(spec.UserDataSecret, p)...)
 	if len(spec.TagIDs) > maxVSphereTags {
 		errs = append(errs, field.Invalid(p.Child("tagIDs"), spec.TagIDs, "a maximum of 10 tags are allowed"))
 	}
@@ -75,13 +71,8 @@ func validateVSphere(spec *machinev1beta1.VSphereMachineProviderSpec, env platfo
 			errs = append(errs, field.Required(p.Child("tagIDs"), "tag ID must be in the format of urn:vmomi:InventoryServiceTag:<UUID>:GLOBAL"))
 		}
 	}
-	if spec.CredentialsSecret == nil {
-		errs = append(errs, field.Required(p.Child("credentialsSecret"), "credentialsSecret must be provided"))
-	} else if spec.CredentialsSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("credentialsSecret", "name"), "name must be provided"))
-	} else {
-		warnings = append(warnings, env.credentialsWarnings(env.namespace, spec.CredentialsSecret.Name)...)
-	}
+	credErrs, credWarnings := env.validateCredentialsRef(spec.CredentialsSecret, p)
+	errs, warnings = append(errs, credErrs...), append(warnings, credWarnings...)
 	return errs, warnings
 }
 
