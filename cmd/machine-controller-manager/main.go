@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
@@ -148,6 +149,9 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout 
 	// alone: no Secret informer, and the least RBAC.
 	vsOpts.Client = providerClient
 	vs := vsphere.NewActuator(vsOpts)
+	if err := vs.RegisterMetrics(ctrlmetrics.Registry); err != nil {
+		return err
+	}
 	if err := mgr.Add(vsphereSessions{vs}); err != nil {
 		return fmt.Errorf("adding the vSphere session cleanup: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	vsession "github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
 
@@ -28,6 +29,7 @@ type session struct {
 	finder      *find.Finder
 	datacenter  *object.Datacenter
 	restSession restSession
+	metrics     *requestMetrics
 }
 
 // sessionKey identifies a cached session: one per server, user and
@@ -51,10 +53,12 @@ type sessions struct {
 	mu      sync.Mutex
 	byKey   map[sessionKey]*cachedSession
 	timeout time.Duration
+	// metrics times every request of every session (RegisterMetrics).
+	metrics *requestMetrics
 }
 
 func newSessions(timeout time.Duration) *sessions {
-	return &sessions{byKey: map[sessionKey]*cachedSession{}, timeout: timeout}
+	return &sessions{byKey: map[sessionKey]*cachedSession{}, timeout: timeout, metrics: &requestMetrics{vec: newRequestHistogram()}}
 }
 
 // get returns the cached session for key when it is still logged in with the
@@ -105,6 +109,9 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to vCenter %s: %w (check workspace.server, the port and insecure-flag in the cloud provider config, and that vCenter is reachable)", u.Host, err)
 	}
+	// Every later call goes through vc.RoundTripper (the service content
+	// fetched above is not timed).
+	vc.RoundTripper = soapMetrics{next: vc.RoundTripper, metrics: s.metrics}
 	c := &govmomi.Client{Client: vc, SessionManager: vsession.NewManager(vc)}
 	if err := c.Login(ctx, url.UserPassword(key.username, password)); err != nil {
 		return nil, fmt.Errorf("logging in to vCenter %s as %q: %w (check the credentials in the credentials Secret)", u.Host, key.username, err)
@@ -121,7 +128,15 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 		return nil, fmt.Errorf("finding datacenter %q on vCenter %s: %w", key.datacenter, u.Host, err)
 	}
 	f.SetDatacenter(dc)
-	return &session{client: c, finder: f, datacenter: dc}, nil
+	return &session{client: c, finder: f, datacenter: dc, metrics: s.metrics}, nil
+}
+
+// newREST returns a REST (vAPI) client sharing the session's connection,
+// its requests timed like the SOAP ones.
+func (s *session) newREST() *rest.Client {
+	c := rest.NewClient(s.client.Client)
+	c.Client.Client.Transport = restMetrics{next: c.Client.Client.Transport, metrics: s.metrics}
+	return c
 }
 
 // close logs every cached session out (tests, shutdown).

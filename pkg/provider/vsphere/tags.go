@@ -35,7 +35,7 @@ func (s *session) rest(ctx context.Context, creds credentials) (*rest.Client, er
 			return r.client, nil
 		}
 	}
-	c := rest.NewClient(s.client.Client)
+	c := s.newREST()
 	if err := c.Login(ctx, url.UserPassword(creds.username, creds.password)); err != nil {
 		return nil, fmt.Errorf("logging in to the vCenter REST API as %q (for tags): %w", creds.username, err)
 	}
