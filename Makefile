@@ -98,6 +98,7 @@ fuzz: ## Fuzz each fuzz test (func Fuzz* in *_fuzz_test.go) for FUZZTIME (defaul
 generate: $(BIN)/controller-gen ## Regenerate deepcopy code of this project's API types (pkg/apis)
 	$(BIN)/controller-gen object paths=./pkg/apis/...
 	$(BIN)/controller-gen crd paths=./pkg/apis/nodemaintenance/... output:crd:dir=manifests/crds/nodemaintenance
+	$(BIN)/controller-gen crd paths=./pkg/apis/machinedeployment/... output:crd:dir=manifests/crds/machinedeployment
 
 .PHONY: update-crds
 update-crds: ## Copy the CRDs from the pinned openshift/api into manifests/crds and install/

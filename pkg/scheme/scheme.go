@@ -1,6 +1,6 @@
 // Package scheme builds the runtime.Scheme shared by the operator, the operands
 // and the tests: the Kubernetes built-in types plus the OpenShift config and
-// machine APIs and this project's NodeMaintenance API.
+// machine APIs and this project's NodeMaintenance and MachineDeployment APIs.
 package scheme
 
 import (
@@ -11,6 +11,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	machinedeploymentv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	nodemaintenancev1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 )
 
@@ -23,5 +24,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(configv1.Install(s))
 	utilruntime.Must(machinev1beta1.Install(s))
 	utilruntime.Must(nodemaintenancev1beta1.AddToScheme(s))
+	utilruntime.Must(machinedeploymentv1beta1.AddToScheme(s))
 	return s
 }
