@@ -26,7 +26,11 @@ tool.kwok                    := sigs.k8s.io/kwok/cmd/kwok
 tool.kwokctl                 := sigs.k8s.io/kwok/cmd/kwokctl
 tool.kustomize               := sigs.k8s.io/kustomize/kustomize/v5
 tool.controller-gen          := sigs.k8s.io/controller-tools/cmd/controller-gen
-TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl kustomize controller-gen
+# The local cluster's binaries: what make run, the e2e, chaos and bench
+# targets build (not controller-gen, promtool or staticcheck, which only
+# make generate, make test and make lint use).
+CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl kustomize
+TOOLS := $(CLUSTER_TOOLS) controller-gen
 TOOL_BINS := $(addprefix $(BIN)/,$(TOOLS))
 # promtool (alert rule unit tests) is pinned by a module of its own, so that
 # its dependencies leave the Kubernetes binaries' pins alone.
@@ -36,6 +40,9 @@ STATICCHECK_MOD := hack/tools/staticcheck/go.mod hack/tools/staticcheck/go.sum h
 
 .PHONY: tools
 tools: $(TOOL_BINS) $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, promtool, ... into bin/ (once; ~15-20 min on a fresh machine)
+
+.PHONY: cluster-tools
+cluster-tools: $(addprefix $(BIN)/,$(CLUSTER_TOOLS)) ## Build only the local cluster's binaries into bin/ (what make run needs)
 
 # A tool is rebuilt only when the pins change, so a second run does nothing.
 $(TOOL_BINS): $(BIN)/%: $(TOOLS_MOD)
@@ -113,7 +120,7 @@ verify-crds: ## Fail if the CRDs in manifests/crds or install/ differ from the p
 export KUBECONFIG_LOCAL := $(LOCAL)/kubeconfig
 
 .PHONY: cluster-up
-cluster-up: tools ## Start the local cluster "machine-api"; kubeconfig in .local/kubeconfig
+cluster-up: cluster-tools ## Start the local cluster "machine-api"; kubeconfig in .local/kubeconfig
 	hack/cluster.sh up
 
 .PHONY: cluster-down
@@ -124,7 +131,7 @@ cluster-down: ## Delete the local cluster and stop all its processes
 PLATFORM ?= kubemark
 
 .PHONY: run
-run: tools build $(if $(filter vsphere,$(PLATFORM)),vsphere-tools vsphere-kubelet) ## Start the local cluster and install the Machine API on it (PLATFORM=kubemark; vsphere: docs/vsphere.md)
+run: cluster-tools build $(if $(filter vsphere,$(PLATFORM)),vsphere-tools vsphere-kubelet) ## Start the local cluster and install the Machine API on it (PLATFORM=kubemark; vsphere: docs/vsphere.md)
 	@case "$(PLATFORM)" in kubemark) hack/run.sh ;; vsphere) hack/vsphere/run.sh ;; \
 	*) echo "PLATFORM=$(PLATFORM): use kubemark (default) or vsphere" >&2; exit 2 ;; esac
 
@@ -144,17 +151,17 @@ test-e2e: ## Run the e2e suite against the cluster in $KUBECONFIG
 	KUBECONFIG=$$(realpath -m "$$KUBECONFIG") go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/...
 
 .PHONY: test-e2e-local
-test-e2e-local: tools build ## Bring up the local cluster, run the e2e suite on it, tear it down
+test-e2e-local: cluster-tools build ## Bring up the local cluster, run the e2e suite on it, tear it down
 	hack/e2e-local.sh
 
 .PHONY: chaos
-chaos: tools build ## Chaos suite on a dedicated local cluster: SIGKILLs, API server outage, etcd restart, leader failover (CHAOS_KILLS=5, CHAOS_SEED=1)
+chaos: cluster-tools build ## Chaos suite on a dedicated local cluster: SIGKILLs, API server outage, etcd restart, leader failover (CHAOS_KILLS=5, CHAOS_SEED=1)
 	hack/chaos.sh
 
 ##@ Benchmarks
 
 .PHONY: bench
-bench: tools build ## MachineSet scale benchmark on a dedicated local cluster (REPLICAS=500, PROFILE=1 for CPU profiles)
+bench: cluster-tools build ## MachineSet scale benchmark on a dedicated local cluster (REPLICAS=500, PROFILE=1 for CPU profiles)
 	hack/bench.sh
 
 ##@ Other
