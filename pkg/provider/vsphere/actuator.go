@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -41,6 +42,9 @@ type Options struct {
 	APITimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// VMGroupZonal is OpenShift's VSphereHostVMGroupZonal feature gate:
+	// without it a providerSpec naming workspace.vmGroup is refused.
+	VMGroupZonal bool
 }
 
 // Actuator is the vSphere provider (machine.Actuator).
@@ -51,6 +55,10 @@ type Actuator struct {
 	timeout  time.Duration
 	now      func() time.Time
 	sessions *sessions
+	// vmGroupZonal: Options.VMGroupZonal.
+	vmGroupZonal bool
+	// groupEdits serialises VM group edits (editVMGroup).
+	groupEdits sync.Mutex
 }
 
 var (
@@ -60,7 +68,7 @@ var (
 
 // NewActuator returns a vSphere Actuator.
 func NewActuator(opts Options) *Actuator {
-	a := &Actuator{client: opts.Client, settings: opts.Settings, poll: opts.PollInterval, timeout: opts.APITimeout, now: opts.Now}
+	a := &Actuator{client: opts.Client, settings: opts.Settings, poll: opts.PollInterval, timeout: opts.APITimeout, now: opts.Now, vmGroupZonal: opts.VMGroupZonal}
 	if a.settings == nil {
 		a.settings = ClusterSettings{Reader: opts.Client}
 	}
@@ -126,6 +134,13 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if m.Labels[machinev1beta1.MachineClusterIDLabel] == "" {
 		return machine.InvalidConfiguration("%s: missing %q label", m.Name, machinev1beta1.MachineClusterIDLabel)
 	}
+	spec, err := decodeSpec(m)
+	if err != nil {
+		return err
+	}
+	if err := a.checkVMGroupGate(m, spec); err != nil {
+		return err
+	}
 	t, err := a.open(ctx, m)
 	if err != nil {
 		return err
@@ -148,8 +163,12 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if info != nil {
 		task = ignoreFailedClone(task, info.DescriptionId, vm.state())
 	}
+	state, err := observeGroup(ctx, s, t.spec, vm)
+	if err != nil {
+		return err
+	}
 	logger := log.FromContext(ctx)
-	switch decideCreate(task, vm.state()) {
+	switch decideCreate(task, state) {
 	case createReportTask:
 		err := taskError(info)
 		st.TaskRef = "" // the next call starts over
@@ -183,6 +202,18 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		logger.Info("applying the Machine's configuration to the clone", "vm", vm.mo.Name, "task", task.Reference().Value)
 		st.TaskRef = task.Reference().Value
 		return joinStatus(m, st, machine.RequeueAfter(a.poll, "configuring the cloned VM"))
+	case createJoinGroup:
+		// Polled via taskRef like every Create task (OpenShift waits on it); the next call re-checks membership.
+		ref, err := a.editVMGroup(ctx, s, t.spec.Workspace, vm.obj.Reference(), true)
+		if err != nil {
+			return err
+		}
+		if ref == "" { // already in it: power on next
+			return machine.RequeueAfter(a.poll, "the VM is in VM group "+t.spec.Workspace.VMGroup)
+		}
+		logger.Info("adding the VM to its VM group", "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup, "task", ref)
+		st.TaskRef = ref
+		return joinStatus(m, st, machine.RequeueAfter(a.poll, "adding the VM to VM group "+t.spec.Workspace.VMGroup))
 	case createPowerOn:
 		ref, err := powerOn(ctx, s, vm)
 		if err != nil {

@@ -25,7 +25,19 @@ type vmState struct {
 	// Machine's configuration (vcsim drops the clone spec's config).
 	claimed bool
 	power   types.VirtualMachinePowerState
+	group   groupMembership
 }
+
+// groupMembership is the VM's place in the cluster VM group that
+// providerSpec.workspace.vmGroup names; it is observed only where a step
+// depends on it (a powered-off VM).
+type groupMembership int
+
+const (
+	groupNone    groupMembership = iota // no group named, or not observed
+	groupOutside                        // the group does not list the VM (or does not exist)
+	groupInside                         // the group lists the VM
+)
 
 // createStep is the next step of Create.
 type createStep int
@@ -36,6 +48,7 @@ const (
 	createReportTask                   // the last task failed and left no running VM: report it, retry later
 	createConfigure                    // an unclaimed, powered-off clone: apply the Machine's configuration
 	createConflict                     // a running VM with the Machine's name is not the Machine's
+	createJoinGroup                    // the powered-off VM is not in its VM group yet: add it
 	createPowerOn                      // the VM exists powered off: power it on
 	createDone                         // the VM runs
 )
@@ -55,6 +68,8 @@ func decideCreate(task taskState, vm vmState) createStep {
 		return createConfigure
 	case vm.found && vm.power == types.VirtualMachinePowerStatePoweredOn:
 		return createDone
+	case vm.found && vm.group == groupOutside: // before power-on, as OpenShift
+		return createJoinGroup
 	case vm.found:
 		return createPowerOn
 	default:
@@ -81,6 +96,7 @@ const (
 	deletePowerOff                      // stop the VM first
 	deleteWaitVolumes                   // the Node still reports attached volumes
 	deleteWaitDisks                     // disks beyond the template's and data disks are still attached
+	deleteLeaveGroup                    // take the VM out of its VM group, as OpenShift does on delete
 	deleteDestroy                       // destroy the powered-off VM
 )
 
@@ -113,6 +129,8 @@ func decideDelete(d deletion) deleteStep {
 		return deleteWaitVolumes
 	case d.extraDisks:
 		return deleteWaitDisks
+	case d.vm.group == groupInside:
+		return deleteLeaveGroup
 	default:
 		return deleteDestroy
 	}

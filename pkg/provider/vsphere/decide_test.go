@@ -17,6 +17,9 @@ const (
 func TestDecideCreate(t *testing.T) {
 	ours := func(p types.VirtualMachinePowerState) vmState { return vmState{found: true, claimed: true, power: p} }
 	byName := func(p types.VirtualMachinePowerState) vmState { return vmState{found: true, power: p} }
+	grouped := func(p types.VirtualMachinePowerState, g groupMembership) vmState {
+		return vmState{found: true, claimed: true, power: p, group: g}
+	}
 	cases := []struct {
 		name string
 		task taskState
@@ -35,6 +38,13 @@ func TestDecideCreate(t *testing.T) {
 		{"clone without the Machine's config is configured", taskSucceeded, byName(off), createConfigure},
 		{"a running VM of the name that is not ours", taskNone, byName(on), createConflict},
 		{"expired task, no VM clones again", taskGone, vmState{}, createClone},
+		{"cloned VM outside its VM group joins it", taskSucceeded, grouped(off, groupOutside), createJoinGroup},
+		{"retry after lost status joins the group", taskNone, grouped(off, groupOutside), createJoinGroup},
+		{"VM in its VM group is powered on", taskSucceeded, grouped(off, groupInside), createPowerOn},
+		{"group edit running waits", taskRunning, grouped(off, groupOutside), createWait},
+		{"failed group edit is reported, then retried", taskFailed, grouped(off, groupOutside), createReportTask},
+		{"powered-on VM is done, groups are joined before power-on only", taskNone, grouped(on, groupOutside), createDone},
+		{"unclaimed clone is configured before it joins", taskSucceeded, vmState{found: true, power: off, group: groupOutside}, createConfigure},
 	}
 	for _, tc := range cases {
 		if got := decideCreate(tc.task, tc.vm); got != tc.want {
@@ -81,6 +91,10 @@ func TestDecideDelete(t *testing.T) {
 		{"drain skipped ignores volumes", deletion{vm: vm(off), nodeVolumes: true, drainSkipped: true}, deleteDestroy},
 		{"foreign disks block", deletion{vm: vm(off), extraDisks: true}, deleteWaitDisks},
 		{"powered off: destroy", deletion{vm: vm(off)}, deleteDestroy},
+		{"in its VM group: leave it first", deletion{vm: vmState{found: true, claimed: true, power: off, group: groupInside}}, deleteLeaveGroup},
+		{"out of its VM group: destroy", deletion{vm: vmState{found: true, claimed: true, power: off, group: groupOutside}}, deleteDestroy},
+		{"in its VM group and powered on: power off first", deletion{vm: vmState{found: true, claimed: true, power: on, group: groupInside}}, deletePowerOff},
+		{"in its VM group with foreign disks: wait for them first", deletion{vm: vmState{found: true, claimed: true, power: off, group: groupInside}, extraDisks: true}, deleteWaitDisks},
 	}
 	for _, tc := range cases {
 		if got := decideDelete(tc.d); got != tc.want {

@@ -18,8 +18,9 @@ import (
 // the Node's volumes (OpenShift's name).
 const excludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
 
-// Delete powers the VM off, waits for the Node's volumes to detach, and
-// destroys it, one step per call; a VM that is gone is success.
+// Delete powers the VM off, waits for the Node's volumes to detach, takes
+// it out of its VM group (workspace.vmGroup) and destroys it, one step per
+// call; a VM that is gone is success.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
 	t, err := a.open(ctx, m)
 	if err != nil {
@@ -35,7 +36,12 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
-	d.vm = vm.state()
+	if d.vm, err = observeGroup(ctx, s, t.spec, vm); err != nil {
+		if !machine.IsInvalidConfiguration(err) {
+			return err
+		}
+		d.vm = vm.state() // no cluster for the group: the VM is in none of its groups
+	}
 	if vm != nil {
 		if d.vmBusy, err = vmBusy(ctx, s, vm); err != nil {
 			return err
@@ -63,6 +69,15 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		return machine.RequeueAfter(a.poll, fmt.Sprintf("node %s has attached volumes, requeuing", m.Status.NodeRef.Name))
 	case deleteWaitDisks:
 		return errors.New("additional attached disks detected, block vm destruction and wait for disks to be detached")
+	case deleteLeaveGroup:
+		// Delete keeps no task ref: the next call sees the VM still in the
+		// group while the task runs, and editVMGroup waits for the cluster.
+		ref, err := a.editVMGroup(ctx, s, t.spec.Workspace, vm.obj.Reference(), false)
+		if err != nil {
+			return err
+		}
+		logger.Info("removing the VM from its VM group", "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup, "task", ref)
+		return machine.RequeueAfter(a.poll, "removing the VM from VM group "+t.spec.Workspace.VMGroup)
 	default: // deleteDestroy
 		task, err := vm.obj.Destroy(ctx)
 		if err != nil {

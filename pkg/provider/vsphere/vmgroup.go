@@ -1,0 +1,155 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/openshift/api/features"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// checkVMGroupGate refuses a providerSpec naming a VM group unless
+// OpenShift's VSphereHostVMGroupZonal feature gate is on (OpenShift's
+// message; a plain error, so turning the gate on later lets Create go on).
+func (a *Actuator) checkVMGroupGate(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec) error {
+	if spec.Workspace != nil && spec.Workspace.VMGroup != "" && !a.vmGroupZonal {
+		return fmt.Errorf("%v: vmGroup is only available with the %s feature gate", m.Name, features.FeatureGateVSphereHostVMGroupZonal)
+	}
+	return nil
+}
+
+// vmGroup is the cluster VM group (DRS) the providerSpec names, as read from
+// the cluster that owns the workspace resource pool.
+type vmGroup struct {
+	name        string
+	cluster     *object.ClusterComputeResource
+	clusterName string
+	found       bool                           // the cluster has a VM group of that name
+	members     []types.ManagedObjectReference // its VMs
+	busy        bool                           // a task on the cluster is queued or running
+}
+
+// has reports whether the group lists the VM.
+func (g *vmGroup) has(vm types.ManagedObjectReference) bool {
+	return g.found && slices.Contains(g.members, vm)
+}
+
+// membership is the VM's groupMembership for the decisions.
+func (g *vmGroup) membership(vm types.ManagedObjectReference) groupMembership {
+	if g.has(vm) {
+		return groupInside
+	}
+	return groupOutside
+}
+
+// readVMGroup reads the VM group named by the workspace from the cluster
+// owning the workspace resource pool (OpenShift's lookup), with the
+// cluster's running tasks, in one property read.
+func readVMGroup(ctx context.Context, s *session, ws *machinev1beta1.Workspace) (*vmGroup, error) {
+	pool, err := s.finder.ResourcePoolOrDefault(ctx, ws.ResourcePool)
+	if err != nil {
+		return nil, lookupError("resource pool", "workspace.resourcePool", ws.ResourcePool, err)
+	}
+	owner, err := pool.Owner(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster of resource pool %q for VM group %q: %w", ws.ResourcePool, ws.VMGroup, err)
+	}
+	cluster, ok := owner.(*object.ClusterComputeResource)
+	if !ok {
+		return nil, machine.InvalidConfiguration("workspace.vmGroup: resource pool %q belongs to %s, not a cluster; VM groups need a cluster's resource pool", ws.ResourcePool, owner.Reference())
+	}
+	var c mo.ClusterComputeResource
+	if err := cluster.Properties(ctx, cluster.Reference(), []string{"name", "configurationEx", "recentTask"}, &c); err != nil {
+		return nil, fmt.Errorf("reading the configuration of cluster %s for VM group %q: %w", cluster.Reference().Value, ws.VMGroup, err)
+	}
+	g := &vmGroup{name: ws.VMGroup, cluster: cluster, clusterName: c.Name}
+	if cfg, ok := c.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
+		for _, info := range cfg.Group {
+			if vg, ok := info.(*types.ClusterVmGroup); ok && vg.Name == ws.VMGroup {
+				g.found, g.members = true, vg.Vm
+				break
+			}
+		}
+	}
+	if g.busy, err = tasksRunning(ctx, s, c.RecentTask); err != nil {
+		return nil, fmt.Errorf("reading the tasks of cluster %s: %w", c.Name, err)
+	}
+	return g, nil
+}
+
+// tasksRunning reports whether any of the tasks is queued or running.
+func tasksRunning(ctx context.Context, s *session, refs []types.ManagedObjectReference) (bool, error) {
+	if len(refs) == 0 {
+		return false, nil
+	}
+	var tasks []mo.Task
+	if err := property.DefaultCollector(s.client.Client).Retrieve(ctx, refs, []string{"info.state"}, &tasks); err != nil {
+		if isNotFound(err) { // expired between the two reads
+			return false, nil
+		}
+		return false, err
+	}
+	return slices.ContainsFunc(tasks, func(t mo.Task) bool { return stateOf(t.Info.State) == taskRunning }), nil
+}
+
+// editVMGroup adds the VM to the workspace's VM group, or removes it, and
+// returns the cluster reconfigure task; "" when there is nothing to do. The
+// group's VM list can only be replaced as a whole, so edits are serialised:
+// one at a time per Actuator (a busy Actuator or cluster is a requeue, never
+// a wait), and none while a task on the cluster runs, whose edit the list
+// read now would not show yet.
+func (a *Actuator) editVMGroup(ctx context.Context, s *session, ws *machinev1beta1.Workspace, vm types.ManagedObjectReference, add bool) (string, error) {
+	if !a.groupEdits.TryLock() {
+		return "", machine.RequeueAfter(a.poll, "another VM group edit of this controller is in flight")
+	}
+	defer a.groupEdits.Unlock()
+	g, err := readVMGroup(ctx, s, ws)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case !g.found && add:
+		// OpenShift sends the edit anyway and vCenter rejects it; say what to do instead.
+		return "", fmt.Errorf("VM group %q not found in cluster %s: create the VM group there or fix providerSpec.workspace.vmGroup", g.name, g.clusterName)
+	case g.has(vm) == add:
+		return "", nil
+	case g.busy:
+		return "", machine.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running; VM group %q is edited after it", g.clusterName, g.name))
+	}
+	members := slices.DeleteFunc(slices.Clone(g.members), func(r types.ManagedObjectReference) bool { return r == vm })
+	if add {
+		members = append(members, vm)
+	}
+	spec := &types.ClusterConfigSpecEx{GroupSpec: []types.ClusterGroupSpec{{
+		ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationEdit},
+		Info:            &types.ClusterVmGroup{ClusterGroupInfo: types.ClusterGroupInfo{Name: g.name}, Vm: members},
+	}}}
+	task, err := g.cluster.Reconfigure(ctx, spec, true)
+	if err != nil {
+		return "", fmt.Errorf("editing VM group %q of cluster %s: %w", g.name, g.clusterName, err)
+	}
+	return task.Reference().Value, nil
+}
+
+// observeGroup is the VM's state with its VM group membership, read only
+// for a claimed, powered-off VM whose providerSpec names a group: the one
+// state in which Create or Delete acts on it.
+func observeGroup(ctx context.Context, s *session, spec *machinev1beta1.VSphereMachineProviderSpec, vm *machineVM) (vmState, error) {
+	state := vm.state()
+	if !state.found || !state.claimed || state.power != types.VirtualMachinePowerStatePoweredOff || spec.Workspace == nil || spec.Workspace.VMGroup == "" {
+		return state, nil
+	}
+	g, err := readVMGroup(ctx, s, spec.Workspace)
+	if err != nil {
+		return state, err
+	}
+	state.group = g.membership(vm.obj.Reference())
+	return state, nil
+}
