@@ -72,13 +72,28 @@ func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*s
 	}
 	s.mu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.session != nil && c.password == password {
+	cached, same := c.session, c.password == password
+	c.mu.Unlock()
+	if cached != nil && same {
 		// UserSession needs no privilege (SessionIsActive needs
-		// Sessions.ValidateSession); nil means the session expired.
-		if us, err := c.client.SessionManager.UserSession(ctx); err == nil && us != nil {
-			return c.session, nil
+		// Sessions.ValidateSession); nil means the session expired. It is
+		// checked outside the lock, and a vCenter that does not answer is
+		// not logged out and in again: each call costs one timeout, not
+		// three plus those of the calls queued before it.
+		us, err := cached.client.SessionManager.UserSession(ctx)
+		if err == nil && us != nil {
+			return cached, nil
 		}
+		if timedOut(err) {
+			return nil, fmt.Errorf("checking the session on vCenter %s: %w (vCenter is not answering)", key.server, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != nil && c.session != cached && c.password == password {
+		return c.session, nil // another call logged in meanwhile
+	}
+	if c.session != nil {
 		_ = c.client.Logout(ctx)
 		c.session = nil
 	}
@@ -137,6 +152,12 @@ func (s *session) newREST() *rest.Client {
 	c := rest.NewClient(s.client.Client)
 	c.Client.Client.Transport = restMetrics{next: c.Client.Client.Transport, metrics: s.metrics}
 	return c
+}
+
+// timedOut reports a request that got no answer within the API timeout.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // close logs every cached session out (tests, shutdown).

@@ -38,7 +38,9 @@ type fixture struct {
 	ctx context.Context
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture starts the fixture; tune (optional) changes the provider's
+// options (a short APITimeout, for instance).
+func newFixture(t *testing.T, tune ...func(*vsphere.Options)) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	vc := vspheretest.Start(t, nil)
@@ -56,11 +58,15 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	a := vsphere.NewActuator(vsphere.Options{
+	opts := vsphere.Options{
 		Client:       env.Client,
 		Settings:     vsphere.StaticSettings{Port: vc.Port, Insecure: true},
 		PollInterval: 10 * time.Millisecond,
-	})
+	}
+	for _, f := range tune {
+		f(&opts)
+	}
+	a := vsphere.NewActuator(opts)
 	t.Cleanup(func() { a.Close(context.Background()) })
 	r := machine.NewReconciler(machine.Options{Client: env.Client, APIReader: env.Client, Actuator: a, Namespace: namespace})
 	return &fixture{vc: vc, r: r, ctx: ctx}
