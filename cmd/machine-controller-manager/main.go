@@ -148,6 +148,7 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout 
 	// Infrastructure, cloud-provider-config, a Node) uncached, with get
 	// alone: no Secret informer, and the least RBAC.
 	vsOpts.Client = providerClient
+	vsOpts.VMGroupZonal = vmGroupZonal(opts)
 	vs := vsphere.NewActuator(vsOpts)
 	if err := vs.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return err
@@ -189,6 +190,13 @@ func (v vsphereSessions) Start(ctx context.Context) error {
 
 // NeedLeaderElection: the cleanup runs whether or not this replica leads.
 func (v vsphereSessions) NeedLeaderElection() bool { return false }
+
+// vmGroupZonal reports whether OpenShift's VSphereHostVMGroupZonal feature
+// gate is on (--feature-gates): only then may a vSphere providerSpec name a
+// workspace.vmGroup.
+func vmGroupZonal(o operand.Options) bool {
+	return o.FeatureGates[string(features.FeatureGateVSphereHostVMGroupZonal)]
+}
 
 // migrationEnabled reports whether OpenShift's MachineAPIMigration feature
 // gate is on (--feature-gates): then a resource whose status.authoritativeAPI

@@ -68,6 +68,28 @@ func TestMachineAPIMigrationGate(t *testing.T) {
 	}
 }
 
+// TestVMGroupZonalGate: the vSphere provider gets VSphereHostVMGroupZonal
+// from --feature-gates. Breaks if: vmGroupZonal read another gate.
+func TestVMGroupZonalGate(t *testing.T) {
+	for gates, want := range map[string]bool{
+		"MachineAPIMigration=true,VSphereHostVMGroupZonal=true":  true,
+		"MachineAPIMigration=true,VSphereHostVMGroupZonal=false": false,
+		"": false,
+	} {
+		args := operandtest.CommonArgs()
+		if gates != "" {
+			args = append(args, "--feature-gates="+gates)
+		}
+		opts, _, err := parse(args)
+		if err != nil {
+			t.Fatalf("parse(%q): %v", args, err)
+		}
+		if got := vmGroupZonal(opts); got != want {
+			t.Errorf("--feature-gates=%q: VSphereHostVMGroupZonal %v, want %v", gates, got, want)
+		}
+	}
+}
+
 // TestLeaseFor: on vSphere the binary holds OpenShift's vSphere controller's
 // Lease, elsewhere the kubemark one. Breaks if: leaseFor ignored the
 // platform (both controllers could lead at once during a switch).
