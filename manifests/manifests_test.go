@@ -11,7 +11,8 @@ func TestCRDsDecode(t *testing.T) {
 			"clusteroperators.config.openshift.io", "clusterversions.config.openshift.io", "proxies.config.openshift.io",
 			"featuregates.config.openshift.io", "infrastructures.config.openshift.io",
 		},
-		NodeMaintenanceCRDs: {"nodemaintenances.nodemaintenance.medik8s.io"},
+		NodeMaintenanceCRDs:   {"nodemaintenances.nodemaintenance.medik8s.io"},
+		MachineDeploymentCRDs: {"machinedeployments.machine.openshift.io"},
 	}
 	for set, names := range want {
 		crds, err := CRDs(set)

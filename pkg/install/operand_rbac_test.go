@@ -80,7 +80,7 @@ func operandAccess() []access {
 	add([]string{"update"}, nm, "nodemaintenances", "finalizers", "", "m")
 	// The Machine API in the operand namespace.
 	const machine = "machine.openshift.io"
-	for _, r := range []string{"machines", "machinesets"} {
+	for _, r := range []string{"machines", "machinesets", "machinedeployments"} {
 		add(read, machine, r, "", namespace, "")
 		add([]string{"create"}, machine, r, "", namespace, "")
 		add([]string{"get", "update", "patch", "delete"}, machine, r, "", namespace, "x")

@@ -45,8 +45,8 @@ var requiredBinaries = []string{"kube-apiserver", "etcd"}
 
 // Options configure an Env.
 type Options struct {
-	// ExtraCRDs are installed in addition to the machine, config and
-	// nodemaintenance CRDs.
+	// ExtraCRDs are installed in addition to the machine, config,
+	// nodemaintenance and machinedeployment CRDs.
 	ExtraCRDs []*apiextensionsv1.CustomResourceDefinition
 	// APIServerArgs are extra kube-apiserver flags ("--name=value" form is not
 	// used; give the name without dashes and its value).
@@ -118,7 +118,7 @@ func New(opts Options) (*Env, error) {
 		return nil, err
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs} {
+	for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs, manifests.MachineDeploymentCRDs} {
 		c, err := manifests.CRDs(set)
 		if err != nil {
 			return nil, err

@@ -36,7 +36,7 @@ func TestMissingBinariesSayWhatToRun(t *testing.T) {
 
 func TestCRDsAreEstablished(t *testing.T) {
 	ctx := context.Background()
-	for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs} {
+	for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs, manifests.MachineDeploymentCRDs} {
 		crds, err := manifests.CRDs(set)
 		if err != nil {
 			t.Fatal(err)

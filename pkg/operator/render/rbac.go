@@ -86,11 +86,13 @@ func kubemarkPlatform(cfg config.Config) bool {
 func role(cfg config.Config) *rbacv1.Role {
 	rules := []rbacv1.PolicyRule{
 		// machineset controller: full CRUD on machines and machinesets; machine
-		// controller and nodelink update machines. Both need status and
-		// finalizers (ownerReferences with blockOwnerDeletion).
-		{APIGroups: []string{machineGroup}, Resources: []string{"machines", "machinesets"}, Verbs: writeVerbs},
-		{APIGroups: []string{machineGroup}, Resources: []string{"machines/status", "machinesets/status"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{machineGroup}, Resources: []string{"machines/finalizers", "machinesets/finalizers"}, Verbs: []string{"update"}},
+		// controller and nodelink update machines; the machinedeployment
+		// controller manages its MachineSets and writes its status (the
+		// safety controller too: Frozen). All need status and finalizers
+		// (ownerReferences with blockOwnerDeletion).
+		{APIGroups: []string{machineGroup}, Resources: []string{"machines", "machinesets", "machinedeployments"}, Verbs: writeVerbs},
+		{APIGroups: []string{machineGroup}, Resources: []string{"machines/status", "machinesets/status", "machinedeployments/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{machineGroup}, Resources: []string{"machines/finalizers", "machinesets/finalizers", "machinedeployments/finalizers"}, Verbs: []string{"update"}},
 	}
 	if cfg.MachineHealthCheckEnabled {
 		rules = append(rules,

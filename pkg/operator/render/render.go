@@ -50,7 +50,8 @@ const (
 // not the operand; in NoOp mode they are the only objects), except those another component owns: the Machine API CRDs
 // where the cluster version operator runs (cfg.OpenShift) and the
 // NodeMaintenance CRD where the node-maintenance-operator installed it
-// (cfg.NodeMaintenanceForeign).
+// (cfg.NodeMaintenanceForeign). The MachineDeployment CRD is rendered
+// everywhere.
 func Render(cfg config.Config) ([]client.Object, error) {
 	if cfg.Namespace == "" {
 		return nil, fmt.Errorf("render: config has no namespace")
@@ -141,6 +142,14 @@ func ownedCRDs(cfg config.Config) ([]*apiextensionsv1.CustomResourceDefinition, 
 		}
 		crds = append(crds, nm...)
 	}
+	// The MachineDeployment API is this project's addition to
+	// machine.openshift.io: no payload carries it, so it is installed on
+	// OpenShift too.
+	md, err := manifests.CRDs(manifests.MachineDeploymentCRDs)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	crds = append(crds, md...)
 	return crds, nil
 }
 

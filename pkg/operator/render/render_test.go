@@ -146,7 +146,7 @@ func TestNoOpRendersOnlyCRDs(t *testing.T) {
 				}
 				names = append(names, o.GetName())
 			}
-			want := []string{"machinehealthchecks.machine.openshift.io", "machines.machine.openshift.io", "machinesets.machine.openshift.io", "nodemaintenances.nodemaintenance.medik8s.io"}
+			want := []string{"machinehealthchecks.machine.openshift.io", "machines.machine.openshift.io", "machinesets.machine.openshift.io", "nodemaintenances.nodemaintenance.medik8s.io", "machinedeployments.machine.openshift.io"}
 			if !slices.Equal(names, want) {
 				t.Errorf("rendered %v, want %v", names, want)
 			}
@@ -453,9 +453,10 @@ func TestCustomNamespace(t *testing.T) {
 	for _, w := range mwc.Webhooks {
 		refs = append(refs, w.ClientConfig.Service)
 	}
-	// Machine and MachineSet, validating and mutating, and NodeMaintenance.
-	if len(refs) != 5 {
-		t.Fatalf("%d webhooks rendered, want 5", len(refs))
+	// Machine, MachineSet and MachineDeployment, validating and mutating,
+	// and NodeMaintenance.
+	if len(refs) != 7 {
+		t.Fatalf("%d webhooks rendered, want 7", len(refs))
 	}
 	for _, ref := range refs {
 		if ref == nil || ref.Namespace != "custom-ns" || ref.Name != config.WebhookServiceName || ref.Port == nil || *ref.Port != 443 {

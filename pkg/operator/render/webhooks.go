@@ -55,10 +55,14 @@ var (
 	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	createOnly   = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 
-	// The Machine and MachineSet webhooks, served by machineset-controller.
+	// The Machine, MachineSet and MachineDeployment webhooks, served by
+	// machineset-controller. MachineDeployments are defaulted on update too:
+	// a strategy changed to RollingUpdate gets its maxSurge and
+	// maxUnavailable, as a Deployment's does.
 	validatingWebhooks = []webhookSpec{
 		machineWebhook("validation.machine.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machine", "machines", createUpdate),
 		machineWebhook("validation.machineset.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machineset", "machinesets", createUpdate),
+		machineWebhook("validation.machinedeployment.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machinedeployment", "machinedeployments", createUpdate),
 	}
 	// The NodeMaintenance webhook, served by machineset-controller with
 	// medik8s's name, path and rules (pkg/webhooks/nodemaintenance). Its
@@ -73,6 +77,7 @@ var (
 	mutatingWebhooks = []webhookSpec{
 		machineWebhook("default.machine.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machine", "machines", createOnly),
 		machineWebhook("default.machineset.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machineset", "machinesets", createOnly),
+		machineWebhook("default.machinedeployment.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machinedeployment", "machinedeployments", createUpdate),
 	}
 
 	// The metal3 remediation webhooks, served on BareMetal by the provider

@@ -128,6 +128,8 @@ func RelatedObjects(namespace string) []configv1.ObjectReference {
 		{Group: "machine.openshift.io", Resource: "machines", Namespace: namespace},
 		{Group: "machine.openshift.io", Resource: "machinesets", Namespace: namespace},
 		{Group: "machine.openshift.io", Resource: "machinehealthchecks", Namespace: namespace},
+		// This project's addition (OpenShift has no MachineDeployment).
+		{Group: "machine.openshift.io", Resource: "machinedeployments", Namespace: namespace},
 		{Group: "apps", Resource: "deployments", Namespace: namespace, Name: "machine-api-controllers"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "machine-api-operator"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "machine-api-controllers"},
