@@ -164,6 +164,12 @@ chaos: cluster-tools build ## Chaos suite on a dedicated local cluster: SIGKILLs
 bench: cluster-tools build ## MachineSet scale benchmark on a dedicated local cluster (REPLICAS=500, PROFILE=1 for CPU profiles)
 	hack/bench.sh
 
+.PHONY: bench-vsphere
+bench-vsphere: ## vSphere scale figures on the running make run PLATFORM=vsphere cluster: 0→REPLICAS→0 (default 20), latency, vCenter requests per Machine
+	@[ -f .local/vsphere.env ] || { echo "no local vSphere (.local/vsphere.env): make run PLATFORM=vsphere first"; exit 1; }
+	. .local/vsphere.env && KUBECONFIG=$(CURDIR)/.local/kubeconfig VSPHERE_BENCH_REPLICAS=$(or $(REPLICAS),20) \
+		go test -tags e2e -count=1 -timeout 30m ./test/e2e/ -run '^TestBenchVSphere$$' -v | tee .local/bench-vsphere.txt
+
 ##@ Other
 
 .PHONY: clean
