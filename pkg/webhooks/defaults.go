@@ -15,12 +15,15 @@ type Defaulted struct {
 	Labels bool
 	// ProviderSpec lists the providerSpec.value keys that were filled in.
 	ProviderSpec []string
+	// Spec lists the spec fields that were filled in (a MachineDeployment's
+	// replicas, strategy, revisionHistoryLimit, progressDeadlineSeconds).
+	Spec []string
 	// Warnings are the platform's notes on its defaults (logged only).
 	Warnings []string
 }
 
 // Changed is true when defaulting changed anything.
-func (d Defaulted) Changed() bool { return d.Labels || len(d.ProviderSpec) > 0 }
+func (d Defaulted) Changed() bool { return d.Labels || len(d.ProviderSpec) > 0 || len(d.Spec) > 0 }
 
 // DefaultMachine fills what m leaves out: the cluster-ID label (only when
 // cluster.InfrastructureName is known; an existing label is never
@@ -39,12 +42,19 @@ func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 // user's choice and immutable). Adding a template label never breaks the
 // selector match.
 func DefaultMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo) Defaulted {
+	return defaultTemplated(&ms.Labels, &ms.Spec.Template, cluster)
+}
+
+// defaultTemplated defaults an object that creates Machines from tmpl (a
+// MachineSet, a MachineDeployment): the cluster-ID label on its labels and
+// the template's, and the template's providerSpec.
+func defaultTemplated(labels *map[string]string, tmpl *machinev1beta1.MachineTemplateSpec, cluster ClusterInfo) Defaulted {
 	var d Defaulted
-	var own, tmpl bool
-	ms.Labels, own = defaultClusterLabel(ms.Labels, cluster.InfrastructureName)
-	ms.Spec.Template.Labels, tmpl = defaultClusterLabel(ms.Spec.Template.Labels, cluster.InfrastructureName)
-	d.Labels = own || tmpl
-	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&ms.Spec.Template.Spec.ProviderSpec, cluster)
+	var own, inTemplate bool
+	*labels, own = defaultClusterLabel(*labels, cluster.InfrastructureName)
+	tmpl.Labels, inTemplate = defaultClusterLabel(tmpl.Labels, cluster.InfrastructureName)
+	d.Labels = own || inTemplate
+	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&tmpl.Spec.ProviderSpec, cluster)
 	return d
 }
 

@@ -1,5 +1,5 @@
-// Package webhooks is the admission webhook server for Machines and
-// MachineSets (machine.openshift.io/v1beta1) that the machineset-controller
+// Package webhooks is the admission webhook server for Machines, MachineSets
+// and MachineDeployments (machine.openshift.io/v1beta1) that the machineset-controller
 // binary runs on the paths the operator renders into its
 // MutatingWebhookConfiguration and ValidatingWebhookConfiguration (both named
 // "machine-api", failurePolicy Ignore).
@@ -23,6 +23,12 @@
 // part unchanged are admitted with a warning (ratcheting), so controllers can
 // still add finalizers or labels to an object created while the webhook was
 // unavailable; the provider reports such an object through its conditions.
+//
+// MachineDeployments (this project's addition) get a Deployment's defaults
+// and checks (strategy, maxSurge/maxUnavailable, progressDeadlineSeconds),
+// and their template is defaulted and validated as a MachineSet's; on update
+// the template is defaulted only when the update changes it, since a new
+// default would start a rollout.
 //
 // The provider of a providerSpec is the cluster's platform when the value
 // names neither apiVersion nor kind (External with platformName kubemark →

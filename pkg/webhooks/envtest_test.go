@@ -110,7 +110,7 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 		t.Fatal(err)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs} {
+	for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.MachineDeploymentCRDs} {
 		c, err := manifests.CRDs(set)
 		if err != nil {
 			t.Fatal(err)

@@ -324,17 +324,22 @@ func mutateMachineSet(ctx context.Context, h *handler, req admission.Request) ad
 	if !d.Changed() {
 		return admission.Allowed("").WithWarnings(warnings...)
 	}
+	log.V(2).Info("Defaulting MachineSet", "clusterIDLabel", d.Labels, "providerSpecFields", d.ProviderSpec)
+	return patchResponse(req.Object.Raw, templatedEdits(d, ms.Labels, &ms.Spec.Template)).WithWarnings(warnings...)
+}
+
+// templatedEdits are the edits of what defaultTemplated changed.
+func templatedEdits(d Defaulted, labels map[string]string, tmpl *machinev1beta1.MachineTemplateSpec) []edit {
 	var edits []edit
 	if d.Labels {
 		edits = append(edits,
-			labelsEdit(ms.Labels, "metadata", "labels"),
-			labelsEdit(ms.Spec.Template.Labels, "spec", "template", "metadata", "labels"))
+			labelsEdit(labels, "metadata", "labels"),
+			labelsEdit(tmpl.Labels, "spec", "template", "metadata", "labels"))
 	}
 	if len(d.ProviderSpec) > 0 {
-		edits = append(edits, rawEdit(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, "spec", "template", "spec", "providerSpec", "value"))
+		edits = append(edits, rawEdit(tmpl.Spec.ProviderSpec.Value.Raw, "spec", "template", "spec", "providerSpec", "value"))
 	}
-	log.V(2).Info("Defaulting MachineSet", "clusterIDLabel", d.Labels, "providerSpecFields", d.ProviderSpec)
-	return patchResponse(req.Object.Raw, edits).WithWarnings(warnings...)
+	return edits
 }
 
 func validateMachine(ctx context.Context, h *handler, req admission.Request) admission.Response {

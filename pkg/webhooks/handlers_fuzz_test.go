@@ -69,7 +69,7 @@ var defaultedFields = [][]string{
 }
 
 // FuzzAdmission sends arbitrary bytes as the object (and old object) of
-// CREATE and UPDATE requests to the four handlers, on a kubemark cluster and
+// CREATE and UPDATE requests to the Machine and MachineSet handlers, on a kubemark cluster and
 // on a cluster without an Infrastructure. Properties:
 //
 //   - No handler panics; every response is one of the three below.

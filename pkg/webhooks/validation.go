@@ -63,15 +63,21 @@ func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo, secr
 // immutable; the create checks apply as in ValidateMachineUpdate (errors for
 // what the update changes, warnings for what was already wrong).
 func ValidateMachineSetUpdate(ms, old *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
-	var errs field.ErrorList
-	if !equality.Semantic.DeepEqual(ms.Spec.Selector, old.Spec.Selector) {
-		errs = append(errs, field.Invalid(selectorPath, metav1.FormatLabelSelector(&ms.Spec.Selector),
-			fmt.Sprintf("field is immutable (was %q)", metav1.FormatLabelSelector(&old.Spec.Selector))))
-	}
+	errs := validateSelectorUnchanged(ms.Spec.Selector, old.Spec.Selector)
 	newErrs, warnings := ValidateMachineSet(ms, cluster, secrets)
 	oldErrs, _ := ValidateMachineSet(old, cluster, nil)
 	setErrs, ratcheted := ratchet(newErrs, oldErrs)
 	return append(errs, setErrs...), append(warnings, ratcheted...)
+}
+
+// validateSelectorUnchanged refuses a changed spec.selector: the object would
+// lose the Machines (or MachineSets) it selected.
+func validateSelectorUnchanged(sel, old metav1.LabelSelector) field.ErrorList {
+	if equality.Semantic.DeepEqual(sel, old) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(selectorPath, metav1.FormatLabelSelector(&sel),
+		fmt.Sprintf("field is immutable (was %q)", metav1.FormatLabelSelector(&old)))}
 }
 
 // ValidateSelector checks a MachineSet selector against the labels of the

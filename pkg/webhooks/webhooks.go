@@ -20,14 +20,19 @@ const (
 	ValidateMachinePath    = "/validate-machine-openshift-io-v1beta1-machine"
 	MutateMachineSetPath   = "/mutate-machine-openshift-io-v1beta1-machineset"
 	ValidateMachineSetPath = "/validate-machine-openshift-io-v1beta1-machineset"
+	// MachineDeployment is this project's addition (OpenShift has none).
+	MutateMachineDeploymentPath   = "/mutate-machine-openshift-io-v1beta1-machinedeployment"
+	ValidateMachineDeploymentPath = "/validate-machine-openshift-io-v1beta1-machinedeployment"
 )
 
 // Webhook names, the values of the "webhook" metric label.
 const (
-	WebhookMutateMachine      = "mutate-machine"
-	WebhookValidateMachine    = "validate-machine"
-	WebhookMutateMachineSet   = "mutate-machineset"
-	WebhookValidateMachineSet = "validate-machineset"
+	WebhookMutateMachine             = "mutate-machine"
+	WebhookValidateMachine           = "validate-machine"
+	WebhookMutateMachineSet          = "mutate-machineset"
+	WebhookValidateMachineSet        = "validate-machineset"
+	WebhookMutateMachineDeployment   = "mutate-machinedeployment"
+	WebhookValidateMachineDeployment = "validate-machinedeployment"
 )
 
 // Serving settings of the machineset-controller container the operator
@@ -65,7 +70,7 @@ type Options struct {
 	LookupTimeout time.Duration
 }
 
-// SetupWithManager registers the four handlers on mgr's webhook server
+// SetupWithManager registers the handlers on mgr's webhook server
 // (configure it with ServerOptions). The server starts with the manager.
 func SetupWithManager(mgr manager.Manager, opts Options) error {
 	srv := mgr.GetWebhookServer()
@@ -76,7 +81,7 @@ func SetupWithManager(mgr manager.Manager, opts Options) error {
 	return nil
 }
 
-// Register registers the four handlers on srv and the metrics with
+// Register registers the handlers on srv and the metrics with
 // controller-runtime's registry. Registering twice on one server panics
 // (http.ServeMux refuses duplicate paths).
 func Register(srv webhook.Server, opts Options) {
@@ -93,9 +98,11 @@ func Handlers(opts Options) map[string]admission.Handler {
 		opts.LookupTimeout = DefaultLookupTimeout
 	}
 	return map[string]admission.Handler{
-		MutateMachinePath:      &handler{name: WebhookMutateMachine, opts: opts, handle: mutateMachine},
-		ValidateMachinePath:    &handler{name: WebhookValidateMachine, opts: opts, handle: validateMachine},
-		MutateMachineSetPath:   &handler{name: WebhookMutateMachineSet, opts: opts, handle: mutateMachineSet},
-		ValidateMachineSetPath: &handler{name: WebhookValidateMachineSet, opts: opts, handle: validateMachineSet},
+		MutateMachinePath:             &handler{name: WebhookMutateMachine, opts: opts, handle: mutateMachine},
+		ValidateMachinePath:           &handler{name: WebhookValidateMachine, opts: opts, handle: validateMachine},
+		MutateMachineSetPath:          &handler{name: WebhookMutateMachineSet, opts: opts, handle: mutateMachineSet},
+		ValidateMachineSetPath:        &handler{name: WebhookValidateMachineSet, opts: opts, handle: validateMachineSet},
+		MutateMachineDeploymentPath:   &handler{name: WebhookMutateMachineDeployment, opts: opts, handle: mutateMachineDeployment},
+		ValidateMachineDeploymentPath: &handler{name: WebhookValidateMachineDeployment, opts: opts, handle: validateMachineDeployment},
 	}
 }

@@ -98,6 +98,7 @@ type MachineDeploymentSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 	// selector selects the Machines (and MachineSets) of this deployment;
 	// it must match the template's labels and cannot change.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="selector is immutable: its MachineSets and Machines would no longer be selected; create a new MachineDeployment instead"
 	Selector metav1.LabelSelector `json:"selector"`
 	// template is the Machine every MachineSet of the current revision
 	// creates. Changing it (other than its labels' template hash) starts a

@@ -1,0 +1,113 @@
+package webhooks
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+)
+
+// TestMachineDeploymentThroughAPIServer: with the CRD and the webhook
+// configurations the operator renders, a minimal MachineDeployment (as a
+// user writes it in YAML) is stored with a Deployment's defaults and its
+// template defaulted as a MachineSet's; invalid ones are refused naming the
+// field.
+func TestMachineDeploymentThroughAPIServer(t *testing.T) {
+	c := startAPIServerWithWebhooks(t, apiServerOptions{})
+	ctx := context.Background()
+	const ns = "openshift-machine-api"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	infra := infrastructure("", configv1.ExternalPlatformType, config.KubemarkPlatformName, "")
+	if err := c.Create(ctx, infra); err != nil {
+		t.Fatalf("creating the Infrastructure: %v", err)
+	}
+	infra.Status = configv1.InfrastructureStatus{
+		InfrastructureName:     testInfraName,
+		ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
+		InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
+		PlatformStatus:         &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
+	}
+	if err := c.Status().Update(ctx, infra); err != nil {
+		t.Fatalf("setting the Infrastructure status: %v", err)
+	}
+	refused := func(t *testing.T, err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("accepted, want refused with %q", want)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not contain %q", err.Error(), w)
+			}
+		}
+	}
+
+	md := &mdv1beta1.MachineDeployment{}
+	t.Run("a minimal MachineDeployment is stored defaulted", func(t *testing.T) {
+		minimal := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineDeployment",
+			"metadata": map[string]any{"name": "workers", "namespace": ns},
+			"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": map[string]any{"machine.openshift.io/cluster-api-machineset": "workers"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"machine.openshift.io/cluster-api-machineset": "workers"}},
+					"spec":     map[string]any{"providerSpec": map[string]any{"value": map[string]any{"cpu": "4"}}},
+				},
+			},
+		}}
+		if err := c.Create(ctx, minimal); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(minimal), md); err != nil {
+			t.Fatal(err)
+		}
+		s := md.Spec
+		if *s.Replicas != 1 || *s.RevisionHistoryLimit != 10 || *s.ProgressDeadlineSeconds != 600 {
+			t.Errorf("replicas %d, revisionHistoryLimit %d, progressDeadlineSeconds %d; want 1, 10, 600",
+				*s.Replicas, *s.RevisionHistoryLimit, *s.ProgressDeadlineSeconds)
+		}
+		quarter := intstr.FromString("25%")
+		if s.Strategy.Type != mdv1beta1.RollingUpdateStrategy || s.Strategy.RollingUpdate == nil ||
+			*s.Strategy.RollingUpdate.MaxSurge != quarter || *s.Strategy.RollingUpdate.MaxUnavailable != quarter {
+			t.Errorf("strategy = %+v, want RollingUpdate with maxSurge and maxUnavailable 25%%", s.Strategy)
+		}
+		if md.Labels[ClusterIDLabel] != testInfraName || s.Template.Labels[ClusterIDLabel] != testInfraName {
+			t.Errorf("labels %v, template labels %v: want the cluster-ID label on both", md.Labels, s.Template.Labels)
+		}
+		jsonEqual(t, s.Template.Spec.ProviderSpec.Value.Raw,
+			`{"apiVersion":"`+kubemarkAPIVersion+`","kind":"`+kubemarkKind+`","cpu":"4","memory":"4Gi","pods":"110"}`)
+	})
+
+	t.Run("neither surge nor unavailability is refused", func(t *testing.T) {
+		bad := machineDeployment(value(validKubemark), rollingUpdate(intOrString("0"), intOrString("0%")))
+		bad.Name = "stuck"
+		refused(t, c.Create(ctx, bad), `admission webhook "validation.machinedeployment.machine.openshift.io" denied the request`,
+			`spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "0%": may not be 0 when maxSurge is 0`)
+	})
+
+	t.Run("Recreate with a rollingUpdate is refused", func(t *testing.T) {
+		md.Spec.Strategy.Type = mdv1beta1.RecreateStrategy
+		refused(t, c.Update(ctx, md), `spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy type is "Recreate"`)
+		md.Spec.Strategy.RollingUpdate = nil
+		if err := c.Update(ctx, md); err != nil {
+			t.Fatalf("changing the strategy to Recreate: %v", err)
+		}
+	})
+
+	t.Run("the selector is immutable", func(t *testing.T) {
+		md.Spec.Selector.MatchLabels = map[string]string{ClusterIDLabel: testInfraName}
+		// The CRD's rule refuses it even while the webhook is down.
+		refused(t, c.Update(ctx, md), `spec.selector: Invalid value: selector is immutable: its MachineSets and Machines would no longer be selected`)
+	})
+}

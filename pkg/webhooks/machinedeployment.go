@@ -1,0 +1,264 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+)
+
+// A MachineDeployment's defaults, those of a Kubernetes Deployment.
+const (
+	DefaultMachineDeploymentReplicas int32 = 1
+	DefaultMaxSurge                        = "25%"
+	DefaultMaxUnavailable                  = "25%"
+	DefaultRevisionHistoryLimit      int32 = 10
+	DefaultProgressDeadlineSeconds   int32 = 600
+)
+
+// Field paths of a MachineDeployment's checked fields.
+var (
+	strategyPath                = specPath.Child("strategy")
+	rollingUpdatePath           = strategyPath.Child("rollingUpdate")
+	progressDeadlineSecondsPath = specPath.Child("progressDeadlineSeconds")
+)
+
+// DefaultMachineDeployment fills what md leaves out as a Deployment's
+// defaulting does (replicas 1; strategy RollingUpdate with maxSurge and
+// maxUnavailable 25%, each only when missing and only for that type;
+// revisionHistoryLimit 10; progressDeadlineSeconds 600) and defaults its
+// template as DefaultMachineSet does, so that the MachineSets it creates
+// carry the template the MachineSet webhook would have made.
+func DefaultMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterInfo) Defaulted {
+	d := defaultTemplated(&md.Labels, &md.Spec.Template, cluster)
+	d.Spec = defaultMachineDeploymentSpec(&md.Spec)
+	return d
+}
+
+// defaultMachineDeploymentSpec fills in the spec fields other than the
+// template and returns the names of those it set.
+func defaultMachineDeploymentSpec(spec *mdv1beta1.MachineDeploymentSpec) []string {
+	var set []string
+	if spec.Replicas == nil {
+		spec.Replicas = ptr.To(DefaultMachineDeploymentReplicas)
+		set = append(set, "replicas")
+	}
+	if defaultStrategy(&spec.Strategy) {
+		set = append(set, "strategy")
+	}
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = ptr.To(DefaultRevisionHistoryLimit)
+		set = append(set, "revisionHistoryLimit")
+	}
+	if spec.ProgressDeadlineSeconds == nil {
+		spec.ProgressDeadlineSeconds = ptr.To(DefaultProgressDeadlineSeconds)
+		set = append(set, "progressDeadlineSeconds")
+	}
+	return set
+}
+
+// defaultStrategy fills in s and says whether it changed it.
+func defaultStrategy(s *mdv1beta1.MachineDeploymentStrategy) bool {
+	changed := false
+	if s.Type == "" {
+		s.Type, changed = mdv1beta1.RollingUpdateStrategy, true
+	}
+	if s.Type != mdv1beta1.RollingUpdateStrategy {
+		return changed
+	}
+	if s.RollingUpdate == nil {
+		s.RollingUpdate, changed = &mdv1beta1.RollingUpdateMachineDeployment{}, true
+	}
+	if s.RollingUpdate.MaxSurge == nil {
+		s.RollingUpdate.MaxSurge, changed = ptr.To(intstr.FromString(DefaultMaxSurge)), true
+	}
+	if s.RollingUpdate.MaxUnavailable == nil {
+		s.RollingUpdate.MaxUnavailable, changed = ptr.To(intstr.FromString(DefaultMaxUnavailable)), true
+	}
+	return changed
+}
+
+// ValidateMachineDeployment checks a new MachineDeployment as Kubernetes
+// checks a Deployment: the selector as a MachineSet's (valid, not empty,
+// matching the template's labels); a strategy type it knows, rollingUpdate
+// only with RollingUpdate, maxSurge and maxUnavailable a number ≥ 0 or a
+// percentage (maxUnavailable at most 100%), not both 0;
+// progressDeadlineSeconds greater than minReadySeconds; the template's spec
+// as a MachineSet's.
+func ValidateMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
+	errs := ValidateSelector(md.Spec.Selector, md.Spec.Template.Labels)
+	errs = append(errs, validateStrategy(md.Spec.Strategy)...)
+	if p := md.Spec.ProgressDeadlineSeconds; p != nil && *p <= md.Spec.MinReadySeconds {
+		errs = append(errs, field.Invalid(progressDeadlineSecondsPath, *p,
+			fmt.Sprintf("must be greater than minReadySeconds (%d)", md.Spec.MinReadySeconds)))
+	}
+	specErrs, warnings := validateMachineSpec(&md.Spec.Template.Spec, cluster, md.Namespace, "", secrets, templateSpecPath)
+	return append(errs, specErrs...), warnings
+}
+
+// ValidateMachineDeploymentUpdate checks an update of old to md: the selector
+// is immutable (its MachineSets and Machines would be orphaned); the create
+// checks apply as in ValidateMachineSetUpdate.
+func ValidateMachineDeploymentUpdate(md, old *mdv1beta1.MachineDeployment, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
+	errs := validateSelectorUnchanged(md.Spec.Selector, old.Spec.Selector)
+	newErrs, warnings := ValidateMachineDeployment(md, cluster, secrets)
+	oldErrs, _ := ValidateMachineDeployment(old, cluster, nil)
+	mdErrs, ratcheted := ratchet(newErrs, oldErrs)
+	return append(errs, mdErrs...), append(warnings, ratcheted...)
+}
+
+func validateStrategy(s mdv1beta1.MachineDeploymentStrategy) field.ErrorList {
+	switch s.Type {
+	case "", mdv1beta1.RollingUpdateStrategy:
+	case mdv1beta1.RecreateStrategy, mdv1beta1.OnDeleteStrategy:
+		if s.RollingUpdate != nil {
+			return field.ErrorList{field.Forbidden(rollingUpdatePath,
+				fmt.Sprintf("may not be specified when strategy type is %q; remove it or set type to %q", s.Type, mdv1beta1.RollingUpdateStrategy))}
+		}
+		return nil
+	default:
+		return field.ErrorList{field.NotSupported(strategyPath.Child("type"), s.Type, []string{
+			string(mdv1beta1.RollingUpdateStrategy), string(mdv1beta1.RecreateStrategy), string(mdv1beta1.OnDeleteStrategy)})}
+	}
+	ru := s.RollingUpdate
+	if ru == nil {
+		return nil
+	}
+	surgePath, unavailablePath := rollingUpdatePath.Child("maxSurge"), rollingUpdatePath.Child("maxUnavailable")
+	errs := validateIntOrPercent(ru.MaxSurge, surgePath, false)
+	errs = append(errs, validateIntOrPercent(ru.MaxUnavailable, unavailablePath, true)...)
+	if len(errs) == 0 && isZero(ru.MaxSurge) && isZero(ru.MaxUnavailable) {
+		errs = append(errs, field.Invalid(unavailablePath, ru.MaxUnavailable.String(),
+			"may not be 0 when maxSurge is 0: the rollout could neither add nor remove a Machine"))
+	}
+	return errs
+}
+
+var percent = regexp.MustCompile(`^[0-9]+%$`)
+
+// validateIntOrPercent checks a maxSurge or maxUnavailable: a number ≥ 0 or
+// a percentage such as "25%" (at most 100% when atMost100). nil is allowed
+// (defaulted).
+func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path, atMost100 bool) field.ErrorList {
+	switch {
+	case v == nil:
+		return nil
+	case v.Type == intstr.Int:
+		if v.IntVal < 0 {
+			return field.ErrorList{field.Invalid(fldPath, v.IntVal, "must be greater than or equal to 0")}
+		}
+	case !percent.MatchString(v.StrVal):
+		return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must be an integer or percentage (e.g '5%')")}
+	case atMost100 && percentValue(v.StrVal) > 100:
+		return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must not be greater than 100%")}
+	}
+	return nil
+}
+
+// isZero: v is 0 or "0%" (nil is not: it is defaulted to 25%).
+func isZero(v *intstr.IntOrString) bool {
+	if v == nil {
+		return false
+	}
+	if v.Type == intstr.Int {
+		return v.IntVal == 0
+	}
+	return percentValue(v.StrVal) == 0
+}
+
+// percentValue is the number of a valid percentage ("25%" → 25).
+func percentValue(s string) int {
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func mutateMachineDeployment(ctx context.Context, h *handler, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	log := logf.FromContext(ctx)
+	md := &mdv1beta1.MachineDeployment{}
+	if err := decode(req.Object.Raw, md); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	cluster, warnings := h.cluster(ctx, log)
+	var d Defaulted
+	if req.Operation == admissionv1.Create {
+		d = DefaultMachineDeployment(md, cluster)
+	} else {
+		old := &mdv1beta1.MachineDeployment{}
+		if err := decode(req.OldObject.Raw, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
+		}
+		// The template is defaulted only when the update changes it: a
+		// default added to an unchanged template would start a rollout.
+		if equality.Semantic.DeepEqual(md.Spec.Template, old.Spec.Template) {
+			d.Spec = defaultMachineDeploymentSpec(&md.Spec)
+		} else {
+			d = DefaultMachineDeployment(md, cluster)
+		}
+	}
+	logDefaultingWarnings(log, d)
+	if !d.Changed() {
+		return admission.Allowed("").WithWarnings(warnings...)
+	}
+	edits := templatedEdits(d, md.Labels, &md.Spec.Template)
+	for _, f := range d.Spec {
+		var v any
+		switch f {
+		case "replicas":
+			v = md.Spec.Replicas
+		case "strategy":
+			v = md.Spec.Strategy
+		case "revisionHistoryLimit":
+			v = md.Spec.RevisionHistoryLimit
+		case "progressDeadlineSeconds":
+			v = md.Spec.ProgressDeadlineSeconds
+		}
+		edits = append(edits, edit{path: []string{"spec", f}, value: v})
+	}
+	log.V(2).Info("Defaulting MachineDeployment", "clusterIDLabel", d.Labels, "providerSpecFields", d.ProviderSpec, "specFields", d.Spec)
+	return patchResponse(req.Object.Raw, edits).WithWarnings(warnings...)
+}
+
+func validateMachineDeployment(ctx context.Context, h *handler, req admission.Request) admission.Response {
+	log := logf.FromContext(ctx)
+	md := &mdv1beta1.MachineDeployment{}
+	if err := decode(req.Object.Raw, md); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	cluster, warnings := h.cluster(ctx, log)
+	var errs field.ErrorList
+	var more admission.Warnings
+	switch req.Operation {
+	case admissionv1.Create:
+		errs, more = ValidateMachineDeployment(md, cluster, h.secretLookup(ctx))
+	case admissionv1.Update:
+		old := &mdv1beta1.MachineDeployment{}
+		if err := decode(req.OldObject.Raw, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
+		}
+		if FinalizersOnlyRemoved(md, old) {
+			return admission.Allowed("finalizer removal from a deleting MachineDeployment is always allowed")
+		}
+		errs, more = ValidateMachineDeploymentUpdate(md, old, cluster, h.secretLookup(ctx))
+	default:
+		return admission.Allowed("")
+	}
+	return validationResponse(log, mdv1beta1.Kind, objectName(md.Name, md.GenerateName), errs, append(warnings, more...))
+}
