@@ -79,17 +79,23 @@ type replicaAction struct {
 	remove []*machinev1beta1.Machine
 	// wait is set when expectations are pending: nothing is done.
 	wait bool
+	// frozen is set when Machines are missing but the MachineSet is frozen
+	// by the overshoot safety check (package safety): none are created.
+	frozen bool
 }
 
 // decide compares the active Machines with the desired count. Nothing is
 // done while expectations are not satisfied; creations are capped at
-// maxCreate (no cap when <= 0).
-func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, policy machinev1beta1.MachineSetDeletePolicy, maxCreate int) replicaAction {
+// maxCreate (no cap when <= 0) and none are made while frozen (scale-down
+// still works).
+func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, policy machinev1beta1.MachineSetDeletePolicy, maxCreate int, frozen bool) replicaAction {
 	if !satisfied {
 		return replicaAction{wait: true}
 	}
 	diff := len(active) - desired
 	switch {
+	case diff < 0 && frozen:
+		return replicaAction{frozen: true}
 	case diff < 0:
 		n := -diff
 		if maxCreate > 0 {

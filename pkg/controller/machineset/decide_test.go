@@ -114,7 +114,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := decide(tt.desired, tt.active, tt.satisfied, tt.policy, tt.maxCreate)
+			got := decide(tt.desired, tt.active, tt.satisfied, tt.policy, tt.maxCreate, false)
 			if got.create != tt.wantCreate || got.wait != tt.wantWait {
 				t.Errorf("create=%d wait=%v, want create=%d wait=%v", got.create, got.wait, tt.wantCreate, tt.wantWait)
 			}
@@ -123,6 +123,36 @@ func TestDecide(t *testing.T) {
 				del = nil
 			}
 			if !slices.Equal(del, tt.wantDelete) {
+				t.Errorf("delete = %v, want %v", del, tt.wantDelete)
+			}
+		})
+	}
+}
+
+// TestDecideWhileFrozen: a frozen MachineSet creates nothing but still
+// scales down and waits for expectations. Breaks if: decide ignored frozen.
+func TestDecideWhileFrozen(t *testing.T) {
+	three := []*machinev1beta1.Machine{mk("a", 0), mk("b", 1), mk("c", 2, nodeless)}
+	tests := []struct {
+		name       string
+		desired    int
+		satisfied  bool
+		wantFrozen bool
+		wantDelete []string
+		wantWait   bool
+	}{
+		{"scale up held back", 5, true, true, nil, false},
+		{"steady", 3, true, false, nil, false},
+		{"scale down still deletes", 2, true, false, []string{"c"}, false},
+		{"expectations still waited for", 5, false, false, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := decide(tt.desired, three, tt.satisfied, "Oldest", 500, true)
+			if got.create != 0 || got.frozen != tt.wantFrozen || got.wait != tt.wantWait {
+				t.Errorf("create=%d frozen=%v wait=%v, want create=0 frozen=%v wait=%v", got.create, got.frozen, got.wait, tt.wantFrozen, tt.wantWait)
+			}
+			if del := names(got.remove); !slices.Equal(del, tt.wantDelete) && len(del)+len(tt.wantDelete) > 0 {
 				t.Errorf("delete = %v, want %v", del, tt.wantDelete)
 			}
 		})

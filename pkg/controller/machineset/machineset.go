@@ -21,6 +21,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
 )
 
 // Options configure a Reconciler.
@@ -183,8 +184,10 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	var actErr error
 	if claimErr == nil {
 		policy := machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy)
-		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.maxCreate)
+		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.maxCreate, safety.MachineSetFrozen(ms))
 		switch {
+		case act.frozen:
+			log.V(2).Info("not creating Machines: the MachineSet is frozen (docs/safety.md)", "replicas", len(active), "desired", *ms.Spec.Replicas)
 		case act.wait:
 			creates, deletes := r.expectations.Pending(key)
 			log.V(4).Info("waiting for expected Machine changes to show in the cache",

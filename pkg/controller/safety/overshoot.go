@@ -1,0 +1,281 @@
+package safety
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
+)
+
+// OvershootController freezes MachineSets (and their MachineDeployment)
+// backed by too many Machines; see decideOvershoot. One reconcile per
+// MachineSet, on its changes, on every Machine creation it owns, and every
+// Period.
+type OvershootController struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	opts      OvershootOptions
+	namespace string
+	now       func() time.Time
+}
+
+// NewOvershootController returns the overshoot freeze for the MachineSets
+// of namespace (every namespace when empty). Invalid options are replaced
+// by the defaults (parse validates the flags).
+func NewOvershootController(opts OvershootOptions, namespace string) *OvershootController {
+	if opts.Validate() != nil {
+		opts = DefaultOvershootOptions()
+	}
+	return &OvershootController{opts: opts, namespace: namespace, now: time.Now}
+}
+
+// Reconcile evaluates one MachineSet: observe (the set, its Machines, its
+// MachineDeployment and that one's sets, from the cache), decide, act
+// (labels, conditions, annotations) and report (events, a log line).
+func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if c.namespace != "" && req.Namespace != c.namespace {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	ms := &machinev1beta1.MachineSet{}
+	if err := c.client.Get(ctx, req.NamespacedName, ms); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ms.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	md, err := c.owningDeployment(ctx, ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	mdUnfreeze := false
+	var siblings []*machinev1beta1.MachineSet
+	if md != nil {
+		if siblings, err = c.setsOf(ctx, md); err != nil {
+			return ctrl.Result{}, err
+		}
+		_, mdUnfreeze = md.Annotations[UnfreezeAnnotation]
+		if mdUnfreeze {
+			// As machine-controller-manager: the request reaches every set.
+			if err := c.propagateUnfreeze(ctx, siblings); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	machines, err := c.machinesOf(ctx, ms)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	replicas := 1
+	if ms.Spec.Replicas != nil {
+		replicas = int(*ms.Spec.Replicas)
+	}
+	th, err := overshootThresholds(replicas, md, c.opts.SafetyUp, c.opts.SafetyDown)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	count := countMachines(ms, machines)
+	marks := marksOf(ms.Labels, ms.Status.Conditions)
+	_, unfreeze := ms.Annotations[UnfreezeAnnotation]
+	d := decideOvershoot(ms.Name, count, th, marks, unfreeze || mdUnfreeze)
+	log.V(4).Info("overshoot check", "machines", count, "high", th.high, "low", th.low, "frozen", marks.frozen())
+
+	var errs []error
+	if d.changes(marks) || d.clearUnfreeze {
+		if err := c.apply(ctx, ms, d); err != nil {
+			errs = append(errs, fmt.Errorf("applying the freeze decision to MachineSet %s: %w", req.NamespacedName, err))
+		} else {
+			c.report(ctx, ms, "MachineSet", d, marks, EventFrozeMachineSet, EventUnfrozeMachineSet)
+		}
+	}
+	if md != nil {
+		anyFrozen := d.frozen
+		for _, s := range siblings {
+			if s.UID != ms.UID && MachineSetFrozen(s) {
+				anyFrozen = true
+			}
+		}
+		mdMarks := marksOf(md.Labels, md.Status.Conditions)
+		mdd := decideDeployment(md.Name, anyFrozen, d, d.frozen && !marks.frozen(), mdUnfreeze)
+		if mdd.changes(mdMarks) || mdd.clearUnfreeze {
+			if err := c.apply(ctx, md, mdd); err != nil {
+				errs = append(errs, fmt.Errorf("applying the freeze decision to MachineDeployment %s/%s: %w", md.Namespace, md.Name, err))
+			} else {
+				c.report(ctx, md, "MachineDeployment", mdd, mdMarks, EventFrozeMachineDeployment, EventUnfrozeMachineDeployment)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: c.opts.Period}, nil
+}
+
+// report records the event and log line of a freeze change.
+func (c *OvershootController) report(ctx context.Context, obj client.Object, kind string, d freezeDecision, before freezeMarks, froze, unfroze string) {
+	log := ctrl.LoggerFrom(ctx)
+	switch {
+	case d.frozen && !before.frozen():
+		log.Info("froze "+kind+": it creates no Machines until the count falls back", "name", obj.GetName(), "reason", d.reason, "message", d.message)
+		c.eventf(obj, corev1.EventTypeWarning, froze, "Freeze", "%s", d.message)
+	case !d.frozen && before.frozen():
+		log.Info("unfroze "+kind, "name", obj.GetName(), "reason", d.reason, "message", d.message)
+		c.eventf(obj, corev1.EventTypeNormal, unfroze, "Unfreeze", "%s: %s", d.reason, d.message)
+	}
+}
+
+func (c *OvershootController) eventf(obj client.Object, eventType, reason, action, note string, args ...any) {
+	if c.recorder != nil {
+		c.recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
+	}
+}
+
+// apply writes d on obj (a *MachineSet or *MachineDeployment): the Frozen
+// condition first (status), then the label and the annotation (metadata),
+// each only when it differs, each as a patch of only what changed.
+func (c *OvershootController) apply(ctx context.Context, obj client.Object, d freezeDecision) error {
+	conds, err := conditionsOf(obj)
+	if err != nil {
+		return err
+	}
+	base, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return fmt.Errorf("copying %T", obj)
+	}
+	upd, _ := obj.DeepCopyObject().(client.Object)
+	updConds, _ := conditionsOf(upd)
+	switch {
+	case d.frozen && conditions.IsTrue(*conds, mdv1beta1.FrozenCondition):
+		// Only the label is missing: the first freeze's reason and message stay.
+	case d.frozen:
+		*updConds = conditions.Set(*updConds, frozenCondition(d), c.now())
+	default:
+		*updConds = conditions.Remove(*updConds, mdv1beta1.FrozenCondition)
+	}
+	if err := patch.Status(ctx, c.client, c.apiReader, base, upd); err != nil {
+		return fmt.Errorf("patching the Frozen condition: %w", err)
+	}
+	withLabel, _ := upd.DeepCopyObject().(client.Object)
+	labels := withLabel.GetLabels()
+	if d.frozen {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[FreezeLabel] = FreezeLabelValue
+	} else {
+		delete(labels, FreezeLabel)
+	}
+	withLabel.SetLabels(labels)
+	if d.clearUnfreeze {
+		ann := withLabel.GetAnnotations()
+		delete(ann, UnfreezeAnnotation)
+		withLabel.SetAnnotations(ann)
+	}
+	if maps.Equal(withLabel.GetLabels(), upd.GetLabels()) && maps.Equal(withLabel.GetAnnotations(), upd.GetAnnotations()) {
+		return nil
+	}
+	if err := c.client.Patch(ctx, withLabel, client.MergeFrom(upd)); err != nil {
+		return fmt.Errorf("patching the %s label: %w", FreezeLabel, err)
+	}
+	return nil
+}
+
+// conditionsOf returns a pointer to the status conditions of a MachineSet
+// or MachineDeployment.
+func conditionsOf(obj client.Object) (*[]machinev1beta1.Condition, error) {
+	switch o := obj.(type) {
+	case *machinev1beta1.MachineSet:
+		return &o.Status.Conditions, nil
+	case *mdv1beta1.MachineDeployment:
+		return &o.Status.Conditions, nil
+	}
+	return nil, fmt.Errorf("no Frozen condition on a %T", obj)
+}
+
+// propagateUnfreeze puts UnfreezeAnnotation on sets (each clears it when
+// its freeze lifts).
+func (c *OvershootController) propagateUnfreeze(ctx context.Context, sets []*machinev1beta1.MachineSet) error {
+	for _, s := range sets {
+		if _, ok := s.Annotations[UnfreezeAnnotation]; ok || !MachineSetFrozen(s) {
+			continue
+		}
+		upd := s.DeepCopy()
+		if upd.Annotations == nil {
+			upd.Annotations = map[string]string{}
+		}
+		upd.Annotations[UnfreezeAnnotation] = FreezeLabelValue
+		if err := c.client.Patch(ctx, upd, client.MergeFrom(s)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("propagating %s to MachineSet %s: %w", UnfreezeAnnotation, s.Name, err)
+		}
+	}
+	return nil
+}
+
+// owningDeployment returns the MachineDeployment controlling ms, nil when
+// there is none (or its API is not installed).
+func (c *OvershootController) owningDeployment(ctx context.Context, ms *machinev1beta1.MachineSet) (*mdv1beta1.MachineDeployment, error) {
+	ref := metav1.GetControllerOfNoCopy(ms)
+	if ref == nil || ref.Kind != "MachineDeployment" {
+		return nil, nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != mdv1beta1.GroupVersion.Group {
+		return nil, nil
+	}
+	md := &mdv1beta1.MachineDeployment{}
+	err := c.client.Get(ctx, types.NamespacedName{Namespace: ms.Namespace, Name: ref.Name}, md)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading MachineDeployment %s of MachineSet %s: %w", ref.Name, ms.Name, err)
+	case md.UID != ref.UID:
+		return nil, nil
+	}
+	return md, nil
+}
+
+// setsOf lists md's MachineSets (controller reference) from the cache.
+func (c *OvershootController) setsOf(ctx context.Context, md *mdv1beta1.MachineDeployment) ([]*machinev1beta1.MachineSet, error) {
+	list := &machinev1beta1.MachineSetList{}
+	if err := c.client.List(ctx, list, client.InNamespace(md.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the MachineSets of MachineDeployment %s: %w", md.Name, err)
+	}
+	var out []*machinev1beta1.MachineSet
+	for i := range list.Items {
+		if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.UID == md.UID {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// machinesOf lists the Machines naming ms among their owners (index).
+func (c *OvershootController) machinesOf(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
+	list := &machinev1beta1.MachineList{}
+	if err := c.client.List(ctx, list, client.InNamespace(ms.Namespace),
+		client.MatchingFields{IndexMachineSetOwnerName: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the Machines of MachineSet %s: %w", ms.Name, err)
+	}
+	out := make([]*machinev1beta1.Machine, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
