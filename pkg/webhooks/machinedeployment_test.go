@@ -235,7 +235,7 @@ func TestValidateMachineDeploymentUpdate(t *testing.T) {
 		},
 		{
 			name: "selector changed", old: machineDeployment(value(validKubemark), widerTemplate),
-			md: machineDeployment(value(validKubemark), widerTemplate, func(md *mdv1beta1.MachineDeployment) { md.Spec.Selector.MatchLabels = both }),
+			md:   machineDeployment(value(validKubemark), widerTemplate, func(md *mdv1beta1.MachineDeployment) { md.Spec.Selector.MatchLabels = both }),
 			want: []string{`spec.selector: Invalid value: "machine.openshift.io/cluster-api-machineset=workers,role=worker": field is immutable (was "machine.openshift.io/cluster-api-machineset=workers")`},
 		},
 		{
@@ -296,8 +296,8 @@ func TestMachineDeploymentHandlers(t *testing.T) {
 		},
 		{
 			name: "update leaving the template as it was: the template is not defaulted", op: admissionv1.Update,
-			old: machineDeployment(value(`{"cpu":"1"}`), func(md *mdv1beta1.MachineDeployment) { md.Spec.Paused = true }),
-			obj: machineDeployment(value(`{"cpu":"1"}`)),
+			old:  machineDeployment(value(`{"cpu":"1"}`), func(md *mdv1beta1.MachineDeployment) { md.Spec.Paused = true }),
+			obj:  machineDeployment(value(`{"cpu":"1"}`)),
 			want: defaults,
 		},
 		{
