@@ -128,7 +128,7 @@ func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, u
 	switch {
 	case unfreezeRequested:
 		return freezeDecision{reason: ReasonUnfreezeAnnotation,
-			message: fmt.Sprintf("The freeze of MachineSet: %s was lifted by the %s annotation", name, UnfreezeAnnotation),
+			message:       fmt.Sprintf("The freeze of MachineSet: %s was lifted by the %s annotation", name, UnfreezeAnnotation),
 			clearUnfreeze: true}
 	case count >= th.high:
 		return freezeDecision{frozen: true, reason: ReasonOverShootingReplicaCount,
@@ -152,7 +152,7 @@ func decideDeployment(name string, anySetFrozen bool, setDecision freezeDecision
 	switch {
 	case unfreezeRequested:
 		return freezeDecision{reason: ReasonUnfreezeAnnotation,
-			message: fmt.Sprintf("The freeze of MachineDeployment: %s was lifted by the %s annotation", name, UnfreezeAnnotation),
+			message:       fmt.Sprintf("The freeze of MachineDeployment: %s was lifted by the %s annotation", name, UnfreezeAnnotation),
 			clearUnfreeze: true}
 	case setFrozeNow:
 		return freezeDecision{frozen: true, reason: setDecision.reason, message: setDecision.message}

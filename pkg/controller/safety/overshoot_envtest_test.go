@@ -1,0 +1,177 @@
+package safety
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+)
+
+// startOvershoot runs the overshoot controller for ns with a 1s period.
+func startOvershoot(t *testing.T, ns string) *recorder {
+	t.Helper()
+	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	rec := &recorder{}
+	c := NewOvershootController(OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
+	c.recorder = rec
+	if err := c.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, mgr)
+	return rec
+}
+
+func newSet(t *testing.T, ns, name string, replicas int32, owner *mdv1beta1.MachineDeployment) *machinev1beta1.MachineSet {
+	t.Helper()
+	ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	ms.Spec.Replicas = ptr.To(replicas)
+	ms.Spec.Selector.MatchLabels = map[string]string{"set": name}
+	ms.Spec.Template.Labels = map[string]string{"set": name}
+	if owner != nil {
+		ms.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, mdv1beta1.GroupVersion.WithKind("MachineDeployment"))}
+	}
+	if err := env.Client.Create(t.Context(), ms); err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// addMachines creates n Machines owned by ms, behind its controller's back.
+func addMachines(t *testing.T, ms *machinev1beta1.MachineSet, n int) []*machinev1beta1.Machine {
+	t.Helper()
+	var out []*machinev1beta1.Machine
+	for range n {
+		m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{
+			Namespace: ms.Namespace, GenerateName: ms.Name + "-", Labels: ms.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ms, machinev1beta1.GroupVersion.WithKind("MachineSet"))},
+		}}
+		if err := env.Client.Create(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// frozenState reads an object's freeze label and Frozen condition.
+func frozenState(t *testing.T, obj client.Object) (label bool, cond *machinev1beta1.Condition) {
+	t.Helper()
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	conds, err := conditionsOf(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.GetLabels()[FreezeLabel] == "True", conditions.Get(*conds, mdv1beta1.FrozenCondition)
+}
+
+func waitFrozen(t *testing.T, obj client.Object, wantReason, wantMessage string) {
+	t.Helper()
+	eventually(t, obj.GetName()+" frozen", func() error {
+		label, cond := frozenState(t, obj)
+		if !label || cond == nil || cond.Status != "True" || cond.Reason != wantReason || (wantMessage != "" && cond.Message != wantMessage) {
+			return fmt.Errorf("label %v, condition %+v", label, cond)
+		}
+		return nil
+	})
+}
+
+func waitUnfrozen(t *testing.T, obj client.Object) {
+	t.Helper()
+	eventually(t, obj.GetName()+" unfrozen", func() error {
+		if label, cond := frozenState(t, obj); label || cond != nil {
+			return fmt.Errorf("label %v, condition %+v", label, cond)
+		}
+		return nil
+	})
+}
+
+// TestOvershootFreezesAndUnfreezes: a standalone MachineSet of 1 is frozen
+// when 4 Machines (2×1+2) back it, and unfrozen at 3 (4−1); the unfreeze
+// annotation lifts a freeze and is removed. Breaks if: the freeze compared
+// with > instead of >= (4 would not freeze).
+func TestOvershootFreezesAndUnfreezes(t *testing.T) {
+	ns := newNamespace(t)
+	rec := startOvershoot(t, ns)
+	ms := newSet(t, ns, "web", 1, nil)
+	machines := addMachines(t, ms, 3)
+	// The message names the count it froze at: 4, not 3.
+	machines = append(machines, addMachines(t, ms, 1)...)
+	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "The number of machines backing MachineSet: web is 4 >= 4 which is the Max-ScaleUp-Limit")
+	if got := rec.find(EventFrozeMachineSet, "web"); len(got) != 1 {
+		t.Errorf("FrozeMachineSet events %q, want one", got)
+	}
+
+	if err := env.Client.Delete(t.Context(), machines[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitUnfrozen(t, ms)
+	if got := rec.find(EventUnfrozeMachineSet, "web"); len(got) != 1 {
+		t.Errorf("UnfrozeMachineSet events %q, want one", got)
+	}
+
+	// Frozen again, then lifted by the annotation (it comes back while the
+	// count stays high: the event and the removed annotation show the lift).
+	addMachines(t, ms, 1)
+	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "")
+	if err := env.Client.Patch(t.Context(), ms, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+UnfreezeAnnotation+`":"True"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the unfreeze annotation handled", func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(ms), ms); err != nil {
+			return err
+		}
+		if _, ok := ms.Annotations[UnfreezeAnnotation]; ok {
+			return fmt.Errorf("annotation still there")
+		}
+		if got := rec.find(EventUnfrozeMachineSet, "web"); len(got) != 2 {
+			return fmt.Errorf("UnfrozeMachineSet events %q, want two", got)
+		}
+		return nil
+	})
+}
+
+// TestOvershootFreezesTheDeployment: a MachineSet of a MachineDeployment of
+// 2 with maxSurge 1 freezes at 2+1+2 = 5 Machines, and its
+// MachineDeployment with it; both thaw together. Breaks if: the set's
+// thresholds ignored the MachineDeployment (2×2+2 = 6 would not freeze at 5).
+func TestOvershootFreezesTheDeployment(t *testing.T) {
+	ns := newNamespace(t)
+	startOvershoot(t, ns)
+	md := &mdv1beta1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "md"}}
+	md.Spec.Replicas = ptr.To(int32(2))
+	md.Spec.Selector.MatchLabels = map[string]string{"set": "md-a"}
+	md.Spec.Template.Labels = map[string]string{"set": "md-a"}
+	surge := intstr.FromInt32(1)
+	md.Spec.Strategy = mdv1beta1.MachineDeploymentStrategy{Type: mdv1beta1.RollingUpdateStrategy,
+		RollingUpdate: &mdv1beta1.RollingUpdateMachineDeployment{MaxSurge: &surge}}
+	if err := env.Client.Create(t.Context(), md); err != nil {
+		t.Fatal(err)
+	}
+	ms := newSet(t, ns, "md-a", 2, md)
+	machines := addMachines(t, ms, 5)
+	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "The number of machines backing MachineSet: md-a is 5 >= 5 which is the Max-ScaleUp-Limit")
+	waitFrozen(t, md, ReasonOverShootingReplicaCount, "")
+
+	for _, m := range machines[:2] {
+		if err := env.Client.Delete(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUnfrozen(t, ms)
+	waitUnfrozen(t, md)
+}
