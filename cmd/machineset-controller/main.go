@@ -16,6 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machinedeployment"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
@@ -93,8 +95,8 @@ func run(opts operand.Options, f flags) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// addControllers registers the machineset controller and the admission
-// webhooks.
+// addControllers registers the machineset and machinedeployment
+// controllers and the admission webhooks.
 func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	r := machineset.NewReconciler(machineset.Options{
 		MachineAPIMigration:  migrationEnabled(opts),
@@ -112,6 +114,17 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	})
 	if err != nil {
 		return fmt.Errorf("setting up the machineset controller: %w", err)
+	}
+	// MachineDeployments are this project's CRD: without it the binary runs
+	// the rest and picks the controller up once the CRD is installed.
+	md := machinedeployment.NewReconciler(machinedeployment.Options{Namespace: opts.Namespace})
+	err = crdwait.Add(mgr, crdwait.Gate{
+		Name:  "machinedeployment",
+		Kinds: []schema.GroupVersionKind{mdv1beta1.GroupVersion.WithKind("MachineDeployment")},
+		Setup: func(mgr manager.Manager) error { return md.SetupWithManager(mgr, opts.ControllerOptions()) },
+	})
+	if err != nil {
+		return fmt.Errorf("setting up the machinedeployment controller: %w", err)
 	}
 	if opts.Webhook.Enabled {
 		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient()}); err != nil {

@@ -1,0 +1,378 @@
+package machinedeployment
+
+import (
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+)
+
+// machineDeploymentKind is the kind of the controller ownerReference on
+// MachineSets.
+var machineDeploymentKind = mdv1beta1.GroupVersion.WithKind("MachineDeployment")
+
+// SetState is one MachineSet of a MachineDeployment as observed.
+type SetState struct {
+	// Set is the MachineSet (never modified).
+	Set *machinev1beta1.MachineSet
+	// Available holds, for each of the set's Machines that is not being
+	// deleted, whether it is available, in the order the MachineSet
+	// controller deletes them (machineset.MachinesToDelete): a scale-down by
+	// k removes the first k.
+	Available []bool
+	// Ready counts the set's Machines (not being deleted) whose Node is
+	// Ready.
+	Ready int32
+	// Deleting counts the set's Machines being deleted: their instances
+	// still exist.
+	Deleting int32
+	// Nodes are the Nodes of the set's Machines not being deleted.
+	Nodes []string
+}
+
+func (s SetState) available() int32 {
+	var n int32
+	for _, a := range s.Available {
+		if a {
+			n++
+		}
+	}
+	return n
+}
+
+// Plan is what Decide wants done for one MachineDeployment.
+type Plan struct {
+	// Sets are copies of the input sets, same order, with the replicas,
+	// annotations and minReadySeconds they should have.
+	Sets []*machinev1beta1.MachineSet
+	// Create is the new MachineSet to create, or nil.
+	Create *machinev1beta1.MachineSet
+	// NewSet is the name of the new MachineSet ("" while there is none).
+	NewSet string
+	// Rollback is set when an old MachineSet became the new one again.
+	Rollback bool
+	// Delete are old MachineSets beyond revisionHistoryLimit.
+	Delete []*machinev1beta1.MachineSet
+	// Revision is the MachineDeployment's revision annotation ("" leaves it).
+	Revision string
+	// Status is the MachineDeployment's status.
+	Status mdv1beta1.MachineDeploymentStatus
+	// RequeueAfter is when to look again for the progress deadline (0: no
+	// need).
+	RequeueAfter time.Duration
+	// Taints says, per Node name, whether it should carry the
+	// PreferNoScheduleTaintKey taint; Nodes not listed are left alone.
+	Taints map[string]bool
+}
+
+// set is a MachineSet being planned: the observation and the working copy.
+type set struct {
+	SetState
+	ms *machinev1beta1.MachineSet
+}
+
+func (s *set) replicas() int32 { return ptr.Deref(s.ms.Spec.Replicas, 0) }
+func (s *set) active() int32   { return int32(len(s.Available)) }
+
+// footprint is how many Machines the set may have at once: its replicas or
+// the Machines it has (a scale-down not yet done), plus those being deleted.
+func (s *set) footprint() int32 { return max(s.replicas(), s.active()) + s.Deleting }
+
+// availableAt is how many of the set's available Machines remain once it is
+// scaled to n: the MachineSet deletes the first active−n of Available.
+func (s *set) availableAt(n int32) int32 {
+	left := s.available()
+	for i := int32(0); i < s.active()-n; i++ {
+		if s.Available[i] {
+			left--
+		}
+	}
+	return left
+}
+
+// rollout is the state of one decision.
+type rollout struct {
+	md        *mdv1beta1.MachineDeployment
+	replicas  int32
+	surge     int32
+	unavail   int32
+	sets      []*set // existing sets, creation order
+	newSet    *set   // existing or to be created; nil while none
+	create    bool
+	rollback  bool
+	deletions []*machinev1beta1.MachineSet
+	now       time.Time
+	// progress conditions set while finding or creating the new set
+	conds []machinev1beta1.Condition
+}
+
+// Decide plans one step of md's rollout over its sets (the MachineSets it
+// controls, as observed). It is pure: the caller carries the plan out.
+func Decide(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) Plan {
+	r := newRollout(md, states, now)
+	r.conds = slices.Clone(md.Status.Conditions)
+	r.pausedCondition()
+
+	sync := md.Spec.Paused || r.scalingEvent()
+	r.findNewSet(!sync && strategyOf(md) != mdv1beta1.RecreateStrategy)
+	progress := !sync
+	switch {
+	case sync:
+		r.scale()
+		if md.Spec.Paused {
+			r.cleanupHistory()
+		}
+	case strategyOf(md) == mdv1beta1.RecreateStrategy:
+		r.recreate()
+	case strategyOf(md) == mdv1beta1.OnDeleteStrategy:
+		r.onDelete()
+	default:
+		r.rolling()
+	}
+	return r.plan(progress, states)
+}
+
+func newRollout(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) *rollout {
+	r := &rollout{md: md, replicas: replicasOf(md), now: now}
+	r.surge, r.unavail = Fenceposts(md)
+	for _, st := range states {
+		r.sets = append(r.sets, &set{SetState: st, ms: st.Set.DeepCopy()})
+	}
+	slices.SortStableFunc(r.sets, func(a, b *set) int { return olderFirst(a.ms, b.ms) })
+	return r
+}
+
+// olderFirst orders MachineSets by creation, then name.
+func olderFirst(a, b *machinev1beta1.MachineSet) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+func replicasOf(md *mdv1beta1.MachineDeployment) int32 {
+	return ptr.Deref(md.Spec.Replicas, DefaultReplicas)
+}
+
+func strategyOf(md *mdv1beta1.MachineDeployment) mdv1beta1.MachineDeploymentStrategyType {
+	if md.Spec.Strategy.Type == "" {
+		return mdv1beta1.RollingUpdateStrategy
+	}
+	return md.Spec.Strategy.Type
+}
+
+// Fenceposts resolves maxSurge (rounded up) and maxUnavailable (rounded
+// down) against replicas, as Deployments do: both 0 makes maxUnavailable
+// 1, and maxUnavailable never exceeds replicas. Other strategies have
+// neither.
+func Fenceposts(md *mdv1beta1.MachineDeployment) (surge, unavailable int32) {
+	if strategyOf(md) != mdv1beta1.RollingUpdateStrategy {
+		return 0, 0
+	}
+	replicas := replicasOf(md)
+	ms, mu := intstr.FromString(DefaultMaxSurge), intstr.FromString(DefaultMaxUnavailable)
+	if ru := md.Spec.Strategy.RollingUpdate; ru != nil {
+		ms = ptr.Deref(ru.MaxSurge, ms)
+		mu = ptr.Deref(ru.MaxUnavailable, mu)
+	}
+	// Invalid values are refused by admission; they resolve to 0 here.
+	s, _ := intstr.GetScaledValueFromIntOrPercent(&ms, int(replicas), true)
+	u, _ := intstr.GetScaledValueFromIntOrPercent(&mu, int(replicas), false)
+	surge, unavailable = int32(max(s, 0)), int32(max(u, 0))
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+	return surge, min(unavailable, replicas)
+}
+
+// TemplateHash is the value of the machine-template-hash label for a
+// template: FNV-32a of its JSON without that label, with collisionCount
+// mixed in (a new name after a collision), encoded as Deployments do.
+func TemplateHash(t *machinev1beta1.MachineTemplateSpec, collisionCount *int32) string {
+	c := t.DeepCopy()
+	delete(c.Labels, mdv1beta1.MachineTemplateHashLabel)
+	data, _ := json.Marshal(c) // a template of strings, maps and raw JSON always marshals
+	h := fnv.New32a()
+	_, _ = h.Write(data)
+	if collisionCount != nil {
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
+		_, _ = h.Write(b)
+	}
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+}
+
+// EqualIgnoringHash reports whether two templates are equal once the
+// machine-template-hash label is removed from both.
+func EqualIgnoringHash(a, b *machinev1beta1.MachineTemplateSpec) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	delete(a.Labels, mdv1beta1.MachineTemplateHashLabel)
+	delete(b.Labels, mdv1beta1.MachineTemplateHashLabel)
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// SetName is the name of md's MachineSet for a template hash:
+// "<md>-<hash>", the deployment's name cut so the result is a valid name.
+func SetName(mdName, hash string) string {
+	if limit := validation.DNS1123SubdomainMaxLength - 1 - len(hash); len(mdName) > limit {
+		mdName = mdName[:limit]
+	}
+	return mdName + "-" + hash
+}
+
+// findNewSet finds the set whose template is md's (ignoring the hash
+// label; failing that, the one named after the template's hash, whose
+// template admission may have defaulted), gives it the next revision and
+// md's minReadySeconds, and when there is none and create is set, plans
+// its creation.
+func (r *rollout) findNewSet(create bool) {
+	hash := TemplateHash(&r.md.Spec.Template, r.md.Status.CollisionCount)
+	for _, s := range r.sets {
+		if EqualIgnoringHash(&s.ms.Spec.Template, &r.md.Spec.Template) {
+			r.newSet = s
+			break
+		}
+	}
+	if r.newSet == nil {
+		for _, s := range r.sets {
+			if s.ms.Name == SetName(r.md.Name, hash) && s.ms.Spec.Template.Labels[mdv1beta1.MachineTemplateHashLabel] == hash {
+				r.newSet = s
+			}
+		}
+	}
+	newRevision := strconv.FormatInt(r.maxOldRevision()+1, 10)
+	if s := r.newSet; s != nil {
+		r.rollback = setRevision(s.ms, newRevision)
+		s.ms.Spec.MinReadySeconds = r.md.Spec.MinReadySeconds
+		if progressing(r.conds) == nil {
+			r.setProgressing(corev1.ConditionTrue, mdv1beta1.ReasonFoundNewMachineSet, "Found new MachineSet %q", s.ms.Name)
+		}
+		return
+	}
+	if !create {
+		return
+	}
+	s := &set{ms: r.newMachineSet(hash, newRevision)}
+	r.newSet, r.create = s, true
+	r.setReplicas(s, r.newSetReplicas(), true)
+	r.setProgressing(corev1.ConditionTrue, mdv1beta1.ReasonNewMachineSetCreated, "Created new MachineSet %q", s.ms.Name)
+}
+
+// newMachineSet builds md's MachineSet for the template hash (0 replicas).
+func (r *rollout) newMachineSet(hash, revision string) *machinev1beta1.MachineSet {
+	md := r.md
+	tmpl := md.Spec.Template.DeepCopy()
+	tmpl.Labels = maps.Clone(tmpl.Labels)
+	if tmpl.Labels == nil {
+		tmpl.Labels = map[string]string{}
+	}
+	tmpl.Labels[mdv1beta1.MachineTemplateHashLabel] = hash
+	sel := md.Spec.Selector.DeepCopy()
+	if sel.MatchLabels == nil {
+		sel.MatchLabels = map[string]string{}
+	}
+	sel.MatchLabels[mdv1beta1.MachineTemplateHashLabel] = hash
+	return &machinev1beta1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            SetName(md.Name, hash),
+			Namespace:       md.Namespace,
+			Labels:          maps.Clone(tmpl.Labels),
+			Annotations:     map[string]string{mdv1beta1.RevisionAnnotation: revision},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(md, machineDeploymentKind)},
+		},
+		Spec: machinev1beta1.MachineSetSpec{
+			Replicas:        ptr.To[int32](0),
+			MinReadySeconds: md.Spec.MinReadySeconds,
+			Selector:        *sel,
+			Template:        *tmpl,
+		},
+	}
+}
+
+// old returns the sets other than the new one, oldest first.
+func (r *rollout) old() []*set {
+	var out []*set
+	for _, s := range r.sets {
+		if s != r.newSet {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// all returns every set, the new one included (also when to be created).
+func (r *rollout) all() []*set {
+	if r.create {
+		return append(slices.Clone(r.sets), r.newSet)
+	}
+	return r.sets
+}
+
+func revisionOf(ms *machinev1beta1.MachineSet) (int64, bool) {
+	v, err := strconv.ParseInt(ms.Annotations[mdv1beta1.RevisionAnnotation], 10, 64)
+	return v, err == nil
+}
+
+func (r *rollout) maxOldRevision() int64 {
+	var m int64
+	for _, s := range r.sets {
+		if v, ok := revisionOf(s.ms); ok && v > m && s != r.newSet {
+			m = v
+		}
+	}
+	return m
+}
+
+// setRevision raises ms's revision to revision when lower; a set that had
+// one keeps it in the revision history (a rollback), which it reports.
+func setRevision(ms *machinev1beta1.MachineSet, revision string) (rolledBack bool) {
+	want, _ := strconv.ParseInt(revision, 10, 64)
+	oldText, had := ms.Annotations[mdv1beta1.RevisionAnnotation]
+	old, err := strconv.ParseInt(oldText, 10, 64)
+	if had && err != nil {
+		return false // not ours to fix
+	}
+	if old >= want {
+		return false
+	}
+	ms.Annotations = maps.Clone(ms.Annotations)
+	if ms.Annotations == nil {
+		ms.Annotations = map[string]string{}
+	}
+	ms.Annotations[mdv1beta1.RevisionAnnotation] = revision
+	if !had {
+		return false
+	}
+	ms.Annotations[mdv1beta1.RevisionHistoryAnnotation] = appendHistory(ms.Annotations[mdv1beta1.RevisionHistoryAnnotation], oldText)
+	return true
+}
+
+// appendHistory appends rev to a comma-separated history, dropping the
+// oldest entries beyond maxRevisionHistoryChars.
+func appendHistory(history, rev string) string {
+	var revs []string
+	if history != "" {
+		revs = strings.Split(history, ",")
+	}
+	revs = append(revs, rev)
+	for len(revs) > 1 && len(strings.Join(revs, ",")) > maxRevisionHistoryChars {
+		revs = revs[1:]
+	}
+	return strings.Join(revs, ",")
+}

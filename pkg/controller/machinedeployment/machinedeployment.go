@@ -1,0 +1,252 @@
+package machinedeployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
+)
+
+// Options configure a Reconciler.
+type Options struct {
+	// Namespace (optional) restricts the controller to one namespace.
+	Namespace string
+	// Client reads through a cache with the IndexMachineController index
+	// (SetupWithManager registers it) and writes. Default: the
+	// manager's client.
+	Client client.Client
+	// APIReader reads uncached (before adopting a MachineSet, and to retry a
+	// status patch). Default: the manager's API reader.
+	APIReader client.Reader
+	// Recorder (optional) receives events. Default: the manager's recorder
+	// named ControllerName.
+	Recorder events.EventRecorder
+	// Clock (optional) is the time source.
+	Clock clock.PassiveClock
+}
+
+// Reconciler is the MachineDeployment controller.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	namespace string
+}
+
+// NewReconciler returns a MachineDeployment controller; it registers the
+// metrics.
+func NewReconciler(opts Options) *Reconciler {
+	RegisterMetrics()
+	r := &Reconciler{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, clock: opts.Clock, namespace: opts.Namespace}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	return r
+}
+
+// Reconcile drives one MachineDeployment one step.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.namespace != "" && req.Namespace != r.namespace {
+		return ctrl.Result{}, nil
+	}
+	md := &mdv1beta1.MachineDeployment{}
+	if err := r.client.Get(ctx, req.NamespacedName, md); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading MachineDeployment %s: %w", req.NamespacedName, err)
+	}
+	if md.DeletionTimestamp != nil {
+		// The garbage collector deletes the MachineSets (ownerReferences).
+		return ctrl.Result{}, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&md.Spec.Selector)
+	if err != nil || sel.Empty() {
+		// Admission refuses both; one event per generation otherwise.
+		if md.Status.ObservedGeneration != md.Generation {
+			r.eventf(md, nil, corev1.EventTypeWarning, EventSelectingAll, "Select",
+				"This MachineDeployment's selector is empty or invalid; set spec.selector to match the template's labels")
+			st := *md.Status.DeepCopy()
+			st.ObservedGeneration = md.Generation
+			return ctrl.Result{}, r.patchStatus(ctx, md, st)
+		}
+		return ctrl.Result{}, nil
+	}
+
+	sets, err := r.claimSets(ctx, md, sel)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	states, err := r.observe(ctx, sets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := Decide(md, states, r.clock.Now())
+	res, err := r.act(ctx, md, states, &plan)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if plan.RequeueAfter > 0 && (res.RequeueAfter == 0 || plan.RequeueAfter < res.RequeueAfter) {
+		res.RequeueAfter = plan.RequeueAfter
+	}
+	return res, nil
+}
+
+// claimSets lists the MachineSets of md's namespace and returns those md
+// controls, adopting matching orphans and releasing owned sets whose labels
+// stopped matching (Deployments' rules).
+func (r *Reconciler) claimSets(ctx context.Context, md *mdv1beta1.MachineDeployment, sel labels.Selector) ([]*machinev1beta1.MachineSet, error) {
+	list := &machinev1beta1.MachineSetList{}
+	if err := r.client.List(ctx, list, client.InNamespace(md.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing MachineSets of MachineDeployment %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	var owned, orphans []*machinev1beta1.MachineSet
+	var errs []error
+	for i := range list.Items {
+		ms := &list.Items[i]
+		ref := metav1.GetControllerOfNoCopy(ms)
+		matches := sel.Matches(labels.Set(ms.Labels))
+		switch {
+		case ref != nil && ref.UID == md.UID && matches:
+			owned = append(owned, ms)
+		case ref != nil && ref.UID == md.UID && ms.DeletionTimestamp == nil:
+			errs = append(errs, r.setOwner(ctx, ms, md, false))
+		case ref == nil && matches && ms.DeletionTimestamp == nil:
+			orphans = append(orphans, ms)
+		}
+	}
+	if len(orphans) > 0 {
+		if err := r.canAdopt(ctx, md); err != nil {
+			return nil, err
+		}
+		for _, ms := range orphans {
+			if err := r.setOwner(ctx, ms, md, true); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			owned = append(owned, ms)
+		}
+	}
+	// A failed claim leaves our view contested: no decision until it works.
+	return owned, errors.Join(errs...)
+}
+
+// canAdopt re-reads md uncached: a deleted or replaced deployment adopts
+// nothing.
+func (r *Reconciler) canAdopt(ctx context.Context, md *mdv1beta1.MachineDeployment) error {
+	fresh := &mdv1beta1.MachineDeployment{}
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
+		return fmt.Errorf("re-reading MachineDeployment before adopting MachineSets: %w", err)
+	}
+	if fresh.UID != md.UID || fresh.DeletionTimestamp != nil {
+		return fmt.Errorf("not adopting MachineSets: MachineDeployment %s/%s was replaced or is being deleted", md.Namespace, md.Name)
+	}
+	return nil
+}
+
+// setOwner adds (adopt) or removes md's controller reference on ms, under
+// an optimistic lock so that a concurrent claim wins.
+func (r *Reconciler) setOwner(ctx context.Context, ms *machinev1beta1.MachineSet, md *mdv1beta1.MachineDeployment, adopt bool) error {
+	upd := ms.DeepCopy()
+	if adopt {
+		upd.OwnerReferences = append(upd.OwnerReferences, *metav1.NewControllerRef(md, machineDeploymentKind))
+	} else {
+		refs := upd.OwnerReferences[:0]
+		for _, ref := range upd.OwnerReferences {
+			if ref.UID != md.UID {
+				refs = append(refs, ref)
+			}
+		}
+		upd.OwnerReferences = refs
+	}
+	if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("claiming MachineSet %s (adopt=%t): %w", ms.Name, adopt, err)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("claimed MachineSet", "machineset", ms.Name, "adopt", adopt)
+	*ms = *upd
+	return nil
+}
+
+// observe counts each set's Machines (controlled by it, from the cache):
+// their availability in the set's delete order, readiness, deletions and
+// Nodes.
+func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.MachineSet) ([]SetState, error) {
+	nodes := map[string]*corev1.Node{}
+	nodeOf := func(name string) *corev1.Node {
+		if n, ok := nodes[name]; ok {
+			return n
+		}
+		n := &corev1.Node{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, n, client.UnsafeDisableDeepCopy); err != nil {
+			n = nil
+		}
+		nodes[name] = n
+		return n
+	}
+	now := r.clock.Now()
+	out := make([]SetState, 0, len(sets))
+	for _, ms := range sets {
+		list := &machinev1beta1.MachineList{}
+		if err := r.client.List(ctx, list, client.InNamespace(ms.Namespace),
+			client.MatchingFields{IndexMachineController: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing Machines of MachineSet %s: %w", ms.Name, err)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+		if err != nil {
+			sel = labels.Nothing()
+		}
+		st := SetState{Set: ms}
+		var active []*machinev1beta1.Machine
+		for i := range list.Items {
+			m := &list.Items[i]
+			switch {
+			case m.DeletionTimestamp != nil:
+				st.Deleting++
+			case sel.Matches(labels.Set(m.Labels)):
+				active = append(active, m)
+			}
+		}
+		minReady := time.Duration(ms.Spec.MinReadySeconds) * time.Second
+		for _, m := range machineset.MachinesToDelete(machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy), active, len(active)) {
+			available := false
+			if m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" {
+				st.Nodes = append(st.Nodes, m.Status.NodeRef.Name)
+				if c := nodeutil.ReadyCondition(nodeOf(m.Status.NodeRef.Name)); c != nil && c.Status == corev1.ConditionTrue {
+					st.Ready++
+					available = !now.Before(c.LastTransitionTime.Add(minReady))
+				}
+			}
+			st.Available = append(st.Available, available)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// eventf records an event on md when a recorder is configured.
+func (r *Reconciler) eventf(md *mdv1beta1.MachineDeployment, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(md, related, eventType, reason, action, note, args...)
+}

@@ -1,0 +1,39 @@
+package machinedeployment
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
+)
+
+// Values of the "direction" label.
+const (
+	DirectionUp   = "up"
+	DirectionDown = "down"
+)
+
+// Values of the "kind" label of RolloutsTotal.
+const (
+	RolloutNew      = "new"
+	RolloutRollback = "rollback"
+)
+
+var (
+	// RolloutsTotal counts rollouts started: a new MachineSet created, or an
+	// old one made the new one again (a rollback).
+	RolloutsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_machinedeployment_rollouts_total",
+		Help: "Rollouts started by the MachineDeployment controller: a new MachineSet created (kind=new) or an old one reused (kind=rollback).",
+	}, []string{"kind"})
+	// ScaleActionsTotal counts MachineSet replica changes by direction.
+	ScaleActionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_machinedeployment_machineset_scales_total",
+		Help: "MachineSet replica changes written by the MachineDeployment controller, by direction.",
+	}, []string{"direction"})
+)
+
+// RegisterMetrics registers the controller's metrics with controller-runtime's
+// metrics.Registry. It is safe to call many times (NewReconciler calls it).
+func RegisterMetrics() {
+	mapimetrics.Register(RolloutsTotal, ScaleActionsTotal)
+}

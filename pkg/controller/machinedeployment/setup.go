@@ -1,0 +1,131 @@
+package machinedeployment
+
+import (
+	"context"
+	"maps"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
+)
+
+// SetupWithManager registers the controller with mgr. It watches
+// MachineDeployments (spec and metadata changes, not its own status
+// writes), MachineSets (mapped to their controlling MachineDeployment;
+// orphans to every MachineDeployment of the namespace that selects them)
+// and Machines (mapped through their MachineSet to its MachineDeployment,
+// when their count, deletion or Node changes).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	if r.client == nil {
+		r.client = mgr.GetClient()
+	}
+	if r.apiReader == nil {
+		r.apiReader = mgr.GetAPIReader()
+	}
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorder(ControllerName)
+	}
+	// Its own index name: a namespace-restricted cache (the operand's) fails
+	// a second registration of the machineset controller's.
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{
+		Object: &machinev1beta1.Machine{}, Name: IndexMachineController, Extract: machineControllerUID,
+	}); err != nil {
+		return err
+	}
+	inNS := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machinedeployment").
+		For(&mdv1beta1.MachineDeployment{}, builder.WithPredicates(inNS, predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.setToDeployments),
+			builder.WithPredicates(inNS, predicate.ResourceVersionChangedPredicate{})).
+		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToDeployment),
+			builder.WithPredicates(inNS, updates.Matter(machineChangeMatters))).
+		WithOptions(opts).
+		Complete(r)
+}
+
+// machineChangeMatters: what the rollout counts changed (labels,
+// ownership, deletion, the Node).
+func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
+	return !maps.Equal(oldM.Labels, newM.Labels) ||
+		!equality.Semantic.DeepEqual(oldM.OwnerReferences, newM.OwnerReferences) ||
+		!oldM.DeletionTimestamp.Equal(newM.DeletionTimestamp) ||
+		!equality.Semantic.DeepEqual(oldM.Status.NodeRef, newM.Status.NodeRef)
+}
+
+// deploymentOf returns the MachineDeployment named by o's controller
+// ownerReference, if it is one.
+func deploymentOf(o metav1.Object) (types.NamespacedName, bool) {
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || ref.Kind != machineDeploymentKind.Kind || ref.APIVersion != machineDeploymentKind.GroupVersion().String() {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, true
+}
+
+// setToDeployments maps a MachineSet to its controlling MachineDeployment,
+// or an orphan to the MachineDeployments whose selector matches it.
+func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []reconcile.Request {
+	if key, ok := deploymentOf(o); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	if metav1.GetControllerOfNoCopy(o) != nil || len(o.GetLabels()) == 0 {
+		return nil
+	}
+	list := &mdv1beta1.MachineDeploymentList{}
+	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing MachineDeployments for an orphan MachineSet", "machineset", o.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		md := &list.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(&md.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(o.GetLabels())) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(md)})
+		}
+	}
+	return out
+}
+
+// machineToDeployment maps a Machine to the MachineDeployment controlling
+// its MachineSet.
+func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) []reconcile.Request {
+	ref := metav1.GetControllerOfNoCopy(o)
+	if ref == nil || ref.Kind != "MachineSet" {
+		return nil
+	}
+	ms := &machinev1beta1.MachineSet{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, ms); err != nil || ms.UID != ref.UID {
+		return nil
+	}
+	if key, ok := deploymentOf(ms); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
+}
+
+// IndexMachineController indexes Machines by the UID of their controller
+// ownerReference (none for orphans).
+const IndexMachineController = "machinedeployment:metadata.ownerReferences.controller.uid"
+
+func machineControllerUID(o client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package machinedeployment
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+)
+
+// plan assembles the decision. progress is false for a scaling or paused
+// pass, which estimates no rollout progress (as Deployments).
+func (r *rollout) plan(progress bool, states []SetState) Plan {
+	p := Plan{Rollback: r.rollback, Delete: r.deletions}
+	for _, s := range r.sets {
+		p.Sets = append(p.Sets, s.ms)
+	}
+	if ns := r.newSet; ns != nil {
+		p.NewSet = ns.ms.Name
+		p.Revision = ns.ms.Annotations[mdv1beta1.RevisionAnnotation]
+		if r.create {
+			p.Create = ns.ms
+		}
+	}
+	p.Status, p.RequeueAfter = r.status(progress)
+	p.Taints = r.taints(states)
+	return p
+}
+
+// progressDeadline is spec.progressDeadlineSeconds (0: none, when set to
+// MaxInt32 as Deployments allow).
+func progressDeadline(md *mdv1beta1.MachineDeployment) time.Duration {
+	s := ptr.Deref(md.Spec.ProgressDeadlineSeconds, DefaultProgressDeadlineSeconds)
+	if s == math.MaxInt32 {
+		return 0
+	}
+	return time.Duration(s) * time.Second
+}
+
+func progressing(conds []machinev1beta1.Condition) *machinev1beta1.Condition {
+	return conditions.Get(conds, mdv1beta1.ProgressingCondition)
+}
+
+// setProgressing sets the Progressing condition when its status or reason
+// changes; its lastTransitionTime then moves to now. The Machine API's
+// condition has no lastUpdateTime: lastTransitionTime plays the part of
+// Deployments' lastUpdateTime, from which the deadline runs.
+func (r *rollout) setProgressing(status corev1.ConditionStatus, reason, format string, args ...any) {
+	if c := progressing(r.conds); c != nil && c.Status == status && c.Reason == reason {
+		return
+	}
+	r.touchProgressing(status, reason, format, args...)
+}
+
+// touchProgressing sets the Progressing condition with the time now: the
+// rollout progressed.
+func (r *rollout) touchProgressing(status corev1.ConditionStatus, reason, format string, args ...any) {
+	c := conditions.New(mdv1beta1.ProgressingCondition, status, reason, machinev1beta1.ConditionSeverityWarning, fmt.Sprintf(format, args...))
+	c.LastTransitionTime = metav1.NewTime(r.now.Truncate(time.Second))
+	if existing := progressing(r.conds); existing != nil {
+		*existing = c
+		return
+	}
+	r.conds = append(r.conds, c)
+}
+
+// pausedCondition marks a pause and a resume on Progressing (Unknown), so
+// the time spent paused does not count against the deadline; a deadline
+// already exceeded stays reported.
+func (r *rollout) pausedCondition() {
+	if progressDeadline(r.md) == 0 {
+		return
+	}
+	c := progressing(r.conds)
+	if c != nil && c.Reason == mdv1beta1.ReasonProgressDeadlineExceeded {
+		return
+	}
+	paused := c != nil && c.Reason == mdv1beta1.ReasonDeploymentPaused
+	switch {
+	case r.md.Spec.Paused && !paused:
+		r.touchProgressing(corev1.ConditionUnknown, mdv1beta1.ReasonDeploymentPaused, "MachineDeployment is paused")
+	case !r.md.Spec.Paused && paused:
+		r.touchProgressing(corev1.ConditionUnknown, mdv1beta1.ReasonDeploymentResumed, "MachineDeployment is resumed")
+	}
+}
+
+// complete: every wanted Machine is of the new template and available.
+func complete(md *mdv1beta1.MachineDeployment, st *mdv1beta1.MachineDeploymentStatus) bool {
+	n := replicasOf(md)
+	return st.UpdatedReplicas == n && st.Replicas == n && st.AvailableReplicas == n && st.ObservedGeneration >= md.Generation
+}
+
+// progressed: more new, ready or available Machines, or fewer old ones.
+func progressed(before, after *mdv1beta1.MachineDeploymentStatus) bool {
+	return after.UpdatedReplicas > before.UpdatedReplicas ||
+		after.Replicas-after.UpdatedReplicas < before.Replicas-before.UpdatedReplicas ||
+		after.ReadyReplicas > before.ReadyReplicas ||
+		after.AvailableReplicas > before.AvailableReplicas
+}
+
+// status computes the MachineDeployment's status from the observed
+// Machines and the planned sizes, with Deployments' condition rules, and
+// when to look again for the deadline.
+func (r *rollout) status(progress bool) (mdv1beta1.MachineDeploymentStatus, time.Duration) {
+	md := r.md
+	st := mdv1beta1.MachineDeploymentStatus{
+		ObservedGeneration: md.Generation,
+		LabelSelector:      metav1.FormatLabelSelector(&md.Spec.Selector),
+		CollisionCount:     md.Status.CollisionCount,
+		Conditions:         r.conds,
+	}
+	var wanted int32
+	for _, s := range r.all() {
+		wanted += s.replicas()
+		st.Replicas += s.active()
+		st.ReadyReplicas += s.Ready
+		st.AvailableReplicas += s.available()
+	}
+	if r.newSet != nil && !r.create {
+		st.UpdatedReplicas = r.newSet.active()
+	}
+	st.UnavailableReplicas = max(wanted-st.AvailableReplicas, 0)
+	if st.AvailableReplicas >= r.replicas-r.unavail {
+		st.Conditions = conditions.Set(st.Conditions, conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionTrue,
+			mdv1beta1.ReasonMinimumReplicasAvailable, "", "MachineDeployment has minimum availability."), r.now)
+	} else {
+		st.Conditions = conditions.Set(st.Conditions, conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionFalse,
+			mdv1beta1.ReasonMinimumReplicasUnavailable, machinev1beta1.ConditionSeverityWarning,
+			"MachineDeployment does not have minimum availability."), r.now)
+	}
+	deadline := progressDeadline(md)
+	if !progress || deadline == 0 {
+		r.conds = st.Conditions
+		return st, 0
+	}
+	r.conds = st.Conditions
+	subject := fmt.Sprintf("MachineDeployment %q", md.Name)
+	if r.newSet != nil {
+		subject = fmt.Sprintf("MachineSet %q", r.newSet.ms.Name)
+	}
+	cur := progressing(md.Status.Conditions)
+	done := st.Replicas == st.UpdatedReplicas && cur != nil && cur.Reason == mdv1beta1.ReasonNewMachineSetAvailable
+	if !done {
+		switch {
+		case complete(md, &st):
+			r.setProgressing(corev1.ConditionTrue, mdv1beta1.ReasonNewMachineSetAvailable, "%s has successfully progressed.", subject)
+		case progressed(&md.Status, &st):
+			r.touchProgressing(corev1.ConditionTrue, mdv1beta1.ReasonMachineSetUpdated, "%s is progressing.", subject)
+		case r.timedOut(deadline):
+			r.setProgressing(corev1.ConditionFalse, mdv1beta1.ReasonProgressDeadlineExceeded, "%s has timed out progressing.", subject)
+		}
+	}
+	st.Conditions = r.conds
+	return st, r.deadlineCheck(&st, deadline)
+}
+
+// timedOut: no progress for the deadline since the Progressing condition
+// last moved.
+func (r *rollout) timedOut(deadline time.Duration) bool {
+	c := progressing(r.conds)
+	switch {
+	case c == nil || c.Reason == mdv1beta1.ReasonNewMachineSetAvailable:
+		return false
+	case c.Reason == mdv1beta1.ReasonProgressDeadlineExceeded:
+		return true
+	}
+	return c.LastTransitionTime.Add(deadline).Before(r.now)
+}
+
+// deadlineCheck is when to look again to tell a stuck rollout (0: no
+// need: complete, timed out already, or nothing to measure from).
+func (r *rollout) deadlineCheck(st *mdv1beta1.MachineDeploymentStatus, deadline time.Duration) time.Duration {
+	c := progressing(st.Conditions)
+	if c == nil || complete(r.md, st) || c.Reason == mdv1beta1.ReasonProgressDeadlineExceeded ||
+		c.Reason == mdv1beta1.ReasonNewMachineSetAvailable {
+		return 0
+	}
+	after := c.LastTransitionTime.Add(deadline).Sub(r.now)
+	if after < time.Second {
+		return time.Second
+	}
+	return after + time.Second
+}
+
+// taints decides which Nodes carry the prefer-no-schedule taint: during a
+// rollout (a new set and old Machines) those of old sets' Machines; never
+// those of the new set's.
+func (r *rollout) taints(states []SetState) map[string]bool {
+	nodes := map[string]bool{}
+	inProgress := false
+	for _, s := range r.old() {
+		if s.active() > 0 {
+			inProgress = r.newSet != nil
+		}
+	}
+	for _, st := range states {
+		want := inProgress && (r.create || st.Set.Name != r.newSet.ms.Name)
+		for _, n := range st.Nodes {
+			nodes[n] = want
+		}
+	}
+	return nodes
+}
