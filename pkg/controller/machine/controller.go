@@ -73,6 +73,10 @@ type Options struct {
 	// alone with Paused=True (package internal/authority).
 	MachineAPIMigration bool
 
+	// Gate (optional) holds back instance creations and deletions while it
+	// is frozen (package safety's API-server check).
+	Gate Gate
+
 	// KubeClient is the clientset the drain uses (kubectl's drain helper
 	// needs one). SetupWithManager builds it from the manager's config when
 	// nil; a Reconciler used without a manager must set it to drain.
@@ -90,6 +94,7 @@ type Reconciler struct {
 	now              func() time.Time
 	namespace        string
 	migration        bool
+	gate             Gate
 
 	// Tunables (tests shorten them).
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
@@ -114,6 +119,7 @@ func NewReconciler(opts Options) *Reconciler {
 		now:              opts.Now,
 		namespace:        opts.Namespace,
 		migration:        opts.MachineAPIMigration,
+		gate:             opts.Gate,
 		waitBackoff:      workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultWaitBackoffBase, defaultWaitBackoffMax),
 		drainBackoff:     workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultDrainBackoffBase, defaultDrainBackoffMax),
 		events:           newEventMemo(),

@@ -39,6 +39,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 
+	if r.heldByGate(ctx, OperationDelete) {
+		return ctrl.Result{RequeueAfter: gateRequeueAfter}, nil
+	}
 	if err := r.callProvider(ctx, s, OperationDelete, r.actuator.Delete); err != nil {
 		switch {
 		case IsInvalidConfiguration(err) && len(m.Status.Addresses) == 0:

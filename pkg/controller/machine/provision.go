@@ -142,6 +142,9 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 	}
+	if r.heldByGate(ctx, OperationCreate) {
+		return ctrl.Result{RequeueAfter: gateRequeueAfter}, nil
+	}
 
 	err := r.callProvider(ctx, s, OperationCreate, r.actuator.Create)
 	switch {
