@@ -5,8 +5,8 @@
 # operator's pod from the payload's Deployment and the operand's pod from the
 # Deployment the operator renders as local processes (the local pod runner,
 # test/localpods). Waits for the ClusterOperator machine-api to become
-# Available and creates the sample kubemark Machine, MachineSet (3 replicas)
-# and MachineHealthCheck.
+# Available and creates the sample kubemark Machine, MachineSet (3 replicas),
+# MachineDeployment (3 replicas) and MachineHealthCheck.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -43,6 +43,14 @@ for _ in $(seq 1 240); do
 done
 kubectl -n "$ns" get machinesets
 echo
+echo "creating the sample kubemark MachineDeployment with 3 replicas (config/samples/machinedeployment.yaml)"
+kubectl apply --server-side -f config/samples/machinedeployment.yaml >/dev/null
+for _ in $(seq 1 240); do
+	[ "$(kubectl -n "$ns" get machinedeployment kubemark-rolling -o jsonpath='{.status.availableReplicas}' 2>/dev/null)" = 3 ] && break
+	sleep 0.5
+done
+kubectl -n "$ns" get machinedeployments
+echo
 echo "creating the sample MachineHealthCheck (config/samples/machinehealthcheck.yaml)"
 kubectl apply --server-side -f config/samples/machinehealthcheck.yaml >/dev/null
 echo
@@ -58,6 +66,10 @@ The Machine API operator is running against the local cluster. Try:
   bin/kubectl -n $ns scale machineset kubemark-workers --replicas=10   # 7 more Machines and Nodes
   bin/kubectl -n $ns scale machineset kubemark-workers --replicas=1    # back down (deletePolicy Random)
   bin/kubectl -n $ns annotate machine NAME machine.openshift.io/delete-machine=true   # delete this one first
+  bin/kubectl -n $ns edit machinedeployment kubemark-rolling   # change spec.template (e.g. providerSpec cpu "8"): a rolling update
+  bin/kubectl -n $ns patch machinedeployment kubemark-rolling --type=merge -p '{"spec":{"template":{"spec":{"providerSpec":{"value":{"cpu":"8"}}}}}}'   # the same, in one line
+  bin/kubectl -n $ns get machinesets -w                        # a new set grows one Machine at a time, the old one shrinks (maxSurge 1, maxUnavailable 0)
+  bin/kubectl -n $ns patch machinedeployment kubemark-rolling --type=merge -p '{"spec":{"template":{"spec":{"providerSpec":{"value":{"cpu":"4"}}}}}}'   # roll back: the old set is reused
   bin/kubectl -n $ns get machinehealthchecks                   # remediates kubemark-workers Machines whose node is not Ready for 2m
   bin/kubectl create -f - <<<'{"apiVersion":"nodemaintenance.medik8s.io/v1beta1","kind":"NodeMaintenance","metadata":{"name":"m1"},"spec":{"nodeName":"kubemark-sample","reason":"try it"}}'
   bin/kubectl get nodemaintenances; bin/kubectl delete nodemaintenance m1   # cordon + drain, then undo

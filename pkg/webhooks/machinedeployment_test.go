@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
 
 var mdLabels = map[string]string{"machine.openshift.io/cluster-api-machineset": "workers"}
@@ -343,5 +347,33 @@ func TestMachineDeploymentHandlers(t *testing.T) {
 				t.Errorf("refused with %d %q, want 422 %q", resp.Result.Code, resp.Result.Message, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestSampleMachineDeployment: config/samples/machinedeployment.yaml (make
+// run, README) decodes strictly, passes validation on a kubemark cluster and
+// keeps its strategy through defaulting.
+func TestSampleMachineDeployment(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "samples", "machinedeployment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := &mdv1beta1.MachineDeployment{}
+	if err := yaml.UnmarshalStrict(data, md); err != nil {
+		t.Fatal(err)
+	}
+	if errs, _ := ValidateMachineDeployment(md, ClusterInfo{Provider: ProviderKubemark, InfrastructureName: "kubemark"}, nil); len(errs) > 0 {
+		t.Errorf("the sample is invalid: %v", errs)
+	}
+	d := DefaultMachineDeployment(md, ClusterInfo{Provider: ProviderKubemark, InfrastructureName: "kubemark"})
+	if want := []string{"revisionHistoryLimit", "progressDeadlineSeconds"}; d.Labels || len(d.ProviderSpec) > 0 || !reflect.DeepEqual(d.Spec, want) {
+		t.Errorf("defaulting the sample set labels %v, providerSpec %q, spec %q; want only spec %q", d.Labels, d.ProviderSpec, d.Spec, want)
+	}
+	if ru := md.Spec.Strategy.RollingUpdate; *md.Spec.Replicas != 3 || ru.MaxSurge.String() != "1" || ru.MaxUnavailable.String() != "0" {
+		t.Errorf("replicas %d, strategy %+v; want 3 replicas, maxSurge 1, maxUnavailable 0", *md.Spec.Replicas, ru)
 	}
 }
