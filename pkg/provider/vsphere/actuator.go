@@ -163,7 +163,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if info != nil {
 		task = ignoreFailedClone(task, info.DescriptionId, vm.state())
 	}
-	state, err := observeGroup(ctx, s, t.spec, vm)
+	state, cluster, err := observeGroup(ctx, s, t.spec, vm)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		return joinStatus(m, st, machine.RequeueAfter(a.poll, "configuring the cloned VM"))
 	case createJoinGroup:
 		// Polled via taskRef like every Create task (OpenShift waits on it); the next call re-checks membership.
-		ref, err := a.editVMGroup(ctx, s, t.spec.Workspace, vm.obj.Reference(), true)
+		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), true)
 		if err != nil {
 			return err
 		}

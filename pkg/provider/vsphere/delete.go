@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/object"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +37,8 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
-	if d.vm, err = observeGroup(ctx, s, t.spec, vm); err != nil {
+	var cluster *object.ClusterComputeResource
+	if d.vm, cluster, err = observeGroup(ctx, s, t.spec, vm); err != nil {
 		if !machine.IsInvalidConfiguration(err) {
 			return err
 		}
@@ -72,7 +74,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	case deleteLeaveGroup:
 		// Delete keeps no task ref: the next call sees the VM still in the
 		// group while the task runs, and editVMGroup waits for the cluster.
-		ref, err := a.editVMGroup(ctx, s, t.spec.Workspace, vm.obj.Reference(), false)
+		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), false)
 		if err != nil {
 			return err
 		}

@@ -49,13 +49,13 @@ func (g *vmGroup) membership(vm types.ManagedObjectReference) groupMembership {
 	return groupOutside
 }
 
-// readVMGroup reads the VM group named by the workspace from the cluster
-// owning the workspace resource pool (OpenShift's lookup), with the
-// cluster's running tasks, in one property read.
-func readVMGroup(ctx context.Context, s *session, ws *machinev1beta1.Workspace) (*vmGroup, error) {
-	pool, err := s.finder.ResourcePoolOrDefault(ctx, ws.ResourcePool)
+// groupCluster finds the cluster owning the VM's resource pool: the
+// workspace resource pool it was cloned into (OpenShift looks that pool up
+// by path; the VM's own pool is two reads, not a walk of the inventory).
+func groupCluster(ctx context.Context, s *session, vm *object.VirtualMachine, ws *machinev1beta1.Workspace) (*object.ClusterComputeResource, error) {
+	pool, err := vm.ResourcePool(ctx)
 	if err != nil {
-		return nil, lookupError("resource pool", "workspace.resourcePool", ws.ResourcePool, err)
+		return nil, fmt.Errorf("finding the resource pool of VM %s for VM group %q: %w", vm.Reference().Value, ws.VMGroup, err)
 	}
 	owner, err := pool.Owner(ctx)
 	if err != nil {
@@ -65,19 +65,26 @@ func readVMGroup(ctx context.Context, s *session, ws *machinev1beta1.Workspace) 
 	if !ok {
 		return nil, machine.InvalidConfiguration("workspace.vmGroup: resource pool %q belongs to %s, not a cluster; VM groups need a cluster's resource pool", ws.ResourcePool, owner.Reference())
 	}
+	return cluster, nil
+}
+
+// readVMGroup reads the cluster's VM group name and the cluster's running
+// tasks.
+func readVMGroup(ctx context.Context, s *session, cluster *object.ClusterComputeResource, name string) (*vmGroup, error) {
 	var c mo.ClusterComputeResource
 	if err := cluster.Properties(ctx, cluster.Reference(), []string{"name", "configurationEx", "recentTask"}, &c); err != nil {
-		return nil, fmt.Errorf("reading the configuration of cluster %s for VM group %q: %w", cluster.Reference().Value, ws.VMGroup, err)
+		return nil, fmt.Errorf("reading the configuration of cluster %s for VM group %q: %w", cluster.Reference().Value, name, err)
 	}
-	g := &vmGroup{name: ws.VMGroup, cluster: cluster, clusterName: c.Name}
+	g := &vmGroup{name: name, cluster: cluster, clusterName: c.Name}
 	if cfg, ok := c.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
 		for _, info := range cfg.Group {
-			if vg, ok := info.(*types.ClusterVmGroup); ok && vg.Name == ws.VMGroup {
+			if vg, ok := info.(*types.ClusterVmGroup); ok && vg.Name == name {
 				g.found, g.members = true, vg.Vm
 				break
 			}
 		}
 	}
+	var err error
 	if g.busy, err = tasksRunning(ctx, s, c.RecentTask); err != nil {
 		return nil, fmt.Errorf("reading the tasks of cluster %s: %w", c.Name, err)
 	}
@@ -105,12 +112,12 @@ func tasksRunning(ctx context.Context, s *session, refs []types.ManagedObjectRef
 // one at a time per Actuator (a busy Actuator or cluster is a requeue, never
 // a wait), and none while a task on the cluster runs, whose edit the list
 // read now would not show yet.
-func (a *Actuator) editVMGroup(ctx context.Context, s *session, ws *machinev1beta1.Workspace, vm types.ManagedObjectReference, add bool) (string, error) {
+func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.ClusterComputeResource, name string, vm types.ManagedObjectReference, add bool) (string, error) {
 	if !a.groupEdits.TryLock() {
 		return "", machine.RequeueAfter(a.poll, "another VM group edit of this controller is in flight")
 	}
 	defer a.groupEdits.Unlock()
-	g, err := readVMGroup(ctx, s, ws)
+	g, err := readVMGroup(ctx, s, cluster, name)
 	if err != nil {
 		return "", err
 	}
@@ -138,18 +145,23 @@ func (a *Actuator) editVMGroup(ctx context.Context, s *session, ws *machinev1bet
 	return task.Reference().Value, nil
 }
 
-// observeGroup is the VM's state with its VM group membership, read only
-// for a claimed, powered-off VM whose providerSpec names a group: the one
-// state in which Create or Delete acts on it.
-func observeGroup(ctx context.Context, s *session, spec *machinev1beta1.VSphereMachineProviderSpec, vm *machineVM) (vmState, error) {
+// observeGroup is the VM's state with its VM group membership, and the
+// group's cluster, read only for a claimed, powered-off VM whose
+// providerSpec names a group: the one state in which Create or Delete acts
+// on it.
+func observeGroup(ctx context.Context, s *session, spec *machinev1beta1.VSphereMachineProviderSpec, vm *machineVM) (vmState, *object.ClusterComputeResource, error) {
 	state := vm.state()
-	if !state.found || !state.claimed || state.power != types.VirtualMachinePowerStatePoweredOff || spec.Workspace == nil || spec.Workspace.VMGroup == "" {
-		return state, nil
+	if !state.found || !state.claimed || state.power != types.VirtualMachinePowerStatePoweredOff || spec.Workspace.VMGroup == "" {
+		return state, nil, nil
 	}
-	g, err := readVMGroup(ctx, s, spec.Workspace)
+	cluster, err := groupCluster(ctx, s, vm.obj, spec.Workspace)
 	if err != nil {
-		return state, err
+		return state, nil, err
+	}
+	g, err := readVMGroup(ctx, s, cluster, spec.Workspace.VMGroup)
+	if err != nil {
+		return state, nil, err
 	}
 	state.group = g.membership(vm.obj.Reference())
-	return state, nil
+	return state, cluster, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,10 @@ func inGroup(group string) func(*machinev1beta1.VSphereMachineProviderSpec) {
 // next to the group's other VMs, once, however often Create runs.
 func TestCreateJoinsVMGroupBeforePowerOn(t *testing.T) {
 	e := newSimEnvWith(t, nil, Options{VMGroupZonal: true})
+	reg := prometheus.NewRegistry()
+	if err := e.a.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
 	e.CreateVMGroup("zone-a", otherVM)
 	m := e.newMachine("worker-0", inGroup("zone-a"))
 	for i := 0; ; i++ {
@@ -45,7 +50,9 @@ func TestCreateJoinsVMGroupBeforePowerOn(t *testing.T) {
 			t.Fatalf("still requeued after %d calls: %v", i, err)
 		}
 	}
-	// A retry that lost its status, and calls after the VM runs, change nothing.
+	// A retry that lost its status (the VM found powered off, already in the
+	// group), and calls after the VM runs, change nothing.
+	e.Wait(e.vm("worker-0").PowerOff(e.ctx))
 	lost := m.DeepCopy()
 	lost.Status.ProviderStatus = nil
 	for range 3 {
@@ -60,6 +67,12 @@ func TestCreateJoinsVMGroupBeforePowerOn(t *testing.T) {
 	if want := []string{otherVM, "worker-0"}; !slices.Equal(members, want) {
 		t.Errorf("VM group zone-a lists %v, want %v", members, want)
 	}
+	if n := requestCounts(t, reg)["soap ReconfigureComputeResource_Task success"]; n != 1 {
+		t.Errorf("%d cluster reconfigures, want 1 (none for a VM already in the group)", n)
+	}
+	if p := e.props(e.vm("worker-0"), "runtime.powerState"); p.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+		t.Errorf("VM is %s after the retries, want poweredOn", p.Runtime.PowerState)
+	}
 }
 
 // Editing the group is idempotent: a VM already in it is not added twice
@@ -72,9 +85,13 @@ func TestEditVMGroupIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cluster, err := groupCluster(e.ctx, tgt.session, e.vm(otherVM), tgt.spec.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
 	vm := e.vm(otherVM).Reference()
 	for i, wantTask := range []bool{true, false, false} {
-		ref, err := e.a.editVMGroup(e.ctx, tgt.session, tgt.spec.Workspace, vm, true)
+		ref, err := e.a.editVMGroup(e.ctx, tgt.session, cluster, "zone-a", vm, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,18 +127,22 @@ func TestEditVMGroupWaitsForClusterTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cluster, err := groupCluster(e.ctx, tgt.session, e.vm(otherVM), tgt.spec.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
 	first, second := e.vm(otherVM).Reference(), e.vm("DC0_H0_VM0").Reference()
-	ref, err := e.a.editVMGroup(e.ctx, tgt.session, tgt.spec.Workspace, first, true)
+	ref, err := e.a.editVMGroup(e.ctx, tgt.session, cluster, "zone-a", first, true)
 	if err != nil || ref == "" {
 		t.Fatalf("first edit: %q, %v", ref, err)
 	}
-	_, err = e.a.editVMGroup(e.ctx, tgt.session, tgt.spec.Workspace, second, true)
+	_, err = e.a.editVMGroup(e.ctx, tgt.session, cluster, "zone-a", second, true)
 	if !requeued(err) {
 		t.Fatalf("edit during the first one's task: %v, want a requeue", err)
 	}
 	mustContain(t, err, "a vCenter task of cluster DC0_C0 is running")
 	eventually(t, "the second edit to start", func() bool {
-		ref, err = e.a.editVMGroup(e.ctx, tgt.session, tgt.spec.Workspace, second, true)
+		ref, err = e.a.editVMGroup(e.ctx, tgt.session, cluster, "zone-a", second, true)
 		return !requeued(err)
 	})
 	if err != nil || ref == "" {
