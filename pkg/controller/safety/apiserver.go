@@ -1,0 +1,109 @@
+package safety
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+// probeMachineName names the Machine the probe reads; it is not expected
+// to exist (NotFound is an answer, which is all the probe wants).
+const probeMachineName = "machine-api-safety-apiserver-probe"
+
+// APIServerGate is the API-server freeze: a machine.Gate that is frozen
+// while the API server has not answered for longer than
+// --machine-safety-apiserver-statuscheck-timeout. It probes every
+// --machine-safety-apiserver-statuscheck-period (every timeout/5 while the
+// API server does not answer) and reports machine_api_machine_controller_
+// frozen and a log line on each change.
+type APIServerGate struct {
+	reader    client.Reader
+	key       types.NamespacedName
+	period    time.Duration
+	timeout   time.Duration
+	now       func() time.Time
+	frozen    atomic.Bool
+	lastProbe atomic.Int64 // unix nanoseconds of the last probe (tests)
+}
+
+var _ machine.Gate = &APIServerGate{}
+
+// NewAPIServerGate returns the gate. reader must read uncached (a cache
+// answers while the API server does not); namespace is where the probe
+// looks ("default" when empty).
+func NewAPIServerGate(reader client.Reader, namespace string, opts MachineControllerOptions) *APIServerGate {
+	if namespace == "" {
+		namespace = "default"
+	}
+	RegisterMetrics()
+	MachineControllerFrozen.Set(0)
+	return &APIServerGate{
+		reader:  reader,
+		key:     types.NamespacedName{Namespace: namespace, Name: probeMachineName},
+		period:  opts.APIServerCheckPeriod,
+		timeout: opts.APIServerCheckTimeout,
+		now:     time.Now,
+	}
+}
+
+// Frozen implements machine.Gate.
+func (g *APIServerGate) Frozen() bool { return g.frozen.Load() }
+
+// NeedLeaderElection: every replica probes, so a new leader starts with
+// an up-to-date gate.
+func (g *APIServerGate) NeedLeaderElection() bool { return false }
+
+// Start probes until ctx ends.
+func (g *APIServerGate) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("machine-safety-apiserver")
+	var state apiServerState
+	for {
+		probedAt := g.now()
+		err := g.probe(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		out := decideAPIServer(state, err == nil, probedAt, g.period, g.timeout)
+		state = out.state
+		switch {
+		case out.froze:
+			g.frozen.Store(true)
+			MachineControllerFrozen.Set(1)
+			log.Info("freezing the machine controller: the API server has not answered for longer than the timeout; no instance is created or deleted until it does",
+				"downSince", state.downSince, "timeout", g.timeout, "error", err.Error())
+		case out.thawed:
+			g.frozen.Store(false)
+			MachineControllerFrozen.Set(0)
+			log.Info("unfreezing the machine controller: the API server answers again")
+		case err != nil:
+			log.V(1).Info("the API server does not answer", "downSince", state.downSince, "error", err.Error())
+		}
+		g.lastProbe.Store(g.now().UnixNano())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(out.next):
+		}
+	}
+}
+
+// probe reads the probe Machine: any answer of the API server (the Machine,
+// NotFound, or no such kind yet) means it is reachable.
+func (g *APIServerGate) probe(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, max(g.timeout/3, 100*time.Millisecond))
+	defer cancel()
+	err := g.reader.Get(ctx, g.key, &machinev1beta1.Machine{})
+	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil
+	}
+	return err
+}
