@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 )
 
 // The seed corpus is the f.Add calls and testdata/fuzz/FuzzAdmission; plain
@@ -60,16 +63,22 @@ var (
 	causeField = regexp.MustCompile(`^(metadata|spec|providerSpec)[.\[]`)
 )
 
-// defaultedFields are the only places defaulting writes.
-var defaultedFields = [][]string{
-	{"metadata", "labels"},
-	{"spec", "providerSpec", "value"},
-	{"spec", "template", "metadata", "labels"},
-	{"spec", "template", "spec", "providerSpec", "value"},
-}
+// defaultedFields are the only places defaulting writes; a
+// MachineDeployment's defaulting also writes machineDeploymentFields.
+var (
+	defaultedFields = [][]string{
+		{"metadata", "labels"},
+		{"spec", "providerSpec", "value"},
+		{"spec", "template", "metadata", "labels"},
+		{"spec", "template", "spec", "providerSpec", "value"},
+	}
+	machineDeploymentFields = [][]string{
+		{"spec", "replicas"}, {"spec", "strategy"}, {"spec", "revisionHistoryLimit"}, {"spec", "progressDeadlineSeconds"},
+	}
+)
 
 // FuzzAdmission sends arbitrary bytes as the object (and old object) of
-// CREATE and UPDATE requests to the Machine and MachineSet handlers, on a kubemark cluster and
+// CREATE and UPDATE requests to every handler, on a kubemark cluster and
 // on a cluster without an Infrastructure. Properties:
 //
 //   - No handler panics; every response is one of the three below.
@@ -80,11 +89,13 @@ var defaultedFields = [][]string{
 //     type, or that the document is not an object / there is none.
 //   - 422 Invalid (validating handlers only): every cause names a field of
 //     the object (metadata... or spec...) and the message lists it.
-//   - Allowed: only the mutating handlers on CREATE patch, only at
-//     metadata.labels, spec[.template.spec].providerSpec.value and
-//     spec.template.metadata.labels; the patched object decodes, and
-//     (for a document without duplicate keys) defaulting it again changes
-//     nothing.
+//   - Allowed: only the mutating handlers on CREATE (MachineDeployment's on
+//     UPDATE too) patch, only at metadata.labels,
+//     spec[.template.spec].providerSpec.value and
+//     spec.template.metadata.labels (a MachineDeployment's also at
+//     spec.replicas, strategy, revisionHistoryLimit and
+//     progressDeadlineSeconds); the patched object decodes, and (for a
+//     document without duplicate keys) defaulting it again changes nothing.
 func FuzzAdmission(f *testing.F) {
 	sel := `{"matchLabels":{"machine.openshift.io/cluster-api-machineset":"w"}}`
 	labels := `{"machine.openshift.io/cluster-api-machineset":"w"}`
@@ -92,6 +103,8 @@ func FuzzAdmission(f *testing.F) {
 	machine := `{"apiVersion":"machine.openshift.io/v1beta1","kind":"Machine","metadata":{"name":"m","namespace":"openshift-machine-api"},"spec":{"providerSpec":{"value":` + km + `}}}`
 	machineSet := `{"apiVersion":"machine.openshift.io/v1beta1","kind":"MachineSet","metadata":{"name":"w","namespace":"openshift-machine-api"},"spec":{"selector":` + sel +
 		`,"template":{"metadata":{"labels":` + labels + `},"spec":{"providerSpec":{"value":{}}}}}}`
+	machineDeployment := `{"apiVersion":"machine.openshift.io/v1beta1","kind":"MachineDeployment","metadata":{"name":"w","namespace":"openshift-machine-api"},"spec":{"selector":` + sel +
+		`,"template":{"metadata":{"labels":` + labels + `},"spec":{"providerSpec":{"value":{"cpu":"1"}}}}}}`
 	for _, tc := range []struct {
 		obj, old string
 		kubemark bool
@@ -119,6 +132,13 @@ func FuzzAdmission(f *testing.F) {
 		{`{"spec":{"selector":` + sel + `,"template":{"metadata":{"labels":` + labels + `},"spec":{"providerSpec":{"value":{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","instanceType":5}}}}}}`, "", false},
 		{`{"spec":{"providerSpec":{"value":{"placement":{"tenancy":"shared"},"tags":[{"name":"a"},{"name":"a"}],"metadata":{"labels":{"a":"b"}}}}}}`,
 			`{"spec":{"providerSpec":{"value":{"placement":{"tenancy":"shared"}}}}}`, false},
+		// MachineDeployments.
+		{machineDeployment, machineDeployment, true},
+		{machineDeployment, `{"spec":{"template":{"spec":{"providerSpec":{"value":{"cpu":"2"}}}}}}`, true},
+		{`{"spec":{"replicas":2,"strategy":{"type":"Recreate","rollingUpdate":{"maxSurge":"x%"}},"progressDeadlineSeconds":0}}`, `{"spec":{"strategy":{"type":"Recreate"}}}`, true},
+		{`{"spec":{"strategy":{"rollingUpdate":{"maxSurge":0,"maxUnavailable":"0%"}},"selector":` + sel + `}}`, "", false},
+		{`{"spec":{"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":true}}}}`, "", true},
+		{`{"spec":{"replicas":1e400}}`, "", true},
 	} {
 		f.Add([]byte(tc.obj), []byte(tc.old), tc.kubemark)
 	}
@@ -135,7 +155,7 @@ func FuzzAdmission(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, obj, old []byte, kubemark bool) {
 		for _, handlers := range append([]map[string]admission.Handler{clusters[kubemark]}, platformClusters...) {
-			for _, path := range []string{MutateMachinePath, MutateMachineSetPath, ValidateMachinePath, ValidateMachineSetPath} {
+			for _, path := range []string{MutateMachinePath, MutateMachineSetPath, MutateMachineDeploymentPath, ValidateMachinePath, ValidateMachineSetPath, ValidateMachineDeploymentPath} {
 				for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update} {
 					req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 						UID: "uid", Operation: op, Object: runtime.RawExtension{Raw: obj}, OldObject: runtime.RawExtension{Raw: old}}}
@@ -149,7 +169,7 @@ func FuzzAdmission(f *testing.F) {
 
 func checkResponse(t *testing.T, h admission.Handler, path string, req admission.Request, resp admission.Response) {
 	t.Helper()
-	mutating := path == MutateMachinePath || path == MutateMachineSetPath
+	mutating := path == MutateMachinePath || path == MutateMachineSetPath || path == MutateMachineDeploymentPath
 	where := path + " " + string(req.Operation)
 	if !resp.Allowed {
 		if resp.Result == nil {
@@ -190,7 +210,7 @@ func checkResponse(t *testing.T, h admission.Handler, path string, req admission
 	if len(resp.Patches) == 0 {
 		return
 	}
-	if !mutating || req.Operation != admissionv1.Create {
+	if !mutating || (req.Operation != admissionv1.Create && path != MutateMachineDeploymentPath) {
 		t.Fatalf("%s: patches %v", where, resp.Patches)
 	}
 	var ops []patchOp
@@ -201,12 +221,19 @@ func checkResponse(t *testing.T, h admission.Handler, path string, req admission
 	if err != nil {
 		t.Fatalf("%s: patch %+v does not apply to %q: %v", where, ops, req.Object.Raw, err)
 	}
-	if a, b := withoutDefaultedFields(t, req.Object.Raw), withoutDefaultedFields(t, patched); !reflect.DeepEqual(a, b) {
+	fields := defaultedFields
+	if path == MutateMachineDeploymentPath {
+		fields = append(slices.Clone(defaultedFields), machineDeploymentFields...)
+	}
+	if a, b := withoutDefaultedFields(t, req.Object.Raw, fields), withoutDefaultedFields(t, patched, fields); !reflect.DeepEqual(a, b) {
 		t.Fatalf("%s: patch %+v changes more than the defaulted fields:\n%s\n%s", where, ops, req.Object.Raw, patched)
 	}
 	var into any = &machinev1beta1.Machine{}
-	if path == MutateMachineSetPath {
+	switch path {
+	case MutateMachineSetPath:
 		into = &machinev1beta1.MachineSet{}
+	case MutateMachineDeploymentPath:
+		into = &mdv1beta1.MachineDeployment{}
 	}
 	if err := decode(patched, into); err != nil {
 		t.Fatalf("%s: patched object %s does not decode: %v", where, patched, err)
@@ -331,7 +358,7 @@ func applyOp(node any, keys []string, op patchOp) (any, error) {
 
 // withoutDefaultedFields decodes the JSON object doc, removes the
 // defaultedFields, then every null and (recursively) empty object.
-func withoutDefaultedFields(t *testing.T, doc []byte) any {
+func withoutDefaultedFields(t *testing.T, doc []byte, fields [][]string) any {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
@@ -339,7 +366,7 @@ func withoutDefaultedFields(t *testing.T, doc []byte) any {
 	if err := dec.Decode(&v); err != nil {
 		t.Fatalf("%q: %v", doc, err)
 	}
-	for _, path := range defaultedFields {
+	for _, path := range fields {
 		node, _ := v.(map[string]any)
 		for _, k := range path[:len(path)-1] {
 			node, _ = node[k].(map[string]any)
