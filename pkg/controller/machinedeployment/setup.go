@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
 // SetupWithManager registers the controller with mgr. It watches

@@ -1,0 +1,174 @@
+package machinedeployment
+
+import (
+	"fmt"
+	"testing"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+)
+
+// TestRollingUpdateBounds: 6 Machines rolled from v1 to v2 with maxSurge 2
+// and maxUnavailable 1; a watch on Machines sees no moment with more than
+// 8 Machines or fewer than 5 available. The old MachineSet stays, scaled to
+// 0, with its revision; the new one is owned and labelled.
+func TestRollingUpdateBounds(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 6, nil)
+	h.waitComplete("v1", 6)
+	b := h.watchBounds(8, 5)
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	h.waitComplete("v2", 6)
+	b.check(t)
+
+	md := h.md()
+	sets := h.sets()
+	if len(sets) != 2 {
+		t.Fatalf("%d MachineSets, want 2", len(sets))
+	}
+	for _, ms := range sets {
+		hash := ms.Spec.Template.Labels[mdv1beta1.MachineTemplateHashLabel]
+		if ms.Name != "w-"+hash || ms.Labels[mdv1beta1.MachineTemplateHashLabel] != hash {
+			t.Errorf("set %s: hash label %q (labels %v), want the name's", ms.Name, hash, ms.Labels)
+		}
+		ref := metav1.GetControllerOf(&ms)
+		if ref == nil || ref.UID != md.UID || ref.Kind != "MachineDeployment" {
+			t.Errorf("%s: controller %v, want the MachineDeployment", ms.Name, ref)
+		}
+		switch {
+		case ms.Spec.Template.Spec.ObjectMeta.Labels["version"] == "v2":
+			if *ms.Spec.Replicas != 6 || ms.Annotations[mdv1beta1.RevisionAnnotation] != "2" ||
+				ms.Spec.Selector.MatchLabels[mdv1beta1.MachineTemplateHashLabel] != hash || ms.Spec.Template.Labels[mdv1beta1.MachineTemplateHashLabel] != hash {
+				t.Errorf("new set %s: replicas %d annotations %v selector %v", ms.Name, *ms.Spec.Replicas, ms.Annotations, ms.Spec.Selector.MatchLabels)
+			}
+		default:
+			if *ms.Spec.Replicas != 0 || ms.Annotations[mdv1beta1.RevisionAnnotation] != "1" {
+				t.Errorf("old set %s: replicas %d revision %q, want 0 and 1", ms.Name, *ms.Spec.Replicas, ms.Annotations[mdv1beta1.RevisionAnnotation])
+			}
+		}
+	}
+	if md.Annotations[mdv1beta1.RevisionAnnotation] != "2" {
+		t.Errorf("MachineDeployment revision %q, want 2", md.Annotations[mdv1beta1.RevisionAnnotation])
+	}
+	h.eventually("Progressing NewMachineSetAvailable", func() error {
+		c := conditions.Get(h.md().Status.Conditions, mdv1beta1.ProgressingCondition)
+		if c == nil || c.Reason != mdv1beta1.ReasonNewMachineSetAvailable {
+			return fmt.Errorf("Progressing %+v", c)
+		}
+		return nil
+	})
+	for _, m := range h.machines() {
+		if tainted, err := h.nodeTainted(&m); err != nil || tainted {
+			t.Errorf("new Machine %s: Node tainted %t (%v), want untainted", m.Name, tainted, err)
+		}
+	}
+	if n := len(h.rec.find(EventScalingMachineSet)); n < 4 {
+		t.Errorf("%d ScalingMachineSet events, want several", n)
+	}
+}
+
+// TestStuckRolloutDeadline: new Machines never become available: the
+// rollout stops with 5 available old Machines and 3 new ones (8 in all),
+// the old Machines' Nodes get the PreferNoSchedule taint, Progressing turns
+// False (ProgressDeadlineExceeded) after progressDeadlineSeconds; once the
+// new Machines become available it resumes and completes.
+func TestStuckRolloutDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 6, func(md *mdv1beta1.MachineDeployment) { md.Spec.ProgressDeadlineSeconds = ptr.To[int32](3) })
+	h.waitComplete("v1", 6)
+	b := h.watchBounds(8, 5)
+	h.hold("v2")
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	h.eventually("ProgressDeadlineExceeded", func() error {
+		c := conditions.Get(h.md().Status.Conditions, mdv1beta1.ProgressingCondition)
+		if c == nil || c.Status != corev1.ConditionFalse || c.Reason != mdv1beta1.ReasonProgressDeadlineExceeded {
+			return fmt.Errorf("Progressing %+v", c)
+		}
+		return nil
+	})
+	counts := map[string]int{}
+	for _, m := range h.machines() {
+		counts[version(&m)]++
+		if version(&m) == "v1" {
+			if tainted, err := h.nodeTainted(&m); err != nil || !tainted {
+				t.Errorf("old Machine %s: Node tainted %t (%v), want the PreferNoSchedule taint", m.Name, tainted, err)
+			}
+		}
+	}
+	if counts["v1"] != 5 || counts["v2"] != 3 {
+		t.Errorf("stuck at %v, want 5 v1 and 3 v2 (replicas−maxUnavailable old, the surge new)", counts)
+	}
+	if st := h.md().Status; st.AvailableReplicas != 5 || st.UnavailableReplicas != 3 {
+		t.Errorf("status available %d unavailable %d, want 5 and 3", st.AvailableReplicas, st.UnavailableReplicas)
+	}
+
+	h.release("v2")
+	h.waitComplete("v2", 6)
+	h.eventually("Progressing NewMachineSetAvailable", func() error {
+		c := conditions.Get(h.md().Status.Conditions, mdv1beta1.ProgressingCondition)
+		if c == nil || c.Status != corev1.ConditionTrue || c.Reason != mdv1beta1.ReasonNewMachineSetAvailable {
+			return fmt.Errorf("Progressing %+v", c)
+		}
+		return nil
+	})
+	b.check(t)
+}
+
+// TestRollbackReusesOldSet: after v1 → v2, the template goes back to v1:
+// the v1 MachineSet becomes the new one again (revision 3, history 1); no
+// third set is created.
+func TestRollbackReusesOldSet(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 3, nil)
+	h.waitComplete("v1", 3)
+	v1 := h.sets()[0]
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	h.waitComplete("v2", 3)
+	b := h.watchBounds(5, 2)
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v1") })
+	h.waitComplete("v1", 3)
+	b.check(t)
+	sets := h.sets()
+	if len(sets) != 2 {
+		t.Fatalf("%d MachineSets after the rollback, want 2 (the old one reused)", len(sets))
+	}
+	for _, ms := range sets {
+		if ms.UID != v1.UID {
+			continue
+		}
+		if *ms.Spec.Replicas != 3 || ms.Annotations[mdv1beta1.RevisionAnnotation] != "3" || ms.Annotations[mdv1beta1.RevisionHistoryAnnotation] != "1" {
+			t.Errorf("reused set: replicas %d annotations %v, want 3, revision 3, history 1", *ms.Spec.Replicas, ms.Annotations)
+		}
+	}
+	if len(h.rec.find(EventRollback)) == 0 {
+		t.Error("no DeploymentRollback event")
+	}
+}
+
+// TestRecreateRollout: no Machine of v2 exists while one of v1 does.
+func TestRecreateRollout(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 3, func(md *mdv1beta1.MachineDeployment) {
+		md.Spec.Strategy = mdv1beta1.MachineDeploymentStrategy{Type: mdv1beta1.RecreateStrategy}
+	})
+	h.waitComplete("v1", 3)
+	b := h.watchBounds(3, 0)
+	b.extra = func(seen map[string]*machinev1beta1.Machine) string {
+		vs := map[string]int{}
+		for _, m := range seen {
+			vs[version(m)]++
+		}
+		if vs["v1"] > 0 && vs["v2"] > 0 {
+			return fmt.Sprintf("old and new Machines together: %v", vs)
+		}
+		return ""
+	}
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	h.waitComplete("v2", 3)
+	b.check(t)
+}
