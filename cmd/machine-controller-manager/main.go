@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -25,6 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
@@ -34,10 +36,16 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
+// flags are this binary's own flags, beyond the shared operand ones.
+type flags struct {
+	drainTimeout time.Duration
+	safety       safety.MachineControllerOptions
+}
+
 func main() {
-	opts, drainTimeout, err := parse(os.Args[1:])
+	opts, f, err := parse(os.Args[1:])
 	operand.ExitOnParseError("machine-controller-manager", err)
-	if err := run(opts, drainTimeout); err != nil {
+	if err := run(opts, f); err != nil {
 		fmt.Fprintf(os.Stderr, "machine-controller-manager: %v\n", err)
 		os.Exit(1)
 	}
@@ -73,30 +81,31 @@ func clusterPlatform(ctx context.Context, c client.Reader) configv1.PlatformType
 }
 
 // parse parses and validates the command line.
-func parse(args []string) (operand.Options, time.Duration, error) {
+func parse(args []string) (operand.Options, flags, error) {
 	opts := operand.Defaults(leaderElectionID, ":8081", ":9440")
 	// Provisioning is a chain of API round trips: let 50 Machines proceed
 	// at once (sized by the scale benchmark, docs/performance.md).
 	opts.MaxConcurrentReconciles = machine.DefaultMaxConcurrentReconciles
-	var drainTimeout time.Duration
+	f := flags{safety: safety.DefaultMachineControllerOptions()}
 	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ContinueOnError)
 	opts.AddFlags(fs)
-	fs.DurationVar(&drainTimeout, "node-drain-timeout", 0,
+	f.safety.AddFlags(fs)
+	fs.DurationVar(&f.drainTimeout, "node-drain-timeout", 0,
 		"How long to try evicting a deleted Machine's pods before deleting the rest and proceeding; 0 waits forever. "+
 			"The Machine annotation machine.openshift.io/node-drain-timeout overrides it.")
 	if err := operand.ParseArgs(fs, args); err != nil {
-		return opts, 0, err
+		return opts, f, err
 	}
-	if err := opts.Validate(); err != nil {
-		return opts, 0, err
+	if err := errors.Join(opts.Validate(), f.safety.Validate()); err != nil {
+		return opts, f, err
 	}
-	if drainTimeout < 0 {
-		return opts, 0, fmt.Errorf("--node-drain-timeout must not be negative")
+	if f.drainTimeout < 0 {
+		return opts, f, fmt.Errorf("--node-drain-timeout must not be negative")
 	}
-	return opts, drainTimeout, nil
+	return opts, f, nil
 }
 
-func run(opts operand.Options, drainTimeout time.Duration) error {
+func run(opts operand.Options, f flags) error {
 	cfg, err := opts.RESTConfig("machine-controller-manager/" + version.String())
 	if err != nil {
 		return err
@@ -114,7 +123,7 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := addControllers(mgr, opts, drainTimeout); err != nil {
+	if err := addControllers(mgr, opts, f); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
@@ -124,14 +133,14 @@ func run(opts operand.Options, drainTimeout time.Duration) error {
 // controller with both providers, the latter once the Machine CRD is
 // served: on a cluster without it (yet) the binary waits, not ready,
 // instead of exiting.
-func addControllers(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration) error {
-	return addControllersWith(mgr, opts, drainTimeout, vsphere.Options{}, opts.ControllerOptions())
+func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
+	return addControllersWith(mgr, opts, f, vsphere.Options{}, opts.ControllerOptions())
 }
 
 // addControllersWith is addControllers with the vSphere provider's options
 // (their Client is always set here) and the controller's options: tests
 // shorten the provider's poll interval and run several managers.
-func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout time.Duration, vsOpts vsphere.Options, co controller.Options) error {
+func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOpts vsphere.Options, co controller.Options) error {
 	// The kubemark provider writes Nodes and reads and writes node Leases
 	// (kube-node-lease) directly: the manager's cache only covers
 	// --namespace, and a few Lease reads are cheaper than a cluster-wide
@@ -158,16 +167,33 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, drainTimeout 
 	}
 	// kubemark first: a providerSpec naming no type is reported by it, as
 	// when it was this binary's only provider.
-	providers := machine.NewProviders(kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()}), vs)
+	km := kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()})
+	providers := machine.NewProviders(km, vs)
+	// The safety checks (docs/safety.md): the API-server freeze gates the
+	// provider's Create and Delete; orphan kubemark Nodes are collected.
+	gate := safety.NewAPIServerGate(providerClient, opts.Namespace, f.safety)
+	if err := mgr.Add(gate); err != nil {
+		return fmt.Errorf("adding the API-server check: %w", err)
+	}
+	orphans := safety.NewOrphanCollector(safety.OrphanCollectorOptions{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.Namespace, Period: f.safety.OrphanPeriod,
+		Listers: []machine.InstanceLister{km}, Gate: gate,
+	})
 	r := machine.NewReconciler(machine.Options{
 		MachineAPIMigration: migrationEnabled(opts),
 		Actuator:            providers,
-		NodeDrainTimeout:    drainTimeout,
+		NodeDrainTimeout:    f.drainTimeout,
 		Namespace:           opts.Namespace,
+		Gate:                gate,
 	})
 	err = crdwait.Add(mgr, crdwait.Gate{
 		Name: "machine", Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("Machine")}, Required: true,
-		Setup: func(mgr manager.Manager) error { return r.SetupWithManager(mgr, co) },
+		Setup: func(mgr manager.Manager) error {
+			if err := r.SetupWithManager(mgr, co); err != nil {
+				return err
+			}
+			return mgr.Add(orphans)
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("setting up the machine controller: %w", err)

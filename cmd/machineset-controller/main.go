@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -19,6 +20,7 @@ import (
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machinedeployment"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
@@ -36,6 +38,7 @@ type flags struct {
 	createBurst          int
 	maxConcurrentDeletes int
 	expectationsTimeout  time.Duration
+	safety               safety.OvershootOptions
 }
 
 func main() {
@@ -55,10 +58,12 @@ func parse(args []string) (operand.Options, flags, error) {
 		createBurst:          machineset.DefaultMaxCreateBurst,
 		maxConcurrentDeletes: machineset.DefaultMaxConcurrentDeletes,
 		expectationsTimeout:  machineset.DefaultExpectationsTimeout,
+		safety:               safety.DefaultOvershootOptions(),
 	}
 	opts.MaxConcurrentReconciles = 10
 	fs := pflag.NewFlagSet("machineset-controller", pflag.ContinueOnError)
 	opts.AddFlags(fs)
+	f.safety.AddFlags(fs)
 	fs.IntVar(&f.createBurst, "machine-create-burst", f.createBurst,
 		"Most Machines one MachineSet creates in one pass; they are created in growing batches (1, 2, 4, ...), stopping at the first failing batch.")
 	fs.IntVar(&f.maxConcurrentDeletes, "max-concurrent-deletes", f.maxConcurrentDeletes,
@@ -68,7 +73,7 @@ func parse(args []string) (operand.Options, flags, error) {
 	if err := operand.ParseArgs(fs, args); err != nil {
 		return opts, f, err
 	}
-	if err := opts.Validate(); err != nil {
+	if err := errors.Join(opts.Validate(), f.safety.Validate()); err != nil {
 		return opts, f, err
 	}
 	if f.createBurst < 1 || f.maxConcurrentDeletes < 1 {
@@ -110,7 +115,13 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	err := crdwait.Add(mgr, crdwait.Gate{
 		Name: "machineset", Required: true,
 		Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("MachineSet"), machinev1beta1.GroupVersion.WithKind("Machine")},
-		Setup: func(mgr manager.Manager) error { return r.SetupWithManager(mgr, opts.ControllerOptions()) },
+		Setup: func(mgr manager.Manager) error {
+			if err := r.SetupWithManager(mgr, opts.ControllerOptions()); err != nil {
+				return err
+			}
+			// The overshoot freeze (docs/safety.md).
+			return safety.NewOvershootController(f.safety, opts.Namespace).SetupWithManager(mgr, opts.ControllerOptions())
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("setting up the machineset controller: %w", err)
