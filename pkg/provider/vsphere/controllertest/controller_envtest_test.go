@@ -10,6 +10,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/simulator"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,12 +39,13 @@ type fixture struct {
 	ctx context.Context
 }
 
-// newFixture starts the fixture; tune (optional) changes the provider's
-// options (a short APITimeout, for instance).
-func newFixture(t *testing.T, tune ...func(*vsphere.Options)) *fixture {
+// newFixture starts the fixture; model (optional) changes vcsim before it
+// serves (method delays, for instance) and tune the provider's options (a
+// short APITimeout).
+func newFixture(t *testing.T, model func(*simulator.Model), tune ...func(*vsphere.Options)) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	vc := vspheretest.Start(t, nil)
+	vc := vspheretest.Start(t, model)
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func phase(m *machinev1beta1.Machine) string {
 // powered on, providerID vsphere://, the guest's IP) and, once deleted,
 // destroys its VM and lets the Machine go.
 func TestMachineLifecycleOnVCenter(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, nil)
 	m := f.machine(t, "worker-a", vspheretest.Template)
 
 	f.reconcileUntil(t, m, "a powered-on VM", func(got *machinev1beta1.Machine) error {
@@ -177,7 +179,7 @@ func TestMachineLifecycleOnVCenter(t *testing.T) {
 // (InvalidConfiguration) and a message naming the template; nothing is
 // cloned.
 func TestMissingTemplateFailsMachine(t *testing.T) {
-	f := newFixture(t)
+	f := newFixture(t, nil)
 	m := f.machine(t, "worker-bad", "rhcos-missing")
 	f.reconcileUntil(t, m, "phase Failed", func(got *machinev1beta1.Machine) error {
 		if phase(got) != machinev1beta1.PhaseFailed {
