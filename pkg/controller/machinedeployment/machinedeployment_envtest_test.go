@@ -7,7 +7,9 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
@@ -171,4 +173,41 @@ func TestRecreateRollout(t *testing.T) {
 	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
 	h.waitComplete("v2", 3)
 	b.check(t)
+}
+
+// TestSteadyStateNoWrites: once a rollout is complete, a reconcile writes
+// nothing (no status, set, Node or annotation patch).
+func TestSteadyStateNoWrites(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 3, nil)
+	h.waitComplete("v1", 3)
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	h.waitComplete("v2", 3)
+	h.eventually("Progressing NewMachineSetAvailable", func() error {
+		c := conditions.Get(h.md().Status.Conditions, mdv1beta1.ProgressingCondition)
+		if c == nil || c.Reason != mdv1beta1.ReasonNewMachineSetAvailable {
+			return fmt.Errorf("Progressing %+v", c)
+		}
+		return nil
+	})
+	h.settle()
+	writes := h.writes.n.Load()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.ns, Name: "w"}}
+	before := h.wt.Reconciles(req)
+	h.update(func(md *mdv1beta1.MachineDeployment) {
+		if md.Labels == nil {
+			md.Labels = map[string]string{}
+		}
+		md.Labels["poke"] = "1"
+	})
+	h.eventually("a reconcile after the poke", func() error {
+		if n := h.wt.Reconciles(req); n <= before {
+			return fmt.Errorf("%d reconciles, want more than %d", n, before)
+		}
+		return nil
+	})
+	h.settle()
+	if n := h.writes.n.Load() - writes; n != 0 {
+		t.Errorf("%d writes at rest, want 0", n)
+	}
 }

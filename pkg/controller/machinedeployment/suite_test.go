@@ -83,6 +83,11 @@ type harness struct {
 	ns  string
 	c   client.WithWatch
 	rec *recorder
+	// writes counts the MachineDeployment controller's write requests.
+	writes *writeCounter
+	// wt tracks the MachineDeployment controller's queue.
+	wt     *testenv.WorkTracker
+	cached client.Client
 
 	mu   sync.Mutex
 	held map[string]bool // template versions whose Machines get no Node
@@ -97,7 +102,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{
-		t: t, ctx: t.Context(), c: c, rec: &recorder{},
+		t: t, ctx: t.Context(), c: c, rec: &recorder{}, wt: testenv.NewWorkTracker(),
 		ns:   fmt.Sprintf("md-%d-%d", testSeq.Add(1), time.Now().UnixNano()%100000),
 		held: map[string]bool{}, pending: map[string]string{},
 	}
@@ -109,7 +114,11 @@ func newHarness(t *testing.T) *harness {
 	if err := machineset.NewReconciler(machineset.Options{Namespace: h.ns}).SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewReconciler(Options{Namespace: h.ns, Recorder: h.rec}).SetupWithManager(mgr, opts); err != nil {
+	h.cached = mgr.GetClient()
+	h.writes = &writeCounter{Client: mgr.GetClient()}
+	mdOpts := opts
+	mdOpts.NewQueue = h.wt.NewQueue
+	if err := NewReconciler(Options{Namespace: h.ns, Recorder: h.rec, Client: h.writes}).SetupWithManager(mgr, mdOpts); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Run(t, mgr)
@@ -358,4 +367,59 @@ func (h *harness) nodeTainted(m *machinev1beta1.Machine) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// writeCounter counts write requests (status ones included).
+type writeCounter struct {
+	client.Client
+	n atomic.Int64
+}
+
+func (w *writeCounter) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	w.n.Add(1)
+	return w.Client.Create(ctx, obj, opts...)
+}
+
+func (w *writeCounter) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	w.n.Add(1)
+	return w.Client.Update(ctx, obj, opts...)
+}
+
+func (w *writeCounter) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+	w.n.Add(1)
+	return w.Client.Patch(ctx, obj, p, opts...)
+}
+
+func (w *writeCounter) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	w.n.Add(1)
+	return w.Client.Delete(ctx, obj, opts...)
+}
+
+func (w *writeCounter) Status() client.SubResourceWriter {
+	return countedStatus{SubResourceWriter: w.Client.Status(), n: &w.n}
+}
+
+type countedStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int64
+}
+
+func (s countedStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.n.Add(1)
+	return s.SubResourceWriter.Patch(ctx, obj, p, opts...)
+}
+
+func (s countedStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	s.n.Add(1)
+	return s.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+// settle waits until the MachineDeployment controller has handled every
+// change made so far.
+func (h *harness) settle() {
+	h.t.Helper()
+	poll.Eventually(h.t, waitTimeout, "the MachineDeployment controller to handle every change", h.wt.Quiescent(5*time.Second,
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns)),
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineSetList{}, client.InNamespace(h.ns)),
+		testenv.CaughtUp(h.c, h.cached, &mdv1beta1.MachineDeploymentList{}, client.InNamespace(h.ns))))
 }
