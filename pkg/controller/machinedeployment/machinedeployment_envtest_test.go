@@ -211,3 +211,37 @@ func TestSteadyStateNoWrites(t *testing.T) {
 		t.Errorf("%d writes at rest, want 0", n)
 	}
 }
+
+// TestScaleDownMidRollout: replicas go from 6 to 3 while a rollout is
+// stuck (5 old, 3 new Machines, sized for 6 + maxSurge 2 = 8): every set
+// shrinks in proportion to 5 (3 old, 2 new), not the new set alone; the
+// rollout then completes at 3.
+func TestScaleDownMidRollout(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 6, nil)
+	h.waitComplete("v1", 6)
+	h.hold("v2")
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	sizesAre := func(want map[string]int32) func() error {
+		return func() error {
+			got := map[string]int32{}
+			for _, ms := range h.sets() {
+				got[ms.Spec.Template.Spec.ObjectMeta.Labels["version"]] = *ms.Spec.Replicas
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("set sizes %v, want %v", got, want)
+			}
+			return nil
+		}
+	}
+	h.eventually("stuck at 5 old and 3 new", sizesAre(map[string]int32{"v1": 5, "v2": 3}))
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Replicas = ptr.To[int32](3) })
+	h.eventually("3 old and 2 new", sizesAre(map[string]int32{"v1": 3, "v2": 2}))
+	for _, ms := range h.sets() {
+		if ms.Annotations[mdv1beta1.DesiredReplicasAnnotation] != "3" || ms.Annotations[mdv1beta1.MaxReplicasAnnotation] != "5" {
+			t.Errorf("%s annotations %v, want desired-replicas 3 and max-replicas 5 (3 + maxSurge 2)", ms.Name, ms.Annotations)
+		}
+	}
+	h.release("v2")
+	h.waitComplete("v2", 3)
+}
