@@ -219,6 +219,14 @@ func TestProportionalScaling(t *testing.T) {
 		}
 	})
 
+	t.Run("a set sized by hand to replicas gets the annotations, so the rollout can go on", func(t *testing.T) {
+		md := newMD("b", 5, i(1), i(0))
+		p := Decide(md, states(md, sst{v: "a", replicas: 5, revision: 1, avail: avail(5), annot: map[string]string{mdv1beta1.DesiredReplicasAnnotation: "3"}}), t0)
+		if got := p.Sets[0].Annotations[mdv1beta1.DesiredReplicasAnnotation]; got != "5" {
+			t.Errorf("desired-replicas %q, want 5", got)
+		}
+	})
+
 	t.Run("a lone active set takes replicas", func(t *testing.T) {
 		md := newMD("a", 5, i(1), i(0))
 		p := Decide(md, states(md, sst{v: "a", replicas: 3, revision: 1, avail: avail(3), annot: map[string]string{mdv1beta1.DesiredReplicasAnnotation: "3"}}), t0)

@@ -246,15 +246,17 @@ func (r *rollout) scale() {
 			active = append(active, s)
 		}
 	}
+	// Sizes are written with the annotations even when unchanged: a set
+	// sized by hand to replicas would otherwise stay a scaling event.
 	switch {
 	case len(active) == 1:
-		r.setReplicas(active[0], r.replicas, false)
+		r.setReplicas(active[0], r.replicas, true)
 		return
 	case len(active) == 0 && r.newSet != nil:
-		r.setReplicas(r.newSet, r.replicas, false)
+		r.setReplicas(r.newSet, r.replicas, true)
 		return
 	case len(active) == 0 && len(r.sets) > 0:
-		r.setReplicas(r.sets[len(r.sets)-1], r.replicas, false)
+		r.setReplicas(r.sets[len(r.sets)-1], r.replicas, true)
 		return
 	case len(active) == 0:
 		return
