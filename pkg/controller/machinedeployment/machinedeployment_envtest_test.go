@@ -3,6 +3,7 @@ package machinedeployment
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +25,10 @@ func TestRollingUpdateBounds(t *testing.T) {
 	h.createMD("v1", 6, nil)
 	h.waitComplete("v1", 6)
 	b := h.watchBounds(8, 5)
+	writes, start := h.writes.n.Load(), time.Now()
 	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
 	h.waitComplete("v2", 6)
+	t.Logf("rollout of 6 Machines: %s, %d MachineDeployment controller writes", time.Since(start).Round(time.Millisecond), h.writes.n.Load()-writes)
 	b.check(t)
 
 	md := h.md()
