@@ -1,0 +1,93 @@
+package safety_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
+)
+
+// TestFreezeStopsARunawayMachineSet: a MachineSet controller that cannot
+// see its Machines (its cache selects none, as a broken watch would) creates
+// replicas more every time its expectations time out; the overshoot freeze
+// (its own manager, seeing the Machines) stops it at the threshold, 2×2+2 =
+// 6, plus at most the one pass in flight. Breaks if: the MachineSet
+// controller ignored the freeze (the count keeps growing), or the overshoot
+// controller never froze the set.
+func TestFreezeStopsARunawayMachineSet(t *testing.T) {
+	env := safety.SharedEnv()
+	ctx := t.Context()
+	ns := fmt.Sprintf("runaway-%d", time.Now().UnixNano()%100000)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+
+	blind := env.NewManager(t, nil, cache.Options{
+		DefaultNamespaces: map[string]cache.Config{ns: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&machinev1beta1.Machine{}: {Label: labels.SelectorFromSet(labels.Set{"never": "matches"})},
+		},
+	})
+	wt := testenv.NewWorkTracker()
+	ms := machineset.NewReconciler(machineset.Options{Namespace: ns, ExpectationsTimeout: 300 * time.Millisecond})
+	if err := ms.SetupWithManager(blind, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: wt.NewQueue}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, blind)
+
+	seeing := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	oc := safety.NewOvershootController(safety.OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
+	if err := oc.SetupWithManager(seeing, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, seeing)
+
+	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "runaway"}}
+	set.Spec.Replicas = ptr.To(int32(2))
+	set.Spec.Selector.MatchLabels = map[string]string{"set": "runaway"}
+	set.Spec.Template.Labels = map[string]string{"set": "runaway"}
+	if err := env.Client.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		list := &machinev1beta1.MachineList{}
+		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	poll.Eventually(t, 30*time.Second, "the runaway set frozen", poll.Check(func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		if !safety.MachineSetFrozen(set) {
+			return fmt.Errorf("not frozen with %d Machines", count())
+		}
+		return nil
+	}))
+	// Once the set controller has handled everything (its pending
+	// expectations expired and the frozen set reconciled), nothing more was
+	// created.
+	frozenAt := count()
+	poll.Eventually(t, 30*time.Second, "the MachineSet controller settled", wt.Quiescent(5*time.Second,
+		testenv.CaughtUp(env.Client, blind.GetClient(), &machinev1beta1.MachineSetList{}, client.InNamespace(ns))))
+	if frozenAt > 8 {
+		t.Errorf("%d Machines when frozen, want at most 8 (the threshold 6 and one pass of 2 in flight)", frozenAt)
+	}
+	if got := count(); got != frozenAt {
+		t.Errorf("%d Machines once settled, %d when frozen: the frozen set still creates", got, frozenAt)
+	}
+}
