@@ -20,6 +20,9 @@ const (
 	EventScalingMachineSet = "ScalingMachineSet"
 	// EventSelectingAll: the selector is empty; nothing is done.
 	EventSelectingAll = "SelectingAll"
+	// EventInvalidConfiguration: the selector does not match the template's
+	// labels; nothing is done.
+	EventInvalidConfiguration = "InvalidConfiguration"
 	// EventMachineSetCreateError: the new MachineSet could not be created.
 	EventMachineSetCreateError = "MachineSetCreateError"
 	// EventDeletedMachineSet: an old MachineSet beyond revisionHistoryLimit

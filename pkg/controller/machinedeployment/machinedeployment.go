@@ -78,16 +78,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&md.Spec.Selector)
-	if err != nil || sel.Empty() {
-		// Admission refuses both; one event per generation otherwise.
-		if md.Status.ObservedGeneration != md.Generation {
-			r.eventf(md, nil, corev1.EventTypeWarning, EventSelectingAll, "Select",
-				"This MachineDeployment's selector is empty or invalid; set spec.selector to match the template's labels")
-			st := *md.Status.DeepCopy()
-			st.ObservedGeneration = md.Generation
-			return ctrl.Result{}, r.patchStatus(ctx, md, st)
-		}
-		return ctrl.Result{}, nil
+	switch {
+	case err != nil || sel.Empty():
+		return ctrl.Result{}, r.refuse(ctx, md, EventSelectingAll,
+			"This MachineDeployment's selector is empty or invalid: nothing is done; set spec.selector to match the template's labels")
+	case !sel.Matches(labels.Set(md.Spec.Template.Labels)):
+		// Its MachineSets would not be its own: each pass would make another.
+		return ctrl.Result{}, r.refuse(ctx, md, EventInvalidConfiguration,
+			"spec.selector does not match spec.template.metadata.labels: nothing is done; make the template's labels match the selector")
 	}
 
 	sets, err := r.claimSets(ctx, md, sel)
@@ -107,6 +105,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		res.RequeueAfter = plan.RequeueAfter
 	}
 	return res, nil
+}
+
+// refuse leaves an invalid MachineDeployment alone (admission normally
+// refuses it): one Warning event per generation, observedGeneration set.
+func (r *Reconciler) refuse(ctx context.Context, md *mdv1beta1.MachineDeployment, reason, msg string) error {
+	if md.Status.ObservedGeneration == md.Generation {
+		return nil
+	}
+	ctrl.LoggerFrom(ctx).Info("MachineDeployment is invalid; not rolling it out", "reason", msg)
+	r.eventf(md, nil, corev1.EventTypeWarning, reason, "Validate", "%s", msg)
+	st := *md.Status.DeepCopy()
+	st.ObservedGeneration = md.Generation
+	return r.patchStatus(ctx, md, st)
 }
 
 // claimSets lists the MachineSets of md's namespace and returns those md

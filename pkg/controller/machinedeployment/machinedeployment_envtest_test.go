@@ -248,3 +248,25 @@ func TestScaleDownMidRollout(t *testing.T) {
 	h.release("v2")
 	h.waitComplete("v2", 3)
 }
+
+// TestSelectorNotMatchingTemplate: a MachineDeployment admission would
+// refuse (its webhook fails open) makes no MachineSet, only an event.
+func TestSelectorNotMatchingTemplate(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 2, func(md *mdv1beta1.MachineDeployment) {
+		md.Spec.Selector.MatchLabels = map[string]string{"app": "other"}
+	})
+	h.eventually("an InvalidConfiguration event", func() error {
+		if len(h.rec.find(EventInvalidConfiguration)) == 0 {
+			return fmt.Errorf("no event yet")
+		}
+		return nil
+	})
+	h.settle()
+	if n := len(h.sets()); n != 0 {
+		t.Errorf("%d MachineSets, want none", n)
+	}
+	if n := len(h.rec.find(EventInvalidConfiguration)); n != 1 {
+		t.Errorf("%d InvalidConfiguration events, want 1", n)
+	}
+}
