@@ -6,12 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"reflect"
-	"regexp"
-	"slices"
-	"strconv"
 
 	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -328,20 +324,6 @@ func mutateMachineSet(ctx context.Context, h *handler, req admission.Request) ad
 	return patchResponse(req.Object.Raw, templatedEdits(d, ms.Labels, &ms.Spec.Template)).WithWarnings(warnings...)
 }
 
-// templatedEdits are the edits of what defaultTemplated changed.
-func templatedEdits(d Defaulted, labels map[string]string, tmpl *machinev1beta1.MachineTemplateSpec) []edit {
-	var edits []edit
-	if d.Labels {
-		edits = append(edits,
-			labelsEdit(labels, "metadata", "labels"),
-			labelsEdit(tmpl.Labels, "spec", "template", "metadata", "labels"))
-	}
-	if len(d.ProviderSpec) > 0 {
-		edits = append(edits, rawEdit(tmpl.Spec.ProviderSpec.Value.Raw, "spec", "template", "spec", "providerSpec", "value"))
-	}
-	return edits
-}
-
 func validateMachine(ctx context.Context, h *handler, req admission.Request) admission.Response {
 	log := logf.FromContext(ctx)
 	m := &machinev1beta1.Machine{}
@@ -449,95 +431,4 @@ func objectName(name, generateName string) string {
 		return generateName + "*"
 	}
 	return name
-}
-
-// edit replaces the value at path of the object's JSON.
-type edit struct {
-	path  []string
-	value any
-}
-
-func labelsEdit(labels map[string]string, path ...string) edit {
-	if labels == nil {
-		return edit{}
-	}
-	return edit{path: path, value: labels}
-}
-
-func rawEdit(raw json.RawMessage, path ...string) edit {
-	return edit{path: path, value: raw}
-}
-
-// patchResponse applies edits to the request's JSON object and answers with
-// the JSON patch from the original to the result: only the edited fields
-// appear in the patch, never fields a typed round trip would add.
-func patchResponse(original []byte, edits []edit) admission.Response {
-	var obj map[string]any
-	dec := json.NewDecoder(bytes.NewReader(original))
-	dec.UseNumber()
-	if err := dec.Decode(&obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
-	}
-	// The JSON patch is computed on float64 numbers.
-	if path, n := hugeNumber(obj, ""); n != "" {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %s: number %s is out of range", path, n))
-	}
-	for _, e := range edits {
-		if len(e.path) == 0 {
-			continue
-		}
-		parent := obj
-		for _, k := range e.path[:len(e.path)-1] {
-			child, ok := parent[k].(map[string]any)
-			if !ok {
-				child = map[string]any{}
-				parent[k] = child
-			}
-			parent = child
-		}
-		parent[e.path[len(e.path)-1]] = e.value
-	}
-	patched, err := json.Marshal(obj)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding the defaulted object: %w", err))
-	}
-	return admission.PatchResponseFromRaw(original, patched)
-}
-
-// hugeNumber returns the path and text of the first number in v (decoded
-// with UseNumber) too large for a float64, such as 1e400; "" if none.
-func hugeNumber(v any, path string) (string, json.Number) {
-	switch n := v.(type) {
-	case json.Number:
-		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
-			return path, n
-		}
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(n)) {
-			if p, num := hugeNumber(n[k], childPath(path, k)); num != "" {
-				return p, num
-			}
-		}
-	case []any:
-		for i, x := range n {
-			if p, num := hugeNumber(x, fmt.Sprintf("%s[%d]", path, i)); num != "" {
-				return p, num
-			}
-		}
-	}
-	return "", ""
-}
-
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// childPath appends a JSON object key to a path in the style of field
-// paths: metadata.name, or ["a key"] when the key is not an identifier.
-func childPath(path, key string) string {
-	switch {
-	case !identifier.MatchString(key):
-		return path + "[" + strconv.Quote(key) + "]"
-	case path == "":
-		return key
-	}
-	return path + "." + key
 }
