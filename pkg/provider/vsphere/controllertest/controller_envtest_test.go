@@ -100,7 +100,24 @@ func (f *fixture) machine(t *testing.T, name, template string) *machinev1beta1.M
 	if err := env.Client.Create(f.ctx, m); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { forget(m) })
 	return m
+}
+
+// forget removes a test's Machine from the API server, finalizer and all,
+// so that a later test (or -count=2) can reuse its name; its VM went with
+// the test's vcsim.
+func forget(m *machinev1beta1.Machine) {
+	ctx := context.Background()
+	got := &machinev1beta1.Machine{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m), got); err != nil {
+		return
+	}
+	if len(got.Finalizers) > 0 {
+		got.Finalizers = nil
+		_ = env.Client.Update(ctx, got)
+	}
+	_ = env.Client.Delete(ctx, got)
 }
 
 // reconcileUntil runs the controller on m until cond holds for the stored
