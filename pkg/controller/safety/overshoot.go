@@ -74,7 +74,7 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 		_, mdUnfreeze = md.Annotations[UnfreezeAnnotation]
 		if mdUnfreeze {
 			// As machine-controller-manager: the request reaches every set.
-			if err := c.propagateUnfreeze(ctx, siblings); err != nil {
+			if err := c.propagateUnfreeze(ctx, siblings, ms.UID); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -209,11 +209,11 @@ func conditionsOf(obj client.Object) (*[]machinev1beta1.Condition, error) {
 	return nil, fmt.Errorf("no Frozen condition on a %T", obj)
 }
 
-// propagateUnfreeze puts UnfreezeAnnotation on sets (each clears it when
-// its freeze lifts).
-func (c *OvershootController) propagateUnfreeze(ctx context.Context, sets []*machinev1beta1.MachineSet) error {
+// propagateUnfreeze puts UnfreezeAnnotation on the frozen sets but self
+// (each clears it when its freeze lifts; self is thawed by the caller).
+func (c *OvershootController) propagateUnfreeze(ctx context.Context, sets []*machinev1beta1.MachineSet, self types.UID) error {
 	for _, s := range sets {
-		if _, ok := s.Annotations[UnfreezeAnnotation]; ok || !MachineSetFrozen(s) {
+		if _, ok := s.Annotations[UnfreezeAnnotation]; ok || s.UID == self || !MachineSetFrozen(s) {
 			continue
 		}
 		upd := s.DeepCopy()

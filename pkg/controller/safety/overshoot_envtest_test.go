@@ -151,7 +151,7 @@ func TestOvershootFreezesAndUnfreezes(t *testing.T) {
 // thresholds ignored the MachineDeployment (2×2+2 = 6 would not freeze at 5).
 func TestOvershootFreezesTheDeployment(t *testing.T) {
 	ns := newNamespace(t)
-	startOvershoot(t, ns)
+	rec := startOvershoot(t, ns)
 	md := &mdv1beta1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "md"}}
 	md.Spec.Replicas = ptr.To(int32(2))
 	md.Spec.Selector.MatchLabels = map[string]string{"set": "md-a"}
@@ -166,6 +166,26 @@ func TestOvershootFreezesTheDeployment(t *testing.T) {
 	machines := addMachines(t, ms, 5)
 	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "The number of machines backing MachineSet: md-a is 5 >= 5 which is the Max-ScaleUp-Limit")
 	waitFrozen(t, md, ReasonOverShootingReplicaCount, "")
+
+	// The unfreeze annotation on the deployment reaches its set: both thaw
+	// (and freeze again, the count being what it is) and it is removed.
+	if err := env.Client.Patch(t.Context(), md, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+UnfreezeAnnotation+`":"True"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deployment's unfreeze annotation handled", func() error {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(md), md); err != nil {
+			return err
+		}
+		if _, ok := md.Annotations[UnfreezeAnnotation]; ok {
+			return fmt.Errorf("annotation still on the MachineDeployment")
+		}
+		if len(rec.find(EventUnfrozeMachineDeployment, "md")) == 0 || len(rec.find(EventUnfrozeMachineSet, "md-a")) == 0 {
+			return fmt.Errorf("no unfreeze events yet: %q", rec.all())
+		}
+		return nil
+	})
+	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "")
 
 	for _, m := range machines[:2] {
 		if err := env.Client.Delete(t.Context(), m); err != nil {

@@ -77,6 +77,13 @@ func (r *recorder) find(reason, name string) []string {
 	return out
 }
 
+// all returns every event so far.
+func (r *recorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
 	poll.Eventually(t, waitTimeout, what, poll.Check(f))
