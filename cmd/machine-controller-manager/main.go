@@ -157,7 +157,7 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	// Infrastructure, cloud-provider-config, a Node) uncached, with get
 	// alone: no Secret informer, and the least RBAC.
 	vsOpts.Client = providerClient
-	vsOpts.VMGroupZonal = vmGroupZonal(opts)
+	vsOpts.VMGroupZonal = opts.FeatureGate(features.FeatureGateVSphereHostVMGroupZonal)
 	vs := vsphere.NewActuator(vsOpts)
 	if err := vs.RegisterMetrics(ctrlmetrics.Registry); err != nil {
 		return err
@@ -180,7 +180,7 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 		Listers: []machine.InstanceLister{km}, Gate: gate,
 	})
 	r := machine.NewReconciler(machine.Options{
-		MachineAPIMigration: migrationEnabled(opts),
+		MachineAPIMigration: opts.FeatureGate(features.FeatureGateMachineAPIMigration),
 		Actuator:            providers,
 		NodeDrainTimeout:    f.drainTimeout,
 		Namespace:           opts.Namespace,
@@ -216,17 +216,3 @@ func (v vsphereSessions) Start(ctx context.Context) error {
 
 // NeedLeaderElection: the cleanup runs whether or not this replica leads.
 func (v vsphereSessions) NeedLeaderElection() bool { return false }
-
-// vmGroupZonal reports whether OpenShift's VSphereHostVMGroupZonal feature
-// gate is on (--feature-gates): only then may a vSphere providerSpec name a
-// workspace.vmGroup.
-func vmGroupZonal(o operand.Options) bool {
-	return o.FeatureGates[string(features.FeatureGateVSphereHostVMGroupZonal)]
-}
-
-// migrationEnabled reports whether OpenShift's MachineAPIMigration feature
-// gate is on (--feature-gates): then a resource whose status.authoritativeAPI
-// is not MachineAPI is left alone, Paused (docs/openshift.md).
-func migrationEnabled(o operand.Options) bool {
-	return o.FeatureGates[string(features.FeatureGateMachineAPIMigration)]
-}

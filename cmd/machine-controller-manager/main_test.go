@@ -43,53 +43,6 @@ func TestOpenShiftCommandLine(t *testing.T) {
 	operandtest.Check(t, opts, operandtest.Want{HealthAddr: ":9440", MetricsAddr: ":8081", FeatureGates: true, TLS: true})
 }
 
-// TestMachineAPIMigrationGate: OpenShift's --feature-gates turns the
-// authoritativeAPI rules on only when MachineAPIMigration=true.
-func TestMachineAPIMigrationGate(t *testing.T) {
-	for _, tc := range []struct {
-		gates string
-		want  bool
-	}{
-		{"MachineAPIMigration=true,VSphereMultiVCenters=true", true},
-		{"MachineAPIMigration=false,VSphereMultiVCenters=true", false},
-		{"", false},
-	} {
-		args := operandtest.CommonArgs()
-		if tc.gates != "" {
-			args = append(args, "--feature-gates="+tc.gates)
-		}
-		opts, _, err := parse(args)
-		if err != nil {
-			t.Fatalf("parse(%q): %v", args, err)
-		}
-		if got := migrationEnabled(opts); got != tc.want {
-			t.Errorf("--feature-gates=%q: MachineAPIMigration %v, want %v", tc.gates, got, tc.want)
-		}
-	}
-}
-
-// TestVMGroupZonalGate: the vSphere provider gets VSphereHostVMGroupZonal
-// from --feature-gates. Breaks if: vmGroupZonal read another gate.
-func TestVMGroupZonalGate(t *testing.T) {
-	for gates, want := range map[string]bool{
-		"MachineAPIMigration=true,VSphereHostVMGroupZonal=true":  true,
-		"MachineAPIMigration=true,VSphereHostVMGroupZonal=false": false,
-		"": false,
-	} {
-		args := operandtest.CommonArgs()
-		if gates != "" {
-			args = append(args, "--feature-gates="+gates)
-		}
-		opts, _, err := parse(args)
-		if err != nil {
-			t.Fatalf("parse(%q): %v", args, err)
-		}
-		if got := vmGroupZonal(opts); got != want {
-			t.Errorf("--feature-gates=%q: VSphereHostVMGroupZonal %v, want %v", gates, got, want)
-		}
-	}
-}
-
 // TestLeaseFor: on vSphere the binary holds OpenShift's vSphere controller's
 // Lease, elsewhere the kubemark one. Breaks if: leaseFor ignored the
 // platform (both controllers could lead at once during a switch).

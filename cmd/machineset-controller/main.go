@@ -104,7 +104,7 @@ func run(opts operand.Options, f flags) error {
 // controllers and the admission webhooks.
 func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	r := machineset.NewReconciler(machineset.Options{
-		MachineAPIMigration:  migrationEnabled(opts),
+		MachineAPIMigration:  opts.FeatureGate(features.FeatureGateMachineAPIMigration),
 		Namespace:            opts.Namespace,
 		MaxCreateBurst:       f.createBurst,
 		MaxConcurrentDeletes: f.maxConcurrentDeletes,
@@ -148,11 +148,4 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 		}
 	}
 	return nil
-}
-
-// migrationEnabled reports whether OpenShift's MachineAPIMigration feature
-// gate is on (--feature-gates): then a resource whose status.authoritativeAPI
-// is not MachineAPI is left alone, Paused (docs/openshift.md).
-func migrationEnabled(o operand.Options) bool {
-	return o.FeatureGates[string(features.FeatureGateMachineAPIMigration)]
 }

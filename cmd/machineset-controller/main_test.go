@@ -39,28 +39,3 @@ func TestOpenShiftCommandLine(t *testing.T) {
 	}
 	operandtest.Check(t, opts, operandtest.Want{HealthAddr: ":9441", MetricsAddr: ":8082", FeatureGates: true, TLS: true})
 }
-
-// TestMachineAPIMigrationGate: OpenShift's --feature-gates turns the
-// authoritativeAPI rules on only when MachineAPIMigration=true.
-func TestMachineAPIMigrationGate(t *testing.T) {
-	for _, tc := range []struct {
-		gates string
-		want  bool
-	}{
-		{"MachineAPIMigration=true,VSphereMultiVCenters=true", true},
-		{"MachineAPIMigration=false,VSphereMultiVCenters=true", false},
-		{"", false},
-	} {
-		args := operandtest.CommonArgs()
-		if tc.gates != "" {
-			args = append(args, "--feature-gates="+tc.gates)
-		}
-		opts, _, err := parse(args)
-		if err != nil {
-			t.Fatalf("parse(%q): %v", args, err)
-		}
-		if got := migrationEnabled(opts); got != tc.want {
-			t.Errorf("--feature-gates=%q: MachineAPIMigration %v, want %v", tc.gates, got, tc.want)
-		}
-	}
-}

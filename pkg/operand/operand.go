@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -55,10 +56,10 @@ type Options struct {
 	// TLS configures the metrics and webhook servers.
 	TLS tlsflags.Options
 	// FeatureGates are OpenShift's feature gates as the operator passes
-	// them (--feature-gates=A=true,B=false). Only MachineAPIMigration
-	// changes these binaries' behaviour (the machine and machineset
-	// controllers); the others are accepted, so that OpenShift's operator
-	// can drive them, and logged.
+	// them (--feature-gates=A=true,B=false). MachineAPIMigration (the
+	// machine and machineset controllers) and VSphereHostVMGroupZonal (the
+	// vSphere provider) change these binaries' behaviour; the others are
+	// accepted, so that OpenShift's operator can drive them, and logged.
 	FeatureGates map[string]bool
 	// Webhook, when set, adds the admission webhook server flags; binaries
 	// that serve no webhook leave it nil.
@@ -196,7 +197,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	if len(o.FeatureGates) > 0 {
-		klog.InfoS("Feature gates (only MachineAPIMigration changes the machine and machineset controllers)", "featureGates", o.FeatureGates)
+		klog.InfoS("Feature gates", "featureGates", o.FeatureGates)
 	}
 	leaseNamespace := o.LeaderElectionNamespace
 	if leaseNamespace == "" {
@@ -256,6 +257,12 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+// FeatureGate reports whether --feature-gates turned OpenShift's gate
+// name on.
+func (o *Options) FeatureGate(name configv1.FeatureGateName) bool {
+	return o.FeatureGates[string(name)]
 }
 
 // ControllerOptions are the controller settings the flags set.

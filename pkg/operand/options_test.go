@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
+	"github.com/openshift/api/features"
 	"github.com/spf13/pflag"
 )
 
@@ -69,5 +71,36 @@ func TestTLSOptionsApply(t *testing.T) {
 	apply(c)
 	if c.MinVersion != tls.VersionTLS12 || c.CipherSuites != nil {
 		t.Fatalf("default: min version %x, suites %v", c.MinVersion, c.CipherSuites)
+	}
+}
+
+// TestFeatureGate: OpenShift's --feature-gates turns a gate on only when it
+// is listed =true (MachineAPIMigration: the authoritativeAPI rules of the
+// machine and machineset controllers; VSphereHostVMGroupZonal: the vSphere
+// provider's VM groups).
+func TestFeatureGate(t *testing.T) {
+	for _, tc := range []struct {
+		gates string
+		gate  configv1.FeatureGateName
+		want  bool
+	}{
+		{"MachineAPIMigration=true,VSphereMultiVCenters=true", features.FeatureGateMachineAPIMigration, true},
+		{"MachineAPIMigration=false,VSphereMultiVCenters=true", features.FeatureGateMachineAPIMigration, false},
+		{"", features.FeatureGateMachineAPIMigration, false},
+		{"MachineAPIMigration=true,VSphereHostVMGroupZonal=true", features.FeatureGateVSphereHostVMGroupZonal, true},
+		{"MachineAPIMigration=true,VSphereHostVMGroupZonal=false", features.FeatureGateVSphereHostVMGroupZonal, false},
+		{"", features.FeatureGateVSphereHostVMGroupZonal, false},
+	} {
+		var args []string
+		if tc.gates != "" {
+			args = append(args, "--feature-gates="+tc.gates)
+		}
+		o, err := parseOptions(t, args...)
+		if err != nil {
+			t.Fatalf("parse(%q): %v", args, err)
+		}
+		if got := o.FeatureGate(tc.gate); got != tc.want {
+			t.Errorf("--feature-gates=%q: %s %v, want %v", tc.gates, tc.gate, got, tc.want)
+		}
 	}
 }
