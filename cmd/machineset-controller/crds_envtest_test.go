@@ -19,8 +19,14 @@ import (
 
 // TestStartsWithoutMachineCRDs: on a bare API server the binary runs, not
 // ready (check crd-machineset), instead of exiting; once the Machine API
-// CRDs are installed it becomes ready and scales a MachineSet without a
-// restart. Breaks if: the reconciler were set up outside its crdwait gate.
+// CRDs are installed it becomes ready (without the MachineDeployment CRD,
+// whose gate is not required) and scales a MachineSet without a restart;
+// once the MachineDeployment CRD is installed too, a MachineDeployment gets
+// its MachineSet and Machines. Breaks if: a reconciler were set up outside
+// its crdwait gate, the MachineDeployment gate were Required, or that
+// controller's Machine index clashed with the machineset controller's in
+// the binary's namespace-restricted cache. (One test: controller names are
+// unique per process.)
 func TestStartsWithoutMachineCRDs(t *testing.T) {
 	const ns = "machineset-bare"
 	e := crdwaittest.StartBinaryWithoutCRDs(t, ns, "crd-machineset", func(cfg *rest.Config, addr string) (manager.Manager, error) {
@@ -58,4 +64,5 @@ func TestStartsWithoutMachineCRDs(t *testing.T) {
 		}
 		return nil
 	}))
+	machineDeploymentStarts(t, e, ns)
 }

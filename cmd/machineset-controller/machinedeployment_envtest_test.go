@@ -7,11 +7,10 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
@@ -19,28 +18,13 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
-// TestMachineDeploymentCRDLater: the binary is ready without the
-// MachineDeployment CRD (its gate is not required) and starts the
-// MachineDeployment controller once the CRD is installed, without a
-// restart: a MachineDeployment then gets its MachineSet and Machines.
-// Breaks if: the controller were set up outside its own gate, or its gate
-// were Required, or its Machine index clashed with the machineset
-// controller's in the binary's namespace-restricted cache.
-func TestMachineDeploymentCRDLater(t *testing.T) {
-	const ns = "machinedeployment-later"
-	e := crdwaittest.StartBinaryWithoutCRDs(t, ns, "crd-machineset", func(cfg *rest.Config, addr string) (manager.Manager, error) {
-		opts, f, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0",
-			"--health-probe-bind-address=" + addr, "--webhook-enabled=false"})
-		if err != nil {
-			return nil, err
-		}
-		mgr, err := opts.NewManager(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return mgr, addControllers(mgr, opts, f)
-	})
+// machineDeploymentStarts installs the MachineDeployment CRD on the running
+// binary's API server and waits until a MachineDeployment of 2 gets its
+// MachineSet and 2 Machines (part of TestStartsWithoutMachineCRDs).
+func machineDeploymentStarts(t *testing.T, e *crdwaittest.Env, ns string) {
+	t.Helper()
 	e.Install(t, manifests.MachineDeploymentCRDs)
+	c := e.Client
 	ctx := context.Background()
 	labels := map[string]string{"machine.openshift.io/cluster-api-machineset": "md1"}
 	md := &mdv1beta1.MachineDeployment{
@@ -51,19 +35,23 @@ func TestMachineDeploymentCRDLater(t *testing.T) {
 			Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: labels}},
 		},
 	}
-	// The gate polls for the kind; until the controller runs, nothing
-	// happens to the MachineDeployment.
-	poll.Eventually(t, 30*time.Second, "MachineDeployment md1 created", poll.Check(func() error { return e.Client.Create(ctx, md) }))
+	// The client maps the new kind once discovery shows it.
+	poll.Eventually(t, 30*time.Second, "MachineDeployment md1 created", poll.Check(func() error {
+		if err := c.Create(ctx, md.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		return nil
+	}))
 	poll.Eventually(t, 60*time.Second, "md1's MachineSet creates 2 Machines", poll.Check(func() error {
 		sets := &machinev1beta1.MachineSetList{}
-		if err := e.Client.List(ctx, sets, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, sets, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
 			return err
 		}
 		if len(sets.Items) != 1 || metav1.GetControllerOf(&sets.Items[0]) == nil {
 			return fmt.Errorf("%d MachineSets", len(sets.Items))
 		}
 		machines := &machinev1beta1.MachineList{}
-		if err := e.Client.List(ctx, machines, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
 			return err
 		}
 		if len(machines.Items) != 2 {
