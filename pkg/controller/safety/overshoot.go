@@ -46,86 +46,101 @@ func NewOvershootController(opts OvershootOptions, namespace string) *OvershootC
 	return &OvershootController{opts: opts, namespace: namespace, now: time.Now}
 }
 
-// Reconcile evaluates one MachineSet: observe (the set, its Machines, its
-// MachineDeployment and that one's sets, from the cache), decide, act
-// (labels, conditions, annotations) and report (events, a log line).
+// Reconcile evaluates one MachineSet: observe (from the cache), decide,
+// act (labels, conditions, annotations) and report (events, log lines),
+// for the set and then for its MachineDeployment.
 func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if c.namespace != "" && req.Namespace != c.namespace {
 		return ctrl.Result{}, nil
 	}
-	log := ctrl.LoggerFrom(ctx)
-	ms := &machinev1beta1.MachineSet{}
-	if err := c.client.Get(ctx, req.NamespacedName, ms); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if ms.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
-	}
-	md, err := c.owningDeployment(ctx, ms)
-	if err != nil {
+	v, err := c.observe(ctx, req.NamespacedName)
+	if v == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	mdUnfreeze := false
-	var siblings []*machinev1beta1.MachineSet
-	if md != nil {
-		if siblings, err = c.setsOf(ctx, md); err != nil {
+	if v.mdUnfreeze {
+		// As machine-controller-manager: the request reaches every set.
+		if err := c.propagateUnfreeze(ctx, v.siblings, v.ms.UID); err != nil {
 			return ctrl.Result{}, err
 		}
-		_, mdUnfreeze = md.Annotations[UnfreezeAnnotation]
-		if mdUnfreeze {
-			// As machine-controller-manager: the request reaches every set.
-			if err := c.propagateUnfreeze(ctx, siblings, ms.UID); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
 	}
-	machines, err := c.machinesOf(ctx, ms)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	replicas := 1
-	if ms.Spec.Replicas != nil {
-		replicas = int(*ms.Spec.Replicas)
-	}
-	th, err := overshootThresholds(replicas, md, c.opts.SafetyUp, c.opts.SafetyDown)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	count := countMachines(ms, machines)
-	marks := marksOf(ms.Labels, ms.Status.Conditions)
-	_, unfreeze := ms.Annotations[UnfreezeAnnotation]
-	d := decideOvershoot(ms.Name, count, th, marks, unfreeze || mdUnfreeze)
-	log.V(4).Info("overshoot check", "machines", count, "high", th.high, "low", th.low, "frozen", marks.frozen())
+	marks := marksOf(v.ms.Labels, v.ms.Status.Conditions)
+	_, unfreeze := v.ms.Annotations[UnfreezeAnnotation]
+	d := decideOvershoot(v.ms.Name, v.count, v.th, marks, unfreeze || v.mdUnfreeze)
+	ctrl.LoggerFrom(ctx).V(4).Info("overshoot check", "machines", v.count, "high", v.th.high, "low", v.th.low, "frozen", marks.frozen())
 
-	var errs []error
-	if d.changes(marks) || d.clearUnfreeze {
-		if err := c.apply(ctx, ms, d); err != nil {
-			errs = append(errs, fmt.Errorf("applying the freeze decision to MachineSet %s: %w", req.NamespacedName, err))
-		} else {
-			c.report(ctx, ms, "MachineSet", d, marks, EventFrozeMachineSet, EventUnfrozeMachineSet)
-		}
-	}
-	if md != nil {
+	err = c.applyAndReport(ctx, v.ms, d, marks, "MachineSet", EventFrozeMachineSet, EventUnfrozeMachineSet)
+	if v.md != nil {
 		anyFrozen := d.frozen
-		for _, s := range siblings {
-			if s.UID != ms.UID && MachineSetFrozen(s) {
-				anyFrozen = true
-			}
+		for _, s := range v.siblings {
+			anyFrozen = anyFrozen || (s.UID != v.ms.UID && MachineSetFrozen(s))
 		}
-		mdMarks := marksOf(md.Labels, md.Status.Conditions)
-		mdd := decideDeployment(md.Name, anyFrozen, d, d.frozen && !marks.frozen(), mdUnfreeze)
-		if mdd.changes(mdMarks) || mdd.clearUnfreeze {
-			if err := c.apply(ctx, md, mdd); err != nil {
-				errs = append(errs, fmt.Errorf("applying the freeze decision to MachineDeployment %s/%s: %w", md.Namespace, md.Name, err))
-			} else {
-				c.report(ctx, md, "MachineDeployment", mdd, mdMarks, EventFrozeMachineDeployment, EventUnfrozeMachineDeployment)
-			}
-		}
+		mdMarks := marksOf(v.md.Labels, v.md.Status.Conditions)
+		mdd := decideDeployment(v.md.Name, anyFrozen, d, d.frozen && !marks.frozen(), v.mdUnfreeze)
+		err = errors.Join(err, c.applyAndReport(ctx, v.md, mdd, mdMarks, "MachineDeployment", EventFrozeMachineDeployment, EventUnfrozeMachineDeployment))
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: c.opts.Period}, nil
+}
+
+// overshootView is what one evaluation observes.
+type overshootView struct {
+	ms *machinev1beta1.MachineSet
+	// md is the MachineDeployment controlling ms (nil for a standalone
+	// set), siblings its MachineSets (ms included).
+	md       *mdv1beta1.MachineDeployment
+	siblings []*machinev1beta1.MachineSet
+	// mdUnfreeze: md carries UnfreezeAnnotation.
+	mdUnfreeze bool
+	count      int
+	th         thresholds
+}
+
+// observe reads the set, its MachineDeployment and that one's sets, and
+// counts the set's Machines, all from the cache; nil when the set is gone
+// or being deleted.
+func (c *OvershootController) observe(ctx context.Context, key types.NamespacedName) (*overshootView, error) {
+	v := &overshootView{ms: &machinev1beta1.MachineSet{}}
+	if err := c.client.Get(ctx, key, v.ms); err != nil || v.ms.DeletionTimestamp != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	var err error
+	if v.md, err = c.owningDeployment(ctx, v.ms); err != nil {
+		return nil, err
+	}
+	if v.md != nil {
+		if v.siblings, err = c.setsOf(ctx, v.md); err != nil {
+			return nil, err
+		}
+		_, v.mdUnfreeze = v.md.Annotations[UnfreezeAnnotation]
+	}
+	machines, err := c.machinesOf(ctx, v.ms)
+	if err != nil {
+		return nil, err
+	}
+	v.count = countMachines(v.ms, machines)
+	replicas := 1
+	if v.ms.Spec.Replicas != nil {
+		replicas = int(*v.ms.Spec.Replicas)
+	}
+	if v.th, err = overshootThresholds(replicas, v.md, c.opts.SafetyUp, c.opts.SafetyDown); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// applyAndReport writes d on obj when it changes anything, then records the
+// event and log line of the change.
+func (c *OvershootController) applyAndReport(ctx context.Context, obj client.Object, d freezeDecision, before freezeMarks, kind, froze, unfroze string) error {
+	if !d.changes(before) && !d.clearUnfreeze {
+		return nil
+	}
+	if err := c.apply(ctx, obj, d); err != nil {
+		return fmt.Errorf("applying the freeze decision to %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	c.report(ctx, obj, kind, d, before, froze, unfroze)
+	return nil
 }
 
 // report records the event and log line of a freeze change.
