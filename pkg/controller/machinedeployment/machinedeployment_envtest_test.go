@@ -2,6 +2,7 @@ package machinedeployment
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -238,8 +239,30 @@ func TestScaleDownMidRollout(t *testing.T) {
 		}
 	}
 	h.eventually("stuck at 5 old and 3 new", sizesAre(map[string]int32{"v1": 5, "v2": 3}))
+	var oldSet, newSet string
+	for _, ms := range h.sets() {
+		if ms.Spec.Template.Spec.ObjectMeta.Labels["version"] == "v1" {
+			oldSet = ms.Name
+		} else {
+			newSet = ms.Name
+		}
+	}
 	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Replicas = ptr.To[int32](3) })
-	h.eventually("3 old and 2 new", sizesAre(map[string]int32{"v1": 3, "v2": 2}))
+	// The rollout goes on from there (old 3 → 2 is within the new bounds),
+	// so the proportional step shows in the events, not in a steady state.
+	want := []string{
+		fmt.Sprintf("ScalingMachineSet: Scaled down MachineSet %s from 5 to 3", oldSet),
+		fmt.Sprintf("ScalingMachineSet: Scaled down MachineSet %s from 3 to 2", newSet),
+	}
+	h.eventually("both sets scaled down in proportion", func() error {
+		got := h.rec.find(EventScalingMachineSet)
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				return fmt.Errorf("events %q lack %q", got, w)
+			}
+		}
+		return nil
+	})
 	for _, ms := range h.sets() {
 		if ms.Annotations[mdv1beta1.DesiredReplicasAnnotation] != "3" || ms.Annotations[mdv1beta1.MaxReplicasAnnotation] != "5" {
 			t.Errorf("%s annotations %v, want desired-replicas 3 and max-replicas 5 (3 + maxSurge 2)", ms.Name, ms.Annotations)
