@@ -65,8 +65,16 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	marks := marksOf(v.ms.Labels, v.ms.Status.Conditions)
 	_, unfreeze := v.ms.Annotations[UnfreezeAnnotation]
-	d := decideOvershoot(v.ms.Name, v.count, v.th, marks, unfreeze || v.mdUnfreeze)
-	ctrl.LoggerFrom(ctx).V(4).Info("overshoot check", "machines", v.count, "high", v.th.high, "low", v.th.low, "frozen", marks.frozen())
+	d := decideOvershoot(v.ms.Name, v.count, v.th, marks, unfreeze || v.mdUnfreeze, v.settled)
+	ctrl.LoggerFrom(ctx).V(4).Info("overshoot check", "machines", v.count, "high", v.th.high, "low", v.th.low, "frozen", marks.frozen(), "settled", v.settled)
+	if d.frozen && !marks.frozen() {
+		// A freeze is rare: confirm the count on the API server first (the
+		// cache may not show the set controller's latest deletions yet).
+		if v.count, err = c.confirmCount(ctx, v.ms); err != nil {
+			return ctrl.Result{}, err
+		}
+		d = decideOvershoot(v.ms.Name, v.count, v.th, marks, unfreeze || v.mdUnfreeze, v.settled)
+	}
 
 	err = c.applyAndReport(ctx, v.ms, d, marks, "MachineSet", EventFrozeMachineSet, EventUnfrozeMachineSet)
 	if v.md != nil {
@@ -81,7 +89,28 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if !v.settled {
+		// Look again soon: the set controller's status write is not watched.
+		return ctrl.Result{RequeueAfter: min(c.opts.Period, unsettledRecheck)}, nil
+	}
 	return ctrl.Result{RequeueAfter: c.opts.Period}, nil
+}
+
+// unsettledRecheck is how soon a set whose latest spec the MachineSet
+// controller has not acted on yet is evaluated again.
+const unsettledRecheck = 2 * time.Second
+
+// confirmCount counts ms's Machines from the API server.
+func (c *OvershootController) confirmCount(ctx context.Context, ms *machinev1beta1.MachineSet) (int, error) {
+	list := &machinev1beta1.MachineList{}
+	if err := c.apiReader.List(ctx, list, client.InNamespace(ms.Namespace)); err != nil {
+		return 0, fmt.Errorf("listing the Machines of MachineSet %s uncached: %w", ms.Name, err)
+	}
+	machines := make([]*machinev1beta1.Machine, len(list.Items))
+	for i := range list.Items {
+		machines[i] = &list.Items[i]
+	}
+	return countMachines(ms, machines), nil
 }
 
 // overshootView is what one evaluation observes.
@@ -93,8 +122,10 @@ type overshootView struct {
 	siblings []*machinev1beta1.MachineSet
 	// mdUnfreeze: md carries UnfreezeAnnotation.
 	mdUnfreeze bool
-	count      int
-	th         thresholds
+	// settled: the MachineSet controller has acted on ms's latest spec.
+	settled bool
+	count   int
+	th      thresholds
 }
 
 // observe reads the set, its MachineDeployment and that one's sets, and
@@ -105,6 +136,7 @@ func (c *OvershootController) observe(ctx context.Context, key types.NamespacedN
 	if err := c.client.Get(ctx, key, v.ms); err != nil || v.ms.DeletionTimestamp != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
+	v.settled = v.ms.Status.ObservedGeneration >= v.ms.Generation
 	var err error
 	if v.md, err = c.owningDeployment(ctx, v.ms); err != nil {
 		return nil, err

@@ -123,13 +123,18 @@ func (d freezeDecision) changes(marks freezeMarks) bool {
 // decideOvershoot decides a MachineSet's freeze from its Machine count:
 // frozen at count ≥ high, unfrozen at count ≤ low, unchanged in between
 // (hysteresis); UnfreezeAnnotation lifts the freeze whatever the count (the
-// next evaluation freezes again if the count is still high).
-func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, unfreezeRequested bool) freezeDecision {
+// next evaluation freezes again if the count is still high). settled says
+// the MachineSet controller has acted on the set's latest spec
+// (status.observedGeneration): until then a scale-down's surplus may not be
+// marked for deletion yet, so nothing is frozen.
+func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, unfreezeRequested, settled bool) freezeDecision {
 	switch {
 	case unfreezeRequested:
 		return freezeDecision{reason: ReasonUnfreezeAnnotation,
 			message:       fmt.Sprintf("The freeze of MachineSet: %s was lifted by the %s annotation", name, UnfreezeAnnotation),
 			clearUnfreeze: true}
+	case count >= th.high && !settled && !marks.frozen():
+		return freezeDecision{}
 	case count >= th.high:
 		return freezeDecision{frozen: true, reason: ReasonOverShootingReplicaCount,
 			message: fmt.Sprintf("The number of machines backing MachineSet: %s is %d >= %d which is the Max-ScaleUp-Limit", name, count, th.high)}

@@ -110,7 +110,7 @@ func TestDecideOvershoot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := decideOvershoot("ms", tt.count, th, tt.marks, tt.unfreeze)
+			d := decideOvershoot("ms", tt.count, th, tt.marks, tt.unfreeze, true)
 			if d.frozen != tt.wantFrozen || d.reason != tt.wantReason || d.changes(tt.marks) != tt.wantWrite {
 				t.Errorf("frozen=%v reason=%s write=%v, want %v %s %v", d.frozen, d.reason, d.changes(tt.marks), tt.wantFrozen, tt.wantReason, tt.wantWrite)
 			}
@@ -119,14 +119,25 @@ func TestDecideOvershoot(t *testing.T) {
 	// The hysteresis band (low < count < high) keeps a freeze and repairs a
 	// missing mark.
 	th = thresholds{high: 8, low: 5}
-	if d := decideOvershoot("ms", 6, th, labelOnly, false); !d.frozen || !d.changes(labelOnly) {
+	if d := decideOvershoot("ms", 6, th, labelOnly, false, true); !d.frozen || !d.changes(labelOnly) {
 		t.Errorf("band with the label only: %+v, want frozen and a write (the condition)", d)
 	}
-	if d := decideOvershoot("ms", 6, th, full, false); !d.frozen || d.changes(full) {
+	if d := decideOvershoot("ms", 6, th, full, false, true); !d.frozen || d.changes(full) {
 		t.Errorf("band, fully frozen: %+v, want frozen, no write", d)
 	}
+	// Not settled (a new spec the set controller has not acted on): no new
+	// freeze; a freeze holds; a thaw still happens.
+	if d := decideOvershoot("ms", 9, th, none, false, false); d.frozen || d.changes(none) {
+		t.Errorf("unsettled, not frozen: %+v, want no freeze", d)
+	}
+	if d := decideOvershoot("ms", 9, th, full, false, false); !d.frozen || d.changes(full) {
+		t.Errorf("unsettled, frozen: %+v, want the freeze held", d)
+	}
+	if d := decideOvershoot("ms", 2, th, full, false, false); d.frozen || !d.changes(full) {
+		t.Errorf("unsettled, frozen, low count: %+v, want a thaw", d)
+	}
 	want := "The number of machines backing MachineSet: ms is 9 >= 8 which is the Max-ScaleUp-Limit"
-	if d := decideOvershoot("ms", 9, th, none, false); d.message != want {
+	if d := decideOvershoot("ms", 9, th, none, false, true); d.message != want {
 		t.Errorf("message %q, want %q", d.message, want)
 	}
 }

@@ -45,6 +45,12 @@ func newSet(t *testing.T, ns, name string, replicas int32, owner *mdv1beta1.Mach
 	if err := env.Client.Create(t.Context(), ms); err != nil {
 		t.Fatal(err)
 	}
+	// As the MachineSet controller (not running here) would: the spec is
+	// acted on, so the overshoot may freeze the set.
+	ms.Status.ObservedGeneration = ms.Generation
+	if err := env.Client.Status().Update(t.Context(), ms); err != nil {
+		t.Fatal(err)
+	}
 	return ms
 }
 

@@ -1,0 +1,103 @@
+package safety_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
+)
+
+// events counts the events recorded with each reason.
+type events struct{ reasons chan string }
+
+func (e events) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
+	select {
+	case e.reasons <- reason:
+	default:
+	}
+}
+
+// TestScaleDownDoesNotFreeze: scaling a set of 6 to 0 leaves, for a moment,
+// 6 Machines not yet being deleted against a threshold of 2×0+2 = 2; the
+// freeze waits until the MachineSet controller has acted on the new spec,
+// and then its deletions have taken the Machines out of the count. Breaks
+// if: decideOvershoot froze a set whose latest spec is not observed yet.
+func TestScaleDownDoesNotFreeze(t *testing.T) {
+	env := safety.SharedEnv()
+	ctx := t.Context()
+	ns := fmt.Sprintf("scaledown-%d", time.Now().UnixNano()%100000)
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err := machineset.NewReconciler(machineset.Options{Namespace: ns}).SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	oc := safety.NewOvershootController(safety.OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
+	rec := events{reasons: make(chan string, 100)}
+	safety.SetRecorder(oc, rec)
+	if err := oc.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Run(t, mgr)
+
+	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shrinking"}}
+	set.Spec.Replicas = ptr.To(int32(6))
+	set.Spec.Selector.MatchLabels = map[string]string{"set": "shrinking"}
+	set.Spec.Template.Labels = map[string]string{"set": "shrinking"}
+	if err := env.Client.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (int, error) {
+		list := &machinev1beta1.MachineList{}
+		err := env.Client.List(ctx, list, client.InNamespace(ns))
+		return len(list.Items), err
+	}
+	poll.Eventually(t, 30*time.Second, "6 Machines", poll.Check(func() error {
+		if n, err := count(); err != nil || n != 6 {
+			return fmt.Errorf("%d Machines (%v)", n, err)
+		}
+		return nil
+	}))
+	base := set.DeepCopy()
+	set.Spec.Replicas = ptr.To(int32(0))
+	if err := env.Client.Patch(ctx, set, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, 30*time.Second, "0 Machines", poll.Check(func() error {
+		if n, err := count(); err != nil || n != 0 {
+			return fmt.Errorf("%d Machines (%v)", n, err)
+		}
+		return nil
+	}))
+	// A freeze would have come while the Machines were still there.
+	for done := false; !done; {
+		select {
+		case r := <-rec.reasons:
+			if r == safety.EventFrozeMachineSet {
+				t.Errorf("the scale-down froze the set")
+			}
+		default:
+			done = true
+		}
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
+		t.Fatal(err)
+	}
+	if safety.MachineSetFrozen(set) {
+		t.Errorf("the set is frozen: labels %v conditions %+v", set.Labels, set.Status.Conditions)
+	}
+}
