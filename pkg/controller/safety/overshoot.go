@@ -122,7 +122,8 @@ type overshootView struct {
 	siblings []*machinev1beta1.MachineSet
 	// mdUnfreeze: md carries UnfreezeAnnotation.
 	mdUnfreeze bool
-	// settled: the MachineSet controller has acted on ms's latest spec.
+	// settled: the MachineSet controller has acted on ms's latest spec,
+	// and the MachineDeployment controller on md's.
 	settled bool
 	count   int
 	th      thresholds
@@ -146,6 +147,8 @@ func (c *OvershootController) observe(ctx context.Context, key types.NamespacedN
 			return nil, err
 		}
 		_, v.mdUnfreeze = v.md.Annotations[UnfreezeAnnotation]
+		// A new deployment spec may not have reached its sets yet.
+		v.settled = v.settled && v.md.Status.ObservedGeneration >= v.md.Generation
 	}
 	machines, err := c.machinesOf(ctx, v.ms)
 	if err != nil {

@@ -168,6 +168,10 @@ func TestOvershootFreezesTheDeployment(t *testing.T) {
 	if err := env.Client.Create(t.Context(), md); err != nil {
 		t.Fatal(err)
 	}
+	md.Status.ObservedGeneration = md.Generation // as its controller (not running here) would
+	if err := env.Client.Status().Update(t.Context(), md); err != nil {
+		t.Fatal(err)
+	}
 	ms := newSet(t, ns, "md-a", 2, md)
 	machines := addMachines(t, ms, 5)
 	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "The number of machines backing MachineSet: md-a is 5 >= 5 which is the Max-ScaleUp-Limit")
