@@ -154,6 +154,10 @@ test-e2e: ## Run the e2e suite against the cluster in $KUBECONFIG
 test-e2e-local: cluster-tools build ## Bring up the local cluster, run the e2e suite on it, tear it down
 	hack/e2e-local.sh
 
+.PHONY: test-e2e-vsphere
+test-e2e-vsphere: vsphere-tools vsphere-kubelet cluster-tools build ## Bring up a dedicated PLATFORM=vsphere cluster (vcsim), run the TestVSphere e2e tests on it, tear it down
+	hack/vsphere/e2e.sh
+
 .PHONY: chaos
 chaos: cluster-tools build ## Chaos suite on a dedicated local cluster: SIGKILLs, API server outage, etcd restart, leader failover (CHAOS_KILLS=5, CHAOS_SEED=1)
 	hack/chaos.sh
