@@ -219,11 +219,18 @@ func TemplateHash(t *machinev1beta1.MachineTemplateSpec, collisionCount *int32) 
 }
 
 // EqualIgnoringHash reports whether two templates are equal once the
-// machine-template-hash label is removed from both.
+// machine-template-hash label is removed from both. An unset
+// spec.authoritativeAPI equals its default, MachineAPI: the MachineDeployment
+// CRD defaults it, the MachineSet CRD drops it unless OpenShift's
+// MachineAPIMigration gate is on, so a set made from the template lacks it.
 func EqualIgnoringHash(a, b *machinev1beta1.MachineTemplateSpec) bool {
 	a, b = a.DeepCopy(), b.DeepCopy()
-	delete(a.Labels, mdv1beta1.MachineTemplateHashLabel)
-	delete(b.Labels, mdv1beta1.MachineTemplateHashLabel)
+	for _, t := range []*machinev1beta1.MachineTemplateSpec{a, b} {
+		delete(t.Labels, mdv1beta1.MachineTemplateHashLabel)
+		if t.Spec.AuthoritativeAPI == "" {
+			t.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+		}
+	}
 	return equality.Semantic.DeepEqual(a, b)
 }
 

@@ -219,6 +219,11 @@ func TestTemplateHash(t *testing.T) {
 	if TemplateHash(withLabel, nil) != h || !EqualIgnoringHash(withLabel, &a) {
 		t.Error("the hash label changed the hash or equality")
 	}
+	defaulted := a.DeepCopy()
+	defaulted.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI
+	if !EqualIgnoringHash(defaulted, &a) {
+		t.Error("authoritativeAPI MachineAPI (the MachineDeployment CRD's default) differs from unset (a MachineSet without the gate)")
+	}
 	if TemplateHash(&b, nil) == h || EqualIgnoringHash(&a, &b) {
 		t.Error("different templates, same hash or equal")
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
@@ -292,4 +293,48 @@ func TestSelectorNotMatchingTemplate(t *testing.T) {
 	if n := len(h.rec.find(EventInvalidConfiguration)); n != 1 {
 		t.Errorf("%d InvalidConfiguration events, want 1", n)
 	}
+}
+
+// TestAdoptsMatchingMachineSet: an orphan MachineSet the selector matches,
+// with the deployment's template, is adopted and becomes its new set (no
+// second set); one whose labels stop matching is released.
+func TestAdoptsMatchingMachineSet(t *testing.T) {
+	h := newHarness(t)
+	orphan := &machinev1beta1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "existing", Labels: map[string]string{"app": "w"}},
+		Spec: machinev1beta1.MachineSetSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "w"}},
+			Template: template("v1"),
+		},
+	}
+	if err := h.c.Create(h.ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	// A deployment that does not see it yet makes its own set, as
+	// Deployments do; here the cache has it first.
+	h.eventually("the orphan in the controllers' cache", func() error {
+		return h.cached.Get(h.ctx, client.ObjectKeyFromObject(orphan), &machinev1beta1.MachineSet{})
+	})
+	h.createMD("v1", 2, nil)
+	h.waitComplete("v1", 2)
+	md := h.md()
+	sets := h.sets()
+	if len(sets) != 1 || sets[0].Name != "existing" {
+		t.Fatalf("%d sets (%s first), want only the adopted one", len(sets), sets[0].Name)
+	}
+	if ref := metav1.GetControllerOf(&sets[0]); ref == nil || ref.UID != md.UID {
+		t.Fatalf("controller of the orphan: %v, want the MachineDeployment", ref)
+	}
+	h.eventually("the adopted set released when its labels stop matching", func() error {
+		ms := &h.sets()[0]
+		if metav1.GetControllerOf(ms) == nil {
+			return nil
+		}
+		ms.Labels = map[string]string{"app": "elsewhere"}
+		if err := h.c.Update(h.ctx, ms); err != nil {
+			return err
+		}
+		return fmt.Errorf("still controlled")
+	})
 }
