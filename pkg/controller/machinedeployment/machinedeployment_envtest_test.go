@@ -338,3 +338,35 @@ func TestAdoptsMatchingMachineSet(t *testing.T) {
 		return fmt.Errorf("still controlled")
 	})
 }
+
+// TestRolloutSurvivesRestarts: the controllers are stopped and started
+// again twice during a rollout (as a killed pod would be): the rollout
+// resumes from what the API server holds and stays inside the bounds.
+func TestRolloutSurvivesRestarts(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 6, nil)
+	h.waitComplete("v1", 6)
+	b := h.watchBounds(8, 5)
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	for _, n := range []int{2, 4} {
+		h.eventually(fmt.Sprintf("%d Machines of v2", n), func() error {
+			got := 0
+			for _, m := range h.machines() {
+				if version(&m) == "v2" {
+					got++
+				}
+			}
+			if got < n {
+				return fmt.Errorf("%d", got)
+			}
+			return nil
+		})
+		h.stopControllers()
+		h.startControllers()
+	}
+	h.waitComplete("v2", 6)
+	b.check(t)
+	if n := len(h.sets()); n != 2 {
+		t.Errorf("%d MachineSets, want 2 (no set made twice)", n)
+	}
+}

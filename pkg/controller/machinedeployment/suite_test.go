@@ -88,6 +88,8 @@ type harness struct {
 	// wt tracks the MachineDeployment controller's queue.
 	wt     *testenv.WorkTracker
 	cached client.Client
+	// stopControllers stops the running controllers' manager.
+	stopControllers func()
 
 	mu   sync.Mutex
 	held map[string]bool // template versions whose Machines get no Node
@@ -102,28 +104,37 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{
-		t: t, ctx: t.Context(), c: c, rec: &recorder{}, wt: testenv.NewWorkTracker(),
+		t: t, ctx: t.Context(), c: c, rec: &recorder{},
 		ns:   fmt.Sprintf("md-%d-%d", testSeq.Add(1), time.Now().UnixNano()%100000),
 		held: map[string]bool{}, pending: map[string]string{},
 	}
 	if err := c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatal(err)
 	}
-	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}})
+	h.startControllers()
+	h.standIn()
+	return h
+}
+
+// startControllers runs the MachineSet and MachineDeployment controllers in
+// a new manager (stopControllers ends it).
+func (h *harness) startControllers() {
+	h.t.Helper()
+	mgr := env.NewManager(h.t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}})
 	opts := controller.Options{SkipNameValidation: ptr.To(true)}
 	if err := machineset.NewReconciler(machineset.Options{Namespace: h.ns}).SetupWithManager(mgr, opts); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	h.cached = mgr.GetClient()
+	// New each time: goroutines of a stopped manager may still read the old.
 	h.writes = &writeCounter{Client: mgr.GetClient()}
+	h.wt = testenv.NewWorkTracker()
 	mdOpts := opts
 	mdOpts.NewQueue = h.wt.NewQueue
 	if err := NewReconciler(Options{Namespace: h.ns, Recorder: h.rec, Client: h.writes}).SetupWithManager(mgr, mdOpts); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	testenv.Run(t, mgr)
-	h.standIn()
-	return h
+	h.stopControllers = testenv.Run(h.t, mgr)
 }
 
 // version is the template version of a Machine (its spec's version label).
