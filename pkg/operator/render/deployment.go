@@ -103,7 +103,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
 			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: machineMetricsName,
 			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
-			extraArgs: append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers), featureGatesArg(cfg)), ours: true,
+			extraArgs: machineControllerArgs(cfg), ours: true,
 			extraEnv: machineControllerEnv(cfg),
 		}))
 	} else {
@@ -283,6 +283,21 @@ func clientArgs() []string {
 // the authoritativeAPI rules on).
 func featureGatesArg(cfg config.Config) string {
 	return "--feature-gates=" + FeatureGatesArg(cfg.ProviderFeatureGates)
+}
+
+// kubemarkOrphanPeriod is the kubemark platform's orphan instance period
+// (docs/safety.md): its instances are free local Nodes on a test platform, so
+// a leaked one is collected in minutes rather than the default 15.
+const kubemarkOrphanPeriod = "1m"
+
+// machineControllerArgs are the flags of this project's
+// machine-controller-manager.
+func machineControllerArgs(cfg config.Config) []string {
+	args := append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers), featureGatesArg(cfg))
+	if kubemarkPlatform(cfg) {
+		args = append(args, "--machine-safety-orphan-vms-period="+kubemarkOrphanPeriod)
+	}
+	return args
 }
 
 // machineHealthCheckArgs: where the node-maintenance-operator owns the
