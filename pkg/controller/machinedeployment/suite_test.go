@@ -95,6 +95,7 @@ type harness struct {
 	held map[string]bool // template versions whose Machines get no Node
 	// pending are Machines held back, made available on release.
 	pending map[string]string // machine name → version
+	nodes   []string          // created by the stand-in
 }
 
 func newHarness(t *testing.T) *harness {
@@ -147,8 +148,20 @@ func (h *harness) standIn() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	// Registered first, so it runs after the stand-in stopped.
+	h.t.Cleanup(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, n := range h.nodes {
+			_ = h.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+	})
+	done := make(chan struct{})
+	// The stand-in stops before the test ends; errors after the test's
+	// context ended are ignored.
+	h.t.Cleanup(func() { w.Stop(); <-done })
 	go func() {
-		defer w.Stop()
+		defer close(done)
 		for ev := range w.ResultChan() {
 			m, ok := ev.Object.(*machinev1beta1.Machine)
 			if !ok || ev.Type != watch.Added {
@@ -169,25 +182,33 @@ func (h *harness) standIn() {
 
 // makeAvailable creates a Ready Node for the Machine and sets its nodeRef.
 func (h *harness) makeAvailable(machine string) {
+	ctx := h.ctx
+	fail := func(format string, args ...any) {
+		if ctx.Err() == nil {
+			h.t.Errorf(format, args...)
+		}
+	}
 	node := h.ns + "-" + machine
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
-	if err := h.c.Create(context.Background(), n); err != nil && !apierrors.IsAlreadyExists(err) {
-		h.t.Errorf("creating Node %s: %v", node, err)
+	if err := h.c.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
+		fail("creating Node %s: %v", node, err)
 		return
 	}
-	h.t.Cleanup(func() { _ = h.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) })
-	if err := testenv.SetNodeReady(context.Background(), h.c, node, corev1.ConditionTrue, time.Now().Add(-time.Hour)); err != nil {
-		h.t.Errorf("%v", err)
+	h.mu.Lock()
+	h.nodes = append(h.nodes, node)
+	h.mu.Unlock()
+	if err := testenv.SetNodeReady(ctx, h.c, node, corev1.ConditionTrue, time.Now().Add(-time.Hour)); err != nil {
+		fail("%v", err)
 		return
 	}
 	m := &machinev1beta1.Machine{}
-	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: machine}, m); err != nil {
+	if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: machine}, m); err != nil {
 		return // deleted meanwhile
 	}
 	base := m.DeepCopy()
 	m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: node}
-	if err := h.c.Status().Patch(context.Background(), m, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-		h.t.Errorf("setting the nodeRef of %s: %v", machine, err)
+	if err := h.c.Status().Patch(ctx, m, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		fail("setting the nodeRef of %s: %v", machine, err)
 	}
 }
 
