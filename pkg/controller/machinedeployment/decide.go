@@ -145,7 +145,32 @@ func Decide(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) P
 	default:
 		r.rolling()
 	}
+	r.holdOldSets()
 	return r.plan(progress, states)
+}
+
+// holdOldSets marks the old sets of a running OnDelete rollout with
+// DisableMachineCreateAnnotation and unmarks every other set (the new one,
+// one a rollback made new again, all of them when paused or under another
+// strategy): the MachineSet controller would otherwise replace a deleted
+// old Machine with the old template before this controller moves the
+// replica to the new set.
+func (r *rollout) holdOldSets() {
+	hold := strategyOf(r.md) == mdv1beta1.OnDeleteStrategy && !r.md.Spec.Paused && r.newSet != nil
+	for _, s := range r.sets {
+		want := hold && s != r.newSet
+		if _, has := s.ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation]; has == want {
+			continue
+		}
+		if want {
+			if s.ms.Annotations == nil {
+				s.ms.Annotations = map[string]string{}
+			}
+			s.ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] = "true"
+		} else {
+			delete(s.ms.Annotations, mdv1beta1.DisableMachineCreateAnnotation)
+		}
+	}
 }
 
 func newRollout(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) *rollout {

@@ -237,3 +237,49 @@ func TestProportionalScaling(t *testing.T) {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// TestHoldOldSets: a running OnDelete rollout stops its old sets from
+// creating Machines (DisableMachineCreateAnnotation) and never the new one;
+// a paused rollout, another strategy or a set made new again by a rollback
+// loses the mark. Breaks if: holdOldSets marked the new set, or left the
+// mark on after the strategy changed.
+func TestHoldOldSets(t *testing.T) {
+	held := map[string]string{mdv1beta1.DisableMachineCreateAnnotation: "true"}
+	for _, tc := range []struct {
+		name     string
+		strategy mdv1beta1.MachineDeploymentStrategyType
+		paused   bool
+		sets     []sst
+		want     map[string]bool // set name → marked
+	}{
+		{"OnDelete: the old set is held, the new one not", mdv1beta1.OnDeleteStrategy, false,
+			[]sst{{v: "a", replicas: 3, revision: 1, avail: avail(3)}, {v: "b", age: 1, replicas: 0, revision: 2}},
+			map[string]bool{"w-a": true, "w-b": false}},
+		{"OnDelete paused: nothing held", mdv1beta1.OnDeleteStrategy, true,
+			[]sst{{v: "a", replicas: 3, revision: 1, avail: avail(3), annot: held}, {v: "b", age: 1, replicas: 0, revision: 2}},
+			map[string]bool{"w-a": false, "w-b": false}},
+		{"rollback under OnDelete: the set made new again is released", mdv1beta1.OnDeleteStrategy, false,
+			[]sst{{v: "b", replicas: 3, revision: 1, avail: avail(3), annot: held}, {v: "a", age: 1, replicas: 0, revision: 2}},
+			map[string]bool{"w-b": false, "w-a": true}},
+		{"RollingUpdate: the mark of an earlier OnDelete goes", mdv1beta1.RollingUpdateStrategy, false,
+			[]sst{{v: "a", replicas: 3, revision: 1, avail: avail(3), annot: held}, {v: "b", age: 1, replicas: 0, revision: 2}},
+			map[string]bool{"w-a": false, "w-b": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := newMD("b", 3, zero, zero)
+			md.Spec.Strategy = mdv1beta1.MachineDeploymentStrategy{Type: tc.strategy}
+			if tc.strategy == mdv1beta1.RollingUpdateStrategy {
+				md = newMD("b", 3, intstr.FromInt32(1), zero)
+			}
+			md.Spec.Paused = tc.paused
+			p := Decide(md, states(md, tc.sets...), t0)
+			got := map[string]bool{}
+			for _, ms := range p.Sets {
+				got[ms.Name] = ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("held %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

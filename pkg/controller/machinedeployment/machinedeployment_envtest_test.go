@@ -370,3 +370,53 @@ func TestRolloutSurvivesRestarts(t *testing.T) {
 		t.Errorf("%d MachineSets, want 2 (no set made twice)", n)
 	}
 }
+
+// TestOnDeleteReplacesWithNewTemplate: under OnDelete nothing moves until
+// someone deletes an old Machine; each one deleted is replaced by a Machine
+// of the new template, never by the old set (which carries
+// DisableMachineCreateAnnotation). Breaks if: holdOldSets did not mark the
+// old set, or the MachineSet controller ignored the mark (the old set
+// re-creates a v1 Machine before this controller lowers it).
+func TestOnDeleteReplacesWithNewTemplate(t *testing.T) {
+	h := newHarness(t)
+	h.createMD("v1", 3, func(md *mdv1beta1.MachineDeployment) {
+		md.Spec.Strategy = mdv1beta1.MachineDeploymentStrategy{Type: mdv1beta1.OnDeleteStrategy}
+	})
+	h.waitComplete("v1", 3)
+	initial := map[string]bool{}
+	for _, m := range h.machines() {
+		initial[m.Name] = true
+	}
+	b := h.watchBounds(3, 0)
+	b.extra = func(seen map[string]*machinev1beta1.Machine) string {
+		for _, m := range seen {
+			if version(m) == "v1" && !initial[m.Name] {
+				return fmt.Sprintf("a new Machine %s of the old template", m.Name)
+			}
+		}
+		return ""
+	}
+	h.update(func(md *mdv1beta1.MachineDeployment) { md.Spec.Template = template("v2") })
+	h.eventually("the old set held, the new one created", func() error {
+		sets := h.sets()
+		if len(sets) != 2 {
+			return fmt.Errorf("%d MachineSets", len(sets))
+		}
+		for _, ms := range sets {
+			held := ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
+			if isOld := ms.Spec.Template.Labels["version"] == "v1"; held != isOld {
+				return fmt.Errorf("MachineSet %s (old %v) held %v", ms.Name, isOld, held)
+			}
+		}
+		return nil
+	})
+	for name := range initial {
+		m := &machinev1beta1.Machine{}
+		m.Namespace, m.Name = h.ns, name
+		if err := h.c.Delete(h.ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitComplete("v2", 3)
+	b.check(t)
+}

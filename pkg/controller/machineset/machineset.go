@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
@@ -184,10 +185,13 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	var actErr error
 	if claimErr == nil {
 		policy := machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy)
-		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.maxCreate, safety.MachineSetFrozen(ms))
+		frozen, held := safety.MachineSetFrozen(ms), ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
+		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.maxCreate, frozen || held)
 		switch {
-		case act.frozen:
+		case act.frozen && frozen:
 			log.V(2).Info("not creating Machines: the MachineSet is frozen (docs/safety.md)", "replicas", len(active), "desired", *ms.Spec.Replicas)
+		case act.frozen:
+			log.V(2).Info("not creating Machines: an old set of an OnDelete MachineDeployment ("+mdv1beta1.DisableMachineCreateAnnotation+")", "replicas", len(active), "desired", *ms.Spec.Replicas)
 		case act.wait:
 			creates, deletes := r.expectations.Pending(key)
 			log.V(4).Info("waiting for expected Machine changes to show in the cache",

@@ -39,6 +39,12 @@ const (
 	// MaxReplicasAnnotation is replicas + maxSurge when the set was last
 	// scaled.
 	MaxReplicasAnnotation = "deployment.kubernetes.io/max-replicas"
+	// DisableMachineCreateAnnotation ("true") on a MachineSet stops it from
+	// creating Machines; scaling down still works. An OnDelete
+	// MachineDeployment puts it on its old sets, so that a deleted old
+	// Machine is replaced by the new set rather than the old one (as
+	// cluster-api's cluster.x-k8s.io/disable-machine-create).
+	DisableMachineCreateAnnotation = "machine.openshift.io/disable-machine-create"
 )
 
 // Condition types and reasons of a MachineDeployment.
