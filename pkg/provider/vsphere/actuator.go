@@ -59,6 +59,8 @@ type Actuator struct {
 	vmGroupZonal bool
 	// groupEdits serialises VM group edits (editVMGroup).
 	groupEdits sync.Mutex
+	// orphans: the last orphan listing (ListInstances), for DeleteInstance.
+	orphans orphanListing
 }
 
 var (

@@ -1,0 +1,285 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vapi/tags"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+)
+
+var _ machine.InstanceLister = &Actuator{}
+
+// orphanDeleteTimeout bounds DeleteInstance: power off and destroy are two
+// vCenter tasks, polled like Delete's.
+const orphanDeleteTimeout = 5 * time.Minute
+
+// folderVMProperties are what the orphan listing reads of each VM of a
+// workspace folder.
+var folderVMProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.template", "config.createDate"}
+
+// clusterFolder is one place the cluster's Machines clone into (a
+// workspace folder, with its vCenter, datacenter, credentials and cluster
+// ID), and a Machine whose providerSpec opens a session there.
+type clusterFolder struct {
+	source    *machinev1beta1.Machine
+	spec      *machinev1beta1.VSphereMachineProviderSpec
+	clusterID string
+}
+
+// folderVM is a VM of a workspace folder, as the orphan listing sees it.
+type folderVM struct {
+	name         string
+	biosUUID     string
+	instanceUUID string
+	template     bool
+	createdAt    time.Time
+}
+
+// ListInstances implements machine.InstanceLister: the VMs that carry the
+// installer's cluster ID tag (category openshift-<cluster ID>) and sit
+// directly in a workspace folder of the cluster's vSphere Machines and
+// MachineSets (of namespace, or all when empty). Templates, the template
+// the Machines clone from and the installer's bootstrap VM are never
+// listed; without the tag on vCenter, nothing is. The folder of each
+// instance is remembered for DeleteInstance.
+func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machine.Instance, error) {
+	found, err := a.listClusterVMs(ctx, namespace)
+	out := make([]machine.Instance, 0, len(found))
+	listed := make(map[string]clusterFolder, len(found))
+	for _, f := range found {
+		out = append(out, f.instance)
+		listed[f.instance.ProviderID] = f.folder
+	}
+	a.orphans.Lock()
+	a.orphans.listed = listed
+	a.orphans.Unlock()
+	return out, err
+}
+
+// DeleteInstance implements machine.InstanceLister: it reads the folder
+// ListInstances found inst in again, and deletes the VM only if it is still
+// there with inst's providerID and name (and still tagged), with the
+// provider's Delete (power off, then destroy) on a stand-in Machine whose
+// UID is the VM's instance UUID. An instance it did not list, or no longer
+// finds, is left alone.
+func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) error {
+	a.orphans.Lock()
+	f, ok := a.orphans.listed[inst.ProviderID]
+	a.orphans.Unlock()
+	logger := log.FromContext(ctx)
+	if !ok {
+		logger.Info("not deleting a VM this provider did not list", "vm", inst.Name, "providerID", inst.ProviderID)
+		return nil
+	}
+	vms, err := a.folderVMs(ctx, f)
+	if err != nil {
+		return err
+	}
+	var target *folderVM
+	for i := range vms {
+		if got, ok := clusterInstance(vms[i], f.spec.Template, f.clusterID); ok && got.ProviderID == inst.ProviderID && got.Name == inst.Name {
+			target = &vms[i]
+		}
+	}
+	if target == nil || target.instanceUUID == "" {
+		logger.Info("not deleting a VM that is gone or changed since it was listed", "vm", inst.Name, "providerID", inst.ProviderID)
+		return nil
+	}
+	m := f.source.DeepCopy()
+	m.ObjectMeta = metav1.ObjectMeta{Namespace: m.Namespace, Name: target.name, UID: ktypes.UID(target.instanceUUID), Labels: m.Labels}
+	m.Status = machinev1beta1.MachineStatus{}
+	ctx, cancel := context.WithTimeout(ctx, orphanDeleteTimeout)
+	defer cancel()
+	for {
+		err := a.Delete(ctx, m)
+		ra, ok := machine.AsRequeueAfter(err)
+		if !ok {
+			if err != nil {
+				return fmt.Errorf("deleting orphan VM %s: %w", target.name, err)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deleting orphan VM %s (%s): %w", target.name, ra.Error(), ctx.Err())
+		case <-time.After(ra.After):
+		}
+	}
+}
+
+// orphanListing is what the last ListInstances found: the folder of each
+// instance, by providerID.
+type orphanListing struct {
+	sync.Mutex
+	listed map[string]clusterFolder
+}
+
+// listedVM is a listed instance with the folder it was found in.
+type listedVM struct {
+	instance machine.Instance
+	folder   clusterFolder
+}
+
+// listClusterVMs lists the cluster's VMs of every workspace folder; a folder
+// that cannot be read is an error, the others are still listed.
+func (a *Actuator) listClusterVMs(ctx context.Context, namespace string) ([]listedVM, error) {
+	folders, err := a.clusterFolders(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []listedVM
+	var errs []error
+	seen := map[string]bool{}
+	for _, f := range folders {
+		vms, err := a.folderVMs(ctx, f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, vm := range vms {
+			inst, ok := clusterInstance(vm, f.spec.Template, f.clusterID)
+			if !ok || seen[inst.ProviderID] {
+				continue
+			}
+			seen[inst.ProviderID] = true
+			out = append(out, listedVM{instance: inst, folder: f})
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// clusterInstance decides whether a tagged VM of a workspace folder is one
+// of the cluster's instances, and describes it.
+func clusterInstance(vm folderVM, template, clusterID string) (machine.Instance, bool) {
+	switch {
+	case vm.template, vm.biosUUID == "":
+	case vm.name == path.Base(template), vm.instanceUUID == template:
+	case vm.name == clusterID+"-bootstrap": // the installer's, deleted by it
+	default:
+		return machine.Instance{ProviderID: providerIDPrefix + strings.ToLower(vm.biosUUID), Name: vm.name, CreatedAt: vm.createdAt}, true
+	}
+	return machine.Instance{}, false
+}
+
+// clusterFolders collects the distinct workspace folders of namespace's
+// vSphere Machines and MachineSets (a MachineSet scaled to zero still names
+// where its Machines were), read uncached: the folders to look in.
+func (a *Actuator) clusterFolders(ctx context.Context, namespace string) ([]clusterFolder, error) {
+	var machines machinev1beta1.MachineList
+	if err := a.client.List(ctx, &machines, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Machines for their vSphere folders: %w", err)
+	}
+	var sets machinev1beta1.MachineSetList
+	if err := a.client.List(ctx, &sets, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing MachineSets for their vSphere folders: %w", err)
+	}
+	sources := make([]*machinev1beta1.Machine, 0, len(machines.Items)+len(sets.Items))
+	for i := range machines.Items {
+		sources = append(sources, &machines.Items[i])
+	}
+	for i := range sets.Items {
+		ms := &sets.Items[i]
+		sources = append(sources, &machinev1beta1.Machine{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name, Labels: ms.Spec.Template.Labels},
+			Spec:       ms.Spec.Template.Spec,
+		})
+	}
+	var out []clusterFolder
+	seen := map[string]bool{}
+	for _, m := range sources {
+		clusterID := m.Labels[machinev1beta1.MachineClusterIDLabel]
+		spec, err := decodeSpec(m)
+		if err != nil || clusterID == "" || spec.Kind != providerSpecKind {
+			continue // another provider's, or one Create refuses: it made no VM
+		}
+		ws := spec.Workspace
+		creds := ""
+		if spec.CredentialsSecret != nil {
+			creds = spec.CredentialsSecret.Name
+		}
+		key := strings.Join([]string{m.Namespace, ws.Server, ws.Datacenter, ws.Folder, creds, clusterID, spec.Template}, "\x00")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, clusterFolder{source: m, spec: spec, clusterID: clusterID})
+	}
+	return out, nil
+}
+
+// folderVMs reads the VMs directly in the folder that carry the cluster ID
+// tag; none when vCenter has no such tag.
+func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]folderVM, error) {
+	t, err := a.open(ctx, f.source)
+	if err != nil {
+		return nil, fmt.Errorf("vSphere folder %q of %s/%s: %w", f.spec.Workspace.Folder, f.source.Namespace, f.source.Name, err)
+	}
+	s := t.session
+	rc, err := s.rest(ctx, t.creds)
+	if err != nil {
+		return nil, err
+	}
+	tm := tags.NewManager(rc)
+	tagID, err := s.clusterTagID(ctx, tm, f.clusterID)
+	if err != nil || tagID == "" {
+		return nil, err
+	}
+	attached, err := tm.ListAttachedObjects(ctx, tagID)
+	if err != nil {
+		return nil, fmt.Errorf("listing the VMs tagged %s: %w", f.clusterID, err)
+	}
+	tagged := map[string]bool{}
+	for _, ref := range attached {
+		if r := ref.Reference(); r.Type == "VirtualMachine" {
+			tagged[r.Value] = true
+		}
+	}
+	folder, err := s.finder.FolderOrDefault(ctx, f.spec.Workspace.Folder)
+	if err != nil {
+		return nil, lookupError("folder", "workspace.folder", f.spec.Workspace.Folder, err)
+	}
+	children, err := folder.Children(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing folder %q: %w", f.spec.Workspace.Folder, err)
+	}
+	var refs []types.ManagedObjectReference
+	for _, c := range children {
+		if r := c.Reference(); r.Type == "VirtualMachine" && tagged[r.Value] {
+			refs = append(refs, r)
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	var vms []mo.VirtualMachine
+	if err := property.DefaultCollector(s.client.Client).Retrieve(ctx, refs, folderVMProperties, &vms); err != nil {
+		return nil, fmt.Errorf("reading the VMs of folder %q: %w", f.spec.Workspace.Folder, err)
+	}
+	out := make([]folderVM, 0, len(vms))
+	for _, vm := range vms {
+		fv := folderVM{name: vm.Name}
+		if c := vm.Config; c != nil {
+			fv.biosUUID, fv.instanceUUID, fv.template = c.Uuid, c.InstanceUuid, c.Template
+			if c.CreateDate != nil {
+				fv.createdAt = *c.CreateDate
+			}
+		}
+		out = append(out, fv)
+	}
+	return out, nil
+}
