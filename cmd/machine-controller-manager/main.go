@@ -170,14 +170,16 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	km := kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()})
 	providers := machine.NewProviders(km, vs)
 	// The safety checks (docs/safety.md): the API-server freeze gates the
-	// provider's Create and Delete; orphan kubemark Nodes are collected.
+	// provider's Create and Delete; each provider lists its orphans: kubemark
+	// Nodes, and the VMs tagged for the cluster in the folders of its vSphere
+	// Machines and MachineSets (none, and no vCenter call, without those).
 	gate := safety.NewAPIServerGate(providerClient, opts.Namespace, f.safety)
 	if err := mgr.Add(gate); err != nil {
 		return fmt.Errorf("adding the API-server check: %w", err)
 	}
 	orphans := safety.NewOrphanCollector(safety.OrphanCollectorOptions{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.Namespace, Period: f.safety.OrphanPeriod,
-		Listers: []machine.InstanceLister{km}, Gate: gate,
+		Listers: []machine.InstanceLister{km, vs}, Gate: gate,
 	})
 	r := machine.NewReconciler(machine.Options{
 		MachineAPIMigration: opts.FeatureGate(features.FeatureGateMachineAPIMigration),

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/vapi/rest"
+	"github.com/vmware/govmomi/vapi/tags"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,9 +34,13 @@ import (
 // Infrastructure and cloud-provider-config and the credentials Secret, a
 // vsphere:// providerID; not Failed as a kubemark Machine would be) and a
 // kubemark Machine with the kubemark provider, and leaves an AWS Machine of
-// the group vSphere shares untouched. Breaks if: addControllers wired the
-// kubemark actuator alone (the vSphere Machine is Failed, InvalidConfiguration)
-// or vSphere served machine.openshift.io by group (the AWS Machine reaches it).
+// the group vSphere shares untouched. The orphan collector (a 1 s period,
+// the test's) deletes a VM tagged for the cluster in the Machines' folder
+// that no Machine owns, and leaves the Machine's VM, the template (tagged
+// too) and an untagged VM. Breaks if: addControllers wired the kubemark
+// actuator alone (the vSphere Machine is Failed, InvalidConfiguration), or
+// vSphere served machine.openshift.io by group (the AWS Machine reaches it),
+// or the collector did not get the vSphere provider (the orphan stays).
 func TestServesVSphereAndKubemark(t *testing.T) {
 	e := crdwaittest.Start(t, manifests.MachineCRDs, manifests.ConfigCRDs)
 	vc := vspheretest.Start(t, nil)
@@ -57,9 +64,15 @@ func TestServesVSphereAndKubemark(t *testing.T) {
 		}
 	}
 
-	// The operator's command line (render golden, kubemark platform).
+	// The installer's cluster ID tag, on the template and on an orphan: a VM
+	// of the Machines' folder that no Machine owns.
+	tagOrphanAndTemplate(ctx, t, vc, "envtest-x1", "DC0_H0_VM0", vspheretest.Template)
+
+	// The operator's command line (render golden, kubemark platform), with
+	// a short orphan period.
 	opts, drainTimeout, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0",
-		"--health-probe-bind-address=0", "--kube-api-qps=50", "--kube-api-burst=100", "--max-concurrent-reconciles=50"})
+		"--health-probe-bind-address=0", "--kube-api-qps=50", "--kube-api-burst=100", "--max-concurrent-reconciles=50",
+		"--machine-safety-orphan-vms-period=1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +141,41 @@ func TestServesVSphereAndKubemark(t *testing.T) {
 	}
 	if n := vc.VMsNamed(aws.Name); n != 0 {
 		t.Errorf("%d VMs for the AWS Machine, want 0", n)
+	}
+	poll.Eventually(t, 30*time.Second, "the orphan VM DC0_H0_VM0 deleted", poll.Check(func() error {
+		if n := vc.VMsNamed("DC0_H0_VM0"); n != 0 {
+			return fmt.Errorf("%d VMs named DC0_H0_VM0", n)
+		}
+		return nil
+	}))
+	for _, name := range []string{vs.Name, vspheretest.Template, "DC0_H0_VM1"} {
+		if n := vc.VMsNamed(name); n != 1 {
+			t.Errorf("%d VMs named %s, want 1 (not an orphan)", n, name)
+		}
+	}
+}
+
+// tagOrphanAndTemplate creates the installer's cluster ID tag (category
+// openshift-<clusterID>) and attaches it to the named VMs.
+func tagOrphanAndTemplate(ctx context.Context, t *testing.T, vc *vspheretest.VCenter, clusterID string, vms ...string) {
+	t.Helper()
+	rc := rest.NewClient(vc.Client.Client)
+	if err := rc.Login(ctx, url.UserPassword(vspheretest.Username, vspheretest.Password)); err != nil {
+		t.Fatal(err)
+	}
+	tm := tags.NewManager(rc)
+	cat, err := tm.CreateCategory(ctx, &tags.Category{Name: "openshift-" + clusterID, Cardinality: "SINGLE", AssociableTypes: []string{"VirtualMachine"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := tm.CreateTag(ctx, &tags.Tag{Name: clusterID, CategoryID: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range vms {
+		if err := tm.AttachTag(ctx, id, vc.VM(name).Reference()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
