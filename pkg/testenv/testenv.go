@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -30,6 +31,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/textlogger"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -51,6 +54,10 @@ type Options struct {
 	// APIServerArgs are extra kube-apiserver flags ("--name=value" form is not
 	// used; give the name without dashes and its value).
 	APIServerArgs map[string]string
+	// LogEnv names an environment variable (FOO_TEST_LOG): when it is set,
+	// the controllers' logs (controller-runtime's logger, verbosity 4) go to
+	// stderr; otherwise they are discarded. Empty leaves the logger alone.
+	LogEnv string
 }
 
 // Env is a running API server with the project's CRDs installed.
@@ -191,6 +198,13 @@ func MainWith(m *testing.M, env **Env, opts Options) {
 }
 
 func runMain(m *testing.M, env **Env, opts Options) int {
+	if opts.LogEnv != "" {
+		out := io.Discard
+		if os.Getenv(opts.LogEnv) != "" {
+			out = os.Stderr
+		}
+		ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
+	}
 	e, err := New(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)

@@ -3,8 +3,6 @@ package machinedeployment
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,9 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -37,12 +33,7 @@ var env *testenv.Env
 // TestMain starts one API server for the package. MACHINEDEPLOYMENT_TEST_LOG=1
 // shows the controllers' logs.
 func TestMain(m *testing.M) {
-	out := io.Discard
-	if os.Getenv("MACHINEDEPLOYMENT_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
-	testenv.Main(m, &env)
+	testenv.MainWith(m, &env, testenv.Options{LogEnv: "MACHINEDEPLOYMENT_TEST_LOG"})
 }
 
 const waitTimeout = 60 * time.Second

@@ -3,8 +3,6 @@ package machineset
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,9 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -36,12 +32,7 @@ var env *testenv.Env
 // TestMain starts one API server for the package. MACHINESET_TEST_LOG=1
 // shows the controller's logs.
 func TestMain(m *testing.M) {
-	out := io.Discard
-	if os.Getenv("MACHINESET_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
-	testenv.Main(m, &env)
+	testenv.MainWith(m, &env, testenv.Options{LogEnv: "MACHINESET_TEST_LOG"})
 }
 
 const (

@@ -3,9 +3,7 @@ package nodelink
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,8 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -32,15 +28,8 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) {
-	// NODELINK_TEST_LOG=1 shows the controller's logs.
-	out := io.Discard
-	if os.Getenv("NODELINK_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
-	testenv.Main(m, &env)
-}
+// TestMain: NODELINK_TEST_LOG=1 shows the controller's logs.
+func TestMain(m *testing.M) { testenv.MainWith(m, &env, testenv.Options{LogEnv: "NODELINK_TEST_LOG"}) }
 
 const waitTimeout = 15 * time.Second
 

@@ -2,8 +2,6 @@ package safety
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/klog/v2/textlogger"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
@@ -25,14 +21,7 @@ var env *testenv.Env
 
 // TestMain starts one API server for the package. SAFETY_TEST_LOG=1 shows
 // the controllers' logs.
-func TestMain(m *testing.M) {
-	out := io.Discard
-	if os.Getenv("SAFETY_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
-	testenv.Main(m, &env)
-}
+func TestMain(m *testing.M) { testenv.MainWith(m, &env, testenv.Options{LogEnv: "SAFETY_TEST_LOG"}) }
 
 const waitTimeout = 30 * time.Second
 
