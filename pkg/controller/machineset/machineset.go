@@ -56,7 +56,7 @@ type Options struct {
 	MachineAPIMigration bool
 	// ExpectationsTimeout is how long an expected creation or deletion may
 	// stay unobserved in the cache before it is dropped (default
-	// DefaultExpectationsTimeout, 5m). Flag: --machineset-expectations-timeout.
+	// DefaultExpectationsTimeout, 5m). Flag: --expectations-timeout.
 	ExpectationsTimeout time.Duration
 }
 
