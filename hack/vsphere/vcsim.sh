@@ -7,7 +7,8 @@
 # (resource pool /DC0/host/DC0_C0/Resources), datastore LocalDS_0, port group
 # DC0_DVPG0, a powered-off RHCOS-like template VM "rhcos" (hardware vmx-15, as
 # OpenShift requires; guest rhel9_64Guest, 4 CPUs, 16 GiB) and the cluster's
-# VM folder /DC0/vm/$VSPHERE_INFRA (default machine-api-local). vcsim's other
+# VM folder /DC0/vm/$VSPHERE_INFRA (default machine-api-local) with the
+# installer's cluster ID tag (category openshift-$VSPHERE_INFRA). vcsim's other
 # sample VMs are destroyed, so every other VM is one the provider cloned.
 # Writes .local/vsphere.env (GOVC_URL, GOVC_USERNAME, GOVC_PASSWORD,
 # GOVC_INSECURE=1, GOVC_DATACENTER, VSPHERE_FOLDER, VSPHERE_PORT):
@@ -93,7 +94,11 @@ ENV
 	"$govc" object.rename /DC0/vm/DC0_C0_RP0_VM0 rhcos >/dev/null
 	"$govc" vm.destroy DC0_H0_VM0 DC0_H0_VM1 DC0_C0_RP0_VM1
 	"$govc" folder.create "/DC0/vm/$infra" >/dev/null
-	echo "vcsim serving $GOVC_URL (pid $(cat "$pid_file")); template /DC0/vm/rhcos, folder /DC0/vm/$infra"
+	# The installer's cluster ID tag: the provider attaches it to each VM,
+	# and the orphan collection lists only VMs that carry it.
+	"$govc" tags.category.create -t VirtualMachine "openshift-$infra" >/dev/null
+	"$govc" tags.create -c "openshift-$infra" "$infra" >/dev/null
+	echo "vcsim serving $GOVC_URL (pid $(cat "$pid_file")); template /DC0/vm/rhcos, folder /DC0/vm/$infra, tag openshift-$infra/$infra"
 	echo "  . $env_file && bin/govc ls /DC0/vm"
 }
 

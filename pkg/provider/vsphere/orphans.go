@@ -169,7 +169,7 @@ func clusterInstance(vm folderVM, template, clusterID string) (machine.Instance,
 	switch {
 	case vm.template, vm.biosUUID == "":
 	case vm.name == path.Base(template), vm.instanceUUID == template:
-	case vm.name == clusterID+"-bootstrap": // the installer's, deleted by it
+	case vm.name == clusterID+"-bootstrap", vm.name == clusterID+"-boostrap": // the installer's (one release spelt it so), deleted by it
 	default:
 		return machine.Instance{ProviderID: providerIDPrefix + strings.ToLower(vm.biosUUID), Name: vm.name, CreatedAt: vm.createdAt}, true
 	}

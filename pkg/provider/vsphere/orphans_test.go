@@ -34,6 +34,8 @@ func TestClusterInstance(t *testing.T) {
 		{"the template by name", with(func(v *folderVM) { v.name = "rhcos" }), false},
 		{"the template by instance UUID", with(func(v *folderVM) { v.instanceUUID = "/DC0/vm/rhcos" }), false},
 		{"the installer's bootstrap VM", with(func(v *folderVM) { v.name = "c1-bootstrap" }), false},
+		{"the installer's bootstrap VM, misspelt", with(func(v *folderVM) { v.name = "c1-boostrap" }), false},
+		{"another cluster's bootstrap VM", with(func(v *folderVM) { v.name = "c2-bootstrap" }), true},
 		{"no BIOS UUID", with(func(v *folderVM) { v.biosUUID = "" }), false},
 	}
 	for _, c := range cases {
@@ -42,7 +44,7 @@ func TestClusterInstance(t *testing.T) {
 			if ok != c.want {
 				t.Fatalf("listed = %v, want %v", ok, c.want)
 			}
-			if ok && got != (machine.Instance{ProviderID: "vsphere://4216abcd-0000", Name: "c1-worker-a", CreatedAt: created}) {
+			if ok && got != (machine.Instance{ProviderID: "vsphere://4216abcd-0000", Name: c.vm.name, CreatedAt: created}) {
 				t.Errorf("instance = %+v", got)
 			}
 		})
