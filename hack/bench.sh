@@ -7,6 +7,10 @@
 # kubemark provider act; MHC=1 keeps the health controllers and adds a
 # MachineHealthCheck covering the benchmark's Machines), runs
 # test/bench/scale (0→REPLICAS→0, default 500) and tears everything down.
+# SCENARIO=rollout instead rolls a MachineDeployment of REPLICAS (default
+# 100) Machines to a new template (RollingUpdate, MAX_SURGE 10 and
+# MAX_UNAVAILABLE 0 by default) and reports the API requests per replaced
+# Machine by resource and verb and by component and verb.
 # PROFILE=1 also adds --pprof-bind-address to the three operands, records
 # 20 s CPU profiles during the scale-up and prints their top functions; the
 # profiles stay in .local/bench/. (With the operator stopped, these edits of
@@ -18,7 +22,9 @@ export CLUSTER_NAME=${CLUSTER_NAME:-machine-api-bench}
 export KWOK_WORKDIR=$root/.local/kwok
 kubeconfig=$root/.local/$CLUSTER_NAME.kubeconfig
 out=$root/.local/bench
+scenario=${SCENARIO:-scale}
 replicas=${REPLICAS:-500}
+[ "$scenario" = scale ] || replicas=${REPLICAS:-100}
 profile=${PROFILE:-0}
 mkdir -p "$out"
 
@@ -94,7 +100,8 @@ cpu_seconds() {
 	done | sort
 }
 cpu_seconds >"$out/cpu-before.txt"
-"$out/scale" --kubeconfig "$kubeconfig" --replicas "$replicas" | tee "$out/result.txt"
+"$out/scale" --kubeconfig "$kubeconfig" --replicas "$replicas" --scenario "$scenario" \
+	--max-surge "${MAX_SURGE:-10}" --max-unavailable "${MAX_UNAVAILABLE:-0}" | tee "$out/result.txt"
 cpu_seconds >"$out/cpu-after.txt"
 echo "  CPU seconds used during the run, by process:" | tee -a "$out/result.txt"
 join "$out/cpu-before.txt" "$out/cpu-after.txt" | awk '{ printf "    %-28s %6.1f\n", $1, $3-$2 }' | sort -k2 -nr | tee -a "$out/result.txt"

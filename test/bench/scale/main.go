@@ -1,4 +1,5 @@
-// Command scale is the MachineSet scale benchmark (`make bench`): against a
+// Command scale is the MachineSet scale benchmark (`make bench`; with
+// --scenario=rollout, the MachineDeployment rollout benchmark): against a
 // cluster running the machine, nodelink and machineset controllers with the
 // kubemark provider, it scales one MachineSet 0→N and N→0 and prints how long
 // each took, how many Machine create requests the API server served (exactly
@@ -48,6 +49,10 @@ type options struct {
 	name       string
 	replicas   int
 	timeout    time.Duration
+	// scenario is "scale" (a MachineSet 0→N→0) or "rollout" (a
+	// MachineDeployment of N whose template changes).
+	scenario                 string
+	maxSurge, maxUnavailable string
 }
 
 func main() {
@@ -57,6 +62,9 @@ func main() {
 	flag.StringVar(&o.name, "name", "bench", "name of the MachineSet to create")
 	flag.IntVar(&o.replicas, "replicas", 500, "replicas to scale to")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit for each phase")
+	flag.StringVar(&o.scenario, "scenario", "scale", "scale: a MachineSet 0→replicas→0; rollout: a MachineDeployment of replicas Machines whose template changes")
+	flag.StringVar(&o.maxSurge, "max-surge", "10", "the rollout's maxSurge (a number or a percentage)")
+	flag.StringVar(&o.maxUnavailable, "max-unavailable", "0", "the rollout's maxUnavailable (a number or a percentage)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -110,6 +118,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
+	if o.scenario == "rollout" {
+		return runRollout(ctx, o, c, kube, informers)
+	}
 	ms := newMachineSet(o)
 	if err := c.Delete(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting a leftover MachineSet: %w", err)
