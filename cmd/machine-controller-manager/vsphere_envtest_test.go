@@ -13,6 +13,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vapi/tags"
+	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,8 +65,10 @@ func TestServesVSphereAndKubemark(t *testing.T) {
 		}
 	}
 
-	// The installer's cluster ID tag, on the template and on an orphan: a VM
-	// of the Machines' folder that no Machine owns.
+	// The installer's cluster ID tag, on the template and on an orphan: a
+	// clone (annotated with its name) in the Machines' folder that no
+	// Machine owns.
+	vc.Wait(vc.VM("DC0_H0_VM0").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "DC0_H0_VM0"}))
 	tagOrphanAndTemplate(ctx, t, vc, "envtest-x1", "DC0_H0_VM0", vspheretest.Template)
 
 	// The operator's command line (render golden, kubemark platform), with

@@ -30,7 +30,7 @@ const orphanDeleteTimeout = 5 * time.Minute
 
 // folderVMProperties are what the orphan listing reads of each VM of a
 // workspace folder.
-var folderVMProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.template", "config.createDate"}
+var folderVMProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.template", "config.createDate", "config.annotation"}
 
 // clusterFolder is one place the cluster's Machines clone into (a
 // workspace folder, with its vCenter, datacenter, credentials and cluster
@@ -44,6 +44,7 @@ type clusterFolder struct {
 // folderVM is a VM of a workspace folder, as the orphan listing sees it.
 type folderVM struct {
 	name         string
+	annotation   string // a machine controller's clone carries its name
 	biosUUID     string
 	instanceUUID string
 	template     bool
@@ -51,9 +52,10 @@ type folderVM struct {
 }
 
 // ListInstances implements machine.InstanceLister: the VMs that carry the
-// installer's cluster ID tag (category openshift-<cluster ID>) and sit
+// installer's cluster ID tag (category openshift-<cluster ID>), sit
 // directly in a workspace folder of the cluster's vSphere Machines and
-// MachineSets (of namespace, or all when empty). Templates, the template
+// MachineSets (of namespace, or all when empty) and are a machine
+// controller's clones (annotated with their name). Templates, the template
 // the Machines clone from and the installer's bootstrap VM are never
 // listed; without the tag on vCenter, nothing is. The folder of each
 // instance is remembered for DeleteInstance.
@@ -164,10 +166,13 @@ func (a *Actuator) listClusterVMs(ctx context.Context, namespace string) ([]list
 }
 
 // clusterInstance decides whether a tagged VM of a workspace folder is one
-// of the cluster's instances, and describes it.
+// of the cluster's instances, and describes it: a clone by a machine
+// controller, whose annotation is its name (this provider's and
+// OpenShift's clones are annotated so; the installer's VMs and a user's
+// are not).
 func clusterInstance(vm folderVM, template, clusterID string) (machine.Instance, bool) {
 	switch {
-	case vm.template, vm.biosUUID == "":
+	case vm.template, vm.biosUUID == "", vm.annotation != vm.name:
 	case vm.name == path.Base(template), vm.instanceUUID == template:
 	case vm.name == clusterID+"-bootstrap", vm.name == clusterID+"-boostrap": // the installer's (one release spelt it so), deleted by it
 	default:
@@ -274,7 +279,7 @@ func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]folderVM, 
 	for _, vm := range vms {
 		fv := folderVM{name: vm.Name}
 		if c := vm.Config; c != nil {
-			fv.biosUUID, fv.instanceUUID, fv.template = c.Uuid, c.InstanceUuid, c.Template
+			fv.biosUUID, fv.instanceUUID, fv.template, fv.annotation = c.Uuid, c.InstanceUuid, c.Template, c.Annotation
 			if c.CreateDate != nil {
 				fv.createdAt = *c.CreateDate
 			}

@@ -22,8 +22,8 @@ import (
 
 func TestClusterInstance(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	vm := folderVM{name: "c1-worker-a", biosUUID: "4216ABCD-0000", instanceUUID: "uid-1", createdAt: created}
-	with := func(f func(*folderVM)) folderVM { v := vm; f(&v); return v }
+	vm := folderVM{name: "c1-worker-a", annotation: "c1-worker-a", biosUUID: "4216ABCD-0000", instanceUUID: "uid-1", createdAt: created}
+	with := func(f func(*folderVM)) folderVM { v := vm; f(&v); v.annotation = v.name; return v }
 	cases := []struct {
 		name string
 		vm   folderVM
@@ -31,6 +31,8 @@ func TestClusterInstance(t *testing.T) {
 	}{
 		{"a Machine's clone", vm, true},
 		{"a template", with(func(v *folderVM) { v.template = true }), false},
+		{"not annotated with its name (not a machine controller's clone)", folderVM{name: "c1-master-0", annotation: "Created By OpenShift Installer", biosUUID: "4216ABCD-0000", createdAt: created}, false},
+		{"not annotated", folderVM{name: "c1-master-0", biosUUID: "4216ABCD-0000", createdAt: created}, false},
 		{"the template by name", with(func(v *folderVM) { v.name = "rhcos" }), false},
 		{"the template by instance UUID", with(func(v *folderVM) { v.instanceUUID = "/DC0/vm/rhcos" }), false},
 		{"the installer's bootstrap VM", with(func(v *folderVM) { v.name = "c1-bootstrap" }), false},
@@ -78,6 +80,12 @@ func newOrphanEnv(t *testing.T) *orphanEnv {
 	return &orphanEnv{simEnv: e, tags: tm, clusterTag: id}
 }
 
+// annotate annotates the VM with its name, as a machine controller's clone.
+func (e *orphanEnv) annotate(vm *object.VirtualMachine) {
+	e.t.Helper()
+	e.wait(vm.Reconfigure(e.ctx, types.VirtualMachineConfigSpec{Annotation: vm.Name()}))
+}
+
 func (e *orphanEnv) tag(vm *object.VirtualMachine) {
 	e.t.Helper()
 	if err := e.tags.AttachTag(e.ctx, e.clusterTag, vm.Reference()); err != nil {
@@ -122,15 +130,18 @@ func instanceNames(insts []machine.Instance) []string {
 	return out
 }
 
-// The listing holds the tagged VMs of the Machines' folder: not the
+// The listing holds the tagged clones of the Machines' folder: not the
 // template (tagged too, as the installer does), not an untagged VM of the
-// folder, not a tagged VM of another folder.
+// folder, not a tagged VM that is no machine controller's clone (not
+// annotated with its name), not a tagged clone in another folder.
 func TestListInstancesTaggedInFolder(t *testing.T) {
 	e := newOrphanEnv(t)
 	worker := e.running("worker-0")
 	e.tag(e.vm(vspheretest.Template))
 	elsewhere := e.vm("DC0_H0_VM1")
+	e.annotate(elsewhere)
 	e.tag(elsewhere)
+	e.tag(e.vm("DC0_C0_RP0_VM1")) // tagged, not annotated
 	root, err := e.Finder.Folder(e.ctx, vspheretest.Folder)
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +157,7 @@ func TestListInstancesTaggedInFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := instanceNames(insts); !slices.Equal(got, []string{"worker-0"}) {
-		t.Fatalf("listed %v, want [worker-0] (untagged DC0_H0_VM0, the template and DC0_H0_VM1 in another folder are not the cluster's)", got)
+		t.Fatalf("listed %v, want [worker-0] (untagged DC0_H0_VM0, the template, the unannotated DC0_C0_RP0_VM1 and DC0_H0_VM1 in another folder are not the cluster's)", got)
 	}
 	if insts[0].ProviderID != *worker.Spec.ProviderID || insts[0].CreatedAt.IsZero() {
 		t.Errorf("instance %+v, want providerID %s and a creation time", insts[0], *worker.Spec.ProviderID)
