@@ -6,24 +6,19 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mdv1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
-	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // machineDeploymentLabel selects a test MachineDeployment's Machines; its
@@ -171,136 +166,6 @@ func patchMachineDeployment(ctx context.Context, t *testing.T, md *mdv1.MachineD
 	}
 }
 
-// fleetWatch follows a MachineDeployment's Machines and their Nodes through
-// watches and checks a bound on the whole fleet at every event of either.
-// A Machine is available as the MachineSet controller counts it: not being
-// deleted, with a nodeRef to a Ready Node (minReadySeconds is 0 here).
-type fleetWatch struct {
-	mu        sync.Mutex
-	machines  map[string]*machinev1beta1.Machine
-	nodeReady map[string]bool
-	check     func(f *fleetWatch) string // a violation, or ""
-	err       error
-
-	events        int
-	maxMachines   int // deleting ones included
-	minAvailable  int
-	maxTemplates  int // distinct machine-template-hash values present at once
-	violations    []string
-	lastViolation string
-}
-
-// watchFleet lists then watches the Machines selected by selector and the
-// Nodes labelled e2e-pool=pool, evaluating check after every event.
-func watchFleet(ctx context.Context, t *testing.T, selector map[string]string, pool string, check func(*fleetWatch) string) *fleetWatch {
-	t.Helper()
-	f := &fleetWatch{machines: map[string]*machinev1beta1.Machine{}, nodeReady: map[string]bool{}, check: check, minAvailable: -1}
-	ns := operandNamespace()
-	machines := &machinev1beta1.MachineList{}
-	if err := cluster.List(ctx, machines, client.InNamespace(ns), client.MatchingLabels(selector)); err != nil {
-		t.Fatal(err)
-	}
-	nodes := &corev1.NodeList{}
-	if err := cluster.List(ctx, nodes, client.MatchingLabels{"e2e-pool": pool}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range machines.Items {
-		f.machines[machines.Items[i].Name] = &machines.Items[i]
-	}
-	for i := range nodes.Items {
-		f.nodeReady[nodes.Items[i].Name] = nodeutil.IsReady(&nodes.Items[i])
-	}
-	f.evaluate()
-	watchFrom(t, &machinev1beta1.MachineList{}, machines.ResourceVersion, func(ev watch.Event) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		switch m, ok := ev.Object.(*machinev1beta1.Machine); {
-		case ev.Type == watch.Error:
-			f.err = apierrors.FromObject(ev.Object)
-		case !ok:
-		case ev.Type == watch.Deleted:
-			delete(f.machines, m.Name)
-		case ev.Type == watch.Added || ev.Type == watch.Modified:
-			f.machines[m.Name] = m
-		}
-		f.evaluateLocked()
-	}, client.InNamespace(ns), client.MatchingLabels(selector))
-	watchFrom(t, &corev1.NodeList{}, nodes.ResourceVersion, func(ev watch.Event) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		switch n, ok := ev.Object.(*corev1.Node); {
-		case ev.Type == watch.Error:
-			f.err = apierrors.FromObject(ev.Object)
-		case !ok:
-		case ev.Type == watch.Deleted:
-			delete(f.nodeReady, n.Name)
-		case ev.Type == watch.Added || ev.Type == watch.Modified:
-			f.nodeReady[n.Name] = nodeutil.IsReady(n)
-		}
-		f.evaluateLocked()
-	}, client.MatchingLabels{"e2e-pool": pool})
-	return f
-}
-
-func (f *fleetWatch) evaluate() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.evaluateLocked()
-}
-
-func (f *fleetWatch) evaluateLocked() {
-	f.events++
-	templates := map[string]bool{}
-	for _, m := range f.machines {
-		templates[m.Labels[mdv1.MachineTemplateHashLabel]] = true
-	}
-	f.maxMachines = max(f.maxMachines, len(f.machines))
-	f.maxTemplates = max(f.maxTemplates, len(templates))
-	if a := f.availableLocked(); f.minAvailable < 0 || a < f.minAvailable {
-		f.minAvailable = a
-	}
-	if v := f.check(f); v != "" && v != f.lastViolation {
-		f.violations = append(f.violations, v)
-		f.lastViolation = v
-	}
-}
-
-// availableLocked counts the available Machines (f.mu held).
-func (f *fleetWatch) availableLocked() int {
-	n := 0
-	for _, m := range f.machines {
-		if m.DeletionTimestamp == nil && m.Status.NodeRef != nil && f.nodeReady[m.Status.NodeRef.Name] {
-			n++
-		}
-	}
-	return n
-}
-
-// waitCaughtUp waits until the watch has delivered every Machine change made
-// so far, then returns its figures and any violation.
-func (f *fleetWatch) caughtUp(ctx context.Context, t *testing.T, selector map[string]string) (events, maxMachines, minAvailable, maxTemplates int, violations []string) {
-	t.Helper()
-	waitCaughtUp(ctx, t, "machine", func(ctx context.Context) (map[string]string, error) {
-		machines, err := machinesWithLabels(ctx, selector)
-		versions := map[string]string{}
-		for _, m := range machines {
-			versions[m.Name] = m.ResourceVersion
-		}
-		return versions, err
-	}, func() (map[string]string, error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		versions := map[string]string{}
-		for name, m := range f.machines {
-			versions[name] = m.ResourceVersion
-		}
-		return versions, f.err
-	})
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.events, f.maxMachines, f.minAvailable, f.maxTemplates, slices.Clone(f.violations)
-}
-
 // TestMachineDeploymentRollingUpdate rolls a MachineDeployment of 10 kubemark
 // Machines (maxSurge 3, maxUnavailable 1) to a new template and back. A watch
 // on its Machines and their Nodes sees, at every event, at most 13 Machines
@@ -329,23 +194,28 @@ func TestMachineDeploymentRollingUpdate(t *testing.T) {
 	t.Logf("scale-up of %d machines took %s", replicas, time.Since(start).Round(100*time.Millisecond))
 	first, _ := newMachineSetOf(ctx, t, md)
 
-	fleet := watchFleet(ctx, t, md.Spec.Selector.MatchLabels, name, func(f *fleetWatch) string {
-		if n, a := len(f.machines), f.availableLocked(); n > replicas+surge || a < replicas-unavailable {
+	fleet := watchFleet(ctx, t, md.Spec.Selector.MatchLabels, name)
+	bounds := func(s *fleetState) string {
+		if n, a := len(s.machines), s.available(); n > replicas+surge || a < replicas-unavailable {
 			return fmt.Sprintf("%d machines (max %d), %d available (min %d)", n, replicas+surge, a, replicas-unavailable)
 		}
 		return ""
-	})
+	}
+	reported := map[string]bool{}
 	roll := func(what, cpu string) *machinev1beta1.MachineSet {
 		t.Helper()
 		start := time.Now()
 		patchMachineDeployment(ctx, t, md, `{"spec":{"template":{"spec":{"providerSpec":{"value":{"cpu":"`+cpu+`"}}}}}}`)
 		waitRolledOut(ctx, t, md, replicas)
 		took := time.Since(start)
-		events, maxMachines, minAvailable, _, violations := fleet.caughtUp(ctx, t, md.Spec.Selector.MatchLabels)
-		t.Logf("%s (cpu %s) of %d machines took %s; watch so far: %d events, at most %d machines, at least %d available",
-			what, cpu, replicas, took.Round(100*time.Millisecond), events, maxMachines, minAvailable)
-		for _, v := range violations {
-			t.Errorf("%s: the watch saw %s", what, v)
+		fig := fleet.replay(ctx, t, md.Spec.Selector.MatchLabels, name, bounds)
+		t.Logf("%s (cpu %s) of %d machines took %s; watches so far: %d events, at most %d machines, at least %d available",
+			what, cpu, replicas, took.Round(100*time.Millisecond), fig.events, fig.maxMachines, fig.minAvailable)
+		for _, v := range fig.violations {
+			if !reported[v] {
+				t.Errorf("%s: the watches saw %s", what, v)
+				reported[v] = true
+			}
 		}
 		set, sets := newMachineSetOf(ctx, t, md)
 		for _, s := range sets {
@@ -405,25 +275,21 @@ func TestMachineDeploymentRecreate(t *testing.T) {
 	waitRolledOut(ctx, t, md, replicas)
 	first, _ := newMachineSetOf(ctx, t, md)
 
-	fleet := watchFleet(ctx, t, md.Spec.Selector.MatchLabels, name, func(f *fleetWatch) string {
-		hashes := map[string]bool{}
-		for _, m := range f.machines {
-			hashes[m.Labels[mdv1.MachineTemplateHashLabel]] = true
-		}
-		if len(hashes) > 1 {
-			return fmt.Sprintf("machines of %d templates at once: %v", len(hashes), slices.Sorted(maps.Keys(hashes)))
-		}
-		return ""
-	})
+	fleet := watchFleet(ctx, t, md.Spec.Selector.MatchLabels, name)
 	start := time.Now()
 	patchMachineDeployment(ctx, t, md, `{"spec":{"template":{"spec":{"providerSpec":{"value":{"cpu":"8"}}}}}}`)
 	waitRolledOut(ctx, t, md, replicas)
 	took := time.Since(start)
-	events, maxMachines, minAvailable, maxTemplates, violations := fleet.caughtUp(ctx, t, md.Spec.Selector.MatchLabels)
-	t.Logf("recreate of %d machines took %s; watch: %d events, at most %d machines, at least %d available, at most %d templates at once",
-		replicas, took.Round(100*time.Millisecond), events, maxMachines, minAvailable, maxTemplates)
-	for _, v := range violations {
-		t.Errorf("the watch saw %s", v)
+	fig := fleet.replay(ctx, t, md.Spec.Selector.MatchLabels, name, func(s *fleetState) string {
+		if hashes := s.templates(); len(hashes) > 1 {
+			return fmt.Sprintf("machines of %d templates at once: %v", len(hashes), hashes)
+		}
+		return ""
+	})
+	t.Logf("recreate of %d machines took %s; watches: %d events, at most %d machines, at least %d available, at most %d templates at once",
+		replicas, took.Round(100*time.Millisecond), fig.events, fig.maxMachines, fig.minAvailable, fig.maxTemplates)
+	for _, v := range fig.violations {
+		t.Errorf("the watches saw %s", v)
 	}
 	if second, _ := newMachineSetOf(ctx, t, md); second.Name == first.Name {
 		t.Errorf("the recreate kept machineset %s: no new set for the new template", first.Name)
