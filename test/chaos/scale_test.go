@@ -381,14 +381,20 @@ func readNul(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
 }
 
-// TestAPIServerOutageAndEtcdRestart: the API server is stopped for 30 s in
-// the middle of a scale-up, and etcd is restarted in the middle of the
-// scale-down; every controller recovers without a process restart.
+// TestAPIServerOutageAndEtcdRestart: the API server is stopped in the
+// middle of a scale-up until the machine controller freezes (longer than
+// --machine-safety-apiserver-statuscheck-timeout, ~40 s), and etcd is
+// restarted in the middle of the scale-down; the machine controller thaws,
+// every controller recovers without a process restart, and no instance
+// (kubemark Node) is created twice or deleted before its Machine.
 func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	r := rng(t.Name())
 	ms, w := startScenario(ctx, t, "chaos-outage")
+	fleetCtx, stopFleet := context.WithCancel(ctx)
+	defer stopFleet()
+	fleet := newFleetLog(fleetCtx, ms.Name)
 	before, err := restartsOf(ctx, scaleVictims...)
 	if err != nil {
 		t.Fatal(err)
@@ -402,18 +408,38 @@ func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
 	// back first: this scenario is about the API server, not about kills.
 	up := min(*replicas, 100)
 	w.setDesired(up)
+	// The scale-up starts 1-4 s before the API server stops, which is
+	// probeLead before the freeze's next probe.
+	lead := time.Duration(1000+r.IntN(3000)) * time.Millisecond
+	probe := nextProbe(ctx, t)
+	mcLog := machineControllerLog(ctx, t)
+	pause(ctx, time.Until(probe.Add(-probeLead-lead)))
 	start := time.Now()
 	scale(ctx, t, ms, up)
-	pause(ctx, time.Duration(1000+r.IntN(3000))*time.Millisecond)
+	pause(ctx, lead)
 	restart := component{"kube-apiserver"}.stop(t)
 	stopped := time.Now()
-	t.Logf("kube-apiserver stopped %s into the scale-up", stopped.Sub(start).Round(time.Millisecond))
-	pause(ctx, 30*time.Second)
+	t.Logf("kube-apiserver stopped %s into the scale-up, %s before the freeze's next probe", stopped.Sub(start).Round(time.Millisecond), probe.Sub(stopped).Round(time.Millisecond))
+	// Stopped until the machine controller freezes: longer than the
+	// timeout; past the renew deadline something is wrong.
+	froze := mcLog.waitLine(ctx, t, frozeLine, 80*time.Second)
+	frozenAfter := time.Since(stopped)
 	restart()
-	t.Logf("kube-apiserver restarted after %s", time.Since(stopped).Round(time.Millisecond))
+	outage := time.Since(stopped)
+	t.Logf("kube-apiserver restarted after %s", outage.Round(time.Millisecond))
+	if !froze {
+		t.Errorf("the machine controller did not log its freeze (%q) within 80 s of the outage (timeout %s, period %s)", frozeLine, statusCheckTimeout, statusCheckPeriod)
+	} else if frozenAfter < statusCheckTimeout {
+		t.Errorf("the machine controller froze %s into the outage, before the timeout %s", frozenAfter.Round(time.Millisecond), statusCheckTimeout)
+	}
+	thawed := froze && mcLog.waitLine(ctx, t, thawedLine, 2*time.Minute)
+	thawedAfter := time.Since(stopped) - outage
+	if froze && !thawed {
+		t.Errorf("the machine controller did not log its thaw (%q) within 2 min of the restart", thawedLine)
+	}
 	settle := checkEndState(ctx, t, ms, up)
-	t.Logf("FIGURE scale 0→%d across a 30 s API server outage: end state %s after start, %s after the restart",
-		up, time.Since(start).Round(time.Second), settle.Round(time.Second))
+	t.Logf("FIGURE scale 0→%d across a %s API server outage: machine controller frozen %s into it, thawed %s after the restart; end state %s after start, %s after the restart",
+		up, outage.Round(time.Second), frozenAfter.Round(time.Second), thawedAfter.Round(time.Second), time.Since(start).Round(time.Second), settle.Round(time.Second))
 
 	downTo := min(*down, up/2)
 	w.setDesired(downTo)
@@ -427,6 +453,17 @@ func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
 	t.Logf("FIGURE scale %d→%d across an etcd restart: end state %s after start", up, downTo, time.Since(start).Round(time.Second))
 	_ = settle
 	w.report(t)
+	fleet.waitCaughtUp(ctx, t)
+	events, relists := fleet.snapshot()
+	inst := checkInstances(events)
+	t.Logf("FIGURE instances (kubemark Nodes) across the outage and the etcd restart: %d created for %d Machines, %d deleted for %d (%d watch relists)",
+		inst.created, up, inst.deleted, up-downTo, relists)
+	for _, p := range inst.problems {
+		t.Errorf("instance: %s", p)
+	}
+	if inst.created != up || inst.deleted != up-downTo {
+		t.Errorf("%d instances created and %d deleted; want %d and %d", inst.created, inst.deleted, up, up-downTo)
+	}
 
 	after, err := restartsOf(ctx, scaleVictims...)
 	if err != nil {
