@@ -2,9 +2,10 @@
 
 // Package chaos is the fault-injection suite (make chaos): on the local
 // cluster, with the operator's and the operand's pods run from their spec as
-// local processes (test/localpods), it kills processes with SIGKILL, stops
-// the API server and restarts etcd in the middle of MachineSet scales, and
-// checks the exact end state and the invariants that must hold throughout.
+// local processes (test/localpods), it kills processes with SIGKILL in the
+// middle of MachineSet scales and MachineDeployment rollouts, stops the API
+// server and restarts etcd in the middle of MachineSet scales, and checks
+// the exact end state and the invariants that must hold throughout.
 // Every random choice comes from -chaos.seed, so a run can be repeated.
 //
 // It needs the machine the local cluster runs on (it signals processes
