@@ -91,12 +91,17 @@ if [ "$profile" = 1 ]; then
 fi
 # cpu_seconds: CPU seconds (user+system) each cluster component and operand
 # has used so far.
+# The operands are the children of this cluster's local pod runner (other
+# local clusters run processes of the same names), named by their argv[0]
+# (their comm is the runner's exec file descriptor).
+operand_pids() { pgrep -P "$(cat "$root/.local/$CLUSTER_NAME.local-pods.pid")"; }
+proc_name() { local a; a=$(tr '\0' '\n' <"/proc/$1/cmdline" | head -1) && echo "${a##*/}"; }
 cpu_seconds() {
-	local tck pid comm
+	local tck pid name
 	tck=$(getconf CLK_TCK)
-	for pid in $(pgrep -f "$KWOK_WORKDIR/clusters/$CLUSTER_NAME|^/(machine-controller-manager|nodelink-controller|machineset-controller|machine-healthcheck) "); do
-		comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
-		awk -v c="$comm" -v t="$tck" '{ printf "%s %.1f\n", c, ($14+$15)/t }' "/proc/$pid/stat"
+	for pid in $(pgrep -f "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/") $(operand_pids); do
+		name=$(proc_name "$pid" 2>/dev/null) || continue
+		awk -v c="$name" -v t="$tck" '{ printf "%s %.1f\n", c, ($14+$15)/t }' "/proc/$pid/stat" 2>/dev/null
 	done | sort
 }
 cpu_seconds >"$out/cpu-before.txt"
@@ -106,9 +111,8 @@ cpu_seconds >"$out/cpu-after.txt"
 echo "  CPU seconds used during the run, by process:" | tee -a "$out/result.txt"
 join "$out/cpu-before.txt" "$out/cpu-after.txt" | awk '{ printf "    %-28s %6.1f\n", $1, $3-$2 }' | sort -k2 -nr | tee -a "$out/result.txt"
 echo "  peak resident memory (VmHWM), by operand:" | tee -a "$out/result.txt"
-for operand in machine-controller-manager nodelink-controller machineset-controller machine-healthcheck; do
-	pid=$(pgrep -f "^/$operand " | head -1) || continue
-	[ -n "$pid" ] || continue
+for pid in $(operand_pids); do
+	operand=$(proc_name "$pid" 2>/dev/null) || continue
 	awk -v o="$operand" '/^VmHWM/ { printf "    %-28s %6.0f MiB\n", o, $2/1024 }' "/proc/$pid/status" 2>/dev/null | tee -a "$out/result.txt"
 done
 if [ "$profile" = 1 ]; then
