@@ -165,7 +165,7 @@ chaos: cluster-tools build ## Chaos suite on a dedicated local cluster: SIGKILLs
 ##@ Benchmarks
 
 .PHONY: bench
-bench: cluster-tools build ## MachineSet scale benchmark on a dedicated local cluster (REPLICAS=500, PROFILE=1 for CPU profiles)
+bench: cluster-tools build ## MachineSet scale benchmark on a dedicated local cluster (REPLICAS=500, PROFILE=1 for CPU profiles; SCENARIO=rollout: a MachineDeployment rollout of 100)
 	hack/bench.sh
 
 .PHONY: bench-vsphere
