@@ -188,6 +188,20 @@ func (l *fleetLog) follow(ctx context.Context, newList func() client.ObjectList,
 	}
 }
 
+// machinesSeen counts the Machines of which an event satisfying ok was
+// recorded.
+func (l *fleetLog) machinesSeen(ok func(*machinev1beta1.Machine) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[string]bool{}
+	for _, ev := range l.events {
+		if ev.machine != nil && ev.typ != watch.Deleted && ok(ev.machine) {
+			seen[ev.machine.Name] = true
+		}
+	}
+	return len(seen)
+}
+
 // snapshot returns the events so far in revision order and the relists.
 func (l *fleetLog) snapshot() ([]fleetEvent, int) {
 	l.mu.Lock()

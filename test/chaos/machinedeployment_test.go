@@ -143,8 +143,7 @@ func checkRolledOut(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDepl
 		for i := range machines.Items {
 			m := &machines.Items[i]
 			ref := metav1.GetControllerOf(m)
-			if m.DeletionTimestamp != nil || ref == nil || m.Spec.ProviderSpec.Value == nil ||
-				!strings.Contains(string(m.Spec.ProviderSpec.Value.Raw), `"memory":"`+memory+`"`) ||
+			if m.DeletionTimestamp != nil || ref == nil || !hasMemory(m, memory) ||
 				ptr.Deref(m.Status.Phase, "") != "Running" || m.Status.NodeRef == nil || !ready[m.Status.NodeRef.Name] {
 				other++
 				continue
@@ -171,6 +170,11 @@ func checkRolledOut(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDepl
 	t.Logf("rolled out: %s", last)
 }
 
+// hasMemory tells whether m is of the template with memory.
+func hasMemory(m *machinev1beta1.Machine, memory string) bool {
+	return m.Spec.ProviderSpec.Value != nil && strings.Contains(string(m.Spec.ProviderSpec.Value.Raw), `"memory":"`+memory+`"`)
+}
+
 // setMemory changes the template: a new revision.
 func setMemory(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDeployment, memory string) {
 	t.Helper()
@@ -183,8 +187,8 @@ func setMemory(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDeploymen
 // TestMachineDeploymentRolloutUnderKills: a MachineDeployment of 10
 // kubemark Machines (RollingUpdate, maxSurge 3, maxUnavailable 1) is rolled
 // CHAOS_KILLS times to a new template; in each rollout the machineset
-// controller's and the machine controller's processes are SIGKILLed at
-// random moments. Every rollout completes (10 new Machines in one set, the
+// controller's and the machine controller's processes are SIGKILLed when a
+// random number (1-9) of new Machines exists. Every rollout completes (10 new Machines in one set, the
 // old sets at 0), and replaying every Machine and Node event in the order
 // the API server stored them shows no moment with more than replicas +
 // maxSurge Machines or fewer than replicas − maxUnavailable available.
@@ -232,10 +236,15 @@ func TestMachineDeploymentRolloutUnderKills(t *testing.T) {
 	for round := 1; round <= *kills; round++ {
 		memory := fmt.Sprintf("%dGi", 4+round)
 		start := time.Now()
+		// The kills come when the k-th new Machine appears (k 1-9): in the
+		// middle of the rollout however fast the Machines come up (a
+		// fixed delay found the rollout done on an idle machine).
+		k := 1 + r.IntN(rolloutReplicas-1)
 		setMemory(ctx, t, md, memory)
-		// Kill moments: inside the first surge (creating), and later while
-		// old Machines are deleted, as the random pauses fall.
-		pause(ctx, time.Duration(500+r.IntN(2500))*time.Millisecond)
+		waitFor(ctx, t, fmt.Sprintf("new Machine %d of %d", k, rolloutReplicas), func(context.Context) (bool, error) {
+			return fleet.machinesSeen(func(m *machinev1beta1.Machine) bool { return hasMemory(m, memory) }) >= k, nil
+		})
+		t.Logf("round %d: new Machine %d of %d seen %s after the template change", round, k, rolloutReplicas, time.Since(start).Round(time.Millisecond))
 		for _, i := range r.Perm(len(rolloutVictims)) {
 			v := kill(ctx, t, r, operandSelector, rolloutVictims[i])
 			killed++
