@@ -57,7 +57,7 @@ func hasEvent(ctx context.Context, kind, name, reason string) (bool, error) {
 // Frozen=True OverShootingReplicaCount and the event FrozeMachineSet, and
 // while frozen it does not replace its own Machine when that is deleted.
 // Deleting the extra Machines brings the count under the low threshold: the
-// next evaluation (every 1m) thaws the set (UnfrozeMachineSet) and it makes
+// deletions are evaluated at once and thaw the set (UnfrozeMachineSet); it makes
 // its Machine again. The extras carry a foreign controller reference: with
 // none the MachineSet controller, which is not the runaway here, would adopt
 // them and delete them as surplus; the overshoot count, MCM's, takes any

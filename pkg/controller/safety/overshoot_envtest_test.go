@@ -22,9 +22,15 @@ import (
 // startOvershoot runs the overshoot controller for ns with a 1s period.
 func startOvershoot(t *testing.T, ns string) *recorder {
 	t.Helper()
+	return startOvershootEvery(t, ns, time.Second)
+}
+
+// startOvershootEvery runs the overshoot controller for ns with period.
+func startOvershootEvery(t *testing.T, ns string, period time.Duration) *recorder {
+	t.Helper()
 	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	rec := &recorder{}
-	c := NewOvershootController(OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
+	c := NewOvershootController(OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: period}, ns)
 	c.recorder = rec
 	if err := c.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
 		t.Fatal(err)
@@ -204,4 +210,20 @@ func TestOvershootFreezesTheDeployment(t *testing.T) {
 	}
 	waitUnfrozen(t, ms)
 	waitUnfrozen(t, md)
+}
+
+// TestDeletionThawsAtOnce: with an hour between periodic evaluations, a
+// frozen set still thaws as soon as a deletion brings its count under the
+// low threshold. Breaks if: the controller did not watch Machine deletions
+// (the set would stay frozen until the next period).
+func TestDeletionThawsAtOnce(t *testing.T) {
+	ns := newNamespace(t)
+	startOvershootEvery(t, ns, time.Hour)
+	ms := newSet(t, ns, "api", 1, nil)
+	machines := addMachines(t, ms, 4)
+	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "")
+	if err := env.Client.Delete(t.Context(), machines[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitUnfrozen(t, ms)
 }

@@ -20,8 +20,10 @@ import (
 
 // SetupWithManager registers the overshoot controller and its Machine
 // index with mgr. It watches MachineSets (creation, spec, label and
-// annotation changes) and Machine creations (mapped to the MachineSets
-// among their owners); every MachineSet is also evaluated every Period.
+// annotation changes) and Machine creations and deletions (mapped to the
+// MachineSets among their owners: a deletion can only thaw, and does so at
+// once instead of at the next Period); every MachineSet is also evaluated
+// every Period.
 func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if c.client == nil {
 		c.client = mgr.GetClient()
@@ -43,18 +45,35 @@ func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller
 		Named("machine-safety-overshooting").
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&machinev1beta1.Machine{}, handler.Funcs{CreateFunc: c.machineCreated}).
+		Watches(&machinev1beta1.Machine{}, handler.Funcs{CreateFunc: c.machineCreated, UpdateFunc: c.machineDeleting, DeleteFunc: c.machineDeleted}).
 		WithOptions(opts).
 		Complete(c)
 }
 
 // machineCreated enqueues the MachineSets among a new Machine's owners.
 func (c *OvershootController) machineCreated(_ context.Context, e event.CreateEvent, q queue) {
-	if c.namespace != "" && e.Object.GetNamespace() != c.namespace {
+	c.enqueueOwners(e.Object, q)
+}
+
+// machineDeleting enqueues the owners of a Machine whose deletion just
+// started (it no longer counts).
+func (c *OvershootController) machineDeleting(_ context.Context, e event.UpdateEvent, q queue) {
+	if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil {
+		c.enqueueOwners(e.ObjectNew, q)
+	}
+}
+
+// machineDeleted enqueues the owners of a deleted Machine.
+func (c *OvershootController) machineDeleted(_ context.Context, e event.DeleteEvent, q queue) {
+	c.enqueueOwners(e.Object, q)
+}
+
+func (c *OvershootController) enqueueOwners(o client.Object, q queue) {
+	if c.namespace != "" && o.GetNamespace() != c.namespace {
 		return
 	}
-	for _, name := range machineSetOwnerNames(e.Object) {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: name}})
+	for _, name := range machineSetOwnerNames(o) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
 	}
 }
 
