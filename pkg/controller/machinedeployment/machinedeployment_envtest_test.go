@@ -404,7 +404,7 @@ func TestOnDeleteReplacesWithNewTemplate(t *testing.T) {
 		}
 		for _, ms := range sets {
 			held := ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
-			if isOld := ms.Spec.Template.Labels["version"] == "v1"; held != isOld {
+			if isOld := ms.Spec.Template.Spec.ObjectMeta.Labels["version"] == "v1"; held != isOld {
 				return fmt.Errorf("MachineSet %s (old %v) held %v", ms.Name, isOld, held)
 			}
 		}
