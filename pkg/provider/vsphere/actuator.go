@@ -57,8 +57,12 @@ type Actuator struct {
 	sessions *sessions
 	// vmGroupZonal: Options.VMGroupZonal.
 	vmGroupZonal bool
-	// groupEdits serialises VM group edits (editVMGroup).
-	groupEdits sync.Mutex
+	// groupEdits serialises VM group edits (editVMGroup); lastGroupEdit,
+	// guarded by it, is the reconfigure task of the last edit, which must
+	// have finished before the next one reads the group (the cluster's
+	// recentTask alone did not always show it running).
+	groupEdits    sync.Mutex
+	lastGroupEdit groupEdit
 	// orphans: the last orphan listing (ListInstances), for DeleteInstance.
 	orphans orphanListing
 }

@@ -130,6 +130,23 @@ func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.
 	case g.busy:
 		return "", machine.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running; VM group %q is edited after it", g.clusterName, g.name))
 	}
+	if last := a.lastGroupEdit; last.task != "" {
+		state, info, err := readTask(ctx, s, last.task)
+		if err != nil {
+			return "", err
+		}
+		// Until the last edit's task ends and, if it edited this group, its
+		// VM shows there (for at most one API timeout after the task ended:
+		// the VM may since have gone), the members read may lack it: editing
+		// now would drop it.
+		unseen := state == taskSucceeded && last.group == g.name && g.has(last.vm) != last.add &&
+			info.CompleteTime != nil && a.now().Sub(*info.CompleteTime) < a.timeout
+		pending := state == taskRunning || unseen
+		if pending {
+			return "", machine.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running (VM group edit %s); VM group %q is edited after it", g.clusterName, last.task, g.name))
+		}
+		a.lastGroupEdit = groupEdit{}
+	}
 	members := slices.DeleteFunc(slices.Clone(g.members), func(r types.ManagedObjectReference) bool { return r == vm })
 	if add {
 		members = append(members, vm)
@@ -142,7 +159,15 @@ func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.
 	if err != nil {
 		return "", fmt.Errorf("editing VM group %q of cluster %s: %w", g.name, g.clusterName, err)
 	}
-	return task.Reference().Value, nil
+	a.lastGroupEdit = groupEdit{task: task.Reference().Value, group: g.name, vm: vm, add: add}
+	return a.lastGroupEdit.task, nil
+}
+
+// groupEdit is a VM group edit this Actuator started.
+type groupEdit struct {
+	task, group string
+	vm          types.ManagedObjectReference
+	add         bool
 }
 
 // observeGroup is the VM's state with its VM group membership, and the
