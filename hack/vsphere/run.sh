@@ -71,8 +71,20 @@ echo "waiting for clusteroperator/machine-api to become Available"
 available() {
 	[ "$(kubectl get clusteroperator machine-api -o jsonpath='{.status.conditions[?(@.type=="Available")].status}' 2>/dev/null)" = True ]
 }
-for _ in $(seq 1 240); do available && break; sleep 0.5; done
-if ! available; then
+# Available must hold for 5 s in a row, with the operand Deployment rolled
+# out: right after the Infrastructure switch to VSphere the ClusterOperator
+# can still say Available for the kubemark operand, then turn False while
+# the operator rolls the vSphere one out.
+rolled_out() {
+	[ "$(kubectl -n "$ns" get deployment machine-api-controllers -o jsonpath='{.metadata.generation}={.status.observedGeneration} {.spec.replicas}={.status.updatedReplicas}={.status.availableReplicas}' 2>/dev/null)" = "$(kubectl -n "$ns" get deployment machine-api-controllers -o jsonpath='{.metadata.generation}={.metadata.generation} {.spec.replicas}={.spec.replicas}={.spec.replicas}' 2>/dev/null)" ]
+}
+steady=0
+for _ in $(seq 1 360); do
+	if available && rolled_out; then steady=$((steady + 1)); else steady=0; fi
+	[ "$steady" -ge 10 ] && break
+	sleep 0.5
+done
+if [ "$steady" -lt 10 ]; then
 	echo "the ClusterOperator did not become Available:" >&2
 	kubectl get clusteroperator machine-api -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' >&2 || true
 	exit 1
