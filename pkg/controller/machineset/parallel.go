@@ -1,25 +1,18 @@
 package machineset
 
-import "sync"
+import "golang.org/x/sync/errgroup"
 
 // parallel runs fn(0..n-1) with at most limit running at a time and returns
-// their errors by index.
+// their errors by index: callers count failures and join them, which an
+// errgroup's single first error cannot tell.
 func parallel(n, limit int, fn func(i int) error) []error {
 	errs := make([]error, n)
-	if n == 0 {
-		return errs
-	}
-	limit = max(1, min(limit, n))
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(1, limit))
 	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[i] = fn(i)
-		})
+		g.Go(func() error { errs[i] = fn(i); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait() // every fn's error is in errs
 	return errs
 }
 
