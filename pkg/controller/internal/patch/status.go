@@ -1,14 +1,15 @@
-// Package patch writes the status of Machine API objects so that what
-// another writer put there meanwhile survives: only the fields and the
-// conditions this controller changed are sent, conditions one by one (the
-// idea of cluster-api's util/patch). See docs/architecture.md, "Status
-// writes".
+// Package patch is the plumbing every controller shares: status writes that
+// keep what another writer put there meanwhile (only the fields and the
+// conditions this controller changed are sent, conditions one by one, the
+// idea of cluster-api's util/patch; docs/architecture.md, "Status writes"),
+// events recorded once per state, and truncated messages.
 package patch
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,6 +62,28 @@ func Status(ctx context.Context, c client.Client, fresh client.Reader, base, des
 		err = rebaseAndPatch(ctx, c, fresh, ch, desired)
 	}
 	return err
+}
+
+// SetStatus writes the status set gives a copy of obj, as Status does (a
+// nil fresh reads with c). A deleted object is not an error. On success obj
+// holds the object the server returned; on error it is unchanged.
+func SetStatus[T client.Object](ctx context.Context, c client.Client, fresh client.Reader, obj T, set func(T)) error {
+	upd, ok := obj.DeepCopyObject().(T)
+	if !ok {
+		return fmt.Errorf("copying %T", obj)
+	}
+	set(upd)
+	if fresh == nil {
+		fresh = c
+	}
+	if err := Status(ctx, c, fresh, obj, upd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching the status of %s %s: %w", reflect.TypeOf(obj).Elem().Name(), client.ObjectKeyFromObject(obj), err)
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(upd).Elem())
+	return nil
 }
 
 // rebaseAndPatch re-reads the object, applies ch to what it read and writes

@@ -243,3 +243,40 @@ func TestStatusRetryKeepsForeignConditionIntact(t *testing.T) {
 		t.Errorf("own condition %+v, want A True", a)
 	}
 }
+
+// SetStatus leaves obj as the server returned it, and a deleted object is
+// not an error.
+func TestSetStatus(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "patch-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns.Name}}
+	if err := env.Client.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	created := m.ResourceVersion
+	if err := SetStatus(ctx, env.Client, nil, m, func(m *machinev1beta1.Machine) { m.Status.Phase = ptr.To("Running") }); err != nil {
+		t.Fatal(err)
+	}
+	if m.ResourceVersion == created || m.Status.Phase == nil || *m.Status.Phase != "Running" {
+		t.Errorf("after SetStatus obj has resourceVersion %s (created %s), phase %v; want the server's object with phase Running", m.ResourceVersion, created, m.Status.Phase)
+	}
+	got := &machinev1beta1.Machine{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase == nil || *got.Status.Phase != "Running" {
+		t.Errorf("phase on the server %v, want Running", got.Status.Phase)
+	}
+	if err := env.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetStatus(ctx, env.Client, nil, m, func(m *machinev1beta1.Machine) { m.Status.Phase = ptr.To("Failed") }); err != nil {
+		t.Errorf("SetStatus on a deleted object: %v, want nil", err)
+	}
+	if *m.Status.Phase != "Running" {
+		t.Errorf("a failed SetStatus changed obj's phase to %s", *m.Status.Phase)
+	}
+}

@@ -1,0 +1,120 @@
+package patch
+
+import (
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+)
+
+// MaxNote is the longest event note the API server accepts (events.k8s.io/v1).
+const MaxNote = 1024
+
+// Events records a controller's events and remembers the last note per
+// scope, subject and reason, so a repeated failure is recorded once rather
+// than on every reconcile. A nil Recorder records nothing (a Reconciler used
+// without a manager). Safe for concurrent use.
+type Events struct {
+	Recorder events.EventRecorder
+
+	mu   sync.Mutex
+	last map[types.NamespacedName]map[string]map[string]string // scope → subject → reason → note
+}
+
+// Eventf records an event, its note cut to MaxNote.
+func (e *Events) Eventf(regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {
+	if e == nil || e.Recorder == nil {
+		return
+	}
+	e.Recorder.Eventf(regarding, related, eventType, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), MaxNote))
+}
+
+// Once records an event unless note is the last one remembered for reason on
+// subject in scope (see First); it reports whether it recorded one.
+func (e *Events) Once(scope types.NamespacedName, subject string, regarding runtime.Object, eventType, reason, action, note string) bool {
+	if !e.First(scope, subject, reason, note) {
+		return false
+	}
+	e.Eventf(regarding, nil, eventType, reason, action, "%s", note)
+	return true
+}
+
+// First reports whether note is new for reason on subject (a name within
+// scope, "" for scope itself), and remembers it.
+func (e *Events) First(scope types.NamespacedName, subject, reason, note string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.last == nil {
+		e.last = map[types.NamespacedName]map[string]map[string]string{}
+	}
+	bySubject := e.last[scope]
+	if bySubject == nil {
+		bySubject = map[string]map[string]string{}
+		e.last[scope] = bySubject
+	}
+	byReason := bySubject[subject]
+	if byReason == nil {
+		byReason = map[string]string{}
+		bySubject[subject] = byReason
+	}
+	if prev, ok := byReason[reason]; ok && prev == note {
+		return false
+	}
+	byReason[reason] = note
+	return true
+}
+
+// Clear forgets reason on subject in scope (the failure is over: its next
+// occurrence is recorded again) and reports whether it was remembered.
+func (e *Events) Clear(scope types.NamespacedName, subject, reason string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.last[scope][subject][reason]
+	delete(e.last[scope][subject], reason)
+	e.dropEmpty(scope, subject)
+	return ok
+}
+
+// KeepOnly forgets the subjects of scope not in keep.
+func (e *Events) KeepOnly(scope types.NamespacedName, keep map[string]bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for subject := range e.last[scope] {
+		if !keep[subject] {
+			delete(e.last[scope], subject)
+		}
+	}
+	e.dropEmpty(scope, "")
+}
+
+// Forget drops everything remembered in scope (the object is gone).
+func (e *Events) Forget(scope types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.last, scope)
+}
+
+func (e *Events) dropEmpty(scope types.NamespacedName, subject string) {
+	if m, ok := e.last[scope][subject]; ok && len(m) == 0 {
+		delete(e.last[scope], subject)
+	}
+	if m, ok := e.last[scope]; ok && len(m) == 0 {
+		delete(e.last, scope)
+	}
+}
+
+// Truncate cuts s to at most n (≥ 3) bytes, on a rune boundary, marking the
+// cut with "...".
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n-3, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
