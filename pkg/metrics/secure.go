@@ -14,6 +14,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -25,10 +27,6 @@ const (
 	CertFile = "tls.crt"
 	KeyFile  = "tls.key"
 )
-
-// certRecheck is how often the cert directory is looked at again (on a TLS
-// handshake, never in the background).
-var certRecheck = 10 * time.Second
 
 // SecureServerOptions are the options of every binary's metrics server:
 // HTTPS, with each request authenticated (TokenReview) and authorized
@@ -71,7 +69,7 @@ func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Confi
 		opts.CertDir = filepath.Join(os.TempDir(), "machine-api-operator-no-metrics-cert")
 		return opts
 	}
-	src := &certSource{dir: certDir}
+	src := newCertSource(certDir)
 	opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.GetCertificate = src.GetCertificate })
 	return opts
 }
@@ -141,30 +139,43 @@ func (w *authnErrorAsUnauthorized) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// certSource serves the key pair in dir, falling back to a self-signed
-// certificate while there is none.
+// certSource serves the key pair in dir through controller-runtime's
+// certwatcher, and a self-signed certificate until the pair first parses.
+// Kept around certwatcher: certwatcher.New fails while the files are missing
+// and Start gives up after 10 s, but the optional Secret volume may stay empty
+// until service-ca issues it, and the files must be picked up then.
 type certSource struct {
-	dir string
+	dir     string
+	recheck time.Duration // how long a read pair is served before the files are read again
+	clock   clock.PassiveClock
 
 	mu         sync.Mutex
 	checked    time.Time
-	certPEM    []byte
-	keyPEM     []byte
-	current    *tls.Certificate
+	watcher    *certwatcher.CertWatcher // nil until the pair first parses
 	selfSigned *tls.Certificate
 	lastErr    string
 }
 
-// GetCertificate is tls.Config.GetCertificate.
-func (s *certSource) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func newCertSource(dir string) *certSource {
+	return &certSource{dir: dir, recheck: 10 * time.Second, clock: clock.RealClock{}}
+}
+
+// GetCertificate is tls.Config.GetCertificate. The files are re-read on a
+// handshake (at most once per recheck), never in the background; certwatcher
+// keeps the last good pair when a read fails (e.g. caught mid-rotation).
+func (s *certSource) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now := time.Now(); s.current == nil || now.Sub(s.checked) >= certRecheck {
+	if now := s.clock.Now(); s.watcher == nil || now.Sub(s.checked) >= s.recheck {
 		s.checked = now
-		s.reload()
+		err := s.read()
+		if msg := fmt.Sprint(err); err != nil && msg != s.lastErr { // logged once, not per handshake
+			logf.Log.WithName("metrics-certificate").Info("no usable serving certificate in the directory; serving the previous or a self-signed one", "dir", s.dir, "error", msg)
+		}
+		s.lastErr = fmt.Sprint(err)
 	}
-	if s.current != nil {
-		return s.current, nil
+	if s.watcher != nil {
+		return s.watcher.GetCertificate(hello)
 	}
 	if s.selfSigned == nil {
 		cert, err := selfSigned()
@@ -176,35 +187,15 @@ func (s *certSource) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, err
 	return s.selfSigned, nil
 }
 
-// reload reads the files and parses them when they changed. A pair that
-// cannot be read or parsed (missing, or caught mid-rotation) keeps what is
-// served now.
-func (s *certSource) reload() {
-	log := logf.Log.WithName("metrics-certificate").WithValues("dir", s.dir)
-	certPEM, err1 := os.ReadFile(filepath.Join(s.dir, CertFile))
-	keyPEM, err2 := os.ReadFile(filepath.Join(s.dir, KeyFile))
-	if err1 != nil || err2 != nil {
-		s.note(log.V(1), fmt.Sprintf("no serving certificate in the directory yet (%v, %v); serving a self-signed one", err1, err2))
-		return
+func (s *certSource) read() error {
+	if s.watcher != nil {
+		return s.watcher.ReadCertificate()
 	}
-	if s.current != nil && bytes.Equal(certPEM, s.certPEM) && bytes.Equal(keyPEM, s.keyPEM) {
-		return
+	w, err := certwatcher.New(filepath.Join(s.dir, CertFile), filepath.Join(s.dir, KeyFile))
+	if err == nil {
+		s.watcher = w
 	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		s.note(log, "the serving certificate in the directory is not usable: "+err.Error())
-		return
-	}
-	s.current, s.certPEM, s.keyPEM, s.lastErr = &cert, certPEM, keyPEM, ""
-	log.Info("serving the metrics certificate from the directory")
-}
-
-// note logs a problem once, not on every handshake.
-func (s *certSource) note(log interface{ Info(string, ...any) }, msg string) {
-	if msg != s.lastErr {
-		s.lastErr = msg
-		log.Info(msg)
-	}
+	return err
 }
 
 // selfSigned is the certificate controller-runtime's metrics server

@@ -13,17 +13,22 @@ import (
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// writePair writes a self-signed serving pair for host into dir.
-func writePair(t *testing.T, dir, host string) {
+// newPair returns a self-signed serving pair for host.
+func newPair(t *testing.T, host string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(host, []net.IP{{127, 0, 0, 1}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The key first: a reader that sees the new certificate with the old
-	// key keeps what it serves.
+	return certPEM, keyPEM
+}
+
+// writeFiles writes the key, then the certificate (as a rotating writer may).
+func writeFiles(t *testing.T, dir string, certPEM, keyPEM []byte) {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, KeyFile), keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -47,36 +52,56 @@ func servedCN(t *testing.T, s *certSource) string {
 	return cn
 }
 
-// TestCertSource: without files the self-signed certificate (CN localhost)
-// is served; files that appear are served from the next handshake; a
-// rotation is picked up after the recheck interval; a broken pair keeps the
-// last good one.
+// TestCertSource walks the served certificate through the directory's life
+// on a fake clock (no sleeps): each step states the CN a handshake must get.
 func TestCertSource(t *testing.T) {
-	old := certRecheck
-	certRecheck = 50 * time.Millisecond
-	defer func() { certRecheck = old }()
-
+	const (
+		first   = "machine-api-controllers.openshift-machine-api.svc"
+		rotated = "rotated.openshift-machine-api.svc"
+		broken  = "broken.openshift-machine-api.svc"
+		healed  = "healed.openshift-machine-api.svc"
+	)
 	dir := t.TempDir()
-	s := &certSource{dir: dir}
-	if cn := servedCN(t, s); cn != "localhost" {
-		t.Fatalf("no files: served CN %q, want the self-signed localhost", cn)
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1e9, 0))
+	s := newCertSource(dir)
+	s.clock = clk
+	step := func(what, want string) {
+		t.Helper()
+		if cn := servedCN(t, s); cn != want {
+			t.Fatalf("%s: served CN %q, want %q", what, cn, want)
+		}
 	}
-	writePair(t, dir, "machine-api-controllers.openshift-machine-api.svc")
-	if cn := servedCN(t, s); cn != "machine-api-controllers.openshift-machine-api.svc" {
-		t.Fatalf("files written: served CN %q", cn)
-	}
-	writePair(t, dir, "rotated.openshift-machine-api.svc")
-	time.Sleep(2 * certRecheck)
-	if cn := servedCN(t, s); cn != "rotated.openshift-machine-api.svc" {
-		t.Fatalf("after rotation: served CN %q", cn)
-	}
-	if err := os.WriteFile(filepath.Join(dir, KeyFile), []byte("garbage"), 0o600); err != nil {
+	later := func() { clk.SetTime(clk.Now().Add(s.recheck)) }
+
+	step("no files", "localhost")
+	step("still no files, same instant", "localhost")
+	firstCert, firstKey := newPair(t, first)
+	writeFiles(t, dir, firstCert, firstKey)
+	step("files appeared: served from the next handshake", first)
+
+	rotCert, rotKey := newPair(t, rotated)
+	writeFiles(t, dir, rotCert, rotKey)
+	step("rotated within the recheck interval: not read yet", first)
+	later()
+	step("rotated, recheck interval passed", rotated)
+
+	// A new certificate with the previous key (a half-written rotation): it
+	// must be read and refused, the last good pair kept.
+	brokenCert, _ := newPair(t, broken)
+	writeFiles(t, dir, brokenCert, rotKey)
+	later()
+	step("certificate and key do not match", rotated)
+	if err := os.Remove(filepath.Join(dir, CertFile)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * certRecheck)
-	if cn := servedCN(t, s); cn != "rotated.openshift-machine-api.svc" {
-		t.Fatalf("broken pair: served CN %q, want the last good one", cn)
-	}
+	later()
+	step("certificate file removed", rotated)
+
+	// Reading goes on after failures: a good pair is served again.
+	healCert, healKey := newPair(t, healed)
+	writeFiles(t, dir, healCert, healKey)
+	later()
+	step("good pair again", healed)
 }
 
 // TestSecureServerOptions: HTTPS with controller-runtime's authentication and
