@@ -1,10 +1,8 @@
 package machineset
 
 import (
-	"hash/fnv"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -54,18 +52,11 @@ func names(ms []*machinev1beta1.Machine) []string {
 	return out
 }
 
-// byHash sorts names the way Random orders one class: FNV-1a 64 of the UID
-// ("uid-<name>"), computed independently of the code under test.
-func byHash(ns ...string) []string {
-	h := func(s string) uint64 {
-		f := fnv.New64a()
-		f.Write([]byte("uid-" + s))
-		return f.Sum64()
-	}
-	out := slices.Clone(ns)
-	sort.Slice(out, func(i, j int) bool { return h(out[i]) < h(out[j]) })
-	return out
-}
+// byUIDHash is the Random order of the running machines of mix():
+// FNV-1a 64 of "uid-run-mid" 0x95b78db987f1e0d2 < "uid-run-new"
+// 0x9cdcc5b98b8f49e6 < "uid-run-old" 0xa735f1b991e620fd (neither age nor name
+// order).
+var byUIDHash = []string{"run-mid", "run-new", "run-old"}
 
 func TestMachinesToDelete(t *testing.T) {
 	const (
@@ -98,12 +89,12 @@ func TestMachinesToDelete(t *testing.T) {
 		{"random: deleting, marked, failed, nodeless first", random, mix(), 4,
 			[]string{"gone", "marked", "failed", "nodeless"}},
 		{"random: then running by hash", random, mix(), 7,
-			append([]string{"gone", "marked", "failed", "nodeless"}, byHash("run-old", "run-mid", "run-new")...)},
+			append([]string{"gone", "marked", "failed", "nodeless"}, byUIDHash...)},
 		{"random: n>len returns all", random, mix(), 99,
-			append([]string{"gone", "marked", "failed", "nodeless"}, byHash("run-old", "run-mid", "run-new")...)},
+			append([]string{"gone", "marked", "failed", "nodeless"}, byUIDHash...)},
 		{"empty policy is random", "", mix(), 4, []string{"gone", "marked", "failed", "nodeless"}},
 		{"unknown policy is random", "Largest", mix(), 5,
-			[]string{"gone", "marked", "failed", "nodeless", byHash("run-old", "run-mid", "run-new")[0]}},
+			[]string{"gone", "marked", "failed", "nodeless", byUIDHash[0]}},
 		{"oldest: classes first, then oldest running", oldest, mix(), 6,
 			[]string{"gone", "marked", "failed", "nodeless", "run-old", "run-mid"}},
 		{"newest: classes first, then newest running", newest, mix(), 6,
@@ -170,16 +161,19 @@ func TestMachinesToDeleteDeterministic(t *testing.T) {
 	}
 }
 
-// TestRandomFallsBackToName: without a UID the name is hashed.
+// TestRandomFallsBackToName: without a UID the name is hashed. FNV-1a 64 of
+// "x5" (0x08f10307b58d69f6) < "x4" < "x3" < "x2" < "x1" (0x08f10707b58d70c2):
+// the reverse of name order, which is what ties on an unhashed (empty) key
+// would give.
 func TestRandomFallsBackToName(t *testing.T) {
-	a, b := mk("x1", 0), mk("x2", 0)
-	a.UID, b.UID = "", ""
-	h := func(s string) uint64 { f := fnv.New64a(); f.Write([]byte(s)); return f.Sum64() }
-	want := "x1"
-	if h("x2") < h("x1") {
-		want = "x2"
+	var ms []*machinev1beta1.Machine
+	for _, n := range []string{"x1", "x2", "x3", "x4", "x5"} {
+		m := mk(n, 0)
+		m.UID = ""
+		ms = append(ms, m)
 	}
-	if got := MachinesToDelete("Random", []*machinev1beta1.Machine{a, b}, 1); got[0].Name != want {
-		t.Errorf("got %s, want %s", got[0].Name, want)
+	want := []string{"x5", "x4", "x3", "x2", "x1"}
+	if got := names(MachinesToDelete("Random", ms, 5)); !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }
