@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // elector runs client-go's elector on a Lock as controller-runtime's manager
@@ -24,8 +25,14 @@ type elector struct {
 	done     chan struct{}
 }
 
-func startElector(t *testing.T, env *testenv.Env, namespace string, timing Timing) *elector {
+// startElector starts an elector in pod ("" for a process outside a pod).
+func startElector(t *testing.T, env *testenv.Env, namespace, pod string, timing Timing) *elector {
 	t.Helper()
+	t.Setenv(PodNameEnv, pod)
+	t.Setenv(PodUIDEnv, "")
+	if pod != "" {
+		t.Setenv(PodUIDEnv, "uid-of-"+pod)
+	}
 	lock, err := NewLock(env.Config, namespace, "test-leader", timing)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +78,7 @@ func TestElectionWithRenewInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	leader := startElector(t, env, ns.Name, timing)
+	leader := startElector(t, env, ns.Name, "", timing)
 	select {
 	case <-leader.leading:
 	case <-time.After(30 * time.Second):
@@ -82,7 +89,7 @@ func TestElectionWithRenewInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	standby := startElector(t, env, ns.Name, timing)
+	standby := startElector(t, env, ns.Name, "", timing)
 
 	// Four consecutive renewals by the leader: each at least the renew
 	// interval after the previous one (without the lock: one per 100 ms).
@@ -136,4 +143,82 @@ func TestElectionWithRenewInterval(t *testing.T) {
 		t.Fatalf("the standby led %s after the leader's last write, before the lease duration %s", took, timing.LeaseDuration)
 	}
 	t.Logf("the standby led %s after the leader's last write (lease duration %s, retry period %s)", took, timing.LeaseDuration, timing.RetryPeriod)
+}
+
+// TestRestartedLeaderRetakesItsLease: a leader killed without releasing is
+// restarted in its pod; the new process (same pod identity) leads at once,
+// while a process of another pod, started at the same moment, waits; once
+// the restarted leader is killed for good, the other pod leads no earlier
+// than the lease duration after the last write.
+func TestRestartedLeaderRetakesItsLease(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "election-"}}
+	ns, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timing := Timing{LeaseDuration: 10 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 100 * time.Millisecond, RenewInterval: 2 * time.Second}
+	if err := timing.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	lease := func() *coordinationv1.Lease {
+		t.Helper()
+		l, err := kube.CoordinationV1().Leases(ns.Name).Get(ctx, "test-leader", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	waitLeading := func(e *elector, within time.Duration, who string) {
+		t.Helper()
+		select {
+		case <-e.leading:
+		case <-time.After(within):
+			t.Fatalf("%s did not lead within %s", who, within)
+		}
+	}
+
+	first := startElector(t, env, ns.Name, "pod-a", timing)
+	waitLeading(first, 30*time.Second, "the first process of pod-a")
+	if got := *lease().Spec.HolderIdentity; got != "pod-a_uid-of-pod-a" {
+		t.Fatalf("Lease holder %q, want pod-a_uid-of-pod-a", got)
+	}
+	first.cancel() // SIGKILL: no release
+	<-first.done
+	killed := time.Now()
+
+	other := startElector(t, env, ns.Name, "pod-b", timing)
+	restarted := startElector(t, env, ns.Name, "pod-a", timing)
+	// At once: well within the lease duration its predecessor's lease runs.
+	waitLeading(restarted, 3*time.Second, "the restarted process of pod-a")
+	t.Logf("the restarted process led %s after the kill (lease duration %s)", restarted.acquired.Sub(killed), timing.LeaseDuration)
+
+	// pod-b must not lead while pod-a renews: wait for a renewal later than
+	// a lease duration after the kill, then check.
+	poll.Eventually(t, timing.LeaseDuration+30*time.Second, "a renewal by pod-a a lease duration after the kill", func(ctx context.Context) (bool, error) {
+		l, err := kube.CoordinationV1().Leases(ns.Name).Get(ctx, "test-leader", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return l.Spec.RenewTime.After(killed.Add(timing.LeaseDuration + timing.RetryPeriod)), nil
+	})
+	select {
+	case <-other.leading:
+		t.Fatal("pod-b led while the restarted pod-a renewed the Lease")
+	default:
+	}
+
+	// A failover to another pod waits for the lease.
+	restarted.cancel()
+	<-restarted.done
+	lastWrite := lease().Spec.RenewTime.Time
+	waitLeading(other, timing.LeaseDuration+30*time.Second, "pod-b")
+	if took := other.acquired.Sub(lastWrite); took < timing.LeaseDuration {
+		t.Fatalf("pod-b led %s after pod-a's last write, before the lease duration %s", took, timing.LeaseDuration)
+	}
+	if got := *lease().Spec.HolderIdentity; got != "pod-b_uid-of-pod-b" {
+		t.Fatalf("Lease holder %q, want pod-b_uid-of-pod-b", got)
+	}
 }

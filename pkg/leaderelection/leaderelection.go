@@ -14,6 +14,10 @@
 // leader writes the Lease at most every 10 s: a failover takes at most the
 // lease duration + 1.1 s after the leader's last write, for one Lease write
 // per 10 s at rest.
+//
+// A process's identity is its pod's (Identity), so a container restarted
+// after a crash takes its Lease back at once; only a failover to another pod
+// waits for the lease to expire.
 package leaderelection
 
 import (
@@ -103,15 +107,45 @@ type Lock struct {
 	broadcaster record.EventBroadcaster
 }
 
-// NewLock builds the Lease lock namespace/name for a process whose identity
-// is its hostname plus a random suffix (as controller-runtime's own), with
-// requests that time out before the renew deadline.
-func NewLock(cfg *rest.Config, namespace, name string, t Timing) (*Lock, error) {
-	host, err := os.Hostname()
-	if err != nil {
-		return nil, fmt.Errorf("naming the leader-election identity: %w", err)
+// The downward API variables that name the pod a process runs in.
+const (
+	PodNameEnv = "POD_NAME" // metadata.name
+	PodUIDEnv  = "POD_UID"  // metadata.uid
+)
+
+// Identity is a process's leader-election identity. In a pod ($POD_NAME,
+// with $POD_UID when set) it is the pod's, so the process a restarted
+// container runs finds the Lease its killed predecessor held to be its own
+// and leads at once instead of waiting out the lease duration; this is safe
+// because a container runs one process at a time and no two containers of a
+// pod elect on the same Lease. Outside a pod nothing tells a restarted
+// process from a second one on the same host, so each process is its own
+// candidate: hostname plus a random UUID (controller-runtime's default).
+func Identity(getenv func(string) string, hostname func() (string, error), newUUID func() string) (string, error) {
+	if pod := getenv(PodNameEnv); pod != "" {
+		if uid := getenv(PodUIDEnv); uid != "" {
+			return pod + "_" + uid, nil
+		}
+		return pod, nil
 	}
-	id := host + "_" + string(uuid.NewUUID())
+	host, err := hostname()
+	if err != nil {
+		return "", fmt.Errorf("naming the leader-election identity: %w", err)
+	}
+	return host + "_" + newUUID(), nil
+}
+
+// NewLock builds the Lease lock namespace/name for this process (Identity)
+// with requests that time out before the renew deadline.
+func NewLock(cfg *rest.Config, namespace, name string, t Timing) (*Lock, error) {
+	id, err := Identity(os.Getenv, os.Hostname, func() string { return string(uuid.NewUUID()) })
+	if err != nil {
+		return nil, err
+	}
+	return newLock(cfg, namespace, name, id, t)
+}
+
+func newLock(cfg *rest.Config, namespace, name, id string, t Timing) (*Lock, error) {
 	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
 	// A hung request must not use up the renew deadline.
 	cfg.Timeout = max(t.RenewDeadline/2, time.Second)

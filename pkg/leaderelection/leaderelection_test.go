@@ -155,3 +155,37 @@ func TestWithRenewIntervalZeroIsClientGo(t *testing.T) {
 		t.Fatalf("interval 0 wrapped the lock: %T", got)
 	}
 }
+
+func TestIdentity(t *testing.T) {
+	hostname := func() (string, error) { return "node-1", nil }
+	noHostname := func() (string, error) { return "", errors.New("uname failed") }
+	uuid := func() string { return "0f1e2d3c" }
+	tests := []struct {
+		name     string
+		env      map[string]string
+		hostname func() (string, error)
+		want     string
+		wantErr  string
+	}{
+		{name: "in a pod: the pod's name and UID", env: map[string]string{"POD_NAME": "machine-api-controllers-7d9f", "POD_UID": "6c1a"}, hostname: hostname, want: "machine-api-controllers-7d9f_6c1a"},
+		{name: "in a pod without its UID: the pod's name", env: map[string]string{"POD_NAME": "machine-api-operator-5b8c"}, hostname: hostname, want: "machine-api-operator-5b8c"},
+		{name: "a UID alone is not a pod", env: map[string]string{"POD_UID": "6c1a"}, hostname: hostname, want: "node-1_0f1e2d3c"},
+		{name: "outside a pod: hostname and a random UUID", hostname: hostname, want: "node-1_0f1e2d3c"},
+		{name: "in a pod the hostname is not needed", env: map[string]string{"POD_NAME": "p"}, hostname: noHostname, want: "p"},
+		{name: "outside a pod without a hostname", hostname: noHostname, wantErr: "naming the leader-election identity: uname failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Identity(func(k string) string { return tt.env[k] }, tt.hostname, uuid)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("Identity() = %q, %v; want error %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("Identity() = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
