@@ -150,10 +150,26 @@ func TestExpectationsKeysAreIndependent(t *testing.T) {
 	}
 }
 
+// TestExpectationsDefaultTimeout: with no timeout given, an unobserved
+// deletion holds the MachineSet for 5 minutes (OpenShift's expectations
+// timeout), then expires.
 func TestExpectationsDefaultTimeout(t *testing.T) {
-	e := NewExpectations(nil, 0)
-	if e.timeout != DefaultExpectationsTimeout {
-		t.Errorf("timeout = %v, want %v", e.timeout, DefaultExpectationsTimeout)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	e := NewExpectations(clk, 0)
+	expired := 0
+	e.OnTimeout = func(_ types.NamespacedName, _, d int) { expired += d }
+	e.ExpectDeletions(msKey, "u")
+	if wait := mustSatisfied(t, e, false); wait != 5*time.Minute {
+		t.Errorf("recheck after %v, want 5m", wait)
+	}
+	clk.SetTime(t0.Add(5*time.Minute - time.Second))
+	if wait := mustSatisfied(t, e, false); wait != time.Second {
+		t.Errorf("recheck after %v, want 1s", wait)
+	}
+	clk.SetTime(t0.Add(5 * time.Minute))
+	mustSatisfied(t, e, true)
+	if expired != 1 {
+		t.Errorf("%d deletions reported expired, want 1", expired)
 	}
 }
 
