@@ -64,7 +64,7 @@ func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeploym
 		RolloutsTotal.WithLabelValues(RolloutNew).Inc()
 		if n := ptr.Deref(ms.Spec.Replicas, 0); n > 0 {
 			ScaleActionsTotal.WithLabelValues(DirectionUp).Inc()
-			r.eventf(md, ms, corev1.EventTypeNormal, EventScalingMachineSet, "Scale", "Scaled up MachineSet %s from 0 to %d", ms.Name, n)
+			r.events.Eventf(md, ms, corev1.EventTypeNormal, EventScalingMachineSet, "Scale", "Scaled up MachineSet %s from 0 to %d", ms.Name, n)
 		}
 		return nil
 	case apierrors.IsAlreadyExists(err):
@@ -89,7 +89,7 @@ func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeploym
 			machinev1beta1.ConditionSeverityWarning, msg)
 		plan.Status.Conditions = conditions.Set(slices.Clone(plan.Status.Conditions), c, r.clock.Now())
 	}
-	r.eventf(md, nil, corev1.EventTypeWarning, EventMachineSetCreateError, "Create", "%s", msg)
+	r.events.Eventf(md, nil, corev1.EventTypeWarning, EventMachineSetCreateError, "Create", "%s", msg)
 	return fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
 }
 
@@ -119,7 +119,7 @@ func (r *Reconciler) updateSets(ctx context.Context, md *mdv1beta1.MachineDeploy
 		}
 		if want.Name == plan.NewSet && plan.Rollback {
 			RolloutsTotal.WithLabelValues(RolloutRollback).Inc()
-			r.eventf(md, want, corev1.EventTypeNormal, EventRollback, "Rollback",
+			r.events.Eventf(md, want, corev1.EventTypeNormal, EventRollback, "Rollback",
 				"Rolled back to MachineSet %s (revision %s)", want.Name, want.Annotations[mdv1beta1.RevisionAnnotation])
 		}
 		if from != to {
@@ -128,7 +128,7 @@ func (r *Reconciler) updateSets(ctx context.Context, md *mdv1beta1.MachineDeploy
 				dir = DirectionDown
 			}
 			ScaleActionsTotal.WithLabelValues(dir).Inc()
-			r.eventf(md, want, corev1.EventTypeNormal, EventScalingMachineSet, "Scale", "Scaled %s MachineSet %s from %d to %d", dir, want.Name, from, to)
+			r.events.Eventf(md, want, corev1.EventTypeNormal, EventScalingMachineSet, "Scale", "Scaled %s MachineSet %s from %d to %d", dir, want.Name, from, to)
 		}
 	}
 	return errors.Join(errs...)
@@ -144,7 +144,7 @@ func (r *Reconciler) deleteSet(ctx context.Context, md *mdv1beta1.MachineDeploym
 		return fmt.Errorf("deleting old MachineSet %s: %w", ms.Name, err)
 	}
 	if err == nil {
-		r.eventf(md, ms, corev1.EventTypeNormal, EventDeletedMachineSet, "Delete",
+		r.events.Eventf(md, ms, corev1.EventTypeNormal, EventDeletedMachineSet, "Delete",
 			"Deleted old MachineSet %s (revision %s) beyond the revision history limit", ms.Name, ms.Annotations[mdv1beta1.RevisionAnnotation])
 	}
 	return nil
@@ -197,10 +197,5 @@ func withTaint(taints []corev1.Taint, on bool) []corev1.Taint {
 // patchStatus writes st when it differs: only what changed, conditions one
 // by one, so the safety controller's Frozen condition survives.
 func (r *Reconciler) patchStatus(ctx context.Context, md *mdv1beta1.MachineDeployment, st mdv1beta1.MachineDeploymentStatus) error {
-	upd := md.DeepCopy()
-	upd.Status = st
-	if err := patch.Status(ctx, r.client, r.apiReader, md, upd); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patching MachineDeployment status: %w", err)
-	}
-	return nil
+	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, r.apiReader, md, func(md *mdv1beta1.MachineDeployment) { md.Status = st }))
 }

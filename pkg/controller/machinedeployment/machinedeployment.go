@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
@@ -45,7 +45,7 @@ type Options struct {
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
-	recorder  events.EventRecorder
+	events    *patch.Events
 	clock     clock.PassiveClock
 	namespace string
 }
@@ -54,7 +54,7 @@ type Reconciler struct {
 // metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	r := &Reconciler{client: opts.Client, apiReader: opts.APIReader, recorder: opts.Recorder, clock: opts.Clock, namespace: opts.Namespace}
+	r := &Reconciler{client: opts.Client, apiReader: opts.APIReader, events: &patch.Events{Recorder: opts.Recorder}, clock: opts.Clock, namespace: opts.Namespace}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
@@ -114,7 +114,7 @@ func (r *Reconciler) refuse(ctx context.Context, md *mdv1beta1.MachineDeployment
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).Info("MachineDeployment is invalid; not rolling it out", "reason", msg)
-	r.eventf(md, nil, corev1.EventTypeWarning, reason, "Validate", "%s", msg)
+	r.events.Eventf(md, nil, corev1.EventTypeWarning, reason, "Validate", "%s", msg)
 	st := *md.Status.DeepCopy()
 	st.ObservedGeneration = md.Generation
 	return r.patchStatus(ctx, md, st)
@@ -252,12 +252,4 @@ func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.Machine
 		out = append(out, st)
 	}
 	return out, nil
-}
-
-// eventf records an event on md when a recorder is configured.
-func (r *Reconciler) eventf(md *mdv1beta1.MachineDeployment, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.recorder == nil {
-		return
-	}
-	r.recorder.Eventf(md, related, eventType, reason, action, note, args...)
 }

@@ -35,8 +35,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.apiReader == nil {
 		r.apiReader = mgr.GetAPIReader()
 	}
-	if r.recorder == nil {
-		r.recorder = mgr.GetEventRecorder(ControllerName)
+	if r.events.Recorder == nil {
+		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
 	// Its own index name: a namespace-restricted cache (the operand's) fails
 	// a second registration of the machineset controller's.

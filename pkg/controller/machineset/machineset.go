@@ -8,10 +8,8 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -64,7 +62,7 @@ type Options struct {
 type Reconciler struct {
 	client       client.Client
 	apiReader    client.Reader
-	recorder     events.EventRecorder
+	events       *patch.Events
 	clock        clock.PassiveClock
 	namespace    string
 	maxCreate    int
@@ -80,7 +78,7 @@ func NewReconciler(opts Options) *Reconciler {
 	r := &Reconciler{
 		client:     opts.Client,
 		apiReader:  opts.APIReader,
-		recorder:   opts.Recorder,
+		events:     &patch.Events{Recorder: opts.Recorder},
 		clock:      opts.Clock,
 		namespace:  opts.Namespace,
 		maxCreate:  opts.MaxCreateBurst,
@@ -147,7 +145,7 @@ func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.Ma
 		return err
 	}
 	if changed {
-		r.eventf(ms, nil, corev1.EventTypeWarning, EventInvalidConfiguration, "Validate", "%s", msg)
+		r.events.Eventf(ms, nil, corev1.EventTypeWarning, EventInvalidConfiguration, "Validate", "%s", msg)
 	}
 	return nil
 }
@@ -259,26 +257,10 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 	}
 }
 
-// patchStatus writes st as ms's status when it differs: only what changed,
-// conditions one by one, so another writer's condition survives (package
-// internal/patch).
+// patchStatus writes st as ms's status when it differs (package
+// internal/patch: another writer's condition survives).
 func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
-	if equality.Semantic.DeepEqual(ms.Status, st) {
-		return nil
-	}
-	upd := ms.DeepCopy()
-	upd.Status = st
-	fresh := r.apiReader
-	if fresh == nil {
-		fresh = r.client
-	}
-	if err := patch.Status(ctx, r.client, fresh, ms, upd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching MachineSet status: %w", err)
-	}
-	return nil
+	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, r.apiReader, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st }))
 }
 
 // syncScaleFromZero keeps the scale-from-zero annotations of a kubemark
@@ -427,12 +409,12 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 	if err := r.client.Create(ctx, m); err != nil {
 		r.expectations.CreationFailed(key)
 		MachineCreatesTotal.WithLabelValues(ResultFailure).Inc()
-		r.eventf(ms, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
+		r.events.Eventf(ms, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
 		return err
 	}
 	r.expectations.CreationSucceeded(key, m.Name)
 	MachineCreatesTotal.WithLabelValues(ResultSuccess).Inc()
-	r.eventf(ms, m, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created machine: %s", m.Name)
+	r.events.Eventf(ms, m, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created machine: %s", m.Name)
 	return nil
 }
 
@@ -465,18 +447,10 @@ func (r *Reconciler) deleteMachine(ctx context.Context, ms *machinev1beta1.Machi
 	case err != nil:
 		r.expectations.DeletionFailed(key, uid)
 		MachineDeletesTotal.WithLabelValues(ResultFailure).Inc()
-		r.eventf(ms, victim, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting machine %s: %v", victim.Name, err)
+		r.events.Eventf(ms, victim, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting machine %s: %v", victim.Name, err)
 		return fmt.Errorf("deleting Machine %s: %w", victim.Name, err)
 	}
 	MachineDeletesTotal.WithLabelValues(ResultSuccess).Inc()
-	r.eventf(ms, victim, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted machine: %s", victim.Name)
+	r.events.Eventf(ms, victim, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted machine: %s", victim.Name)
 	return nil
-}
-
-// eventf records an event on ms when a recorder is configured.
-func (r *Reconciler) eventf(ms *machinev1beta1.MachineSet, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.recorder == nil {
-		return
-	}
-	r.recorder.Eventf(ms, related, eventType, reason, action, note, args...)
 }

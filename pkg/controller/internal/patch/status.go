@@ -65,8 +65,8 @@ func Status(ctx context.Context, c client.Client, fresh client.Reader, base, des
 }
 
 // SetStatus writes the status set gives a copy of obj, as Status does (a
-// nil fresh reads with c). A deleted object is not an error. On success obj
-// holds the object the server returned; on error it is unchanged.
+// nil fresh reads with c). On success obj holds the object the server
+// returned; on error (NotFound when it is gone) it is unchanged.
 func SetStatus[T client.Object](ctx context.Context, c client.Client, fresh client.Reader, obj T, set func(T)) error {
 	upd, ok := obj.DeepCopyObject().(T)
 	if !ok {
@@ -77,9 +77,6 @@ func SetStatus[T client.Object](ctx context.Context, c client.Client, fresh clie
 		fresh = c
 	}
 	if err := Status(ctx, c, fresh, obj, upd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
 		return fmt.Errorf("patching the status of %s %s: %w", reflect.TypeOf(obj).Elem().Name(), client.ObjectKeyFromObject(obj), err)
 	}
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(upd).Elem())

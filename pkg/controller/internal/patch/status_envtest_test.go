@@ -7,6 +7,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -244,8 +245,8 @@ func TestStatusRetryKeepsForeignConditionIntact(t *testing.T) {
 	}
 }
 
-// SetStatus leaves obj as the server returned it, and a deleted object is
-// not an error.
+// SetStatus leaves obj as the server returned it, or unchanged after an
+// error, and reports a deleted object as NotFound.
 func TestSetStatus(t *testing.T) {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "patch-"}}
@@ -273,8 +274,8 @@ func TestSetStatus(t *testing.T) {
 	if err := env.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetStatus(ctx, env.Client, nil, m, func(m *machinev1beta1.Machine) { m.Status.Phase = ptr.To("Failed") }); err != nil {
-		t.Errorf("SetStatus on a deleted object: %v, want nil", err)
+	if err := SetStatus(ctx, env.Client, nil, m, func(m *machinev1beta1.Machine) { m.Status.Phase = ptr.To("Failed") }); !apierrors.IsNotFound(err) {
+		t.Errorf("SetStatus on a deleted object: %v, want NotFound", err)
 	}
 	if *m.Status.Phase != "Running" {
 		t.Errorf("a failed SetStatus changed obj's phase to %s", *m.Status.Phase)
