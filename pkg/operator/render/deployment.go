@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
@@ -240,12 +241,17 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 	healthName := strings.TrimSuffix(o.metricsName, "mtrc") + "hlth"
 	ports = append(ports, tcpPort(healthName, o.healthPort), tcpPort(o.metricsName, o.metricsPort))
 
+	env := append(proxyEnv(cfg), o.extraEnv...)
+	if o.ours {
+		env = append(env, podIdentityEnv()...)
+	}
+
 	c := corev1.Container{
 		Name:                     o.name,
 		Image:                    o.image,
 		Command:                  []string{o.command},
 		Args:                     args,
-		Env:                      append(proxyEnv(cfg), o.extraEnv...),
+		Env:                      env,
 		Ports:                    ports,
 		Resources:                requests(),
 		VolumeMounts:             mounts,
@@ -314,6 +320,18 @@ func machineHealthCheckArgs(cfg config.Config) []string {
 // container besides the proxy: the node it runs on and the release.
 func machineControllerEnv(cfg config.Config) []corev1.EnvVar {
 	return append([]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}}, releaseVersionEnv(cfg)...)
+}
+
+// podIdentityEnv names the pod to this project's binaries: their
+// leader-election identity is the pod's, so a container restarted after a
+// crash takes its Lease back at once (pkg/leaderelection). Each container
+// elects on a Lease of its own. A provider image elects as OpenShift's does
+// and does not get them.
+func podIdentityEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{
+		{Name: leaderelection.PodNameEnv, ValueFrom: fieldRef("metadata.name")},
+		{Name: leaderelection.PodUIDEnv, ValueFrom: fieldRef("metadata.uid")},
+	}
 }
 
 // releaseVersionEnv is RELEASE_VERSION, omitted when the version is unknown
