@@ -118,14 +118,24 @@ func TestAssess(t *testing.T) {
 	}
 }
 
-func TestParamsDefaults(t *testing.T) {
+// TestNodeStartupTimeoutDefault: a Machine of an MHC without
+// nodeStartupTimeout waits 10 minutes (OpenShift's default) for its Node;
+// "0" waits forever.
+func TestNodeStartupTimeoutDefault(t *testing.T) {
+	noNode := testMachine(func(m *machinev1beta1.Machine) {
+		m.Status.NodeRef = nil
+		m.CreationTimestamp = metav1.NewTime(t0)
+	})
 	mhc := &machinev1beta1.MachineHealthCheck{}
-	if p := paramsOf(mhc, StartupFromCreation); p.startupTimeout != DefaultNodeStartupTimeout {
-		t.Errorf("default startup timeout %v", p.startupTimeout)
+	if v := assess(noNode, nil, paramsOf(mhc, StartupFromCreation), t0.Add(10*time.Minute-time.Second)); v.Health != Starting || v.Recheck != time.Second {
+		t.Errorf("at 9m59s: %v recheck %v (%q), want Starting recheck 1s", v.Health, v.Recheck, v.Reason)
+	}
+	if v := assess(noNode, nil, paramsOf(mhc, StartupFromCreation), t0.Add(10*time.Minute)); v.Health != Unhealthy || v.Cause != CauseNodeStartupTimeout {
+		t.Errorf("at 10m: %v (%q), want Unhealthy by nodeStartupTimeout", v.Health, v.Reason)
 	}
 	mhc.Spec.NodeStartupTimeout = &metav1.Duration{}
-	if p := paramsOf(mhc, StartupFromCreation); p.startupTimeout != 0 {
-		t.Errorf("\"0\" startup timeout = %v, want disabled", p.startupTimeout)
+	if v := assess(noNode, nil, paramsOf(mhc, StartupFromCreation), t0.Add(24*time.Hour)); v.Health != Starting || v.Recheck != 0 {
+		t.Errorf("\"0\" after a day: %v recheck %v (%q), want Starting, no recheck", v.Health, v.Recheck, v.Reason)
 	}
 }
 
