@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -34,9 +33,16 @@ func DecodeProviderSpec(raw []byte, fldPath *field.Path) (*KubemarkMachineProvid
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, field.ErrorList{field.Required(fldPath, fmt.Sprintf("a %s with apiVersion %s", ProviderSpecKind, GroupVersion))}
 	}
-	spec := &KubemarkMachineProviderSpec{}
-	if errs := decodeStruct(raw, reflect.ValueOf(spec).Elem(), fldPath); len(errs) > 0 {
+	if errs := checkTypedFields(raw, fldPath); len(errs) > 0 {
 		return nil, errs
+	}
+	spec := &KubemarkMachineProviderSpec{}
+	strict, err := sigsjson.UnmarshalStrict(raw, spec)
+	if err != nil {
+		return nil, field.ErrorList{decodeError(raw, err, fldPath)}
+	}
+	if len(strict) > 0 {
+		return nil, strictErrors(strict, fldPath)
 	}
 	spec.Default()
 	if errs := spec.Validate(fldPath); len(errs) > 0 {
@@ -45,83 +51,118 @@ func DecodeProviderSpec(raw []byte, fldPath *field.Path) (*KubemarkMachineProvid
 	return spec, nil
 }
 
-var (
-	quantityType = reflect.TypeFor[resource.Quantity]()
-	durationType = reflect.TypeFor[metav1.Duration]()
-	unmarshaler  = reflect.TypeFor[json.Unmarshaler]()
-)
-
-// decodeStruct decodes a JSON object into the struct v field by field, so that
-// each error carries the path of the field it concerns.
-func decodeStruct(raw []byte, v reflect.Value, p *field.Path) field.ErrorList {
-	var obj map[string]json.RawMessage
-	strictErrs, err := sigsjson.UnmarshalStrict(raw, &obj)
-	if err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return field.ErrorList{field.Invalid(p, badValue(raw), "must be an object")}
-		}
-		if ok, offset := sigsjson.SyntaxErrorOffset(err); ok {
-			return field.ErrorList{field.Invalid(p, shorten(raw), fmt.Sprintf("is not valid JSON at byte offset %d: %v", offset, err))}
-		}
-		return field.ErrorList{field.Invalid(p, shorten(raw), "is not valid JSON: "+err.Error())}
-	}
+// checkTypedFields checks each quantity and duration on its own, every
+// occurrence of a key included: their UnmarshalJSON errors carry no path, and
+// a quantity must pass the length guard before anything parses it.
+func checkTypedFields(raw []byte, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	for _, se := range strictErrs {
-		// Only duplicate keys can be reported for a map.
-		errs = append(errs, field.Invalid(p, shorten(raw), se.Error()))
-	}
-	fields := jsonFields(v)
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		fv, ok := fields[k]
-		if !ok {
-			errs = append(errs, field.Forbidden(p.Child(k), "unknown field (known: "+strings.Join(fieldNames(v), ", ")+")"))
-			continue
+	check := func(v json.RawMessage, p *field.Path, into any, hint string) {
+		detail := ""
+		if _, ok := into.(*resource.Quantity); ok {
+			detail = costlyQuantity(v)
 		}
-		errs = append(errs, decodeValue(obj[k], fv, p.Child(k))...)
+		if detail == "" && json.Unmarshal(v, into) != nil {
+			detail = hint
+		}
+		if detail != "" {
+			errs = append(errs, field.Invalid(p, shorten([]byte(badValue(v))), detail))
+		}
+	}
+	keys, values := members(raw)
+	for i, k := range keys {
+		switch k {
+		case "cpu", "memory", "pods":
+			check(values[i], p.Child(k), new(resource.Quantity), `must be a quantity such as "2", "500m" or "8Gi"`)
+		case "bootDelay":
+			check(values[i], p.Child(k), new(metav1.Duration), durationHint)
+		case "health":
+			hkeys, hvalues := members(values[i])
+			for j, hk := range hkeys {
+				if hk == "unhealthyAfter" || hk == "unhealthyFor" {
+					check(hvalues[j], p.Child(k, hk), new(metav1.Duration), durationHint)
+				}
+			}
+		}
 	}
 	return errs
 }
 
-// decodeValue decodes one JSON value into fv, the field at path p.
-func decodeValue(raw json.RawMessage, fv reflect.Value, p *field.Path) field.ErrorList {
-	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		fv.SetZero()
-		return nil
+const durationHint = `must be a duration such as "30s" or "5m"`
+
+// members returns the keys and values of the JSON object raw in order,
+// duplicates included; nothing if raw is not an object.
+func members(raw []byte) (keys []string, values []json.RawMessage) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil
 	}
-	t := fv.Type()
-	elem := t
-	if t.Kind() == reflect.Pointer {
-		elem = t.Elem()
-	}
-	if elem.Kind() == reflect.Struct && !reflect.PointerTo(elem).Implements(unmarshaler) {
-		target := reflect.New(elem)
-		if errs := decodeStruct(raw, target.Elem(), p); len(errs) > 0 {
-			return errs
+	for dec.More() {
+		k, err := dec.Token()
+		var v json.RawMessage
+		if err == nil {
+			err = dec.Decode(&v)
 		}
-		if t.Kind() == reflect.Pointer {
-			fv.Set(target)
-		} else {
-			fv.Set(target.Elem())
+		if err != nil {
+			return nil, nil
 		}
-		return nil
+		keys, values = append(keys, k.(string)), append(values, v)
 	}
-	if elem == quantityType {
-		if detail := costlyQuantity(raw); detail != "" {
-			return field.ErrorList{field.Invalid(p, shorten([]byte(badValue(raw))), detail)}
+	return keys, values
+}
+
+// decodeError turns the error sigsjson.UnmarshalStrict stopped at into a
+// field error.
+func decodeError(raw []byte, err error, p *field.Path) *field.Error {
+	if ok, offset := sigsjson.SyntaxErrorOffset(err); ok {
+		return field.Invalid(p, shorten(raw), fmt.Sprintf("is not valid JSON at byte offset %d: %v", offset, err))
+	}
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		return field.Invalid(p, shorten(raw), err.Error())
+	}
+	value := raw
+	if typeErr.Field != "" {
+		// The inlined TypeMeta shows in the Go path, not in the JSON one.
+		for _, k := range strings.Split(strings.TrimPrefix(typeErr.Field, "TypeMeta."), ".") {
+			keys, values := members(value)
+			value = nil
+			for i := range keys {
+				if keys[i] == k {
+					value = values[i]
+				}
+			}
+			p = p.Child(k)
 		}
 	}
-	target := reflect.New(t)
-	if err := json.Unmarshal(raw, target.Interface()); err != nil {
-		return field.ErrorList{field.Invalid(p, badValue(raw), hint(elem, err))}
+	detail := map[reflect.Kind]string{reflect.Struct: "must be an object", reflect.String: "must be a string"}[typeErr.Type.Kind()]
+	if detail == "" {
+		detail = typeErr.Error()
 	}
-	fv.Set(target.Elem())
-	return nil
+	return field.Invalid(p, badValue(value), detail)
+}
+
+// strictErrors turns sigsjson's unknown and duplicate field errors (their
+// paths dotted) into field errors.
+func strictErrors(strict []error, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, se := range strict {
+		keys := strings.Split(se.(sigsjson.FieldError).FieldPath(), ".")
+		object, key := keys[:len(keys)-1], keys[len(keys)-1]
+		parent := p
+		for _, k := range object {
+			parent = parent.Child(k)
+		}
+		if strings.HasPrefix(se.Error(), "duplicate field") {
+			errs = append(errs, field.Invalid(parent, key, fmt.Sprintf("duplicate field %q", key)))
+			continue
+		}
+		known := "kind, apiVersion, cpu, memory, pods, bootDelay, health" // as in types.go
+		if len(object) > 0 {
+			known = "unhealthyAfter, mode, unhealthyFor"
+		}
+		errs = append(errs, field.Forbidden(parent.Child(key), "unknown field (known: "+known+")"))
+	}
+	return errs
 }
 
 // Bounds of a quantity's text, checked before resource.ParseQuantity, whose
@@ -151,63 +192,6 @@ func costlyQuantity(raw []byte) string {
 		}
 	}
 	return ""
-}
-
-// hint says what a value of type t looks like.
-func hint(t reflect.Type, err error) string {
-	switch t {
-	case quantityType:
-		return `must be a quantity such as "2", "500m" or "8Gi"`
-	case durationType:
-		return `must be a duration such as "30s" or "5m"`
-	}
-	if t.Kind() == reflect.String {
-		return "must be a string"
-	}
-	return err.Error()
-}
-
-// jsonFields maps each JSON key of the struct v (including inlined embedded
-// structs) to its field.
-func jsonFields(v reflect.Value) map[string]reflect.Value {
-	out := map[string]reflect.Value{}
-	for i := range v.NumField() {
-		sf := v.Type().Field(i)
-		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if name == "-" || !sf.IsExported() {
-			continue
-		}
-		if name == "" && sf.Anonymous && strings.Contains(opts, "inline") {
-			for k, f := range jsonFields(v.Field(i)) {
-				out[k] = f
-			}
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		out[name] = v.Field(i)
-	}
-	return out
-}
-
-// fieldNames lists the JSON keys of the struct v in declaration order.
-func fieldNames(v reflect.Value) []string {
-	var out []string
-	for i := range v.NumField() {
-		sf := v.Type().Field(i)
-		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		switch {
-		case name == "-" || !sf.IsExported():
-		case name == "" && sf.Anonymous && strings.Contains(opts, "inline"):
-			out = append(out, fieldNames(v.Field(i))...)
-		case name == "":
-			out = append(out, sf.Name)
-		default:
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 // badValue returns a JSON value for an error message: a JSON string as its

@@ -28,6 +28,8 @@ func TestDecodeProviderSpecErrors(t *testing.T) {
 		{"missing apiVersion and kind", `{"cpu":"1"}`, []string{
 			"providerSpec.value.apiVersion: Required value: must be kubemark.machine-api-operator.io/v1alpha1",
 			"providerSpec.value.kind: Required value: must be KubemarkMachineProviderSpec"}},
+		{"apiVersion not a string", `{"apiVersion":5,"kind":"KubemarkMachineProviderSpec"}`,
+			[]string{`providerSpec.value.apiVersion: Invalid value: "5": must be a string`}},
 		{"wrong apiVersion", `{"apiVersion":"machine.openshift.io/v1beta1","kind":"KubemarkMachineProviderSpec"}`,
 			[]string{`providerSpec.value.apiVersion: Invalid value: "machine.openshift.io/v1beta1": must be kubemark.machine-api-operator.io/v1alpha1`}},
 		{"wrong kind", `{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"AWSMachineProviderConfig"}`,
@@ -37,6 +39,8 @@ func TestDecodeProviderSpecErrors(t *testing.T) {
 		{"unknown nested field", `{` + head + `,"health":{"modee":"Once"}}`, []string{"providerSpec.value.health.modee: Forbidden: unknown field (known: unhealthyAfter, mode, unhealthyFor)"}},
 		{"metadata is unknown", `{` + head + `,"metadata":{}}`, []string{"providerSpec.value.metadata: Forbidden: unknown field"}},
 		{"duplicate key", `{` + head + `,"cpu":"1","cpu":"2"}`, []string{"providerSpec.value: Invalid value", `duplicate field "cpu"`}},
+		{"duplicate nested key", `{` + head + `,"health":{"mode":"Once","mode":"Once"}}`, []string{`providerSpec.value.health: Invalid value: "mode": duplicate field "mode"`}},
+		{"bad duplicate of a good quantity", `{` + head + `,"cpu":"lots","cpu":"1"}`, []string{`providerSpec.value.cpu: Invalid value: "lots": must be a quantity`}},
 		{"negative cpu", `{` + head + `,"cpu":"-1"}`, []string{`providerSpec.value.cpu: Invalid value: "-1": must be positive`}},
 		{"zero cpu", `{` + head + `,"cpu":0}`, []string{`providerSpec.value.cpu: Invalid value: "0": must be positive`}},
 		{"unparsable cpu", `{` + head + `,"cpu":"lots"}`, []string{`providerSpec.value.cpu: Invalid value: "lots": must be a quantity such as "2", "500m" or "8Gi"`}},
