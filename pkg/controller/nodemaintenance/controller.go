@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // Options configure a Reconciler.
@@ -52,26 +52,26 @@ type Options struct {
 
 // Reconciler is the NodeMaintenance controller.
 type Reconciler struct {
-	client   client.Client
-	reader   client.Reader
-	kube     kubernetes.Interface
-	recorder events.EventRecorder
-	clock    clock.PassiveClock
-	poll     time.Duration
-	leaseNS  string
+	client  client.Client
+	reader  client.Reader
+	kube    kubernetes.Interface
+	events  *patch.Events
+	clock   clock.PassiveClock
+	poll    time.Duration
+	leaseNS string
 }
 
 // NewReconciler returns a Reconciler; see Options for the defaults.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
 	r := &Reconciler{
-		client:   opts.Client,
-		reader:   opts.APIReader,
-		kube:     opts.KubeClient,
-		recorder: opts.Recorder,
-		clock:    opts.Clock,
-		poll:     opts.PollInterval,
-		leaseNS:  opts.LeaseNamespace,
+		client:  opts.Client,
+		reader:  opts.APIReader,
+		kube:    opts.KubeClient,
+		events:  &patch.Events{Recorder: opts.Recorder},
+		clock:   opts.Clock,
+		poll:    opts.PollInterval,
+		leaseNS: opts.LeaseNamespace,
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -93,12 +93,6 @@ func (r *Reconciler) apiReader() client.Reader {
 		return r.reader
 	}
 	return r.client
-}
-
-func (r *Reconciler) eventf(obj runtime.Object, eventType, reason, action, format string, args ...any) {
-	if r.recorder != nil {
-		r.recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
-	}
 }
 
 // Reconcile drives one NodeMaintenance.
@@ -125,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
-		r.eventf(nm, corev1.EventTypeNormal, EventBeginMaintenance, "Maintain", "Begin a node maintenance of node %s", nm.Spec.NodeName)
+		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventBeginMaintenance, "Maintain", "Begin a node maintenance of node %s", nm.Spec.NodeName)
 	}
 
 	st := *nm.Status.DeepCopy()
@@ -188,7 +182,7 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 	h := r.drainHelper(ctx)
 	list, errs := h.GetPodsForDeletion(nodeName)
 	if len(errs) > 0 {
-		st.LastError = truncate("cannot list the pods to evict: "+joinErrors(errs), 1024)
+		st.LastError = patch.Truncate("cannot list the pods to evict: "+joinErrors(errs), 1024)
 		return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
 	pods := list.Pods()
@@ -255,7 +249,7 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 		return err
 	}
 	if released {
-		r.eventf(nm, corev1.EventTypeNormal, EventUncordonNode, "Release", "Uncordoned node %s and removed what the maintenance added", nm.Spec.NodeName)
+		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventUncordonNode, "Release", "Uncordoned node %s and removed what the maintenance added", nm.Spec.NodeName)
 	}
 	keep, err := r.keepLeaseFor(ctx, nm)
 	if err != nil {
@@ -274,7 +268,7 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 		}
 		return fmt.Errorf("removing the finalizer: %w", err)
 	}
-	r.eventf(nm, corev1.EventTypeNormal, EventRemovedMaintenance, "Release", "Removed the node maintenance of node %s", nm.Spec.NodeName)
+	r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventRemovedMaintenance, "Release", "Removed the node maintenance of node %s", nm.Spec.NodeName)
 	forgetMetrics(nm.Name)
 	return nil
 }
@@ -289,14 +283,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 	}
 	t := metav1.NewTime(r.now())
 	st.LastUpdate = &t
-	base := nm.DeepCopy()
-	nm.Status = st
-	if err := r.client.Status().Patch(ctx, nm, client.MergeFrom(base)); err != nil {
-		nm.Status = old
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("updating the status: %w", err)
+	if err := patch.SetStatus(ctx, r.client, r.reader, nm, func(nm *nmv1beta1.NodeMaintenance) { nm.Status = st }); err != nil {
+		return client.IgnoreNotFound(err)
 	}
 	setPhaseMetric(nm.Name, st.Phase)
 	if st.Phase != old.Phase && st.Phase != "" {
@@ -304,15 +292,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 	}
 	switch {
 	case st.Phase == nmv1beta1.MaintenanceFailed && (old.Phase != st.Phase || old.LastError != st.LastError):
-		r.eventf(nm, corev1.EventTypeWarning, EventFailedMaintenance, "Maintain", "Failed a node maintenance: %s", st.LastError)
+		r.events.Eventf(nm, nil, corev1.EventTypeWarning, EventFailedMaintenance, "Maintain", "Failed a node maintenance: %s", st.LastError)
 	case st.Phase == nmv1beta1.MaintenanceSucceeded && old.Phase != st.Phase:
 		note := "Node maintenance succeeded: node " + nm.Spec.NodeName + " is drained"
 		if st.LastError != "" {
 			note += "; " + st.LastError
 		}
-		r.eventf(nm, corev1.EventTypeNormal, EventSucceedMaintenance, "Maintain", "%s", note)
+		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventSucceedMaintenance, "Maintain", "%s", note)
 	case st.Phase == nmv1beta1.MaintenanceRunning && st.LastError != "" && old.LastError != st.LastError && strings.HasPrefix(st.LastError, "waiting"):
-		r.eventf(nm, corev1.EventTypeNormal, EventWaiting, "Maintain", "%s", st.LastError)
+		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventWaiting, "Maintain", "%s", st.LastError)
 	}
 	return nil
 }
@@ -332,11 +320,4 @@ func joinErrors(errs []error) string {
 		s = append(s, e.Error())
 	}
 	return strings.Join(s, "; ")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

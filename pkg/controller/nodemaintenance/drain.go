@@ -16,6 +16,7 @@ import (
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // maxPodsInMessage bounds the pods named in lastError.
@@ -54,13 +55,13 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 			deleted = append(deleted, p.Namespace+"/"+p.Name)
 		}
 		if len(failed) > 0 {
-			st.LastError = truncate("drain timeout expired; "+errors.Join(failed...).Error(), 1024)
+			st.LastError = patch.Truncate("drain timeout expired; "+errors.Join(failed...).Error(), 1024)
 			return ctrl.Result{}, errors.Join(failed...)
 		}
 		sort.Strings(deleted)
 		msg := fmt.Sprintf("drain of node %s did not finish within the drain timeout %s: deleted %d remaining pod(s) without eviction: %s",
 			nodeName, nm.Spec.DrainTimeout.Duration, len(deleted), listNames(deleted))
-		r.eventf(nm, corev1.EventTypeWarning, EventDrainTimedOut, "Drain", "%s", msg)
+		r.events.Eventf(nm, nil, corev1.EventTypeWarning, EventDrainTimedOut, "Drain", "%s", msg)
 		r.succeed(st, msg)
 		return ctrl.Result{}, nil
 	}
@@ -112,7 +113,7 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		msg += fmt.Sprintf("; remaining pods will be deleted without eviction at %s (drain timeout %s)",
 			deadline.UTC().Format("2006-01-02T15:04:05Z"), nm.Spec.DrainTimeout.Duration)
 	}
-	st.LastError = truncate(msg, 1024)
+	st.LastError = patch.Truncate(msg, 1024)
 	log.FromContext(ctx).V(1).Info("drain pass did not finish", "remainingPods", len(remaining))
 
 	after := r.poll

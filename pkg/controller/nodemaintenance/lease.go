@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // LeaseName is the name of a node's lease.
@@ -111,7 +112,7 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		if st.Phase == "" {
 			st.Phase = nmv1beta1.MaintenanceRunning
 		}
-		st.LastError = truncate(leaseErrorMessage+": "+err.Error(), 1024)
+		st.LastError = patch.Truncate(leaseErrorMessage+": "+err.Error(), 1024)
 		return ctrl.Result{}, false, err
 	}
 	verdict, after := decideLease(st, plan, r.leaseRef(node.Name), r.now(), r.poll)
@@ -132,7 +133,7 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		return ctrl.Result{}, false, err
 	}
 	if released {
-		r.eventf(nm, corev1.EventTypeNormal, EventUncordonNode, "Release",
+		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventUncordonNode, "Release",
 			"Uncordoned node %s and removed what the maintenance added: lease %s is held by %q", node.Name, r.leaseRef(node.Name), plan.holder)
 	}
 	return res, false, nil

@@ -48,8 +48,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.reader == nil {
 		r.reader = mgr.GetAPIReader()
 	}
-	if r.recorder == nil {
-		r.recorder = mgr.GetEventRecorder(ControllerName)
+	if r.events.Recorder == nil {
+		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
 	if err := IndexByNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err

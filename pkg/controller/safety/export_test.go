@@ -12,4 +12,4 @@ func SharedEnv() *testenv.Env { return env }
 
 // SetRecorder sets the overshoot controller's event recorder (before
 // SetupWithManager).
-func SetRecorder(c *OvershootController, r events.EventRecorder) { c.recorder = r }
+func SetRecorder(c *OvershootController, r events.EventRecorder) { c.events.Recorder = r }

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,7 +29,7 @@ import (
 type OvershootController struct {
 	client    client.Client
 	apiReader client.Reader
-	recorder  events.EventRecorder
+	events    *patch.Events
 	opts      OvershootOptions
 	namespace string
 	now       func() time.Time
@@ -43,7 +42,7 @@ func NewOvershootController(opts OvershootOptions, namespace string) *OvershootC
 	if opts.Validate() != nil {
 		opts = DefaultOvershootOptions()
 	}
-	return &OvershootController{opts: opts, namespace: namespace, now: time.Now}
+	return &OvershootController{opts: opts, namespace: namespace, now: time.Now, events: &patch.Events{}}
 }
 
 // Reconcile evaluates one MachineSet: observe (from the cache), decide,
@@ -184,16 +183,10 @@ func (c *OvershootController) report(ctx context.Context, obj client.Object, kin
 	switch {
 	case d.frozen && !before.frozen():
 		log.Info("froze "+kind+": it creates no Machines until the count falls back", "name", obj.GetName(), "reason", d.reason, "message", d.message)
-		c.eventf(obj, corev1.EventTypeWarning, froze, "Freeze", "%s", d.message)
+		c.events.Eventf(obj, nil, corev1.EventTypeWarning, froze, "Freeze", "%s", d.message)
 	case !d.frozen && before.frozen():
 		log.Info("unfroze "+kind, "name", obj.GetName(), "reason", d.reason, "message", d.message)
-		c.eventf(obj, corev1.EventTypeNormal, unfroze, "Unfreeze", "%s: %s", d.reason, d.message)
-	}
-}
-
-func (c *OvershootController) eventf(obj client.Object, eventType, reason, action, note string, args ...any) {
-	if c.recorder != nil {
-		c.recorder.Eventf(obj, nil, eventType, reason, action, note, args...)
+		c.events.Eventf(obj, nil, corev1.EventTypeNormal, unfroze, "Unfreeze", "%s: %s", d.reason, d.message)
 	}
 }
 

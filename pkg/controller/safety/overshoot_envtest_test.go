@@ -31,7 +31,7 @@ func startOvershootEvery(t *testing.T, ns string, period time.Duration) *recorde
 	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	rec := &recorder{}
 	c := NewOvershootController(OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: period}, ns)
-	c.recorder = rec
+	c.events.Recorder = rec
 	if err := c.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
 		t.Fatal(err)
 	}

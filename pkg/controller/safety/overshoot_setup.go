@@ -31,8 +31,8 @@ func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller
 	if c.apiReader == nil {
 		c.apiReader = mgr.GetAPIReader()
 	}
-	if c.recorder == nil {
-		c.recorder = mgr.GetEventRecorder(ControllerName)
+	if c.events.Recorder == nil {
+		c.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{
 		Object: &machinev1beta1.Machine{}, Name: IndexMachineSetOwnerName, Extract: machineSetOwnerNames,
