@@ -576,6 +576,7 @@ func TestOperatorDeployment(t *testing.T) {
 		{Name: "RELEASE_VERSION", Value: versionSentinel},
 		{Name: "COMPONENT_NAMESPACE", ValueFrom: fieldRef("metadata.namespace")},
 		{Name: "POD_NAME", ValueFrom: fieldRef("metadata.name")},
+		{Name: "POD_UID", ValueFrom: fieldRef("metadata.uid")}, // with POD_NAME, the leader-election identity
 	})
 	// The start command's defaults: --metrics-bind-address=:8443 (HTTPS,
 	// the port https of OpenShift's operator), --health-probe-bind-address=:9445.
