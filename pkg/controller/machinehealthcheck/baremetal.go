@@ -32,7 +32,7 @@ func (r *Reconciler) annotateForBaremetal(ctx context.Context, mhc *machinev1bet
 			fmt.Sprintf("Requesting external remediation of Machine %s failed: annotating it %s: %v", m.Name, ExternalRemediationAnnotation, err))
 		return false, fmt.Errorf("annotating unhealthy Machine %s/%s with %s: %w", m.Namespace, m.Name, ExternalRemediationAnnotation, err)
 	}
-	r.eventf(m, mhc, corev1.EventTypeNormal, EventExternalAnnotationAdded, "Remediate",
+	r.events.Eventf(m, mhc, corev1.EventTypeNormal, EventExternalAnnotationAdded, "Remediate",
 		"Requested external remediation of Machine %s (%s): annotated %s for the baremetal provider to power-cycle its host", m.Name, why, ExternalRemediationAnnotation)
 	return true, nil
 }

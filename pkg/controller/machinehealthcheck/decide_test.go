@@ -391,31 +391,16 @@ func TestNodeChangeMatters(t *testing.T) {
 	}
 }
 
-func TestEventMemo(t *testing.T) {
-	e := newEventMemo()
+// setRestricted reports the short-circuit's transitions only, so
+// RemediationRestricted is recorded once per transition.
+func TestSetRestrictedReportsTransitions(t *testing.T) {
+	r := NewReconciler(Options{})
 	key := types.NamespacedName{Namespace: "ns", Name: "mhc"}
-	if !e.first(key, "m1", "R", "a") || e.first(key, "m1", "R", "a") {
-		t.Fatal("same note recorded twice, or never")
-	}
-	if !e.first(key, "m1", "R", "b") {
-		t.Error("changed note not recorded")
-	}
-	if !e.first(key, "m1", "S", "b") {
-		t.Error("other reason not recorded")
-	}
-	e.keepOnly(key, map[string]bool{"m2": true})
-	if !e.first(key, "m1", "R", "b") {
-		t.Error("a Machine dropped by keepOnly is still remembered")
-	}
-	e.clear(key, "m1", "R")
-	if !e.first(key, "m1", "R", "b") {
-		t.Error("cleared reason still remembered")
-	}
-	if !e.setRestricted(key, true) || e.setRestricted(key, true) || !e.setRestricted(key, false) {
-		t.Error("setRestricted does not report transitions")
-	}
-	e.forget(key)
-	if len(e.last) != 0 || len(e.restricted) != 0 {
-		t.Error("forget left state")
+	for i, step := range []struct{ restricted, changed bool }{
+		{false, false}, {true, true}, {true, false}, {false, true}, {false, false}, {true, true},
+	} {
+		if got := r.setRestricted(key, step.restricted); got != step.changed {
+			t.Errorf("step %d: setRestricted(%v) = %v, want %v", i, step.restricted, got, step.changed)
+		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // externalRemediation creates remediation requests from the template of one
@@ -46,13 +48,13 @@ func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1b
 		msg := fmt.Sprintf("Remediation template %s %s is not usable: %v", ref.Kind, ref.Name, err)
 		st.Conditions = setCondition(st.Conditions, newCondition(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionFalse,
 			machinev1beta1.ExternalRemediationTemplateNotFound, machinev1beta1.ConditionSeverityError, msg), now)
-		if r.events.first(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound, msg) {
-			r.eventf(mhc, nil, corev1.EventTypeWarning, EventTemplateNotFound, "Remediate", "%s", msg)
+		if r.events.First(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound, msg) {
+			r.events.Eventf(mhc, nil, corev1.EventTypeWarning, EventTemplateNotFound, "Remediate", "%s", msg)
 		}
 		ctrl.LoggerFrom(ctx).Info("remediation template unusable", "error", err)
 		return e
 	}
-	r.events.clear(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound)
+	r.events.Clear(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound)
 	st.Conditions = setCondition(st.Conditions, newCondition(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionTrue,
 		ReasonTemplateAvailable, "", ""), now)
 	e.template, e.gvk = tmpl, gvk
@@ -119,7 +121,7 @@ func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Mac
 func (e *externalRemediation) fail(m *machinev1beta1.Machine, err error) error {
 	e.failed = append(e.failed, err.Error())
 	e.st.Conditions = setCondition(e.st.Conditions, newCondition(machinev1beta1.ExternalRemediationRequestAvailable, corev1.ConditionFalse,
-		machinev1beta1.ExternalRemediationRequestCreationFailed, machinev1beta1.ConditionSeverityError, truncate(strings.Join(e.failed, "; "), 1024)), e.now)
+		machinev1beta1.ExternalRemediationRequestCreationFailed, machinev1beta1.ConditionSeverityError, patch.Truncate(strings.Join(e.failed, "; "), 1024)), e.now)
 	e.r.machineEventOnce(client.ObjectKeyFromObject(e.mhc), m, corev1.EventTypeWarning, EventRequestCreationFailed, err.Error())
 	return err
 }
@@ -204,7 +206,7 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", kind, req.GetNamespace(), req.GetName(), err))
 			continue
 		}
-		r.eventf(m, nil, corev1.EventTypeNormal, EventRequestDeleted, "Remediate",
+		r.events.Eventf(m, nil, corev1.EventTypeNormal, EventRequestDeleted, "Remediate",
 			"Machine %s is healthy again; deleted %s %s", m.Name, kind, req.GetName())
 	}
 	return errors.Join(errs...)
@@ -217,11 +219,4 @@ func ownedBy(o *unstructured.Unstructured, m *machinev1beta1.Machine) bool {
 		}
 	}
 	return false
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -10,11 +10,9 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -22,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
@@ -84,11 +83,10 @@ func (o Options) Validate() error {
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
-	recorder  events.EventRecorder
 	clock     clock.PassiveClock
 	namespace string
 	writes    *readyourwrites.Memo
-	events    *eventMemo
+	events    *patch.Events
 	limit     rateLimit
 	backoff   backoffPolicy
 	backoffOn bool
@@ -104,11 +102,10 @@ func NewReconciler(opts Options) *Reconciler {
 	r := &Reconciler{
 		client:    opts.Client,
 		apiReader: opts.APIReader,
-		recorder:  opts.Recorder,
 		clock:     opts.Clock,
 		namespace: opts.Namespace,
 		writes:    readyourwrites.New(),
-		events:    newEventMemo(),
+		events:    &patch.Events{Recorder: opts.Recorder},
 		limit:     rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
 		backoff:   defaultBackoff,
 		backoffOn: opts.RemediationBackoff,
@@ -142,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	mhc := &machinev1beta1.MachineHealthCheck{}
 	if err := r.client.Get(ctx, req.NamespacedName, mhc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.events.forget(req.NamespacedName)
+			r.events.Forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
 			r.pacing.forget(req.NamespacedName)
 			deleteMetrics(req.Name, req.Namespace)
@@ -230,8 +227,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Report.
-	if r.events.setRestricted(key, restricted) && restricted && !wasRestricted {
-		r.eventf(mhc, nil, corev1.EventTypeWarning, EventRemediationRestricted, "Remediate", "%s", allowed.Message)
+	if r.setRestricted(key, restricted) && restricted && !wasRestricted {
+		r.events.Eventf(mhc, nil, corev1.EventTypeWarning, EventRemediationRestricted, "Remediate", "%s", allowed.Message)
 	}
 	if restricted {
 		log.V(2).Info("remediation short-circuited", "message", allowed.Message)
@@ -319,7 +316,7 @@ func (r *Reconciler) reportTargets(mhc *machinev1beta1.MachineHealthCheck, targe
 			keep[t.machine.Name] = true // keep the memo until it is gone
 		}
 	}
-	r.events.keepOnly(key, keep)
+	r.events.KeepOnly(key, keep)
 }
 
 // remediate acts on every Unhealthy target, oldest first, as the pacing
@@ -407,7 +404,7 @@ func (r *Reconciler) deleteMachine(ctx context.Context, mhc *machinev1beta1.Mach
 		return false, fmt.Errorf("deleting unhealthy Machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	RemediationSuccessTotal.WithLabelValues(mhc.Name, mhc.Namespace).Inc()
-	r.eventf(m, mhc, corev1.EventTypeNormal, EventMachineDeleted, "Remediate",
+	r.events.Eventf(m, mhc, corev1.EventTypeNormal, EventMachineDeleted, "Remediate",
 		"Machine %s deleted by MachineHealthCheck %s: %s", m.Name, mhc.Name, why)
 	return true, nil
 }
@@ -423,37 +420,35 @@ func (r *Reconciler) reportInvalid(ctx context.Context, mhc *machinev1beta1.Mach
 	return r.patchStatus(ctx, mhc, st, now)
 }
 
-// patchStatus writes st when it differs from mhc's status.
+// patchStatus writes st when it differs from mhc's status, and remembers
+// the write until the cache shows it (package internal/readyourwrites).
 func (r *Reconciler) patchStatus(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) error {
-	if equality.Semantic.DeepEqual(&mhc.Status, st) {
-		return nil
-	}
 	readVersion := mhc.ResourceVersion
-	base := mhc.DeepCopy()
-	mhc.Status = *st
-	if err := r.client.Status().Patch(ctx, mhc, client.MergeFrom(base)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("writing the status of MachineHealthCheck %s/%s: %w", mhc.Namespace, mhc.Name, err)
+	if err := patch.SetStatus(ctx, r.client, r.apiReader, mhc, func(mhc *machinev1beta1.MachineHealthCheck) { mhc.Status = *st }); err != nil {
+		return client.IgnoreNotFound(err)
 	}
-	r.writes.Wrote(client.ObjectKeyFromObject(mhc), readVersion, mhc.ResourceVersion, now)
+	if mhc.ResourceVersion != readVersion {
+		r.writes.Wrote(client.ObjectKeyFromObject(mhc), readVersion, mhc.ResourceVersion, now)
+	}
 	return nil
 }
 
 // machineEventOnce records an event on m unless the same reason and note
 // were recorded for it last; it reports whether it recorded one.
 func (r *Reconciler) machineEventOnce(mhc types.NamespacedName, m *machinev1beta1.Machine, eventType, reason, note string) bool {
-	if r.events.first(mhc, m.Name, reason, note) {
-		r.eventf(m, nil, eventType, reason, "Remediate", "%s", note)
-		return true
-	}
-	return false
+	return r.events.Once(mhc, m.Name, m, eventType, reason, "Remediate", note)
 }
 
-func (r *Reconciler) eventf(regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if r.recorder == nil {
-		return
+// setRestricted remembers whether mhc is short-circuited and reports whether
+// that changed: RemediationRestricted is recorded once per transition even
+// when the cache lags behind the persisted condition.
+func (r *Reconciler) setRestricted(mhc types.NamespacedName, restricted bool) bool {
+	if restricted {
+		return r.events.First(mhc, "", restrictedMemo, "")
 	}
-	r.recorder.Eventf(regarding, related, eventType, reason, action, note, args...)
+	return r.events.Clear(mhc, "", restrictedMemo)
 }
+
+// restrictedMemo is the reason under which setRestricted remembers the
+// short-circuit (no event has this reason).
+const restrictedMemo = "short-circuited"

@@ -102,7 +102,7 @@ func (p *pacingPass) admit(t target, k backoffKey) bool {
 		if wait > 0 {
 			p.waitFor(wait)
 			p.rateLimited = append(p.rateLimited, m.Name)
-			if p.r.events.first(p.key, m.Name, EventRemediationRateLimited, "") {
+			if p.r.events.First(p.key, m.Name, EventRemediationRateLimited, "") {
 				RemediationRateLimitedTotal.WithLabelValues(p.mhc.Name, p.mhc.Namespace).Inc()
 			}
 			return false
@@ -120,8 +120,8 @@ func (p *pacingPass) remediated(t target, k backoffKey) {
 	if p.r.backoffOn {
 		p.state.backoff[k.id] = p.r.backoff.record(p.state.backoff[k.id], t.machine.UID, t.verdict.Cause, p.now, k.members)
 	}
-	p.r.events.clear(p.key, t.machine.Name, EventRemediationRateLimited)
-	p.r.events.clear(p.key, t.machine.Name, EventRemediationBackoff)
+	p.r.events.Clear(p.key, t.machine.Name, EventRemediationRateLimited)
+	p.r.events.Clear(p.key, t.machine.Name, EventRemediationBackoff)
 }
 
 func (p *pacingPass) waitFor(d time.Duration) {
@@ -136,14 +136,14 @@ func (p *pacingPass) done() time.Duration {
 	if len(p.rateLimited) > 0 {
 		note := fmt.Sprintf("Remediation rate limit reached: at most %d remediations at once, then one every %s; the other unhealthy Machines are remediated as it allows",
 			p.r.limit.burst, p.r.limit.interval)
-		first := p.r.events.first(p.key, "", EventRemediationRateLimited, note)
+		first := p.r.events.First(p.key, "", EventRemediationRateLimited, note)
 		if first {
-			p.r.eventf(p.mhc, nil, corev1.EventTypeWarning, EventRemediationRateLimited, "Remediate", "%s", note)
+			p.r.events.Eventf(p.mhc, nil, corev1.EventTypeWarning, EventRemediationRateLimited, "Remediate", "%s", note)
 		}
 		ctrl.LoggerFrom(p.ctx).V(logLevel(first)).Info("remediation rate limited", "waiting", p.rateLimited,
 			"nextIn", p.r.limit.interval-p.now.Sub(p.state.bucket.stamp))
 	} else {
-		p.r.events.clear(p.key, "", EventRemediationRateLimited)
+		p.r.events.Clear(p.key, "", EventRemediationRateLimited)
 	}
 	p.r.pacing.done(p.key, p.state, p.r.limit, p.r.backoff, p.seen, p.now)
 	return p.wait
