@@ -8,7 +8,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
 
-// Delete classes, lowest deleted first (see the package documentation).
+// Delete classes, lowest deleted first.
 const (
 	classDeleting = iota
 	classMarked
@@ -56,8 +56,8 @@ func randomKey(m *machinev1beta1.Machine) uint64 {
 // MachinesToDelete returns the n Machines to delete first under policy (the
 // MachineSet's spec.deletePolicy: Random, "" or unknown values mean Random),
 // in delete order; all of them when n >= len(machines), none when n <= 0.
-// The order is documented in the package documentation. machines is not
-// modified.
+// Order: class (deleteClass), then policy (Oldest, Newest, Random by
+// randomKey), then name. machines is not modified.
 func MachinesToDelete(policy machinev1beta1.MachineSetDeletePolicy, machines []*machinev1beta1.Machine, n int) []*machinev1beta1.Machine {
 	if n <= 0 || len(machines) == 0 {
 		return nil
