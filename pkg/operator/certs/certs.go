@@ -45,6 +45,11 @@
 // the old CA (the kubelet updates mounted Secrets with a delay) keep being
 // trusted; the serving certificates are re-issued from the new CA in the same
 // Ensure. Certificates are backdated by ClockSkewAllowance.
+//
+// Kept instead of github.com/open-policy-agent/cert-controller: it keeps the
+// CA key in the serving Secret the webhook pods mount, gives each Secret its
+// own CA, drops the old CA from caBundle at once on a CA rotation, and updates
+// the webhook configurations on every reconcile (writes at rest).
 package certs
 
 import (
