@@ -233,6 +233,7 @@ func TestMachineDeploymentRolloutUnderKills(t *testing.T) {
 	fleet.waitCaughtUp(ctx, t)
 
 	killed := 0
+	var rt retakes
 	for round := 1; round <= *kills; round++ {
 		memory := fmt.Sprintf("%dGi", 4+round)
 		start := time.Now()
@@ -247,6 +248,7 @@ func TestMachineDeploymentRolloutUnderKills(t *testing.T) {
 		t.Logf("round %d: new Machine %d of %d seen %s after the template change", round, k, rolloutReplicas, time.Since(start).Round(time.Millisecond))
 		for _, i := range r.Perm(len(rolloutVictims)) {
 			v := kill(ctx, t, r, operandSelector, rolloutVictims[i])
+			rt.watch(ctx, v.name, time.Now())
 			killed++
 			t.Logf("round %d: SIGKILL %s (pid %d) %s after the template change", round, v.name, v.pid, time.Since(start).Round(time.Millisecond))
 			pause(ctx, time.Duration(r.IntN(1500))*time.Millisecond)
@@ -256,6 +258,7 @@ func TestMachineDeploymentRolloutUnderKills(t *testing.T) {
 			round, rolloutReplicas, rolloutSurge, rolloutUnavailable, rolloutVictims[0], rolloutVictims[1], time.Since(start).Round(time.Second))
 	}
 
+	rt.report(t, "machinedeployment rollouts")
 	fleet.waitCaughtUp(ctx, t)
 	events, relists := fleet.snapshot()
 	if relists > 0 {

@@ -267,14 +267,15 @@ func (w *ownershipWatch) report(t *testing.T) {
 }
 
 // killRounds kills each victim once per round, at random moments, while
-// phase runs; rounds start 1-8 s apart.
-func killRounds(ctx context.Context, t *testing.T, r *rand.Rand, rounds int) (killed int) {
+// phase runs; rounds start 1-8 s apart. rt measures each lease's retake.
+func killRounds(ctx context.Context, t *testing.T, r *rand.Rand, rounds int, rt *retakes) (killed int) {
 	for range rounds {
 		if pause(ctx, time.Duration(1000+r.IntN(7000))*time.Millisecond); ctx.Err() != nil {
 			return killed
 		}
 		for _, i := range r.Perm(len(scaleVictims)) {
 			v := kill(ctx, t, r, operandSelector, scaleVictims[i])
+			rt.watch(ctx, v.name, time.Now())
 			killed++
 			t.Logf("SIGKILL %s (pid %d)", v.name, v.pid)
 			pause(ctx, time.Duration(r.IntN(1500))*time.Millisecond)
@@ -296,21 +297,24 @@ func TestScaleUnderKills(t *testing.T) {
 		downRounds = 1 // the scale-down is exercised too, even in the short form
 	}
 
+	var rt retakes
 	w.setDesired(*replicas)
 	start := time.Now()
 	scale(ctx, t, ms, *replicas)
-	n := killRounds(ctx, t, r, upRounds)
+	n := killRounds(ctx, t, r, upRounds, &rt)
 	settle := checkEndState(ctx, t, ms, *replicas)
 	t.Logf("FIGURE scale 0→%d with %d kills: end state %s after start, %s after the last kill",
 		*replicas, n, time.Since(start).Round(time.Second), settle.Round(time.Second))
+	rt.report(t, fmt.Sprintf("scale 0→%d", *replicas))
 
 	start = time.Now()
 	scale(ctx, t, ms, *down)
 	w.setDesired(*down)
-	n = killRounds(ctx, t, r, downRounds)
+	n = killRounds(ctx, t, r, downRounds, &rt)
 	settle = checkEndState(ctx, t, ms, *down)
 	t.Logf("FIGURE scale %d→%d with %d kills: end state %s after start, %s after the last kill",
 		*replicas, *down, n, time.Since(start).Round(time.Second), settle.Round(time.Second))
+	rt.report(t, fmt.Sprintf("scale %d→%d", *replicas, *down))
 	w.report(t)
 }
 
@@ -404,8 +408,6 @@ func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
 		t.Fatalf("want one running operator: %+v (err %v)", ops, err)
 	}
 	operatorBefore := ops[0].restarts
-	// Let the earlier scenario's restarted processes take their leases
-	// back first: this scenario is about the API server, not about kills.
 	up := min(*replicas, 100)
 	w.setDesired(up)
 	// The scale-up starts 1-4 s before the API server stops, which is

@@ -15,13 +15,17 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // localPID returns the pid of a container run by the local pod runner
@@ -154,8 +158,10 @@ func TestWebhooksRefuseInvalidObjects(t *testing.T) {
 
 // TestOperandProcessRestart (local cluster): a machine-controller process
 // killed with SIGKILL is restarted (restart count +1, last state exit code
-// 137), and the ClusterOperator goes through the operand outage
-// (Available=False, OperandUnavailable) and back to Available.
+// 137), the ClusterOperator goes through the operand outage
+// (Available=False, OperandUnavailable) and back to Available, and the
+// restarted process renews its Lease within 30 s of the kill: its identity
+// is its pod's, so it does not wait out its predecessor's 120 s lease.
 func TestOperandProcessRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -181,11 +187,25 @@ func TestOperandProcessRestart(t *testing.T) {
 	}
 	defer w.Stop()
 
-	killed := time.Now()
+	lease := machineControllerLease(ctx, t, pod)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("killing pid %d: %v", pid, err)
 	}
+	killed := time.Now() // any renewal stamped later is the new process's
 	t.Logf("killed machine-controller (pid %d)", pid)
+	retaken := make(chan time.Duration, 1)
+	go func() {
+		defer close(retaken)
+		if poll.Until(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			l := &coordinationv1.Lease{}
+			if err := cluster.Get(ctx, client.ObjectKeyFromObject(lease), l); err != nil {
+				return false, err
+			}
+			return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(killed), nil
+		}) == nil {
+			retaken <- time.Since(killed)
+		}
+	}()
 
 	sawOutage := false
 	for !sawOutage {
@@ -218,6 +238,11 @@ func TestOperandProcessRestart(t *testing.T) {
 		return c != nil && c.Status == configv1.ConditionTrue, nil
 	})
 	t.Logf("available again %s after the kill", time.Since(killed).Round(time.Millisecond))
+	if took, ok := <-retaken; ok {
+		t.Logf("lease %s renewed by the restarted process %s after the kill", lease.Name, took.Round(time.Millisecond))
+	} else {
+		t.Errorf("lease %s not renewed within 30 s of the kill: the restarted process waits for its predecessor's lease", lease.Name)
+	}
 	after := operandPod(ctx, t)
 	for _, cs := range after.Status.ContainerStatuses {
 		if cs.Name != "machine-controller" {
@@ -236,4 +261,27 @@ func TestOperandProcessRestart(t *testing.T) {
 	if after.UID != pod.UID {
 		t.Errorf("the pod was replaced (%s → %s); a restart keeps the pod", pod.Name, after.Name)
 	}
+}
+
+// machineControllerLease is the Lease the machine-controller container of
+// pod holds (its name depends on the platform), by its holder: the pod.
+func machineControllerLease(ctx context.Context, t *testing.T, pod *corev1.Pod) *coordinationv1.Lease {
+	t.Helper()
+	candidates := []string{names.KubemarkLeaseName, "cluster-api-provider-vsphere-leader"}
+	var found *coordinationv1.Lease
+	waitFor(ctx, t, "the machine controller's Lease held by pod "+pod.Name, func(ctx context.Context) (bool, error) {
+		for _, name := range candidates {
+			l := &coordinationv1.Lease{}
+			err := cluster.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: name}, l)
+			if client.IgnoreNotFound(err) != nil {
+				return false, err
+			}
+			if err == nil && strings.HasPrefix(ptr.Deref(l.Spec.HolderIdentity, ""), pod.Name+"_") {
+				found = l
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("none of %v is held by pod %s", candidates, pod.Name)
+	})
+	return found
 }
