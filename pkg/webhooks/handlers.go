@@ -24,7 +24,9 @@ import (
 )
 
 // handler adapts one of the handle functions to admission.Handler and counts
-// its requests.
+// its requests. Kept instead of admission.WithCustomDefaulter/Validator: a
+// CustomDefaulter cannot return warnings, its typed round trip patches fields
+// nobody defaulted (spec.metadata, status), and its 400s name no field.
 type handler struct {
 	name   string
 	opts   Options
@@ -125,7 +127,7 @@ func decode(raw []byte, into any) error {
 		return fmt.Errorf("decoding the object: %s: %w", typeErr.Field, err)
 	}
 	// The error of a type's own UnmarshalJSON (such as metav1.Time's) does
-	// not say where the value is.
+	// not say where the value is (in neither sigs.k8s.io/json nor encoding/json).
 	if path := locate(raw, reflect.TypeOf(into).Elem(), err.Error()); path != "" {
 		return fmt.Errorf("decoding the object: %s: %w", path, err)
 	}
@@ -325,75 +327,42 @@ func mutateMachineSet(ctx context.Context, h *handler, req admission.Request) ad
 }
 
 func validateMachine(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	log := logf.FromContext(ctx)
-	m := &machinev1beta1.Machine{}
-	var errs field.ErrorList
-	var warnings admission.Warnings
-	switch req.Operation {
-	case admissionv1.Create:
-		if err := decode(req.Object.Raw, m); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		var cluster ClusterInfo
-		cluster, warnings = h.cluster(ctx, log)
-		var platformWarnings admission.Warnings
-		errs, platformWarnings = ValidateMachine(m, cluster, h.secretLookup(ctx))
-		warnings = append(warnings, platformWarnings...)
-	case admissionv1.Update:
-		old := &machinev1beta1.Machine{}
-		if err := decode(req.Object.Raw, m); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		if err := decode(req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
-		}
-		if FinalizersOnlyRemoved(m, old) {
-			return admission.Allowed("finalizer removal from a deleting Machine is always allowed")
-		}
-		cluster, lookupWarnings := h.cluster(ctx, log)
-		var ratcheted admission.Warnings
-		errs, ratcheted = ValidateMachineUpdate(m, old, cluster, h.secretLookup(ctx))
-		warnings = append(lookupWarnings, ratcheted...)
-	default:
-		return admission.Allowed("")
-	}
-	return validationResponse(log, "Machine", objectName(m.Name, m.GenerateName), errs, warnings)
+	return validate(ctx, h, req, "Machine", &machinev1beta1.Machine{}, &machinev1beta1.Machine{}, ValidateMachine, ValidateMachineUpdate)
 }
 
 func validateMachineSet(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	log := logf.FromContext(ctx)
-	ms := &machinev1beta1.MachineSet{}
-	var errs field.ErrorList
-	var warnings admission.Warnings
-	switch req.Operation {
-	case admissionv1.Create:
-		if err := decode(req.Object.Raw, ms); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		var cluster ClusterInfo
-		cluster, warnings = h.cluster(ctx, log)
-		var platformWarnings admission.Warnings
-		errs, platformWarnings = ValidateMachineSet(ms, cluster, h.secretLookup(ctx))
-		warnings = append(warnings, platformWarnings...)
-	case admissionv1.Update:
-		old := &machinev1beta1.MachineSet{}
-		if err := decode(req.Object.Raw, ms); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
+	return validate(ctx, h, req, "MachineSet", &machinev1beta1.MachineSet{}, &machinev1beta1.MachineSet{}, ValidateMachineSet, ValidateMachineSetUpdate)
+}
+
+// validate decodes a CREATE's or UPDATE's objects into obj and old, checks
+// them with create or update and answers as validationResponse does.
+func validate[T client.Object](ctx context.Context, h *handler, req admission.Request, kind string, obj, old T,
+	create func(T, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings),
+	update func(T, T, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings)) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	if err := decode(req.Object.Raw, obj); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Operation == admissionv1.Update {
 		if err := decode(req.OldObject.Raw, old); err != nil {
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
 		}
-		if FinalizersOnlyRemoved(ms, old) {
-			return admission.Allowed("finalizer removal from a deleting MachineSet is always allowed")
+		if FinalizersOnlyRemoved(obj, old) {
+			return admission.Allowed("finalizer removal from a deleting " + kind + " is always allowed")
 		}
-		cluster, lookupWarnings := h.cluster(ctx, log)
-		var ratcheted admission.Warnings
-		errs, ratcheted = ValidateMachineSetUpdate(ms, old, cluster, h.secretLookup(ctx))
-		warnings = append(lookupWarnings, ratcheted...)
-	default:
-		return admission.Allowed("")
 	}
-	return validationResponse(log, "MachineSet", objectName(ms.Name, ms.GenerateName), errs, warnings)
+	log := logf.FromContext(ctx)
+	cluster, warnings := h.cluster(ctx, log)
+	var errs field.ErrorList
+	var more admission.Warnings
+	if req.Operation == admissionv1.Create {
+		errs, more = create(obj, cluster, h.secretLookup(ctx))
+	} else {
+		errs, more = update(obj, old, cluster, h.secretLookup(ctx))
+	}
+	return validationResponse(log, kind, objectName(obj.GetName(), obj.GetGenerateName()), errs, append(warnings, more...))
 }
 
 // logDefaultingWarnings logs what the platform's defaulting says about its
