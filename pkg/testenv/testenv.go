@@ -248,7 +248,8 @@ func Run(t testing.TB, r Runnable) (stop func()) {
 
 // NewManager returns a controller-runtime manager for cfg (the Env's admin
 // config when nil) with the Env's scheme, the cache options c, and no
-// metrics or health probe endpoints. Start it with Run.
+// metrics or health probe endpoints. Its client and cache record what its
+// event handlers were handed, for CaughtUp. Start it with Run.
 func (e *Env) NewManager(t testing.TB, cfg *rest.Config, c cache.Options) manager.Manager {
 	t.Helper()
 	if cfg == nil {
@@ -259,9 +260,10 @@ func (e *Env) NewManager(t testing.TB, cfg *rest.Config, c cache.Options) manage
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  c,
+		NewCache:               NewCache,
 	})
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
 	}
-	return mgr
+	return &trackedManager{Manager: mgr, client: trackedClient{Client: mgr.GetClient(), cache: mgr.GetCache().(*deliveryCache)}}
 }

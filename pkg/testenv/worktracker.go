@@ -38,6 +38,8 @@ type WorkTracker struct {
 	inFlight map[reconcile.Request]int
 	// done counts finished reconciles per request.
 	done map[reconcile.Request]int
+	// changes counts every add, hand-out and completion.
+	changes uint64
 }
 
 // NewWorkTracker returns a WorkTracker with no queue yet.
@@ -69,6 +71,12 @@ func (w *WorkTracker) NewQueue(name string, rl workqueue.TypedRateLimiter[reconc
 // next `within` (a requeue scheduled further out does not count), and
 // otherwise an error naming the requests.
 func (w *WorkTracker) Idle(within time.Duration) error {
+	_, err := w.idle(within)
+	return err
+}
+
+// idle is Idle, also returning the count of queue changes so far.
+func (w *WorkTracker) idle(within time.Duration) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	horizon := time.Now().Add(within)
@@ -79,9 +87,9 @@ func (w *WorkTracker) Idle(within time.Duration) error {
 		}
 	}
 	if len(due) == 0 && len(w.unscheduled) == 0 && len(w.inFlight) == 0 {
-		return nil
+		return w.changes, nil
 	}
-	return fmt.Errorf("controller busy: due %v, being requeued %v, reconciling %v",
+	return w.changes, fmt.Errorf("controller busy: due %v, being requeued %v, reconciling %v",
 		requestNames(due), requestNames(w.unscheduled), requestNames(w.inFlight))
 }
 
@@ -92,45 +100,51 @@ func (w *WorkTracker) Reconciles(req reconcile.Request) int {
 	return w.done[req]
 }
 
-// deliveryMargin is how long Quiescent wants the controller idle, with the
-// caches caught up, before it believes it: an informer stores an event in
-// its cache before a separate goroutine hands it to the controller's event
-// handler, and nothing outside client-go can see that hand-over. Seen late
-// by tens of milliseconds on a loaded 2-core machine with -race; the margin
-// keeps the wait short while covering that.
-const deliveryMargin = 200 * time.Millisecond
-
-// Quiescent returns a condition that holds when every caughtUp check passes
-// (typically CaughtUp: the manager's cache has what the API server has) and
-// the controller is Idle(within), on consecutive polls spanning at least
-// deliveryMargin (see there). Once it holds, the controller has handled every
-// change made before the wait started.
+// Quiescent returns a condition that holds when the controller is
+// Idle(within), every caughtUp check passes (typically CaughtUp: the
+// manager's cache has what the API server has and its event handlers were
+// handed all of it), and the controller took no work in between. Once it
+// holds, the controller has handled every change made before the wait
+// started: each such change reached the handlers, whose enqueues were all
+// handled by the first Idle.
 func (w *WorkTracker) Quiescent(within time.Duration, caughtUp ...func(context.Context) error) poll.Condition {
-	var idleSince time.Time
 	return func(ctx context.Context) (bool, error) {
+		before, err := w.idle(within)
+		if err != nil {
+			return false, err
+		}
 		for _, c := range caughtUp {
 			if err := c(ctx); err != nil {
-				idleSince = time.Time{}
 				return false, err
 			}
 		}
-		if err := w.Idle(within); err != nil {
-			idleSince = time.Time{}
+		after, err := w.idle(within)
+		if err != nil {
 			return false, err
 		}
-		if idleSince.IsZero() {
-			idleSince = time.Now()
-			return false, nil
+		if after != before {
+			return false, fmt.Errorf("the controller took work while the caches were compared")
 		}
-		return time.Since(idleSince) >= deliveryMargin, nil
+		return true, nil
 	}
 }
 
-// CaughtUp returns a check that passes when cached (a manager's
-// cache-backed reader) lists the objects of list's kind selected by opts at
-// the resourceVersions live (the API server) lists them at.
+// CaughtUp returns a check that passes when cached (the client of a manager
+// from Env.NewManager, or its cache) lists the objects of list's kind
+// selected by opts at the resourceVersions live (the API server) lists them
+// at, and every event handler of that manager's informers has been handed
+// what its informer stores.
 func CaughtUp(live, cached client.Reader, list client.ObjectList, opts ...client.ListOption) func(context.Context) error {
 	return func(ctx context.Context) error {
+		var dc *deliveryCache
+		switch c := cached.(type) {
+		case trackedClient:
+			dc = c.cache
+		case *deliveryCache:
+			dc = c
+		default:
+			return fmt.Errorf("CaughtUp needs the client or cache of a manager from Env.NewManager (or with NewCache: testenv.NewCache), got %T", cached)
+		}
 		want, err := versions(ctx, live, list, opts)
 		if err != nil {
 			return err
@@ -142,7 +156,7 @@ func CaughtUp(live, cached client.Reader, list client.ObjectList, opts ...client
 		if !maps.Equal(want, got) {
 			return fmt.Errorf("cache behind for %T: cached %v, API server %v", list, got, want)
 		}
-		return nil
+		return dc.delivered(ctx, list)
 	}
 }
 
@@ -182,6 +196,7 @@ func requestNames[V any](m map[reconcile.Request]V) []string {
 func (w *WorkTracker) added(due time.Time, items ...reconcile.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changes++
 	for _, it := range items {
 		if at, ok := w.pending[it]; !ok || due.Before(at) {
 			w.pending[it] = due
@@ -193,6 +208,7 @@ func (w *WorkTracker) added(due time.Time, items ...reconcile.Request) {
 func (w *WorkTracker) awaitDelay(items ...reconcile.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changes++
 	for _, it := range items {
 		w.unscheduled[it]++
 	}
@@ -214,6 +230,7 @@ func (w *WorkTracker) got(item reconcile.Request, shutdown bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changes++
 	delete(w.pending, item)
 	w.inFlight[item]++
 }
@@ -221,6 +238,7 @@ func (w *WorkTracker) got(item reconcile.Request, shutdown bool) {
 func (w *WorkTracker) finished(item reconcile.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.changes++
 	if w.inFlight[item]--; w.inFlight[item] <= 0 {
 		delete(w.inFlight, item)
 	}

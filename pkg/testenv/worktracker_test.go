@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -110,4 +111,35 @@ func TestWorkTracker(t *testing.T) {
 	if n, counted := s.reconciles("slow"), wt.Reconciles(slow); n != 1 || counted != 1 {
 		t.Errorf("slow reconciled %d times, tracker counted %d, want 1", n, counted)
 	}
+}
+
+// TestCaughtUpWaitsForHandlers: an object in the cache whose event a handler
+// has not been handed yet is not caught up.
+func TestCaughtUpWaitsForHandlers(t *testing.T) {
+	ctx := t.Context()
+	ns := createNamespace(ctx, t)
+	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { <-release },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	Run(t, mgr)
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held"}}); err != nil {
+		t.Fatal(err)
+	}
+	caughtUp := CaughtUp(env.Client, mgr.GetClient(), &corev1.ConfigMapList{}, client.InNamespace(ns))
+	poll.Eventually(t, 30*time.Second, "the cache to hold the ConfigMap while its handler is blocked", func(ctx context.Context) (bool, error) {
+		err := caughtUp(ctx)
+		return err != nil && strings.Contains(err.Error(), "not been handed"), err
+	})
+	close(release)
+	poll.Eventually(t, 30*time.Second, "caught up once the handler returned", func(ctx context.Context) (bool, error) {
+		return caughtUp(ctx) == nil, caughtUp(ctx)
+	})
 }

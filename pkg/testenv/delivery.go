@@ -1,0 +1,267 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// An informer stores an event in its cache before another goroutine hands it
+// to each event handler, so a cache that has caught up does not mean the
+// controller has seen the change. deliveryCache records, per registered
+// handler, the resourceVersion of every object it was last handed (after the
+// handler returned, so any enqueue it made is done), and delivered compares
+// that with what each informer stores.
+type deliveryCache struct {
+	cache.Cache
+	scheme    *runtime.Scheme
+	mu        sync.Mutex
+	informers map[informerKey]*handlerSet
+}
+
+// informerKey names an informer: its kind, and whether it holds metadata only.
+type informerKey struct {
+	gvk      schema.GroupVersionKind
+	metadata bool
+}
+
+// NewCache has the signature of manager.Options.NewCache: controller-runtime's
+// cache, with every event handler's deliveries recorded for CaughtUp.
+// Env.NewManager uses it.
+func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
+	return &deliveryCache{Cache: c, scheme: opts.Scheme, informers: map[informerKey]*handlerSet{}}, nil
+}
+
+func (c *deliveryCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return nil, err
+	}
+	_, metadata := obj.(*metav1.PartialObjectMetadata)
+	i, err := c.Cache.GetInformer(ctx, obj, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.track(informerKey{gvk: gvk, metadata: metadata}, i), nil
+}
+
+func (c *deliveryCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	i, err := c.Cache.GetInformerForKind(ctx, gvk, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.track(informerKey{gvk: gvk}, i), nil
+}
+
+func (c *deliveryCache) track(k informerKey, i cache.Informer) cache.Informer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.informers[k]
+	if !ok {
+		h = &handlerSet{m: map[toolscache.ResourceEventHandlerRegistration]*deliveries{}}
+		c.informers[k] = h
+	}
+	// A multi-namespace cache returns a new wrapper of the same informers
+	// on each call: handlers are tracked per kind.
+	return &trackedInformer{Informer: i, handlers: h}
+}
+
+// delivered returns nil when the informer of list's kind has an event
+// handler, and every handler of every informer has been handed exactly what
+// its informer stores.
+func (c *deliveryCache) delivered(ctx context.Context, list client.ObjectList) error {
+	gvk, err := apiutil.GVKForObject(list, c.scheme)
+	if err != nil {
+		return err
+	}
+	k := informerKey{gvk: gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))}
+	_, k.metadata = list.(*metav1.PartialObjectMetadataList)
+	c.mu.Lock()
+	informers := maps.Clone(c.informers)
+	c.mu.Unlock()
+	if h := informers[k]; h == nil || h.len() == 0 {
+		return fmt.Errorf("no event handler on the informer of %v yet", k.gvk)
+	}
+	for k, h := range informers {
+		stored, err := c.stored(ctx, k)
+		if err != nil {
+			return err
+		}
+		if err := h.handed(stored); err != nil {
+			return fmt.Errorf("%v: %w", k.gvk, err)
+		}
+	}
+	return nil
+}
+
+// stored lists what the cache holds of kind k, by key.
+func (c *deliveryCache) stored(ctx context.Context, k informerKey) (map[string]string, error) {
+	var list client.ObjectList
+	listGVK := k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List")
+	if k.metadata {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(listGVK)
+		list = l
+	} else {
+		o, err := c.scheme.New(listGVK)
+		if err != nil {
+			return nil, err
+		}
+		list = o.(client.ObjectList)
+	}
+	return versions(ctx, c.Cache, list, nil)
+}
+
+// trackedInformer wraps the event handlers registered on an informer.
+type trackedInformer struct {
+	cache.Informer
+	handlers *handlerSet
+}
+
+func (t *trackedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	d := &deliveries{next: h, versions: map[string]string{}}
+	return t.handlers.add(d)(t.Informer.AddEventHandler(d))
+}
+
+func (t *trackedInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, p time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	d := &deliveries{next: h, versions: map[string]string{}}
+	return t.handlers.add(d)(t.Informer.AddEventHandlerWithResyncPeriod(d, p))
+}
+
+func (t *trackedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	d := &deliveries{next: h, versions: map[string]string{}}
+	return t.handlers.add(d)(t.Informer.AddEventHandlerWithOptions(d, o))
+}
+
+func (t *trackedInformer) RemoveEventHandler(r toolscache.ResourceEventHandlerRegistration) error {
+	t.handlers.remove(r)
+	return t.Informer.RemoveEventHandler(r)
+}
+
+// handlerSet holds the deliveries of the handlers registered on one kind.
+type handlerSet struct {
+	mu sync.Mutex
+	m  map[toolscache.ResourceEventHandlerRegistration]*deliveries
+}
+
+func (s *handlerSet) add(d *deliveries) func(toolscache.ResourceEventHandlerRegistration, error) (toolscache.ResourceEventHandlerRegistration, error) {
+	return func(r toolscache.ResourceEventHandlerRegistration, err error) (toolscache.ResourceEventHandlerRegistration, error) {
+		if err == nil {
+			s.mu.Lock()
+			s.m[r] = d
+			s.mu.Unlock()
+		}
+		return r, err
+	}
+}
+
+func (s *handlerSet) remove(r toolscache.ResourceEventHandlerRegistration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, r)
+}
+
+func (s *handlerSet) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+// handed returns nil when every handler was last handed stored.
+func (s *handlerSet) handed(stored map[string]string) error {
+	s.mu.Lock()
+	handlers := make([]*deliveries, 0, len(s.m))
+	for _, d := range s.m {
+		handlers = append(handlers, d)
+	}
+	s.mu.Unlock()
+	for _, d := range handlers {
+		if got := d.snapshot(); !maps.Equal(got, stored) {
+			return fmt.Errorf("an event handler has not been handed every event yet: handed %v, cache holds %v", got, stored)
+		}
+	}
+	return nil
+}
+
+// deliveries passes events on to a handler and records, once it returned,
+// the resourceVersion each object was last handed at.
+type deliveries struct {
+	next     toolscache.ResourceEventHandler
+	mu       sync.Mutex
+	versions map[string]string
+}
+
+func (d *deliveries) OnAdd(obj any, initial bool) {
+	d.next.OnAdd(obj, initial)
+	d.record(obj, false)
+}
+
+func (d *deliveries) OnUpdate(old, obj any) {
+	d.next.OnUpdate(old, obj)
+	d.record(obj, false)
+}
+
+func (d *deliveries) OnDelete(obj any) {
+	d.next.OnDelete(obj)
+	d.record(obj, true)
+}
+
+func (d *deliveries) record(obj any, deleted bool) {
+	k, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if deleted {
+		delete(d.versions, k)
+		return
+	}
+	if o, err := meta.Accessor(obj); err == nil {
+		d.versions[k] = o.GetResourceVersion()
+	}
+}
+
+func (d *deliveries) snapshot() map[string]string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.versions)
+}
+
+// trackedManager is a manager whose client can be traced back to its
+// deliveryCache, so that CaughtUp(live, mgr.GetClient(), ...) can check
+// deliveries.
+type trackedManager struct {
+	manager.Manager
+	client trackedClient
+}
+
+func (m *trackedManager) GetClient() client.Client { return m.client }
+
+// trackedClient is the manager's client, carrying the cache behind it.
+type trackedClient struct {
+	client.Client
+	cache *deliveryCache
+}
