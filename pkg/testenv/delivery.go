@@ -229,19 +229,21 @@ func (d *deliveries) OnDelete(obj any) {
 }
 
 func (d *deliveries) record(obj any, deleted bool) {
-	k, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, err := meta.Accessor(obj)
 	if err != nil {
 		return
 	}
+	k := o.GetNamespace() + "/" + o.GetName() // as versions keys them
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if deleted {
 		delete(d.versions, k)
 		return
 	}
-	if o, err := meta.Accessor(obj); err == nil {
-		d.versions[k] = o.GetResourceVersion()
-	}
+	d.versions[k] = o.GetResourceVersion()
 }
 
 func (d *deliveries) snapshot() map[string]string {

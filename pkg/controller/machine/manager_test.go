@@ -3,7 +3,6 @@ package machine
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -14,14 +13,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
@@ -35,22 +33,14 @@ func TestControllerWithManager(t *testing.T) {
 	f := newFixture(t)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t, cfg, cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}})
+	wt := testenv.NewWorkTracker()
 	act := &machinetest.Actuator{CreateSetsInstance: true, ProviderID: "test://" + f.ns + "/managed", Addresses: []string{"10.2.0.1"}}
 	r := NewReconciler(Options{Client: mgr.GetClient(), Actuator: act, Recorder: f.rec, Namespace: f.ns})
 	r.waitBackoff = fastBackoff()
 	// Only a watch event can bring a blocked drain back within the test.
 	r.drainBackoff = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](10*time.Minute, time.Hour)
-	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
+	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: wt.NewQueue}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -79,16 +69,12 @@ func TestControllerWithManager(t *testing.T) {
 		return phaseOf(f.mustGet(m)) == machinev1beta1.PhaseRunning, nil
 	})
 
-	// Idle: no polling of the provider, no writes.
-	time.Sleep(300 * time.Millisecond) // let the last events settle
-	calls, rv := act.AllCalls(), f.mustGet(m).ResourceVersion
-	time.Sleep(1500 * time.Millisecond)
-	if now := act.AllCalls(); !maps.Equal(now, calls) {
-		t.Errorf("provider polled while idle: %v → %v", calls, now)
-	}
-	if now := f.mustGet(m).ResourceVersion; now != rv {
-		t.Errorf("Machine written while idle: resourceVersion %s → %s", rv, now)
-	}
+	// Idle: every event handled and nothing due within the next hour, so
+	// no polling of the provider and no writes (a write would wake the
+	// controller again).
+	poll.Eventually(t, 15*time.Second, "the controller idle with no requeue within an hour", wt.Quiescent(time.Hour,
+		testenv.CaughtUp(env.Client, mgr.GetClient(), &machinev1beta1.MachineList{}, client.InNamespace(f.ns)),
+		testenv.CaughtUp(env.Client, mgr.GetClient(), &corev1.NodeList{})))
 
 	// A drain blocked by a PDB.
 	web := map[string]string{"app": "web"}
