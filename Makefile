@@ -30,8 +30,7 @@ tool.controller-gen          := sigs.k8s.io/controller-tools/cmd/controller-gen
 # targets build (not controller-gen, promtool or staticcheck, which only
 # make generate, make test and make lint use).
 CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl kustomize
-TOOLS := $(CLUSTER_TOOLS) controller-gen
-TOOL_BINS := $(addprefix $(BIN)/,$(TOOLS))
+CLUSTER_BINS := $(addprefix $(BIN)/,$(CLUSTER_TOOLS))
 # promtool (alert rule unit tests) is pinned by a module of its own, so that
 # its dependencies leave the Kubernetes binaries' pins alone.
 PROMTOOL_MOD := hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/build-tool.sh
@@ -39,14 +38,22 @@ PROMTOOL_MOD := hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/build
 STATICCHECK_MOD := hack/tools/staticcheck/go.mod hack/tools/staticcheck/go.sum hack/build-tool.sh
 
 .PHONY: tools
-tools: $(TOOL_BINS) $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, promtool, ... into bin/ (once; ~15-20 min on a fresh machine)
+tools: cluster-tools $(BIN)/controller-gen $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, controller-gen, promtool into bin/ (once; ~15 min on a fresh 2-core machine)
 
 .PHONY: cluster-tools
-cluster-tools: $(addprefix $(BIN)/,$(CLUSTER_TOOLS)) ## Build only the local cluster's binaries into bin/ (what make run needs)
+cluster-tools: $(CLUSTER_BINS) ## Build only the local cluster's binaries into bin/ (what make run needs; ~10 min on a fresh machine)
 
-# A tool is rebuilt only when the pins change, so a second run does nothing.
-$(TOOL_BINS): $(BIN)/%: $(TOOLS_MOD)
-	@hack/build-tool.sh $* $(tool.$*)
+.PHONY: test-tools
+test-tools: cluster-tools $(BIN)/promtool ## Build what make test runs: the local cluster's binaries (kube-apiserver, etcd, kubectl, kustomize, kwok) and promtool
+
+# The local cluster's binaries are built together by one go build (see
+# hack/build-tool.sh), and again only when the pins change, so a second run
+# does nothing.
+$(CLUSTER_BINS) &: $(TOOLS_MOD)
+	@hack/build-tool.sh $(foreach t,$(CLUSTER_TOOLS),$(t) $(tool.$(t)))
+
+$(BIN)/controller-gen: $(TOOLS_MOD)
+	@hack/build-tool.sh controller-gen $(tool.controller-gen)
 
 $(BIN)/promtool: $(PROMTOOL_MOD)
 	@hack/build-tool.sh promtool github.com/prometheus/prometheus/cmd/promtool
@@ -73,7 +80,7 @@ build: ## Build every binary of this project into bin/ (and the local pod runner
 	go build -o $(BIN)/local-pods ./test/localpods/local-pods
 
 .PHONY: test
-test: tools ## Run every unit and envtest test (go test -race ./...)
+test: test-tools ## Run every unit and envtest test (go test -race ./...)
 	go test -race -count=1 ./...
 
 .PHONY: test-rules
