@@ -142,6 +142,19 @@ type scope struct {
 	// gone: the finalizer was removed, or the Machine is not ours (another
 	// provider's, or another API's); patchStatus writes nothing.
 	gone bool
+	// fresh: a write of this reconcile under an optimistic lock succeeded, so
+	// the object it was based on (and m, updated from the response) was the
+	// API server's current one: no uncached read is needed to trust it.
+	fresh bool
+	// behind lists the resourceVersions this reconcile's writes left behind
+	// (the one read, then each write's result but the last): a later
+	// reconcile that reads one of them from the cache waits for the cache.
+	behind []string
+}
+
+// wrote notes that a write replaced version prev (see scope.behind).
+func (s *scope) wrote(prev string) {
+	s.behind = append(s.behind, prev)
 }
 
 func phaseOf(m *machinev1beta1.Machine) string {
@@ -178,10 +191,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// wake us: see machinePredicate).
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
-	read := m.ResourceVersion
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
-	defer func() { r.writes.Wrote(req.NamespacedName, read, s.base.ResourceVersion, r.now()) }()
+	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.now()) }()
 	if perr := r.patchStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
 			perr = nil

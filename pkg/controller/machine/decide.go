@@ -70,6 +70,18 @@ func phaseAfterUpdate(current string, provisioned, hasNodeRef bool) string {
 	return decideProvisioning(current, true, provisioned, hasNodeRef).Phase
 }
 
+// phaseAfterCreate is the phase once Create succeeded, and whether the
+// instance counts as existing: a Create that reported providerID or
+// addresses made an instance that exists, so the Machine goes straight to
+// Provisioned (Running with a nodeRef) in the reconcile's one status write;
+// otherwise it stays Provisioning until Update sees the instance.
+func phaseAfterCreate(provisioned, hasNodeRef bool) (phase string, exists bool) {
+	if !provisioned {
+		return machinev1beta1.PhaseProvisioning, false
+	}
+	return decideProvisioning(machinev1beta1.PhaseProvisioning, true, true, hasNodeRef).Phase, true
+}
+
 // deletionStage is the next stage of the deletion pipeline.
 type deletionStage int
 

@@ -491,3 +491,26 @@ func TestSameJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestPhaseAfterCreate: a Create that reported the instance (providerID or
+// addresses) takes the Machine to Provisioned (Running with a nodeRef) in the
+// same status write; otherwise it stays Provisioning. Breaks if:
+// phaseAfterCreate returned Provisioning whatever the provider reported (a
+// second status write per Machine).
+func TestPhaseAfterCreate(t *testing.T) {
+	for _, tc := range []struct {
+		provisioned, nodeRef bool
+		wantPhase            string
+		wantExists           bool
+	}{
+		{false, false, machinev1beta1.PhaseProvisioning, false},
+		{false, true, machinev1beta1.PhaseProvisioning, false},
+		{true, false, machinev1beta1.PhaseProvisioned, true},
+		{true, true, machinev1beta1.PhaseRunning, true},
+	} {
+		phase, exists := phaseAfterCreate(tc.provisioned, tc.nodeRef)
+		if phase != tc.wantPhase || exists != tc.wantExists {
+			t.Errorf("phaseAfterCreate(provisioned=%v, nodeRef=%v) = %q, %v; want %q, %v", tc.provisioned, tc.nodeRef, phase, exists, tc.wantPhase, tc.wantExists)
+		}
+	}
+}

@@ -77,9 +77,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		}
 	}
 
-	// Persist the final status before the object can disappear.
-	if err := r.patchStatus(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	// Persist the final status before the finalizer goes, when another
+	// finalizer keeps the object (with ours the only one, it disappears with
+	// the next write and a status write would be read by no one).
+	if len(m.Finalizers) > 1 {
+		if err := r.patchStatus(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
 		controllerutil.RemoveFinalizer(m, machinev1beta1.MachineFinalizer)
@@ -98,10 +102,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{}, nil
 }
 
-// deleteNode deletes the Machine's Node. NotFound is fine; when nodeRef has a
-// UID it is a precondition, so a new Node that reuses the name survives.
+// deleteNode deletes the Machine's Node unless the cache shows it gone,
+// being deleted or replaced (a cache that lags only costs a request the
+// orphan collector would otherwise make). NotFound is fine; when nodeRef has
+// a UID it is a precondition, so a new Node that reuses the name survives.
 func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference) error {
 	node := &corev1.Node{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); {
+	case apierrors.IsNotFound(err):
+		// The provider's Delete removed it (kubemark), or it never
+		// registered: nothing to delete, no request.
+		return nil
+	case err != nil:
+		return fmt.Errorf("getting node %s: %w", ref.Name, err)
+	case node.DeletionTimestamp != nil, ref.UID != "" && node.UID != ref.UID:
+		return nil
+	}
+	node = &corev1.Node{}
 	node.Name = ref.Name
 	var opts []client.DeleteOption
 	if ref.UID != "" {

@@ -59,13 +59,26 @@ func TestDeletionWithLifecycleHooks(t *testing.T) {
 	if !n.Spec.Unschedulable || n.Annotations[DrainingAnnotation] != f.ns+"/hooks" {
 		t.Errorf("node not cordoned and marked: unschedulable=%v annotations=%v", n.Spec.Unschedulable, n.Annotations)
 	}
-	if f.rec.count(EventDrainProceeds) != 1 || f.rec.count(EventDrainSucceeded) != 1 {
+	// Drained in its first pass: no DrainProceeds event and no
+	// DrainStartedAnnotation write (breaks if drain() recorded the start
+	// before the pass again).
+	if f.rec.count(EventDrainProceeds) != 0 || f.rec.count(EventDrainSucceeded) != 1 {
 		t.Errorf("events:\n%s", f.rec)
 	}
+	if _, ok := got.Annotations[DrainStartedAnnotation]; ok {
+		t.Errorf("%s written for a drain done in one pass", DrainStartedAnnotation)
+	}
 
-	// Remove the preTerminate hook: Delete, Exists=false, Node and finalizer go.
+	// Remove the preTerminate hook: Delete, Exists=false, Node and finalizer
+	// go: one Node DELETE and the finalizer PATCH, no status write (the
+	// object goes with the finalizer). Breaks if: reconcileDelete wrote the
+	// final status with its finalizer the only one.
 	f.patchMachine(m, func(m *machinev1beta1.Machine) { m.Spec.LifecycleHooks.PreTerminate = nil })
+	f.counter.Reset()
 	f.mustReconcile(m)
+	if w := f.counter.Writes(); w != 2 {
+		t.Errorf("final pass wrote %d times, want 2 (Node DELETE, finalizer PATCH): %v", w, f.counter.WriteRequests())
+	}
 	wantCalls(t, f.act, map[string]int{machinetest.Delete: 1, machinetest.Exists: 1})
 	if f.get(m) != nil {
 		t.Error("machine still exists after its finalizer should have been removed")

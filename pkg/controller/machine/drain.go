@@ -92,15 +92,22 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 		return ctrl.Result{RequeueAfter: r.drainBackoff.When(s.key)}, false, nil
 	}
 
-	started, err := r.ensureDrainStart(ctx, s, node)
-	if err != nil {
-		return ctrl.Result{}, false, err
-	}
+	started, recorded := r.drainStart(s)
 	if timeout > 0 && r.now().Sub(started) >= timeout {
 		return r.forceDrain(ctx, s, node, timeout, started, note)
 	}
 
 	results, pdbs, err := r.evictionPass(ctx, node)
+	if !recorded {
+		if remaining, _, _ := passOutcome(results); err != nil || remaining > 0 {
+			// The drain takes more than one pass: its start must survive a
+			// restart, for the timeout. (A drain done in its first pass
+			// records nothing: no Machine write, no DrainProceeds event.)
+			if perr := r.recordDrainStart(ctx, s, node, started); perr != nil {
+				return ctrl.Result{}, false, perr
+			}
+		}
+	}
 	if err != nil {
 		// Listing the pods failed: nothing was evicted.
 		log.FromContext(ctx).Error(err, "drain pass failed", "node", node.Name)
@@ -137,31 +144,36 @@ func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.
 	return ctrl.Result{RequeueAfter: after}
 }
 
-// ensureDrainStart returns the drain start, persisting DrainStartedAnnotation
-// (now) first when the Machine has no valid one, so the drain timeout is
-// measured from a start that survives restarts. A new start is recorded as a
-// DrainProceeds event.
-func (r *Reconciler) ensureDrainStart(ctx context.Context, s *scope, node *corev1.Node) (time.Time, error) {
+// drainStart returns the drain start: DrainStartedAnnotation when the
+// Machine has a valid one (recorded), else now (not before the deletion, so
+// drainStartOf accepts it once written).
+func (r *Reconciler) drainStart(s *scope) (start time.Time, recorded bool) {
 	if t, ok := drainStartOf(s.m); ok {
-		return t, nil
+		return t, true
 	}
-	start := r.now()
+	start = r.now()
 	if dt := s.m.DeletionTimestamp; dt != nil && start.Before(dt.Time) {
 		// Our clock is behind the API server's: a start before the deletion
 		// would not be accepted by drainStartOf (and rewritten every pass).
 		start = dt.Time
 	}
-	start = start.UTC().Truncate(time.Second)
+	return start.UTC().Truncate(time.Second), false
+}
+
+// recordDrainStart persists DrainStartedAnnotation, so the drain timeout is
+// measured from a start that survives restarts, and records the start as a
+// DrainProceeds event.
+func (r *Reconciler) recordDrainStart(ctx context.Context, s *scope, node *corev1.Node, start time.Time) error {
 	if err := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) {
 		if m.Annotations == nil {
 			m.Annotations = map[string]string{}
 		}
 		m.Annotations[DrainStartedAnnotation] = start.Format(time.RFC3339)
 	}); err != nil {
-		return time.Time{}, fmt.Errorf("recording the drain start (%s annotation): %w", DrainStartedAnnotation, err)
+		return fmt.Errorf("recording the drain start (%s annotation): %w", DrainStartedAnnotation, err)
 	}
 	r.eventf(s.m, corev1.EventTypeNormal, EventDrainProceeds, "Drain", "draining node %s", node.Name)
-	return start, nil
+	return nil
 }
 
 // forceDrain ends a drain whose timeout expired: the remaining pods are

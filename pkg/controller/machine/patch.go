@@ -38,8 +38,13 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 	if optimisticLock {
 		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	}
+	prev := s.base.ResourceVersion
 	if err := r.client.Patch(ctx, after, patch); err != nil {
 		return err
+	}
+	s.wrote(prev)
+	if optimisticLock {
+		s.fresh = true
 	}
 	s.m.ObjectMeta = *after.ObjectMeta.DeepCopy()
 	s.m.Spec = *after.Spec.DeepCopy()
@@ -71,9 +76,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	patched := m.DeepCopy()
 	patched.ObjectMeta = *s.base.ObjectMeta.DeepCopy()
 	patched.Spec = *s.base.Spec.DeepCopy()
+	prev := s.base.ResourceVersion
 	if err := patch.Status(ctx, r.client, r.freshReader(), s.base, patched); err != nil {
 		return fmt.Errorf("patching Machine status: %w", err)
 	}
+	s.wrote(prev)
 	*s.m = *patched
 	s.base = patched.DeepCopy()
 	if from != to {

@@ -119,21 +119,20 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		notCreated.Message = c.Message // keep the last create error until the next outcome
 	}
 	m.Status.Conditions = conditions.Set(m.Status.Conditions, notCreated, r.now())
-	if phaseOf(m) != machinev1beta1.PhaseProvisioning {
-		setPhase(m, machinev1beta1.PhaseProvisioning)
-		// Persist Provisioning before the first Create.
-		if err := r.patchStatus(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
+	// Provisioning is written with the reconcile's one status write, after
+	// Create: the finalizer (already persisted) is what keeps an instance
+	// from being lost, not the phase.
+	setPhase(m, machinev1beta1.PhaseProvisioning)
 	if m.Spec.ProviderSpec.Value == nil {
 		err := InvalidConfiguration("spec.providerSpec.value is required: the provider needs its configuration to create an instance")
 		r.eventf(m, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Message)
 		r.fail(ctx, s, err, "")
 		return ctrl.Result{}, nil
 	}
-	if r.apiReader != nil {
-		// Guard against a stale cache: never create for an old view.
+	if r.apiReader != nil && !s.fresh {
+		// Guard against a stale cache: never create for an old view. Not
+		// needed when this reconcile's locked write (the finalizer) proved
+		// the view current.
 		live := &machinev1beta1.Machine{}
 		if err := r.apiReader.Get(ctx, s.key, live); err != nil {
 			return ctrl.Result{}, err
@@ -149,10 +148,23 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	err := r.callProvider(ctx, s, OperationCreate, r.actuator.Create)
 	switch {
 	case err == nil:
-		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
-			ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityInfo, "the instance is being created"), r.now())
+		phase, exists := phaseAfterCreate(isProvisioned(m), m.Status.NodeRef != nil)
+		setPhase(m, phase)
+		if exists {
+			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionTrue,
+				ReasonInstanceExists, "", "the instance exists on the provider"), r.now())
+			r.waitBackoff.Forget(s.key)
+		} else {
+			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
+				ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityInfo, "the instance is being created"), r.now())
+		}
 		r.events.clear(m, EventFailedCreate)
 		r.eventf(m, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
+		if exists {
+			// Provisioned in this reconcile's status write; the nodeRef
+			// (nodelink) or a Node change wakes us for Running.
+			return ctrl.Result{}, nil
+		}
 		if m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
 			// The providerID patch (a spec change) wakes us; addresses
 			// alone (status) would not.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +18,16 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
-// A new Machine goes Provisioning (persisted before Create), gets its
-// providerID/addresses from the provider, becomes Provisioned, then Running
-// once nodelink sets the nodeRef; a steady state writes nothing.
+// A new Machine gets its finalizer, then Create, then its providerID and
+// one status write (Provisioned, with addresses and InstanceExists=True: the
+// Create reported the instance) in one pass; a second pass writes nothing;
+// once nodelink sets the nodeRef, one status write makes it Running; a
+// steady state writes nothing. The writes are counted: finalizer PATCH,
+// providerID PATCH, status PATCH, then status PATCH (Running), 4 in all, and
+// no GET of the Machine before Create (the locked finalizer write proved the
+// view current). Breaks if: create() persisted Provisioning before Create
+// again (4 writes in pass 1), or read the Machine uncached whenever it had
+// an apiReader (a GET in pass 1).
 func TestProvisioningToRunning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -40,16 +48,23 @@ func TestProvisioningToRunning(t *testing.T) {
 	})
 	m := f.machine("m1")
 
-	// Pass 1: empty phase → Provisioning, then Create.
+	// Pass 1: finalizer, Create, providerID, one status write: Provisioned.
+	f.counter.Reset()
 	if res := f.mustReconcile(m); res.RequeueAfter != 0 {
-		t.Errorf("the providerID patch wakes the controller; no requeue expected: %+v", res)
+		t.Errorf("Provisioned needs no requeue (nodelink's nodeRef wakes us): %+v", res)
+	}
+	if w := f.counter.Writes(); w != 3 {
+		t.Errorf("pass 1 wrote %d times, want 3 (finalizer, providerID, status): %v", w, f.counter.WriteRequests())
+	}
+	if g := machineGets(f, "m1"); g != 1 {
+		t.Errorf("pass 1 read %d times, want 1 (the Machine itself; none before Create): %v", g, f.counter.Snapshot())
 	}
 	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
-	if phaseAtCreate != machinev1beta1.PhaseProvisioning {
-		t.Errorf("phase when Create ran = %q, want Provisioning persisted first", phaseAtCreate)
+	if phaseAtCreate != "" {
+		t.Errorf("phase when Create ran = %q, want none written yet (one status write per pass)", phaseAtCreate)
 	}
 	got := f.mustGet(m)
-	wantPhase(t, got, machinev1beta1.PhaseProvisioning)
+	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
 	if !hasFinalizer(got) {
 		t.Error("finalizer not added")
 	}
@@ -59,7 +74,7 @@ func TestProvisioningToRunning(t *testing.T) {
 	if len(got.Status.Addresses) != 1 || got.Status.Addresses[0].Address != "10.0.0.7" {
 		t.Errorf("addresses not persisted: %+v", got.Status.Addresses)
 	}
-	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated)
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
 	wantCondition(t, got, DrainableCondition, corev1.ConditionTrue, ReasonNoHooks)
 	wantCondition(t, got, TerminableCondition, corev1.ConditionTrue, ReasonNoHooks)
 	if got.Status.LastUpdated == nil {
@@ -72,21 +87,28 @@ func TestProvisioningToRunning(t *testing.T) {
 		t.Errorf("machine_api_provider_calls_total{operation=create} grew by %v", d)
 	}
 
-	// Pass 2: the instance exists → Update → Provisioned, no polling.
+	// Pass 2: the instance exists → Update, nothing new to write.
+	f.counter.Reset()
 	if res := f.mustReconcile(m); res.RequeueAfter != 0 {
 		t.Errorf("Provisioned needs no requeue (nodelink's nodeRef wakes us): %+v", res)
+	}
+	if w := f.counter.Writes(); w != 0 {
+		t.Errorf("pass 2 wrote %d times, want 0: %v", w, f.counter.WriteRequests())
 	}
 	wantCalls(t, f.act, map[string]int{machinetest.Exists: 2, machinetest.Create: 1, machinetest.Update: 1})
 	got = f.mustGet(m)
 	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
-	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
 
 	// nodelink sets the nodeRef → Running; the nodeRef is never overwritten.
 	got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "node-m1"}
 	if err := env.Client.Status().Update(f.ctx, got); err != nil {
 		t.Fatal(err)
 	}
+	f.counter.Reset()
 	f.mustReconcile(m)
+	if w := f.counter.Writes(); w != 1 {
+		t.Errorf("Running took %d writes, want 1 (status): %v", w, f.counter.WriteRequests())
+	}
 	got = f.mustGet(m)
 	wantPhase(t, got, machinev1beta1.PhaseRunning)
 	if got.Status.NodeRef == nil || got.Status.NodeRef.Name != "node-m1" {
@@ -107,6 +129,17 @@ func TestProvisioningToRunning(t *testing.T) {
 	if again.ResourceVersion != got.ResourceVersion || !again.Status.LastUpdated.Equal(got.Status.LastUpdated) {
 		t.Errorf("steady state changed the Machine: rv %s→%s lastUpdated %v→%v", got.ResourceVersion, again.ResourceVersion, got.Status.LastUpdated, again.Status.LastUpdated)
 	}
+}
+
+// machineGets counts the GETs of the Machine name (discovery aside).
+func machineGets(f *fixture, name string) int {
+	n := 0
+	for r, k := range f.counter.Snapshot() {
+		if r.Verb == "GET" && strings.HasSuffix(r.Path, "/machines/"+name) {
+			n += k
+		}
+	}
+	return n
 }
 
 func hasFinalizer(m *machinev1beta1.Machine) bool {

@@ -78,9 +78,17 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 	})
 	m := f.machine("m1")
 
-	// Each pass changes conditions (the first adds them, the second sets
-	// InstanceExists=True) and must keep the one written meanwhile.
-	for pass, phase := range []string{machinev1beta1.PhaseProvisioning, machinev1beta1.PhaseProvisioned} {
+	// Each pass changes conditions (the first adds them, with
+	// InstanceExists=True; the second, Running once nodelink set the
+	// nodeRef) and must keep the one written meanwhile.
+	for pass, phase := range []string{machinev1beta1.PhaseProvisioned, machinev1beta1.PhaseRunning} {
+		if pass == 1 {
+			live := f.mustGet(m)
+			live.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "node-m1"}
+			if err := env.Client.Status().Update(f.ctx, live); err != nil {
+				t.Fatal(err)
+			}
+		}
 		w.arm()
 		f.mustReconcile(m)
 		got := f.mustGet(m)

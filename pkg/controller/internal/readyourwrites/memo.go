@@ -3,6 +3,7 @@
 package readyourwrites
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -17,19 +18,21 @@ const CatchUpDelay = 100 * time.Millisecond
 // newer version (it always does), the object is acted on anyway.
 const TTL = 10 * time.Second
 
-// Memo remembers, per object, the resourceVersion a reconcile read before it
-// wrote. A later reconcile that reads that very version from the informer
-// cache knows the cache has not seen the write yet: acting on it would only
+// Memo remembers, per object, the resourceVersions that a reconcile's
+// writes left behind: the one it read and those of its own writes but the
+// last. A later reconcile that reads one of them from the informer cache
+// knows the cache has not seen the last write yet: acting on it would only
 // send the same patches again (each a full update on the API server, even
-// when nothing changes), so it waits for the cache instead.
+// when nothing changes), or act on a view without what was just written, so
+// it waits for the cache instead.
 type Memo struct {
 	mu    sync.Mutex
 	based map[types.NamespacedName]writeMark
 }
 
 type writeMark struct {
-	readVersion string
-	at          time.Time
+	behind []string
+	at     time.Time
 }
 
 // New returns an empty Memo.
@@ -40,16 +43,30 @@ func New() *Memo {
 // Wrote records that a reconcile which read readVersion wrote a newer
 // version (written != readVersion).
 func (w *Memo) Wrote(key types.NamespacedName, readVersion, written string, now time.Time) {
-	if readVersion == "" || written == readVersion {
+	w.WroteThrough(key, []string{readVersion}, written, now)
+}
+
+// WroteThrough records that a reconcile's writes went through the versions
+// behind (the one it read first, then each write's result but the last) and
+// ended at written. Empty versions and written itself are ignored; nothing
+// is recorded when no version is left.
+func (w *Memo) WroteThrough(key types.NamespacedName, behind []string, written string, now time.Time) {
+	var keep []string
+	for _, v := range behind {
+		if v != "" && v != written && !slices.Contains(keep, v) {
+			keep = append(keep, v)
+		}
+	}
+	if len(keep) == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.based[key] = writeMark{readVersion: readVersion, at: now}
+	w.based[key] = writeMark{behind: keep, at: now}
 }
 
-// Stale reports whether version, just read from the cache, is the one a
-// recent write was based on. Any other version forgets the mark.
+// Stale reports whether version, just read from the cache, is one a recent
+// write left behind. Any other version forgets the mark.
 func (w *Memo) Stale(key types.NamespacedName, version string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -57,7 +74,7 @@ func (w *Memo) Stale(key types.NamespacedName, version string, now time.Time) bo
 	if !ok {
 		return false
 	}
-	if mark.readVersion == version && now.Sub(mark.at) < TTL {
+	if slices.Contains(mark.behind, version) && now.Sub(mark.at) < TTL {
 		return true
 	}
 	delete(w.based, key)

@@ -44,6 +44,20 @@ func TestMemo(t *testing.T) {
 			t.Error("stale after the cache had shown a newer version")
 		}
 	})
+	// Breaks if: WroteThrough kept only the version read (the cache showing
+	// the reconcile's own first write would look fresh).
+	t.Run("every version a reconcile's writes left behind is stale, the last is not", func(t *testing.T) {
+		w := New()
+		w.WroteThrough(key, []string{"10", "11", "12"}, "13", now)
+		for _, v := range []string{"10", "11", "12"} {
+			if !w.Stale(key, v, now) {
+				t.Errorf("version %s: not stale, want stale (the cache has not seen write 13 yet)", v)
+			}
+		}
+		if w.Stale(key, "13", now) {
+			t.Error("version 13 (the last write): stale, want fresh")
+		}
+	})
 	t.Run("forget", func(t *testing.T) {
 		w := New()
 		w.Wrote(key, "10", "11", now)
