@@ -158,6 +158,26 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 	return nodePlan{Node: out, Changed: changed, Invalid: invalid}
 }
 
+// needsLock reports whether the Node patch from node to out must carry an
+// optimistic lock: it removes a label or annotation (only right while the
+// value is still the one nodelink recorded) or changes the taints (a merge
+// patch replaces the whole list). A patch that only adds or sets keys is
+// right whatever else changed meanwhile, so it goes without one and does not
+// fail on an unrelated concurrent write (the node controllers' TTL
+// annotation and not-ready taint land on a new Node at the same moment).
+func needsLock(node, out *corev1.Node) bool {
+	removes := func(from, to map[string]string) bool {
+		for k := range from {
+			if _, ok := to[k]; !ok {
+				return true
+			}
+		}
+		return false
+	}
+	return removes(node.Labels, out.Labels) || removes(node.Annotations, out.Annotations) ||
+		!taintsEqual(node.Spec.Taints, out.Spec.Taints)
+}
+
 // syncMap returns current with want set and with the keys of last that want
 // lacks removed while their value is still the recorded one. It returns a new
 // map (nil when empty and current was nil).

@@ -420,3 +420,33 @@ func TestNodeRefUpToDate(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNeedsLock: the Node patch carries an optimistic lock exactly when it
+// removes a label or annotation or changes the taints. Breaks if: needsLock
+// ignored removed annotations (row "removes an annotation" would patch a
+// stale Node unlocked) or always locked (row "only adds" would conflict with
+// the node controllers' writes to a new Node).
+func TestNeedsLock(t *testing.T) {
+	node := func(labels, annotations map[string]string, taints ...corev1.Taint) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations}, Spec: corev1.NodeSpec{Taints: taints}}
+	}
+	taint := corev1.Taint{Key: "k", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name     string
+		from, to *corev1.Node
+		want     bool
+	}{
+		{"only adds", node(map[string]string{"a": "1"}, nil), node(map[string]string{"a": "1", "b": "2"}, map[string]string{MachineAnnotation: "ns/m"}), false},
+		{"sets a value", node(map[string]string{"a": "1"}, nil), node(map[string]string{"a": "2"}, nil), false},
+		{"removes a label", node(map[string]string{"a": "1", "b": "2"}, nil), node(map[string]string{"a": "1"}, nil), true},
+		{"removes an annotation", node(nil, map[string]string{"x": "1"}), node(nil, map[string]string{}), true},
+		{"adds a taint", node(nil, nil), node(nil, nil, taint), true},
+		{"same taints", node(nil, nil, taint), node(map[string]string{"a": "1"}, nil, taint), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := needsLock(tc.from, tc.to); got != tc.want {
+				t.Errorf("needsLock = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

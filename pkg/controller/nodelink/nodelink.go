@@ -336,8 +336,12 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	}
 	// The optimistic lock makes a decision based on a stale cached Node fail
 	// instead of removing something that changed meanwhile, and keeps the
-	// taint list (replaced as a whole by a merge patch) consistent.
-	patch := client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
+	// taint list (replaced as a whole by a merge patch) consistent; a patch
+	// that only sets keys needs none (needsLock).
+	patch := client.MergeFrom(node)
+	if needsLock(node, plan.Node) {
+		patch = client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
+	}
 	if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
 		return fmt.Errorf("updating node %s: %w", node.Name, err)
 	}

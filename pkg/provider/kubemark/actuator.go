@@ -55,6 +55,7 @@ type Actuator struct {
 	indexed  bool // nodes has IndexNodeInternalIP
 	now      func() time.Time
 	reassert time.Duration
+	recent   *recentNodes
 }
 
 var (
@@ -64,7 +65,7 @@ var (
 
 // NewActuator returns a kubemark Actuator.
 func NewActuator(opts Options) *Actuator {
-	a := &Actuator{client: opts.Client, nodes: opts.NodeReader, indexed: opts.NodeReader != nil, now: opts.Now, reassert: opts.ReassertInterval}
+	a := &Actuator{client: opts.Client, nodes: opts.NodeReader, indexed: opts.NodeReader != nil, now: opts.Now, reassert: opts.ReassertInterval, recent: newRecentNodes()}
 	if a.nodes == nil {
 		a.nodes = opts.Client
 	}
@@ -126,10 +127,15 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 	}
 
-	// A Lease this provider took over from an earlier Node of the same name
-	// would keep kwok away from the new one.
-	if err := a.releaseLease(ctx, m.Name, ""); err != nil {
-		return err
+	// A Lease this provider took over from an earlier Node of this Machine
+	// would keep kwok away from the new one. Only a Machine whose
+	// providerStatus names a Node had one; a Lease of an older Machine of
+	// the same name went with its Node (Delete releases it, and a node
+	// Lease is owned by its Node, so the garbage collector removes it).
+	if registeredBefore(m) {
+		if err := a.releaseLease(ctx, m.Name, ""); err != nil {
+			return err
+		}
 	}
 	ip, err := a.pickNodeIP(ctx, m)
 	if err != nil {
@@ -146,6 +152,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 			if gerr != nil {
 				return fmt.Errorf("registering node %q: it already exists: %w", m.Name, gerr)
 			}
+			a.recent.noteRegistered(node.Name, a.now())
 			syncMachine(m, node, spec, a.now())
 			return nil
 		case apierrors.IsInvalid(err):
@@ -162,6 +169,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 			return fmt.Errorf("setting the status of node %q: %w", m.Name, err)
 		}
 	}
+	a.recent.noteRegistered(created.Name, a.now())
 	log.FromContext(ctx).Info("registered node", "node", created.Name, "providerID", created.Spec.ProviderID, "internalIP", ip.String())
 	syncMachine(m, created, spec, a.now())
 	return nil
@@ -171,14 +179,23 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 // Machine with its providerID. A Node of that name with another providerID
 // does not count.
 //
-// false is final for a provisioned Machine (it fails), so a Node the cached
-// NodeReader does not show is looked up on the API server before Exists says
-// so: the cache lags behind a Node just registered, and across an API server
-// outage by as long as the outage lasts.
+// false is final for a provisioned Machine (it fails), so for one a Node
+// the cached NodeReader does not show is looked up on the API server before
+// Exists says so: the cache lags behind a Node just registered, and across
+// an API server outage by as long as the outage lasts. That read is skipped
+// when this process itself registered the Node moments ago (true) or
+// deleted it (false), and for a Machine never provisioned, for which false
+// only means Create (which handles a Node that does exist).
 func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
 	_, err := a.ownNode(ctx, m)
 	if a.indexed && (apierrors.IsNotFound(err) || IsForeignNode(err)) {
-		_, err = a.getOwnNode(ctx, a.client, m)
+		switch now := a.now(); {
+		case apierrors.IsNotFound(err) && a.recent.wasRegistered(m.Name, now):
+			return true, nil
+		case a.recent.wasDeleted(m.Name, "", now), !provisioned(m):
+		default:
+			_, err = a.getOwnNode(ctx, a.client, m)
+		}
 	}
 	switch {
 	case err == nil:
@@ -238,6 +255,9 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
+		if !heldLease(m) {
+			return nil
+		}
 		return a.releaseLease(ctx, m.Name, "")
 	case IsForeignNode(err):
 		log.FromContext(ctx).Info("not deleting a node that is not the machine's", "reason", err.Error())
@@ -245,15 +265,56 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	default:
 		return err
 	}
-	if node.DeletionTimestamp == nil {
+	// The cache may still show a Node this process has just deleted: once
+	// is enough.
+	if node.DeletionTimestamp == nil && !a.recent.wasDeleted(node.Name, node.UID, a.now()) {
 		uid := node.UID
 		err := a.client.Delete(ctx, node, client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting node %q: %w", node.Name, err)
 		}
+		a.recent.noteDeleted(node.Name, node.UID, a.now())
 		log.FromContext(ctx).Info("deleted node", "node", node.Name)
 	}
+	if _, marked := node.Annotations[SimulatedUnhealthyAnnotation]; !marked && !heldLease(m) {
+		// The provider holds a node's Lease only while it keeps the node
+		// unhealthy, and marks it so; kwok's own Lease goes with the Node.
+		return nil
+	}
 	return a.releaseLease(ctx, node.Name, node.UID)
+}
+
+// provisioned reports whether the Machine was ever given an instance (the
+// machine controller's rule): a providerID or addresses.
+func provisioned(m *machinev1beta1.Machine) bool {
+	return (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
+}
+
+// registeredBefore reports whether the Machine's providerStatus names a Node
+// registered for it earlier.
+func registeredBefore(m *machinev1beta1.Machine) bool {
+	st := providerStatusOf(m)
+	return st != nil && st.NodeName != ""
+}
+
+// heldLease reports whether the Machine's providerStatus says the health
+// simulation kept its node unhealthy (and so may hold its Lease).
+func heldLease(m *machinev1beta1.Machine) bool {
+	st := providerStatusOf(m)
+	return st != nil && st.State == kubemarkv1alpha1.InstanceUnhealthy
+}
+
+// providerStatusOf decodes the Machine's providerStatus; nil when it has
+// none or it does not decode.
+func providerStatusOf(m *machinev1beta1.Machine) *kubemarkv1alpha1.KubemarkMachineProviderStatus {
+	if m.Status.ProviderStatus == nil || len(m.Status.ProviderStatus.Raw) == 0 {
+		return nil
+	}
+	st := &kubemarkv1alpha1.KubemarkMachineProviderStatus{}
+	if err := json.Unmarshal(m.Status.ProviderStatus.Raw, st); err != nil {
+		return nil
+	}
+	return st
 }
 
 // ownNode gets the Machine's Node (from NodeReader): NotFound when there is

@@ -631,25 +631,44 @@ func TestHealthPeriodic(t *testing.T) {
 	}
 }
 
-// TestCreateReleasesStaleLease: a Lease the provider held for an earlier node
-// of the same name is removed before the new node registers, so kwok can
-// manage it.
+// TestCreateReleasesStaleLease: a Lease the provider held for an earlier
+// node of the Machine (its providerStatus names one) is removed before the
+// new node registers, so kwok can manage it; for a Machine that never had a
+// node, Create reads no Lease (an older Machine's Lease went with its Node).
+// Breaks if: Create released the Lease for every Machine (a Lease GET per
+// Machine; the second row's lease would be gone) or for none (the first
+// row's lease would be kept).
 func TestCreateReleasesStaleLease(t *testing.T) {
-	a, _ := setup(t, Options{})
-	ctx := t.Context()
-	m := newMachine(t, "")
-	rt := metav1.NewMicroTime(time.Now())
-	stale := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: corev1.NamespaceNodeLease},
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(LeaseHolderIdentity), LeaseDurationSeconds: new(int32(1<<31 - 1)), RenewTime: &rt},
-	}
-	if err := env.Client.Create(ctx, stale); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	if l := getLease(t, m.Name); l != nil {
-		t.Errorf("stale lease kept: %+v", l.Spec)
+	for _, tc := range []struct {
+		name           string
+		registeredOnce bool
+		wantKept       bool
+	}{
+		{name: "recreated", registeredOnce: true},
+		{name: "new", wantKept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := setup(t, Options{})
+			ctx := t.Context()
+			m := newMachine(t, "")
+			if tc.registeredOnce {
+				setProviderStatus(m, &kubemarkv1alpha1.KubemarkMachineProviderStatus{NodeName: m.Name, State: kubemarkv1alpha1.InstanceUnhealthy})
+			}
+			rt := metav1.NewMicroTime(time.Now())
+			stale := &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: corev1.NamespaceNodeLease},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: new(LeaseHolderIdentity), LeaseDurationSeconds: new(int32(1<<31 - 1)), RenewTime: &rt},
+			}
+			if err := env.Client.Create(ctx, stale); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), stale) })
+			if err := a.Create(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			if l := getLease(t, m.Name); (l != nil) != tc.wantKept {
+				t.Errorf("lease kept = %v, want %v", l != nil, tc.wantKept)
+			}
+		})
 	}
 }

@@ -251,12 +251,20 @@ func inSet(set map[string]bool) func(string) (bool, error) {
 	return func(ip string) (bool, error) { return set[ip], nil }
 }
 
-// TestExistsConfirmsAbsenceUncached: a Node the cache does not show yet (just
-// registered, or created before an API server outage the informer has not
-// caught up with) exists: Exists answers false only when the API server has
-// no Node of the Machine.
+// TestExistsConfirmsAbsenceUncached: for a provisioned Machine (providerID
+// set), a Node the cache does not show yet (just registered, or created
+// before an API server outage the informer has not caught up with) exists:
+// Exists answers false only when the API server has no Node of the Machine,
+// or when this process itself deleted it. For a Machine never provisioned it
+// answers from the cache (false only leads to Create, which handles an
+// existing Node); for one whose Node this process registered moments ago, it
+// answers true without asking. Breaks if: the uncached read were made for
+// every cache miss ("not provisioned" rows would answer true), or never
+// ("cache behind the API server" would answer false).
 func TestExistsConfirmsAbsenceUncached(t *testing.T) {
-	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
+	pid := ProviderID("ns", "m")
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}, Spec: machinev1beta1.MachineSpec{ProviderID: &pid}}
+	fresh := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "m"},
 		Spec:       corev1.NodeSpec{ProviderID: ProviderID("ns", "m")},
@@ -265,20 +273,30 @@ func TestExistsConfirmsAbsenceUncached(t *testing.T) {
 	foreign.Spec.ProviderID = "aws:///us-east-1a/i-1"
 	for _, tc := range []struct {
 		name         string
+		machine      *machinev1beta1.Machine
 		cached, live []client.Object
+		recent       func(r *recentNodes, now time.Time)
 		want         bool
 	}{
-		{"cache behind the API server", nil, []client.Object{node}, true},
-		{"cache shows an older foreign node", []client.Object{foreign}, []client.Object{node}, true},
-		{"gone from both", nil, nil, false},
-		{"foreign on the API server", nil, []client.Object{foreign}, false},
-		{"in the cache", []client.Object{node}, []client.Object{node}, true},
+		{"cache behind the API server", m, nil, []client.Object{node}, nil, true},
+		{"cache shows an older foreign node", m, []client.Object{foreign}, []client.Object{node}, nil, true},
+		{"gone from both", m, nil, nil, nil, false},
+		{"foreign on the API server", m, nil, []client.Object{foreign}, nil, false},
+		{"in the cache", m, []client.Object{node}, []client.Object{node}, nil, true},
+		{"not provisioned: the cache answers", fresh, nil, []client.Object{node}, nil, false},
+		{"registered by this process moments ago", m, nil, nil, func(r *recentNodes, now time.Time) { r.noteRegistered("m", now) }, true},
+		{"deleted by this process moments ago", m, nil, []client.Object{node}, func(r *recentNodes, now time.Time) { r.noteDeleted("m", "", now) }, false},
+		{"registered longer ago than recentTTL: asks", m, nil, nil, func(r *recentNodes, now time.Time) { r.noteRegistered("m", now.Add(-recentTTL)) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.cached...).Build()
 			live := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.live...).Build()
-			a := NewActuator(Options{Client: live, NodeReader: cache})
-			got, err := a.Exists(t.Context(), m)
+			now := time.Unix(1000, 0)
+			a := NewActuator(Options{Client: live, NodeReader: cache, Now: func() time.Time { return now }})
+			if tc.recent != nil {
+				tc.recent(a.recent, now)
+			}
+			got, err := a.Exists(t.Context(), tc.machine)
 			if err != nil {
 				t.Fatal(err)
 			}
