@@ -1,39 +1,9 @@
 // Package apply writes the operator's desired objects with server-side apply
 // (field manager config.FieldManager), reverts what others change in them,
-// and deletes the ones a configuration change made obsolete.
-//
-// The drift check compares no values. It reads the live object (normally
-// from an informer cache) and asks the API server's own record of who set
-// which field, metadata.managedFields:
-//
-//   - The live AppliedHashAnnotation must equal the desired object's hash;
-//     otherwise the desired object changed and is applied.
-//   - Every field the desired object sets must still be owned by the
-//     operator's apply entry. Another manager that changes one of them (a
-//     value, an atomic list such as args, rules or tolerations) takes its
-//     ownership over; one that removes it removes it from every entry.
-//     Either way a forced apply takes it back.
-//   - No other manager may own a field the operator does not own, anywhere
-//     but in metadata and status (less the few fields others legitimately
-//     fill in, see othersMaySet). Such a field was added by someone else (a
-//     container, an env var, a volume, a webhook, a Service port, a pod
-//     template label) or is a server default someone changed; an update
-//     guarded by the resourceVersion removes it and drops the other
-//     managers' claims on it (a default comes back as the default).
-//
-// Server defaults are owned by nobody, so they never count. Labels,
-// annotations, finalizers and owner references others put on an object's
-// metadata are kept; the pod template's labels and annotations are part of
-// the product. The desired object's field set is computed with the schemas
-// the API server uses for server-side apply (client-go's for built-in
-// kinds, apiextensions' OpenAPI definitions for CRDs), so it is exactly what
-// the server recorded when it applied the object.
-//
-// Steady state costs no writes and, with a cache-backed reader, no requests.
-// Nothing is kept in memory, so a restart causes no writes either; no dry-run
-// requests are sent. Fields the operator stops setting are removed by
-// server-side apply itself: the desired object changed, so its hash changed,
-// so it is applied.
+// and deletes the ones a configuration change made obsolete. The drift check
+// compares no values: it reads metadata.managedFields, so the steady state
+// and a restart cost no writes (docs/architecture.md, "How the drift check
+// decides").
 package apply
 
 import (
@@ -162,24 +132,14 @@ type Result struct {
 	Failed []ObjectRef
 }
 
-// Apply applies each object in order. Objects may be typed (registered in the
-// client's scheme; TypeMeta may be empty) or *unstructured.Unstructured; they
-// are not modified. Apply continues past failures and returns every failure
-// joined into one error.
-//
-// Each object is stamped with the ownership label config.ManagedByLabel =
-// config.ManagedByValue, OwnerLabel (both of which Prune relies on) and the
-// AppliedHashAnnotation. An object whose live OwnerLabel names another
-// installation is left alone and reported as failed, unless that
-// installation's namespace is gone (see checkOwner).
-// Only name, namespace, labels, annotations, ownerReferences and finalizers
-// of its metadata are sent; status is never sent.
-//
-// An object that drifted (see the package documentation) costs one or two
-// writes: a forced apply when the operator's own fields changed, and an
-// update (with the live resourceVersion) when others added fields. An
-// update that loses a race with another writer is left to the next sync,
-// which that writer's watch event brings.
+// Apply applies each object in order (typed or unstructured; not modified),
+// continuing past failures and returning them joined. Each object is stamped
+// with the ownership labels Prune relies on and the AppliedHashAnnotation; an
+// object another live installation owns is left alone and reported failed
+// (checkOwner). Only name, namespace, labels, annotations, ownerReferences and
+// finalizers of its metadata are sent, never status. A drifted object costs a
+// forced apply (the operator's fields changed) and/or a guarded update (others
+// added fields); an update that loses a race waits for the next sync.
 func (a *Applier) Apply(ctx context.Context, objs []client.Object) (Result, error) {
 	var res Result
 	var errs []error

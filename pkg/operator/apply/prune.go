@@ -36,27 +36,14 @@ func IsNeverPruned(gk schema.GroupKind) bool {
 	return false
 }
 
-// Prune deletes the objects of the given kinds that this Applier's
-// installation applied (config.ManagedByLabel = config.ManagedByValue and
-// OwnerLabel = Options.Owner) and are not in keep, and returns the ones it
-// deleted. Objects are found by these labels only, never by name; an object
-// another installation applied, or applied before OwnerLabel existed, is
-// never deleted. Prune fails without an Owner. namespace limits namespaced
-// kinds to one namespace ("" = all); cluster-scoped kinds are listed
-// cluster-wide. keep is compared by group, kind, namespace and name (the
-// version does not matter).
-//
-// Prune never deletes CustomResourceDefinitions or Namespaces, even when
-// their kind is asked for; it skips objects already being deleted (so a
-// finalizer that holds one does not cause a delete per call), deletes with
-// the listed object's UID as precondition (a re-created object of the same
-// name is left alone) and with background propagation. A kind the API server
-// does not serve has nothing to prune. Prune continues past failures and
-// returns them joined.
-//
-// Listing goes through the Reader (typed lists for kinds in the scheme, so a
-// cache-backed reader shares the informers of the watches); only deletes are
-// sent to the API server.
+// Prune deletes the objects of kinds that this installation applied (found
+// by config.ManagedByLabel and OwnerLabel = Options.Owner, never by name) and
+// that are not in keep (compared by group, kind, namespace and name), and
+// returns them. It fails without an Owner. namespace limits namespaced kinds
+// ("" = all). It never deletes CRDs or Namespaces, skips objects already
+// being deleted, deletes with a UID precondition and background propagation,
+// and continues past failures. Lists go through the Reader (the cache), only
+// deletes reach the API server.
 func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object) ([]ObjectRef, error) {
 	if a.owner == "" {
 		return nil, errors.New("prune: the Applier has no Owner, so it cannot tell its objects from another installation's")

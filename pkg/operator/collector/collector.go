@@ -1,27 +1,9 @@
-// Package collector is the operator's Prometheus collector of Machine and
-// MachineSet series, OpenShift's Machine API operator's (same names, labels
-// and meaning), read from the operator's informer cache at scrape time:
-//
-//	mapi_machine_items                          number of Machines in the namespace
-//	mapi_machine_created_timestamp_seconds      per Machine with a phase: creation time (Unix seconds),
-//	  {name,namespace,spec_provider_id,node,api_version,phase}
-//	mapi_machineset_items                       number of MachineSets in the namespace
-//	mapi_machineset_created_timestamp_seconds   per MachineSet: creation time
-//	  {name,namespace,api_version}
-//	mapi_machine_set_status_replicas{name,namespace}            status.replicas
-//	mapi_machine_set_status_replicas_available{name,namespace}  status.availableReplicas
-//	mapi_machine_set_status_replicas_ready{name,namespace}      status.readyReplicas
-//	mapi_mao_collector_up{kind}                 1 when that kind could be listed, else 0;
-//	  kind is "mapi_machine_items" or "mapi_machineset_items"
-//
-// plus this project's mapi_machine_set_spec_replicas{name,namespace}
-// (spec.replicas). A kind that cannot be listed (its informer has not synced:
-// the CRD is missing, RBAC forbids it, the API server is unreachable) gets
-// mapi_mao_collector_up 0 and none of its other series, as on OpenShift.
-//
-// The per-MachineSet series are served here only, not by the MachineSet
-// controller: a series served by two scrape targets would be two series
-// (different job/instance labels) and break aggregations and alerts.
+// Package collector is the operator's Prometheus collector of OpenShift's
+// Machine and MachineSet series (same names, labels and meaning; list in
+// docs/contract.md, "metrics"), read from the informer cache at scrape time.
+// A kind that cannot be listed gets mapi_mao_collector_up 0 and no other
+// series, as on OpenShift. The per-MachineSet series are served here only:
+// served by two targets they would be two series and break alerts.
 package collector
 
 import (

@@ -13,26 +13,12 @@ import (
 // CA into every clientConfig.caBundle of the webhook configuration.
 const injectCABundleAnnotation = "service.beta.openshift.io/inject-cabundle"
 
-// Webhook fields the API server defaults. Rule: every scalar knob that
-// decides how a request reaches the webhook is rendered explicitly — with the
-// server's default value where that is what we want (matchPolicy Equivalent,
-// timeoutSeconds 10, reinvocationPolicy Never) — so the drift check compares
-// it and a foreign change is reverted; this also keeps behaviour independent
-// of server version defaults. namespaceSelector and objectSelector are left
-// unset: the server defaults them to the empty selector {} (match
-// everything), which is what we want, and an empty struct carries no value
-// for the drift check to compare. rules[].scope is the resource's (not the
-// default "*"): Namespaced for Machines and MachineSets, Cluster for
-// NodeMaintenances.
-//
-// failurePolicy Ignore: the webhook server runs in the operand Deployment
-// that these webhooks guard; Fail would block Machine API writes whenever it
-// is down (bootstrap, upgrade, a bad rollout). Validation and defaulting are
-// best effort on top of the CRD schema.
-//
-// caBundle: with service-ca, the operator renders the inject annotation and
-// NO caBundle, so it never owns (or reverts) the injected value; otherwise it
-// renders cfg.Webhook.CABundle (omitted while empty).
+// Webhook fields the API server defaults are rendered explicitly where they
+// decide how a request reaches the webhook (so the drift check reverts a
+// foreign change); empty selectors are left to the server's default (match
+// everything). failurePolicy Ignore: the server runs in the operand these
+// webhooks guard, Fail would block Machine API writes while it is down. With
+// service-ca the caBundle is injected, never rendered (so never reverted).
 const (
 	webhookTimeoutSeconds = 10
 	// webhookAPIVersion: the Machine API's and the metal3 remediation API's.
