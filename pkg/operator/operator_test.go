@@ -256,8 +256,9 @@ func describeObject(obj client.Object) string {
 	return fmt.Sprintf("%T %s", obj, obj.GetName())
 }
 
-// TestSteadyStateMakesNoWrites counts API requests over a quiet period, and
-// across a restart of the operator.
+// TestSteadyStateMakesNoWrites counts API requests over syncs that surely
+// ran (each brought by a watch event and waited for), and across a restart
+// of the operator.
 func TestSteadyStateMakesNoWrites(t *testing.T) {
 	ns := newNamespace(t)
 	setInfrastructure(t, configv1.ExternalPlatformType, "kubemark")
@@ -268,14 +269,19 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "")
 	waitCondition(t, configv1.OperatorProgressing, configv1.ConditionFalse, "", "")
 
-	// Let the status write's own watch event settle, then measure.
-	quietPeriod(t, op, 2*time.Second)
+	// Settled: a sync made no write (the last transition's event may still
+	// have been on its way before).
+	poll.Eventually(t, 30*time.Second, "a sync without a write", func(context.Context) (bool, error) {
+		before := op.counter.Writes()
+		syncs(t, 1)
+		return op.counter.Writes() == before, nil
+	})
 	op.counter.Reset()
-	quietPeriod(t, op, 10*time.Second)
+	syncs(t, 5)
 	if w := op.counter.Writes(); w != 0 {
-		t.Fatalf("steady state made %d write requests in 10s: %v", w, op.counter.WriteRequests())
+		t.Fatalf("steady state made %d write requests in 5 syncs: %v", w, op.counter.WriteRequests())
 	}
-	t.Logf("steady state, 10s: %d requests, 0 writes", op.counter.Total())
+	t.Logf("steady state, 5 syncs: %d requests, 0 writes", op.counter.Total())
 
 	// A restart must not write either.
 	op.stop()
@@ -284,18 +290,29 @@ func TestSteadyStateMakesNoWrites(t *testing.T) {
 	poll.Eventually(t, 20*time.Second, "restarted operator synced", func(context.Context) (bool, error) {
 		return reconcileCount() > before, nil
 	})
-	quietPeriod(t, restarted, 5*time.Second)
+	syncs(t, 3)
 	if w := restarted.counter.Writes(); w != 0 {
 		t.Fatalf("restart made %d write requests: %v", w, restarted.counter.WriteRequests())
 	}
 	t.Logf("restart: %d requests, 0 writes", restarted.counter.Total())
 }
 
-// quietPeriod lets the operator run for d. It is the measurement window of a
-// steady-state assertion, not a wait for a condition.
-func quietPeriod(t *testing.T, _ *running, d time.Duration) {
+// syncs brings n syncs, one after another: each touches an annotation of
+// the ClusterOperator (watched; the operator writes only its status) and
+// waits until a sync has finished since.
+func syncs(t *testing.T, n int) {
 	t.Helper()
-	time.Sleep(d)
+	for range n {
+		before := reconcileCount()
+		co := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "machine-api"}}
+		touch := fmt.Appendf(nil, `{"metadata":{"annotations":{"test.machine-api-operator/touched":%q}}}`, time.Now().Format(time.RFC3339Nano))
+		if err := env.Client.Patch(context.Background(), co, client.RawPatch(types.MergePatchType, touch)); err != nil {
+			t.Fatal(err)
+		}
+		poll.Eventually(t, 10*time.Second, "a sync after the touch", func(context.Context) (bool, error) {
+			return reconcileCount() > before, nil
+		})
+	}
 }
 
 // TestStatusTransitions: install, operand outage after install, recovery, and
