@@ -141,7 +141,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
-	desired := newNode(m, spec, ip)
+	desired := newNode(m, spec, ip, HealthAt(*spec.Health, now, now).Healthy, now)
 	created := desired.DeepCopy()
 	if err := a.client.Create(ctx, created); err != nil {
 		switch {

@@ -27,7 +27,11 @@
 //   - status: capacity = allocatable = {cpu, memory, pods} from the
 //     providerSpec; addresses InternalIP (NodeIP: stable per Machine, unique
 //     among Nodes, in 127.128.0.0/9) and Hostname=<name>; nodeInfo
-//     operatingSystem=linux, architecture=amd64. Conditions are left to kwok.
+//     operatingSystem=linux, architecture=amd64; conditions as a ready
+//     kubelet registers (Ready=True/KubeletReady, MemoryPressure,
+//     DiskPressure and PIDPressure False) unless the health simulation
+//     keeps the node unhealthy from the start (then none). kwok keeps it
+//     Ready from then on (its Lease, its stages).
 //
 // # Health simulation (Update)
 //

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"net/netip"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -115,8 +116,13 @@ func nodeLabels(m *machinev1beta1.Machine) map[string]string {
 	return labels
 }
 
-// newNode returns the Node to register for the Machine.
-func newNode(m *machinev1beta1.Machine, spec *kubemarkv1alpha1.KubemarkMachineProviderSpec, ip netip.Addr) *corev1.Node {
+// newNode returns the Node to register for the Machine. A node that is
+// healthy when it registers does so with the conditions a kubelet posts with
+// its registration (Ready=True, no pressure), as a kubelet does: nothing is
+// left for a later status write, and the node controllers have no not-ready
+// taint to add and remove. One the health simulation keeps unhealthy from
+// the start registers without conditions.
+func newNode(m *machinev1beta1.Machine, spec *kubemarkv1alpha1.KubemarkMachineProviderSpec, ip netip.Addr, ready bool, now time.Time) *corev1.Node {
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:    spec.CPU.DeepCopy(),
 		corev1.ResourceMemory: spec.Memory.DeepCopy(),
@@ -136,8 +142,27 @@ func newNode(m *machinev1beta1.Machine, spec *kubemarkv1alpha1.KubemarkMachinePr
 				{Type: corev1.NodeInternalIP, Address: ip.String()},
 				{Type: corev1.NodeHostName, Address: m.Name},
 			},
-			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"},
+			NodeInfo:   corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64"},
+			Conditions: registrationConditions(ready, now),
 		},
+	}
+}
+
+// registrationConditions are the conditions a ready kubelet registers with
+// (its names and reasons); none for a node that is not ready.
+func registrationConditions(ready bool, now time.Time) []corev1.NodeCondition {
+	if !ready {
+		return nil
+	}
+	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	cond := func(t corev1.NodeConditionType, status corev1.ConditionStatus, reason, message string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: status, Reason: reason, Message: message, LastHeartbeatTime: at, LastTransitionTime: at}
+	}
+	return []corev1.NodeCondition{
+		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
 	}
 }
 

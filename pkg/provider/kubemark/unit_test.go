@@ -306,3 +306,37 @@ func TestExistsConfirmsAbsenceUncached(t *testing.T) {
 		})
 	}
 }
+
+// TestNewNodeRegistersReady: a node healthy at registration is created with
+// the conditions a ready kubelet registers with (so no later status write and
+// no not-ready taint), one the simulation keeps unhealthy with none. Breaks
+// if: newNode left the conditions empty whatever the health (kwok's status
+// write and the node controllers' taint add/remove come back).
+func TestNewNodeRegistersReady(t *testing.T) {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
+	spec, err := ProviderSpecFromMachine(&machinev1beta1.Machine{Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{
+		Value: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec"}`)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	ready := newNode(m, spec, netip.MustParseAddr("127.128.0.1"), true, now)
+	want := map[corev1.NodeConditionType]string{
+		corev1.NodeReady: "True/KubeletReady", corev1.NodeMemoryPressure: "False/KubeletHasSufficientMemory",
+		corev1.NodeDiskPressure: "False/KubeletHasNoDiskPressure", corev1.NodePIDPressure: "False/KubeletHasSufficientPID",
+	}
+	if len(ready.Status.Conditions) != len(want) {
+		t.Fatalf("conditions = %+v, want %d", ready.Status.Conditions, len(want))
+	}
+	for _, c := range ready.Status.Conditions {
+		if got := string(c.Status) + "/" + c.Reason; got != want[c.Type] {
+			t.Errorf("%s = %s, want %s", c.Type, got, want[c.Type])
+		}
+		if !c.LastHeartbeatTime.Time.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+			t.Errorf("%s lastHeartbeatTime = %v", c.Type, c.LastHeartbeatTime)
+		}
+	}
+	if c := newNode(m, spec, netip.MustParseAddr("127.128.0.1"), false, now).Status.Conditions; len(c) != 0 {
+		t.Errorf("unhealthy at registration: conditions = %+v, want none", c)
+	}
+}
