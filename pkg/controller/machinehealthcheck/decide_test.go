@@ -333,24 +333,6 @@ func TestRequestKind(t *testing.T) {
 	}
 }
 
-func TestSetCondition(t *testing.T) {
-	c := newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, "A", machinev1beta1.ConditionSeverityWarning, "m1")
-	conds := setCondition(nil, c, t0)
-	later := t0.Add(time.Minute)
-	c.Reason, c.Message = "B", "m2"
-	conds = setCondition(conds, c, later)
-	if len(conds) != 1 || !conds[0].LastTransitionTime.Time.Equal(t0) || conds[0].Reason != "B" {
-		t.Errorf("same status: %+v, want lastTransitionTime kept", conds)
-	}
-	conds = setCondition(conds, newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionTrue, "C", machinev1beta1.ConditionSeverityWarning, ""), later)
-	if !conds[0].LastTransitionTime.Time.Equal(later) || conds[0].Severity != machinev1beta1.ConditionSeverityNone {
-		t.Errorf("status change: %+v", conds[0])
-	}
-	if got := removeCondition(conds, machinev1beta1.RemediationAllowedCondition); len(got) != 0 {
-		t.Errorf("removeCondition left %+v", got)
-	}
-}
-
 func TestNodeChangeMatters(t *testing.T) {
 	base := testNode(cond(corev1.NodeReady, corev1.ConditionTrue, t0))
 	heartbeat := base.DeepCopy()

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
 // TestRemediatesEachUnhealthyKind: a Failed Machine, one whose Node is gone,
@@ -22,6 +24,7 @@ import (
 // Deleting the MachineHealthCheck drops its metrics.
 func TestRemediatesEachUnhealthyKind(t *testing.T) {
 	h := newHarness(t)
+	h.startNodelink()
 	healthyNode := h.createNode("healthy", corev1.ConditionTrue, time.Now().Add(-time.Hour))
 	sickNode := h.createNode("sick", corev1.ConditionFalse, time.Now().Add(-time.Hour))
 	h.newMachine("healthy", machineOpts{mhc: "all", owned: true, node: healthyNode})
@@ -122,7 +125,7 @@ func TestShortCircuit(t *testing.T) {
 	h.newMHC("sc", func(m *machinev1beta1.MachineHealthCheck) { m.Spec.MaxUnhealthy = ptr.To(intstr.FromInt32(1)) })
 
 	st := h.waitStatus("sc", 5, 1, 0, hasCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, machinev1beta1.TooManyUnhealthyReason))
-	c := getCondition(st.Conditions, machinev1beta1.RemediationAllowedCondition)
+	c := conditions.Get(st.Conditions, machinev1beta1.RemediationAllowedCondition)
 	if !strings.Contains(c.Message, "2 of 5") || c.Severity != machinev1beta1.ConditionSeverityWarning {
 		t.Errorf("condition %+v: want the counts (2 of 5) and severity Warning", c)
 	}

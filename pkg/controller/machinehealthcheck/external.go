@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
@@ -46,7 +47,7 @@ func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1b
 	tmpl, gvk, err := r.readTemplate(ctx, mhc)
 	if err != nil {
 		msg := fmt.Sprintf("Remediation template %s %s is not usable: %v", ref.Kind, ref.Name, err)
-		st.Conditions = setCondition(st.Conditions, newCondition(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionFalse,
+		st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionFalse,
 			machinev1beta1.ExternalRemediationTemplateNotFound, machinev1beta1.ConditionSeverityError, msg), now)
 		if r.events.First(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound, msg) {
 			r.events.Eventf(mhc, nil, corev1.EventTypeWarning, EventTemplateNotFound, "Remediate", "%s", msg)
@@ -55,7 +56,7 @@ func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1b
 		return e
 	}
 	r.events.Clear(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound)
-	st.Conditions = setCondition(st.Conditions, newCondition(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionTrue,
+	st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionTrue,
 		ReasonTemplateAvailable, "", ""), now)
 	e.template, e.gvk = tmpl, gvk
 	return e
@@ -120,7 +121,7 @@ func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Mac
 
 func (e *externalRemediation) fail(m *machinev1beta1.Machine, err error) error {
 	e.failed = append(e.failed, err.Error())
-	e.st.Conditions = setCondition(e.st.Conditions, newCondition(machinev1beta1.ExternalRemediationRequestAvailable, corev1.ConditionFalse,
+	e.st.Conditions = conditions.Set(e.st.Conditions, conditions.New(machinev1beta1.ExternalRemediationRequestAvailable, corev1.ConditionFalse,
 		machinev1beta1.ExternalRemediationRequestCreationFailed, machinev1beta1.ConditionSeverityError, patch.Truncate(strings.Join(e.failed, "; "), 1024)), e.now)
 	e.r.machineEventOnce(client.ObjectKeyFromObject(e.mhc), m, corev1.EventTypeWarning, EventRequestCreationFailed, err.Error())
 	return err
@@ -130,7 +131,7 @@ func (e *externalRemediation) setRequestCondition() {
 	if len(e.failed) > 0 {
 		return
 	}
-	e.st.Conditions = setCondition(e.st.Conditions, newCondition(machinev1beta1.ExternalRemediationRequestAvailable, corev1.ConditionTrue,
+	e.st.Conditions = conditions.Set(e.st.Conditions, conditions.New(machinev1beta1.ExternalRemediationRequestAvailable, corev1.ConditionTrue,
 		ReasonRequestAvailable, "", ""), e.now)
 }
 

@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
@@ -184,31 +185,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.ExpectedMachines = ptr.To(sum.Expected)
 	st.CurrentHealthy = ptr.To(sum.Healthy)
 	st.RemediationsAllowed = sum.RemediationsAllowed
-	allowed := newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionTrue, ReasonRemediationAllowed, "", "")
+	allowed := conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionTrue, ReasonRemediationAllowed, "", "")
 	restricted := false
 	switch {
 	case paused:
 		st.RemediationsAllowed = 0
-		allowed = newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonPaused,
+		allowed = conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonPaused,
 			machinev1beta1.ConditionSeverityInfo, fmt.Sprintf("The MachineHealthCheck is paused (annotation %s)", PausedAnnotation))
 	case sum.MaxErr != nil:
 		st.RemediationsAllowed = 0
-		allowed = newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonInvalidSpec,
+		allowed = conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonInvalidSpec,
 			machinev1beta1.ConditionSeverityError, sum.MaxErr.Error())
 	case !sum.Allowed:
 		restricted = true
-		allowed = newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, machinev1beta1.TooManyUnhealthyReason,
+		allowed = conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, machinev1beta1.TooManyUnhealthyReason,
 			machinev1beta1.ConditionSeverityWarning, restrictedMessage(sum, mhc.Spec.MaxUnhealthy))
 	}
 	wasRestricted := false
-	if c := getCondition(mhc.Status.Conditions, machinev1beta1.RemediationAllowedCondition); c != nil &&
+	if c := conditions.Get(mhc.Status.Conditions, machinev1beta1.RemediationAllowedCondition); c != nil &&
 		c.Status == corev1.ConditionFalse && c.Reason == machinev1beta1.TooManyUnhealthyReason {
 		wasRestricted = true
 	}
-	st.Conditions = setCondition(st.Conditions, allowed, now)
+	st.Conditions = conditions.Set(st.Conditions, allowed, now)
 	if mhc.Spec.RemediationTemplate == nil {
-		st.Conditions = removeCondition(st.Conditions, machinev1beta1.ExternalRemediationTemplateAvailable)
-		st.Conditions = removeCondition(st.Conditions, machinev1beta1.ExternalRemediationRequestAvailable)
+		st.Conditions = conditions.Remove(st.Conditions, machinev1beta1.ExternalRemediationTemplateAvailable)
+		st.Conditions = conditions.Remove(st.Conditions, machinev1beta1.ExternalRemediationRequestAvailable)
 	}
 
 	// Act.
@@ -415,7 +416,7 @@ func (r *Reconciler) reportInvalid(ctx context.Context, mhc *machinev1beta1.Mach
 	ctrl.LoggerFrom(ctx).Info("MachineHealthCheck is invalid; not remediating", "error", msg)
 	st := mhc.Status.DeepCopy()
 	st.RemediationsAllowed = 0
-	st.Conditions = setCondition(st.Conditions, newCondition(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse,
+	st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse,
 		ReasonInvalidSpec, machinev1beta1.ConditionSeverityError, msg), now)
 	return r.patchStatus(ctx, mhc, st, now)
 }

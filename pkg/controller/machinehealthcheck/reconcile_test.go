@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -123,7 +124,7 @@ func TestReconcileShortCircuitRequeue(t *testing.T) {
 	if err := c.Get(ctx, req.NamespacedName, got); err != nil {
 		t.Fatal(err)
 	}
-	cond := getCondition(got.Status.Conditions, machinev1beta1.RemediationAllowedCondition)
+	cond := conditions.Get(got.Status.Conditions, machinev1beta1.RemediationAllowedCondition)
 	if cond == nil || cond.Message != restrictedMessage(summary{Expected: 2, Unhealthy: 2}, mhc.Spec.MaxUnhealthy) {
 		t.Errorf("condition %+v, want the new counts", cond)
 	}

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -443,7 +444,7 @@ func ptrVal(p *int) any {
 // hasCondition returns a check that t has status and reason.
 func hasCondition(t machinev1beta1.ConditionType, status corev1.ConditionStatus, reason string) func(machinev1beta1.MachineHealthCheckStatus) error {
 	return func(st machinev1beta1.MachineHealthCheckStatus) error {
-		c := getCondition(st.Conditions, t)
+		c := conditions.Get(st.Conditions, t)
 		if c == nil || c.Status != status || c.Reason != reason {
 			return fmt.Errorf("condition %s = %+v, want %s/%s", t, c, status, reason)
 		}
