@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -366,24 +367,13 @@ func newMachine(ms *machinev1beta1.MachineSet) *machinev1beta1.Machine {
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    ms.Name + "-",
 			Namespace:       ms.Namespace,
-			Labels:          copyMap(t.Labels),
-			Annotations:     copyMap(t.Annotations),
+			Labels:          maps.Clone(t.Labels),
+			Annotations:     maps.Clone(t.Annotations),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ms, machineSetKind)},
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
 	return m
-}
-
-func copyMap(in map[string]string) map[string]string {
-	if in == nil {
-		return nil
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[k] = v
-	}
-	return out
 }
 
 // createMachines creates n Machines in batches of 1, 2, 4, ... and stops

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,7 +150,7 @@ func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	if err := r.client.List(ctx, siblings, client.MatchingFields{NodeNameField: nodeName}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing NodeMaintenances of node %s: %w", nodeName, err)
 	}
-	if !containsName(siblings.Items, nm.Name) {
+	if !slices.ContainsFunc(siblings.Items, func(o nmv1beta1.NodeMaintenance) bool { return o.Name == nm.Name }) {
 		siblings.Items = append(siblings.Items, *nm)
 	}
 	if first := owner(siblings.Items, nodeName, node.Annotations[OwnerAnnotation]); first != nil && first.Name != nm.Name {
@@ -303,15 +304,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventWaiting, "Maintain", "%s", st.LastError)
 	}
 	return nil
-}
-
-func containsName(nms []nmv1beta1.NodeMaintenance, name string) bool {
-	for i := range nms {
-		if nms[i].Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func joinErrors(errs []error) string {

@@ -2,6 +2,7 @@ package nodemaintenance
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -155,19 +156,7 @@ func planRelease(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 func nodeMaintenanceFieldsEqual(a, b *corev1.Node) bool {
 	return a.Spec.Unschedulable == b.Spec.Unschedulable &&
 		slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y corev1.Taint) bool { return x.MatchTaint(&y) && x.Value == y.Value }) &&
-		mapsEqual(a.Labels, b.Labels) && mapsEqual(a.Annotations, b.Annotations)
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
+		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations)
 }
 
 // drainProgress is the percentage of the pods to evict that are gone.
