@@ -1,24 +1,9 @@
-// Package nodemaintenance implements the NodeMaintenance controller
+// Package nodemaintenance is the NodeMaintenance controller
 // (nodemaintenance.medik8s.io/v1beta1): a NodeMaintenance cordons, taints,
 // excludes from remediation and drains one node, and on deletion undoes
-// exactly what it did.
-//
-// Compared with medik8s's node-maintenance-operator it
-//   - evicts in short passes (one eviction call per pod, no waiting) and
-//     requeues, so no worker is blocked while pods terminate;
-//   - supports spec.drainTimeout, after which the remaining pods are deleted;
-//   - does not drain again once Succeeded;
-//   - detects a second NodeMaintenance for the same node itself (as a
-//     fallback to the webhook, pkg/webhooks/nodemaintenance) and leaves the
-//     node alone for it;
-//   - records what it changed on the node (annotations) and removes only that;
-//   - waits, instead of draining, on a control-plane node while an
-//     openshift-etcd PodDisruptionBudget allows no disruption of a pod there
-//     (any number of PDBs);
-//   - holds medik8s's node lease (see lease.go) like NMO, but a maintenance
-//     failed because another holder kept the lease restarts by itself once
-//     the lease expires or is released, and an API error is retried without
-//     counting as a lease failure.
+// exactly what it did. How it differs from medik8s' operator, and why:
+// docs/openshift.md, "NodeMaintenance controller vs. medik8s'
+// node-maintenance-operator".
 package nodemaintenance
 
 import "time"
