@@ -21,7 +21,8 @@ import (
 // TestRemediatesEachUnhealthyKind: a Failed Machine, one whose Node is gone,
 // one whose Node is NotReady past the timeout and one without a Node past
 // nodeStartupTimeout (1s, from creation) are deleted; the healthy one stays.
-// Deleting the MachineHealthCheck drops its metrics.
+// nodelink runs too, as in a cluster. Deleting the MachineHealthCheck drops
+// its metrics.
 func TestRemediatesEachUnhealthyKind(t *testing.T) {
 	h := newHarness(t)
 	h.startNodelink()

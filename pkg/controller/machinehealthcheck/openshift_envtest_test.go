@@ -94,9 +94,11 @@ func TestStartupFromLastUpdated(t *testing.T) {
 
 // TestReplacedNodeIsGone: a Machine whose nodeRef names a Node that was
 // recreated under the same name (another UID) has lost its Node: it is
-// remediated at once, whatever the new Node's health.
+// remediated at once, whatever the new Node's health (nodelink, running too,
+// does not relink it).
 func TestReplacedNodeIsGone(t *testing.T) {
 	h := newHarness(t)
+	h.startNodelink()
 	node := h.createNode("n", corev1.ConditionTrue, time.Now().Add(-time.Hour))
 	m := h.newMachine("m", machineOpts{mhc: "rn", owned: true})
 	base := m.DeepCopy()
