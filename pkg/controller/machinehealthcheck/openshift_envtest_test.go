@@ -94,8 +94,8 @@ func TestStartupFromLastUpdated(t *testing.T) {
 
 // TestReplacedNodeIsGone: a Machine whose nodeRef names a Node that was
 // recreated under the same name (another UID) has lost its Node: it is
-// remediated at once, whatever the new Node's health (nodelink, running too,
-// does not relink it).
+// remediated at once, whatever the new Node's health. nodelink runs too (it
+// has no providerID or address to link the Machine by).
 func TestReplacedNodeIsGone(t *testing.T) {
 	h := newHarness(t)
 	h.startNodelink()
