@@ -11,11 +11,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
 )
 
 // klogFlags are the flags every OpenShift image gets from klog.
 var klogFlags = []string{"v", "logtostderr", "alsologtostderr", "stderrthreshold", "vmodule", "log_dir", "log_file",
 	"log_file_max_size", "one_output", "skip_headers", "skip_log_headers", "add_dir_header", "log_backtrace_at"}
+
+// The flag lists below are of OpenShift's images, which this project does not
+// build: they are read from each image's source (for example
+// openshift/machine-api-provider-aws cmd/manager/main.go and
+// cmd/termination-handler/main.go, brancz/kube-rbac-proxy's options). This
+// project's own binaries are checked against their real flag sets instead
+// (ownBinaries).
 
 // openShiftProviderFlags are the flags OpenShift's provider images define
 // (besides klog's): the manager flags every machine controller shares.
@@ -36,6 +45,16 @@ var providerFlagSets = map[string][]string{
 	"powervs":   openShiftProviderFlags,
 	"nutanix":   openShiftProviderFlags,
 }
+
+// terminationHandlerFlags are the flags of /termination-handler in the AWS,
+// Azure and GCP images (each image's cmd/termination-handler/main.go).
+var terminationHandlerFlags = []string{"node-name", "namespace", "poll-interval-seconds"}
+
+// ownBinaries are the commands of this project's image. Each binary's
+// TestRenderedCommandLinesStart (cmd/<binary>/main_test.go) parses the args
+// of every such container in these golden renders with the binary's own
+// flag set (package rendertest).
+var ownBinaries = []string{"/machine-controller-manager", "/machineset-controller", "/nodelink-controller", "/machine-healthcheck"}
 
 // kubeRBACProxyFlags are the flags of OpenShift's kube-rbac-proxy image the
 // sidecar may use.
@@ -223,4 +242,94 @@ func TestVSphereRunsThisProjectsMachineController(t *testing.T) {
 	if container(t, d, ProviderMetricsProxyContainer) != nil {
 		t.Errorf("a %s sidecar in front of this project's own metrics", ProviderMetricsProxyContainer)
 	}
+}
+
+// TestEveryRenderedContainerHasAFlagContract: every container of every golden
+// render runs one of this project's binaries (whose own flag set checks its
+// args) or an OpenShift image whose flags are listed above, and then uses
+// only those flags. A container of neither kind fails, so a new one cannot
+// skip the check.
+func TestEveryRenderedContainerHasAFlagContract(t *testing.T) {
+	providerOf := map[string]string{
+		testImages.ClusterAPIControllerAWS: "aws", testImages.ClusterAPIControllerAzure: "azure", testImages.ClusterAPIControllerGCP: "gcp",
+		testImages.ClusterAPIControllerOpenStack: "openstack", testImages.ClusterAPIControllerBareMetal: "baremetal",
+		testImages.ClusterAPIControllerIBMCloud: "ibmcloud", testImages.ClusterAPIControllerPowerVS: "powervs", testImages.ClusterAPIControllerNutanix: "nutanix",
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden renders: %v", err)
+	}
+	checked := 0
+	for _, f := range files {
+		for _, c := range goldenContainers(t, f) {
+			checked++
+			var accepted []string
+			command := strings.Join(c.Command, " ")
+			switch {
+			case ownImage(c.Image):
+				if !slices.Contains(ownBinaries, command) {
+					t.Errorf("%s container %s: command %q is none of this project's binaries %q", f, c.Name, command, ownBinaries)
+				}
+				continue
+			case c.Image == testImages.KubeRBACProxy:
+				accepted = kubeRBACProxyFlags
+			case providerOf[c.Image] != "" && command == "/termination-handler":
+				accepted = terminationHandlerFlags
+			case providerOf[c.Image] != "" && command == "/machine-controller-manager":
+				accepted = providerFlagSets[providerOf[c.Image]]
+			default:
+				t.Errorf("%s container %s: no flag contract for image %q command %q", f, c.Name, c.Image, command)
+				continue
+			}
+			for _, a := range c.Args {
+				if name := flagName(t, a); !slices.Contains(accepted, name) && !slices.Contains(klogFlags, name) {
+					t.Errorf("%s container %s: arg %s: image %s defines no flag %q (it would exit)", f, c.Name, a, c.Image, name)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no container in the golden renders")
+	}
+}
+
+func ownImage(image string) bool {
+	for _, repo := range rendertest.OurImages {
+		if strings.HasPrefix(image, repo+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// goldenContainers returns the containers (init containers too) of the
+// Deployment or DaemonSet in a golden file, none for other kinds.
+func goldenContainers(t *testing.T, file string) []corev1.Container {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kind struct{ Kind string }
+	if err := yaml.Unmarshal(data, &kind); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var spec corev1.PodSpec
+	switch kind.Kind {
+	case "Deployment":
+		d := &appsv1.Deployment{}
+		if err := yaml.UnmarshalStrict(data, d); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		spec = d.Spec.Template.Spec
+	case "DaemonSet":
+		ds := &appsv1.DaemonSet{}
+		if err := yaml.UnmarshalStrict(data, ds); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		spec = ds.Spec.Template.Spec
+	default:
+		return nil
+	}
+	return append(spec.InitContainers, spec.Containers...)
 }
