@@ -197,22 +197,41 @@ type failover struct {
 	newHolder string
 }
 
-// failoverPod loses the pod leading every lease (by container) the way a
-// node is lost: its processes are frozen (SIGSTOP: no renewal, no release)
-// and the pod is deleted with no grace period, so the local pod runner
-// kills them (SIGKILL) and never restarts them. A standby in another pod
-// then takes each lease, and may only once the lease has expired. It returns
-// the frozen pod, the moment of the freeze, and each lease's failover.
-func failoverPod(ctx context.Context, t *testing.T, selector map[string]string, leases map[string]string) (string, time.Time, map[string]failover) {
+// lostPod is a leader's pod that was lost, and what its leases held then.
+type lostPod struct {
+	pod       string
+	leases    map[string]string // by container
+	frozen    time.Time
+	lastWrite map[string]time.Time // by lease
+}
+
+// losePod loses the pod leading every lease (by container) the way a node
+// is lost: its processes are frozen (SIGSTOP: no renewal, no release) and
+// the pod is deleted with no grace period, so the local pod runner kills
+// them (SIGKILL) and never restarts them. A standby in another pod then
+// takes each lease, and may only once the lease has expired (await).
+func losePod(ctx context.Context, t *testing.T, selector map[string]string, leases map[string]string) *lostPod {
 	t.Helper()
+	// A standby counts the lease duration from the first change of the
+	// Lease it saw (client-go's elector), not from the renew time written
+	// in it: one that started electing after the leader's last write waits
+	// longer. Let every standby see a write first (the leader writes every
+	// 10 s; the standbys are Ready, and elect within moments of that).
+	watching := time.Now().Add(2 * time.Second)
 	pod, procs := leaderPod(ctx, t, selector, leases)
-	lastWrite := map[string]time.Time{}
+	for _, lease := range leases {
+		waitFor(ctx, t, "lease "+lease+" written while the standbys watch", func(ctx context.Context) (bool, error) {
+			l, err := getLease(ctx, lease)
+			return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(watching), err
+		})
+	}
+	lost := &lostPod{pod: pod, leases: leases, lastWrite: map[string]time.Time{}}
 	for _, lease := range leases {
 		l, err := getLease(ctx, lease)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lastWrite[lease] = l.Spec.RenewTime.Time
+		lost.lastWrite[lease] = l.Spec.RenewTime.Time
 	}
 	for name, c := range procs {
 		// The container's process group (the local pod runner's processes
@@ -221,15 +240,21 @@ func failoverPod(ctx context.Context, t *testing.T, selector map[string]string, 
 			t.Fatalf("freezing %s/%s (pid %d): %v", c.pod, name, c.pid, err)
 		}
 	}
-	frozen := time.Now()
+	lost.frozen = time.Now()
 	if err := cluster.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pod}}, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatalf("deleting the frozen leader pod %s: %v", pod, err)
 	}
 	t.Logf("froze and deleted pod %s, leader of %v", pod, leases)
+	return lost
+}
+
+// await waits until another pod holds each lease and returns each lease's
+// failover (by container). It may run beside other goroutines.
+func (lost *lostPod) await(ctx context.Context, t *testing.T) map[string]failover {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	out := map[string]failover{}
-	for name, lease := range leases {
+	for name, lease := range lost.leases {
 		wg.Go(func() {
 			var l *coordinationv1.Lease
 			err := poll.Until(ctx, 137*time.Second+time.Minute, func(ctx context.Context) (bool, error) {
@@ -238,9 +263,9 @@ func failoverPod(ctx context.Context, t *testing.T, selector map[string]string, 
 					return false, err
 				}
 				h := ptr.Deref(l.Spec.HolderIdentity, "")
-				return h != "" && holderPod(h) != pod, nil
+				return h != "" && holderPod(h) != lost.pod, nil
 			})
-			took := time.Since(frozen)
+			took := time.Since(lost.frozen)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -248,14 +273,14 @@ func failoverPod(ctx context.Context, t *testing.T, selector map[string]string, 
 				return
 			}
 			out[name] = failover{
-				took: took, waited: l.Spec.AcquireTime.Sub(lastWrite[lease]),
+				took: took, waited: l.Spec.AcquireTime.Sub(lost.lastWrite[lease]),
 				duration:  time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second,
 				newHolder: holderPod(*l.Spec.HolderIdentity),
 			}
 		})
 	}
 	wg.Wait()
-	return pod, frozen, out
+	return out
 }
 
 // checkFailovers fails the test for a standby that led before the lease
@@ -278,13 +303,12 @@ func checkFailovers(t *testing.T, what string, fs map[string]failover) {
 // TestLeaderFailover: every operand leader and the operator are SIGKILLed
 // at once and restart in their pods: each restarted process takes its lease
 // back at once (its identity is its pod's) and a MachineSet scaled at the
-// kill gets its Machine Running. Then, with two replicas of the operand
-// (operator stopped, since it would scale its operand back to 1), the pod
-// leading every operand lease is lost (frozen and deleted): a standby in
+// kill gets its Machine Running. Then, with two replicas of the operator
+// and of the operand, the pod leading the operator's lease and the pod
+// leading every operand lease are lost (frozen and deleted): a standby in
 // another pod takes each lease only once it expired, within the lease
-// duration + 2 s, and acts; then the same for two replicas of the
-// operator. No standby ever started its controllers while another process
-// led.
+// duration + 2 s, and acts. No standby ever started its controllers while
+// another process led.
 func TestLeaderFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -320,20 +344,28 @@ func TestLeaderFailover(t *testing.T) {
 	t.Logf("FIGURE MachineSet 0→1 scaled at the kill of every leader: Running %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 	rt.report(t, "every operand leader and the operator SIGKILLed at once")
 
-	// Failover to another pod.
-	// The operator would scale its operand back to 1: stop it first.
-	scaleDeployment(ctx, t, "machine-api-operator", 0, operatorSelector)
+	// Failover to another pod, the operator's and the operand's at once
+	// (their lease waits overlap). The operator goes first: while no
+	// operator leads, the operand may run two replicas (a leading operator
+	// would scale it back to 1).
+	scaleDeployment(ctx, t, "machine-api-operator", 2, operatorSelector)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		scaleDeployment(ctx, t, "machine-api-operator", 1, operatorSelector)
 		waitSettled(ctx, t, false)
 	})
+	waitSettled(ctx, t, false)
+	operator := losePod(ctx, t, operatorSelector, operatorLeases)
 	scaleDeployment(ctx, t, config.OperandDeploymentName, 2, operandSelector)
+	operand := losePod(ctx, t, operandSelector, operandLeases)
 	// The machineset controller must act, not only lead: the MachineSet
 	// scaled right after the loss gets its Machine from the new leader.
-	lostPod, frozen, results := failoverPod(ctx, t, operandSelector, operandLeases)
 	scale(ctx, t, ms, 2)
+	var operatorResults map[string]failover
+	var wg sync.WaitGroup
+	wg.Go(func() { operatorResults = operator.await(ctx, t) })
+	operandResults := operand.await(ctx, t)
 	var created time.Duration
 	waitFor(ctx, t, "the new machineset leader creates the second Machine", func(ctx context.Context) (bool, error) {
 		machines := &machinev1beta1.MachineList{}
@@ -341,27 +373,22 @@ func TestLeaderFailover(t *testing.T) {
 			return false, err
 		}
 		for _, m := range machines.Items {
-			if m.CreationTimestamp.After(frozen) {
-				created = m.CreationTimestamp.Sub(frozen)
+			if m.CreationTimestamp.After(operand.frozen) {
+				created = m.CreationTimestamp.Sub(operand.frozen)
 				return true, nil
 			}
 		}
 		return false, nil
 	})
-	checkFailovers(t, "operand", results)
-	t.Logf("FIGURE machineset controller acted (Machine created) %s after its leader's pod %s was lost", created.Round(time.Second), lostPod)
+	checkFailovers(t, "operand", operandResults)
+	t.Logf("FIGURE machineset controller acted (Machine created) %s after its leader's pod %s was lost", created.Round(time.Second), operand.pod)
 	if limit := 120*time.Second + failoverSlack + time.Second; created > limit { // creationTimestamp has 1 s resolution
 		t.Errorf("the Machine was created %s after the loss, more than %s", created, limit)
 	}
-	checkStandbysIdle(t)
-
-	// The operator: two replicas, its leader's pod lost, the standby
-	// reverts drift.
-	scaleDeployment(ctx, t, "machine-api-operator", 2, operatorSelector)
-	waitSettled(ctx, t, false)
-	_, _, results = failoverPod(ctx, t, operatorSelector, operatorLeases)
-	checkFailovers(t, "operator", results)
-	// Acting: the operand's replicas (2, set above) go back to the rendered 1.
+	wg.Wait()
+	checkFailovers(t, "operator", operatorResults)
+	// The new operator leader acts: the operand's replicas (2, set above)
+	// go back to the rendered 1.
 	waitFor(ctx, t, "the new operator leader scales the operand back to 1", func(ctx context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
 		if err := cluster.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.OperandDeploymentName}, d); err != nil {
