@@ -194,12 +194,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
 	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.now()) }()
+	providerID := s.m.Spec.ProviderID
 	if perr := r.patchStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
 			perr = nil
 		}
 		err = errors.Join(err, perr)
 	}
+	// Even after a failed status write: the instance is there.
+	err = errors.Join(err, r.persistProviderID(ctx, s, providerID))
 	if err != nil {
 		// An error means controller-runtime's backoff; a RequeueAfterError
 		// was already turned into res.RequeueAfter.

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -34,9 +33,9 @@ func (r *Reconciler) exists(ctx context.Context, s *scope) (bool, error) {
 }
 
 // callProvider calls Create/Update/Delete on a copy of the Machine and then
-// persists exactly what the Actuator contract lets the provider set:
-// spec.providerID (patched now), status.addresses and status.providerStatus
-// (written with the status patch).
+// keeps exactly what the Actuator contract lets the provider set:
+// status.addresses and status.providerStatus (written with the status
+// patch) and spec.providerID (patched right after it).
 func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call func(context.Context, *machinev1beta1.Machine) error) error {
 	ProviderCallsTotal.WithLabelValues(op).Inc()
 	c := s.m.DeepCopy()
@@ -52,13 +51,25 @@ func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call
 	if !sameJSON(s.m.Status.ProviderStatus, c.Status.ProviderStatus) {
 		s.m.Status.ProviderStatus = c.Status.ProviderStatus
 	}
-	if !reflect.DeepEqual(s.m.Spec.ProviderID, c.Spec.ProviderID) {
-		id := c.Spec.ProviderID
-		if perr := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) { m.Spec.ProviderID = id }); perr != nil {
-			return errors.Join(err, fmt.Errorf("persisting spec.providerID: %w", perr))
-		}
-	}
+	// spec.providerID is persisted after the reconcile's status write
+	// (persistProviderID): written first, it would let nodelink match the
+	// Machine and write its nodeRef between our two writes, and the first
+	// status write of a Machine is under an optimistic lock.
+	s.m.Spec.ProviderID = c.Spec.ProviderID
 	return err
+}
+
+// persistProviderID patches spec.providerID when the provider changed it in
+// this reconcile (s.m differs from s.base).
+func (r *Reconciler) persistProviderID(ctx context.Context, s *scope, id *string) error {
+	if s.gone || reflect.DeepEqual(s.base.Spec.ProviderID, id) {
+		return nil
+	}
+	s.m.Spec.ProviderID = s.base.Spec.ProviderID // patchObject diffs from s.m
+	if err := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) { m.Spec.ProviderID = id }); err != nil {
+		return fmt.Errorf("persisting spec.providerID: %w", err)
+	}
+	return nil
 }
 
 // countProviderError counts a failed provider call (machine_api_provider_

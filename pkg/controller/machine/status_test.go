@@ -100,3 +100,49 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 	}
 	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
 }
+
+// After Create, the status write (Provisioned, addresses) goes before the
+// providerID patch: a Machine's first status write is under an optimistic
+// lock, and nodelink, which matches a Machine by providerID, would otherwise
+// write its nodeRef in between and make it conflict. Breaks if:
+// callProvider patched spec.providerID right away again.
+func TestStatusWrittenBeforeProviderID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	inner, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	var mu sync.Mutex
+	f.r.client = interceptor.NewClient(inner, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			mu.Lock()
+			order = append(order, "patch")
+			mu.Unlock()
+			return c.Patch(ctx, obj, p, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			mu.Lock()
+			order = append(order, sub)
+			mu.Unlock()
+			return c.Status().Patch(ctx, obj, p, opts...)
+		},
+	})
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.CreateSetsInstance = true
+		a.ProviderID = "test://" + f.ns + "/m1"
+		a.Addresses = []string{"10.0.0.7"}
+	})
+	m := f.machine("m1")
+	f.mustReconcile(m)
+	// finalizer, status, providerID
+	if fmt.Sprint(order) != "[patch status patch]" {
+		t.Errorf("write order = %v, want [patch status patch] (finalizer, status, providerID)", order)
+	}
+	got := f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
+	if got.Spec.ProviderID == nil || *got.Spec.ProviderID != "test://"+f.ns+"/m1" {
+		t.Errorf("providerID = %v", got.Spec.ProviderID)
+	}
+}

@@ -103,8 +103,15 @@ type Reconciler struct {
 	// so a Node event meanwhile does not send the same patch again.
 	nodeRefWrites *readyourwrites.Memo
 	// nodeWrites: the same for this controller's Node metadata patches; a
-	// patch based on the stale Node would only fail its optimistic lock.
+	// patch based on the stale Node would only be sent again (or fail its
+	// optimistic lock).
 	nodeWrites *readyourwrites.Memo
+	// nodeRefSent and nodePatchSent remember what was written (the nodeRef's
+	// Node UID, the Node patch) for when another writer's version lands
+	// between our read and our write: the cache then shows a version the
+	// Memos do not know, still without our write.
+	nodeRefSent   *readyourwrites.Sent
+	nodePatchSent *readyourwrites.Sent
 }
 
 // NewReconciler returns a Reconciler. Its Client must read from a cache with
@@ -117,6 +124,8 @@ func NewReconciler(opts Options) *Reconciler {
 
 		nodeRefWrites: readyourwrites.New(),
 		nodeWrites:    readyourwrites.New(),
+		nodeRefSent:   readyourwrites.NewSent(),
+		nodePatchSent: readyourwrites.NewSent(),
 	}
 }
 
@@ -155,6 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 		}
 		r.nodeWrites.Forget(req.NamespacedName)
+		r.nodePatchSent.Forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	if node.DeletionTimestamp != nil {
@@ -293,9 +303,11 @@ var errCacheBehind = errors.New("the machine cache has not caught up with our la
 func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Machine, node *corev1.Node) error {
 	key := client.ObjectKeyFromObject(machine)
 	if nodeRefUpToDate(machine, node) {
+		r.nodeRefSent.Forget(key)
 		return nil
 	}
-	if r.nodeRefWrites.Stale(key, machine.ResourceVersion, time.Now()) {
+	now := time.Now()
+	if r.nodeRefWrites.Stale(key, machine.ResourceVersion, now) || r.nodeRefSent.Pending(key, string(node.UID), now) {
 		return errCacheBehind
 	}
 	m := machine.DeepCopy()
@@ -308,7 +320,8 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 		}
 		return fmt.Errorf("setting nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
 	}
-	r.nodeRefWrites.Wrote(key, machine.ResourceVersion, m.ResourceVersion, time.Now())
+	r.nodeRefWrites.Wrote(key, machine.ResourceVersion, m.ResourceVersion, now)
+	r.nodeRefSent.Note(key, string(node.UID), now)
 	log.FromContext(ctx).Info("set nodeRef", "nodeUID", node.UID)
 	return nil
 }
@@ -327,11 +340,13 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 		r.event(machine, node, corev1.EventTypeWarning, ReasonInvalidNodeMetadata, "Sync",
 			"not copied to node %s: %s", node.Name, strings.Join(plan.Invalid, ", "))
 	}
+	key := client.ObjectKeyFromObject(node)
 	if !plan.Changed {
+		r.nodePatchSent.Forget(key)
 		return nil
 	}
-	key := client.ObjectKeyFromObject(node)
-	if r.nodeWrites.Stale(key, node.ResourceVersion, time.Now()) {
+	now := time.Now()
+	if r.nodeWrites.Stale(key, node.ResourceVersion, now) {
 		return errCacheBehind
 	}
 	// The optimistic lock makes a decision based on a stale cached Node fail
@@ -342,10 +357,19 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	if needsLock(node, plan.Node) {
 		patch = client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
 	}
+	data, err := client.MergeFrom(node).Data(plan.Node)
+	if err != nil {
+		return fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
+	}
+	if r.nodePatchSent.Pending(key, string(data), now) {
+		// The same patch was sent moments ago: the cache is behind.
+		return errCacheBehind
+	}
 	if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
 		return fmt.Errorf("updating node %s: %w", node.Name, err)
 	}
-	r.nodeWrites.Wrote(key, node.ResourceVersion, plan.Node.ResourceVersion, time.Now())
+	r.nodeWrites.Wrote(key, node.ResourceVersion, plan.Node.ResourceVersion, now)
+	r.nodePatchSent.Note(key, string(data), now)
 	logger.Info("synced node metadata from machine")
 	return nil
 }

@@ -27,8 +27,8 @@ func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field s
 
 // TestStaleNodeCacheIsNotPatchedAgain: a reconcile that reads the Node
 // version its own last metadata patch was based on (the informer has not
-// delivered the patch yet) waits for the cache instead of sending a patch
-// that could only fail its optimistic lock.
+// delivered the patch yet), or a later version of another writer that still
+// lacks it, waits for the cache instead of sending the patch again.
 func TestStaleNodeCacheIsNotPatchedAgain(t *testing.T) {
 	ctx := t.Context()
 	node := &corev1.Node{
@@ -93,6 +93,20 @@ func TestStaleNodeCacheIsNotPatchedAgain(t *testing.T) {
 	}
 	if res.RequeueAfter != readyourwrites.CatchUpDelay {
 		t.Errorf("reconcile on the stale Node: RequeueAfter = %v, want %v (look again once the cache caught up)", res.RequeueAfter, readyourwrites.CatchUpDelay)
+	}
+
+	// Another writer's version (the TTL annotation) shows up first, still
+	// without our patch: the same patch is pending, nothing is sent. Breaks
+	// if: syncNode did not check nodePatchSent.
+	other := first.DeepCopy()
+	other.ResourceVersion = first.ResourceVersion + "0"
+	other.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
+	snapshot = other
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if patches != 1 {
+		t.Errorf("reconcile on another writer's version sent %d Node patches in all, want still 1", patches)
 	}
 
 	// The cache catches up: the Node carries the label, nothing to write.

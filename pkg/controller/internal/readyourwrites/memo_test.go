@@ -67,3 +67,27 @@ func TestMemo(t *testing.T) {
 		}
 	})
 }
+
+// TestSent: a value written is pending for TTL, then forgotten; another
+// value is never pending. Breaks if: Pending ignored the value (a nodeRef to
+// another Node would wait for the cache instead of being written).
+func TestSent(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "m"}
+	now := time.Unix(1000, 0)
+	s := NewSent()
+	s.Note(key, "uid-1", now)
+	if !s.Pending(key, "uid-1", now.Add(TTL-time.Millisecond)) {
+		t.Error("uid-1 not pending right after it was written")
+	}
+	if s.Pending(key, "uid-2", now) {
+		t.Error("uid-2 pending: it was never written")
+	}
+	if s.Pending(key, "uid-1", now.Add(TTL)) {
+		t.Error("uid-1 still pending after TTL")
+	}
+	s.Note(key, "uid-1", now)
+	s.Forget(key)
+	if s.Pending(key, "uid-1", now) {
+		t.Error("pending after Forget")
+	}
+}
