@@ -137,6 +137,18 @@ func run(ctx context.Context, o options) error {
 	}
 	defer func() { _ = c.Delete(context.Background(), ms) }()
 
+	token, err := metricsToken(ctx, c, o.namespace)
+	if err != nil {
+		return err
+	}
+	targets, err := componentTargets(ctx, c, o.namespace)
+	if err != nil {
+		return err
+	}
+	compBefore, err := componentCounts(ctx, targets, token)
+	if err != nil {
+		return err
+	}
 	before, err := requestCounts(ctx, kube)
 	if err != nil {
 		return err
@@ -168,6 +180,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	compMid, err := componentCounts(ctx, targets, token)
+	if err != nil {
+		return err
+	}
 
 	start = time.Now()
 	if err := scale(ctx, c, ms, 0); err != nil {
@@ -184,6 +200,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	compAfter, err := componentCounts(ctx, targets, token)
+	if err != nil {
+		return err
+	}
 
 	upReq, downReq := diff(mid, before), diff(after, mid)
 	creates := upReq[key{verb: "POST", resource: "machines"}]
@@ -194,7 +214,9 @@ func run(ctx context.Context, o options) error {
 		creates, o.replicas, upReq[key{verb: "POST", resource: "machines", rejected: true}])
 	stages.report(o.replicas)
 	report("scale up", upReq, o.replicas)
+	reportComponents("scale up", compMid, compBefore, o.replicas)
 	report("scale down", downReq, o.replicas)
+	reportComponents("scale down", compAfter, compMid, o.replicas)
 	if creates != o.replicas {
 		return fmt.Errorf("%d Machine create requests for %d replicas", creates, o.replicas)
 	}
@@ -333,43 +355,6 @@ func diff(after, before map[key]int) map[key]int {
 		}
 	}
 	return out
-}
-
-// report prints the requests on machines and nodes (and their
-// subresources) per Machine, by verb, and the total of all requests.
-func report(phase string, reqs map[key]int, machines int) {
-	var keys []key
-	total := 0
-	for k, v := range reqs {
-		total += v
-		if k.resource == "machines" || k.resource == "nodes" || k.resource == "leases" || k.resource == "events" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].resource != keys[j].resource {
-			return keys[i].resource < keys[j].resource
-		}
-		if keys[i].subresource != keys[j].subresource {
-			return keys[i].subresource < keys[j].subresource
-		}
-		if keys[i].rejected != keys[j].rejected {
-			return !keys[i].rejected
-		}
-		return keys[i].verb < keys[j].verb
-	})
-	fmt.Printf("  %s: %d API requests in all, %.1f per Machine; by resource and verb (per Machine):\n", phase, total, float64(total)/float64(machines))
-	for _, k := range keys {
-		res := k.resource
-		if k.subresource != "" {
-			res += "/" + k.subresource
-		}
-		verb := k.verb
-		if k.rejected {
-			verb += " (rejected: 429/5xx)"
-		}
-		fmt.Printf("    %-18s %-7s %6d  (%.2f)\n", res, verb, reqs[k], float64(reqs[k])/float64(machines))
-	}
 }
 
 // Stages of a Machine's life during the scale-up, in order.
