@@ -74,10 +74,10 @@ vsphere-tools: $(BIN)/govc $(BIN)/vcsim ## Build govc and vcsim (govmomi v0.54.0
 
 ##@ Build and test
 
+# One go build for all: one binary links while the next compiles.
 .PHONY: build
 build: ## Build every binary of this project into bin/ (and the local pod runner, bin/local-pods)
-	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
-	go build -o $(BIN)/local-pods ./test/localpods/local-pods
+	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/... ./test/localpods/local-pods
 
 .PHONY: test
 test: test-tools ## Run every unit and envtest test (go test -race ./...)
