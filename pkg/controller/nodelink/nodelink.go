@@ -197,6 +197,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err == nil {
 		err = r.syncNode(ctx, node, machine)
 	}
+	if errors.Is(err, errSentPending) {
+		return reconcile.Result{RequeueAfter: sentPendingRetry}, nil
+	}
 	if errors.Is(err, errCacheBehind) {
 		return reconcile.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
@@ -299,6 +302,14 @@ func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]stri
 // write to it: look again shortly instead of writing the same patch.
 var errCacheBehind = errors.New("the machine cache has not caught up with our last write")
 
+// errSentPending says the cache shows another writer's version without the
+// write we sent moments ago. The event of our write wakes the reconcile when
+// the cache shows it; sentPendingRetry is only the fallback, long enough not
+// to spin while a loaded API server's watch lags by seconds.
+var errSentPending = errors.New("the cache has not shown our last write yet")
+
+const sentPendingRetry = time.Second
+
 // setNodeRef points the Machine's status.nodeRef at node unless it already does.
 func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Machine, node *corev1.Node) error {
 	key := client.ObjectKeyFromObject(machine)
@@ -307,8 +318,11 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 		return nil
 	}
 	now := time.Now()
-	if r.nodeRefWrites.Stale(key, machine.ResourceVersion, now) || r.nodeRefSent.Pending(key, string(node.UID), now) {
+	if r.nodeRefWrites.Stale(key, machine.ResourceVersion, now) {
 		return errCacheBehind
+	}
+	if r.nodeRefSent.Pending(key, string(node.UID), now) {
+		return errSentPending
 	}
 	m := machine.DeepCopy()
 	patch := client.MergeFrom(machine)
@@ -363,7 +377,7 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	}
 	if r.nodePatchSent.Pending(key, string(data), now) {
 		// The same patch was sent moments ago: the cache is behind.
-		return errCacheBehind
+		return errSentPending
 	}
 	if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
 		return fmt.Errorf("updating node %s: %w", node.Name, err)

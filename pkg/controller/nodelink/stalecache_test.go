@@ -102,11 +102,15 @@ func TestStaleNodeCacheIsNotPatchedAgain(t *testing.T) {
 	other.ResourceVersion = first.ResourceVersion + "0"
 	other.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"}
 	snapshot = other
-	if _, err := r.Reconcile(ctx, req); err != nil {
+	res, err = r.Reconcile(ctx, req)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if patches != 1 {
 		t.Errorf("reconcile on another writer's version sent %d Node patches in all, want still 1", patches)
+	}
+	if res.RequeueAfter != sentPendingRetry {
+		t.Errorf("reconcile on another writer's version: RequeueAfter = %v, want %v (our write's event wakes it first)", res.RequeueAfter, sentPendingRetry)
 	}
 
 	// The cache catches up: the Node carries the label, nothing to write.
