@@ -83,9 +83,13 @@ func TestNodeDeletedBehindRunningMachine(t *testing.T) {
 				t.Fatal(err)
 			}
 			h.waitGone("m")
-			if ev := h.rec.find(EventMachineDeleted, "m"); len(ev) != 1 || !strings.Contains(ev[0], "Node "+node+" is gone") {
-				t.Errorf("MachineDeleted events %v, want 1 saying the Node is gone", ev)
-			}
+			// The event follows the delete request.
+			h.eventually("one MachineDeleted event saying the Node is gone", func() error {
+				if ev := h.rec.find(EventMachineDeleted, "m"); len(ev) != 1 || !strings.Contains(ev[0], "Node "+node+" is gone") {
+					return fmt.Errorf("MachineDeleted events %v", ev)
+				}
+				return nil
+			})
 		})
 	}
 }

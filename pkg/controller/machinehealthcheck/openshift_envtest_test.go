@@ -108,7 +108,11 @@ func TestReplacedNodeIsGone(t *testing.T) {
 	}
 	h.newMHC("rn")
 	h.waitGone("m")
-	if ev := h.rec.find(EventMachineDeleted, "m"); len(ev) != 1 {
-		t.Errorf("MachineDeleted events %v, want 1", ev)
-	}
+	// The event follows the delete request.
+	h.eventually("one MachineDeleted event", func() error {
+		if ev := h.rec.find(EventMachineDeleted, "m"); len(ev) != 1 {
+			return fmt.Errorf("MachineDeleted events %v, want 1", ev)
+		}
+		return nil
+	})
 }
