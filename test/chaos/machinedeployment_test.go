@@ -196,6 +196,7 @@ func TestMachineDeploymentRolloutUnderKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute+time.Duration(*kills)*4*time.Minute)
 	defer cancel()
 	r := rng(t.Name())
+	operandLeading(ctx, t)
 	md := newMachineDeployment("chaos-rollout")
 	start := time.Now()
 	if err := cluster.Create(ctx, md); err != nil {
@@ -248,7 +249,7 @@ func TestMachineDeploymentRolloutUnderKills(t *testing.T) {
 		t.Logf("round %d: new Machine %d of %d seen %s after the template change", round, k, rolloutReplicas, time.Since(start).Round(time.Millisecond))
 		for _, i := range r.Perm(len(rolloutVictims)) {
 			v := kill(ctx, t, r, operandSelector, rolloutVictims[i])
-			rt.watch(ctx, v.name, time.Now())
+			rt.watch(ctx, v, time.Now())
 			killed++
 			t.Logf("round %d: SIGKILL %s (pid %d) %s after the template change", round, v.name, v.pid, time.Since(start).Round(time.Millisecond))
 			pause(ctx, time.Duration(r.IntN(1500))*time.Millisecond)

@@ -282,7 +282,7 @@ func TestOperatorKilledDuringChanges(t *testing.T) {
 			// process takes its lease back at once).
 			pause(ctx, time.Duration(r.IntN(1500))*time.Millisecond)
 			v := kill(ctx, t, r, operatorSelector, "machine-api-operator")
-			rt.watch(ctx, "machine-api-operator", time.Now())
+			rt.watch(ctx, v, time.Now())
 			t.Logf("%s: SIGKILL machine-api-operator (pid %d) %s after the change", phase, v.pid, time.Since(start).Round(time.Millisecond))
 		}
 		waitSettled(ctx, t, step.noOp)
@@ -316,7 +316,7 @@ func TestOperatorKilledDuringChanges(t *testing.T) {
 	}
 	pause(ctx, time.Duration(r.IntN(500))*time.Millisecond)
 	v := kill(ctx, t, r, operatorSelector, "machine-api-operator")
-	rt.watch(ctx, "machine-api-operator", time.Now())
+	rt.watch(ctx, v, time.Now())
 	t.Logf("%s: SIGKILL machine-api-operator (pid %d) %s after deleting the CA", phase, v.pid, time.Since(start).Round(time.Millisecond))
 	waitFor(ctx, t, "a new CA whose certificate is in both webhook configurations and signs the serving certificate", func(ctx context.Context) (bool, error) {
 		if err := cluster.Get(ctx, caKey, ca); err != nil || ca.UID == oldCA {

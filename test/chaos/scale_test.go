@@ -275,7 +275,7 @@ func killRounds(ctx context.Context, t *testing.T, r *rand.Rand, rounds int, rt 
 		}
 		for _, i := range r.Perm(len(scaleVictims)) {
 			v := kill(ctx, t, r, operandSelector, scaleVictims[i])
-			rt.watch(ctx, v.name, time.Now())
+			rt.watch(ctx, v, time.Now())
 			killed++
 			t.Logf("SIGKILL %s (pid %d)", v.name, v.pid)
 			pause(ctx, time.Duration(r.IntN(1500))*time.Millisecond)
@@ -290,6 +290,7 @@ func TestScaleUnderKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	r := rng(t.Name())
+	operandLeading(ctx, t)
 	ms, w := startScenario(ctx, t, "chaos-kills")
 	upRounds := (*kills + 1) / 2
 	downRounds := *kills - upRounds
@@ -395,6 +396,9 @@ func TestAPIServerOutageAndEtcdRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	r := rng(t.Name())
+	// This scenario is about the API server: its processes lead from
+	// the start.
+	operandLeading(ctx, t)
 	ms, w := startScenario(ctx, t, "chaos-outage")
 	fleetCtx, stopFleet := context.WithCancel(ctx)
 	defer stopFleet()
