@@ -23,8 +23,8 @@ import (
 )
 
 // SetupWithManager registers the controller with mgr. It watches
-// MachineDeployments (spec and metadata changes, not its own status
-// writes), MachineSets (mapped to their controlling MachineDeployment;
+// MachineDeployments (every change, its own status writes included),
+// MachineSets (mapped to their controlling MachineDeployment;
 // orphans to every MachineDeployment of the namespace that selects them)
 // and Machines (mapped through their MachineSet to its MachineDeployment,
 // when their count, deletion or Node changes).
@@ -48,8 +48,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	inNS := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machinedeployment").
-		For(&mdv1beta1.MachineDeployment{}, builder.WithPredicates(inNS, predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// Status changes too: a status patch holds only the fields that
+		// differ from the cached MachineDeployment, so one computed on a
+		// cache behind our last write can leave a mix of both writes (seen:
+		// replicas 3, available 4); the reconcile the write's own event
+		// brings recomputes it from the object as written.
+		For(&mdv1beta1.MachineDeployment{}, builder.WithPredicates(inNS, predicate.ResourceVersionChangedPredicate{})).
 		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.setToDeployments),
 			builder.WithPredicates(inNS, predicate.ResourceVersionChangedPredicate{})).
 		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToDeployment),

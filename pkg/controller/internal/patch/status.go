@@ -40,6 +40,12 @@ const maxAttempts = 4
 // lock does: 409), it is re-read with fresh (uncached) and the same changes
 // are applied to it and written under an optimistic lock, retried on
 // conflict. On success desired holds the object the server returned.
+//
+// A base older than the server's object (a cache behind the caller's own
+// last write) makes a patch that leaves the server's value of every field
+// base and desired share, and no patch at all when they are equal: the
+// caller must reconcile again when its cache shows its write (watch its own
+// status changes) to correct the mix.
 func Status(ctx context.Context, c client.Client, fresh client.Reader, base, desired client.Object) error {
 	from, err := statusOf(base)
 	if err != nil {
