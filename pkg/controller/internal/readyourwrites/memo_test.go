@@ -68,7 +68,7 @@ func TestMemo(t *testing.T) {
 	})
 }
 
-// TestSent: a value written is pending for TTL, then forgotten; another
+// TestSent: a value written is pending for SentTTL, then forgotten; another
 // value is never pending. Breaks if: Pending ignored the value (a nodeRef to
 // another Node would wait for the cache instead of being written).
 func TestSent(t *testing.T) {
@@ -76,13 +76,13 @@ func TestSent(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := NewSent()
 	s.Note(key, "uid-1", now)
-	if !s.Pending(key, "uid-1", now.Add(TTL-time.Millisecond)) {
+	if !s.Pending(key, "uid-1", now.Add(SentTTL-time.Millisecond)) {
 		t.Error("uid-1 not pending right after it was written")
 	}
 	if s.Pending(key, "uid-2", now) {
 		t.Error("uid-2 pending: it was never written")
 	}
-	if s.Pending(key, "uid-1", now.Add(TTL)) {
+	if s.Pending(key, "uid-1", now.Add(SentTTL)) {
 		t.Error("uid-1 still pending after TTL")
 	}
 	s.Note(key, "uid-1", now)
