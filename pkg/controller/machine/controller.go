@@ -19,6 +19,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
@@ -88,7 +89,7 @@ type Reconciler struct {
 	client           client.Client
 	apiReader        client.Reader
 	actuator         Actuator
-	recorder         events.EventRecorder
+	events           *patch.Events
 	kube             kubernetes.Interface
 	nodeDrainTimeout time.Duration
 	now              func() time.Time
@@ -100,7 +101,6 @@ type Reconciler struct {
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
 	drainBackoff workqueue.TypedRateLimiter[types.NamespacedName]
 
-	events *eventMemo
 	writes *readyourwrites.Memo
 	// cpMu serializes the one-control-plane-drain-at-a-time check and cordon.
 	cpMu sync.Mutex
@@ -113,7 +113,7 @@ func NewReconciler(opts Options) *Reconciler {
 		client:           opts.Client,
 		apiReader:        opts.APIReader,
 		actuator:         opts.Actuator,
-		recorder:         opts.Recorder,
+		events:           &patch.Events{Recorder: opts.Recorder},
 		kube:             opts.KubeClient,
 		nodeDrainTimeout: opts.NodeDrainTimeout,
 		now:              opts.Now,
@@ -122,7 +122,6 @@ func NewReconciler(opts Options) *Reconciler {
 		gate:             opts.Gate,
 		waitBackoff:      workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultWaitBackoffBase, defaultWaitBackoffMax),
 		drainBackoff:     workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultDrainBackoffBase, defaultDrainBackoffMax),
-		events:           newEventMemo(),
 		writes:           readyourwrites.New(),
 	}
 	if r.now == nil {
@@ -179,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.waitBackoff.Forget(req.NamespacedName)
 			r.drainBackoff.Forget(req.NamespacedName)
-			r.events.forget(req.NamespacedName)
+			r.events.Forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
 			deleteInstanceFailedMetrics(req.Name, req.Namespace)
 			return ctrl.Result{}, nil

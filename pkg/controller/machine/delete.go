@@ -49,12 +49,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			logger.Info("ignoring invalid configuration on delete: the Machine never got addresses", "error", err.Error())
 		default:
 			if _, ok := AsRequeueAfter(err); !ok {
-				r.events.once(r, m, corev1.EventTypeWarning, EventFailedDelete, "Delete", err.Error())
+				r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedDelete, "Delete", err.Error())
 			}
 			return requeueOrError(err)
 		}
 	}
-	r.events.clear(m, EventFailedDelete)
+	r.events.Clear(s.key, "", EventFailedDelete)
 
 	exists, err := r.exists(ctx, s)
 	if err != nil {
@@ -96,8 +96,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	s.gone = true
 	r.drainBackoff.Forget(s.key)
-	r.events.forget(s.key)
-	r.eventf(m, corev1.EventTypeNormal, EventDeleted, "Delete", "Deleted the instance%s and node", providerIDSuffix(m))
+	r.events.Forget(s.key)
+	r.events.Eventf(m, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "Deleted the instance%s and node", providerIDSuffix(m))
 	logger.Info("machine deleted: instance gone, node deleted, finalizer removed")
 	return ctrl.Result{}, nil
 }

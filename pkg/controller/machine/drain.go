@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 const (
@@ -112,11 +113,11 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 		// Listing the pods failed: nothing was evicted.
 		log.FromContext(ctx).Error(err, "drain pass failed", "node", node.Name)
 		r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, machinev1beta1.ConditionSeverityWarning,
-			truncate(fmt.Sprintf("draining node %s: %v%s", node.Name, err, note), maxConditionMessage)), "", "")
+			patch.Truncate(fmt.Sprintf("draining node %s: %v%s", node.Name, err, note), maxConditionMessage)), "", "")
 		return r.drainRequeue(s, timeout, started), false, nil
 	}
 	c, done, progress := passCondition(node.Name, results, pdbs, timeout, started)
-	c.Message = truncate(c.Message+note, maxConditionMessage)
+	c.Message = patch.Truncate(c.Message+note, maxConditionMessage)
 	if done {
 		DrainDurationSeconds.Observe(r.now().Sub(started).Seconds())
 		r.setDrained(s, c, corev1.EventTypeNormal, EventDrainSucceeded)
@@ -172,7 +173,7 @@ func (r *Reconciler) recordDrainStart(ctx context.Context, s *scope, node *corev
 	}); err != nil {
 		return fmt.Errorf("recording the drain start (%s annotation): %w", DrainStartedAnnotation, err)
 	}
-	r.eventf(s.m, corev1.EventTypeNormal, EventDrainProceeds, "Drain", "draining node %s", node.Name)
+	r.events.Eventf(s.m, nil, corev1.EventTypeNormal, EventDrainProceeds, "Drain", "draining node %s", node.Name)
 	return nil
 }
 
@@ -210,7 +211,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 		}
 		msg += ": " + strings.Join(shown, ", ")
 	}
-	r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut, "", truncate(msg+note, maxConditionMessage)),
+	r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut, "", patch.Truncate(msg+note, maxConditionMessage)),
 		corev1.EventTypeWarning, EventDrainTimedOut)
 	r.drainBackoff.Forget(s.key)
 	return ctrl.Result{}, true, nil
@@ -220,7 +221,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 // changes, records the event (eventReason may be empty for none).
 func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType, eventReason string) {
 	if eventReason != "" && conditions.Changed(s.m.Status.Conditions, c) {
-		r.eventf(s.m, eventType, eventReason, "Drain", "%s", c.Message)
+		r.events.Eventf(s.m, nil, eventType, eventReason, "Drain", "%s", c.Message)
 	}
 	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.now())
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // needsEviction reports whether an eviction pass evicts the pod: every pod
@@ -190,9 +191,9 @@ func describePodEviction(r *podEviction, pdbs []policyv1.PodDisruptionBudget) st
 		if blocking := selectingPDBs(r, pdbs); len(blocking) > 0 {
 			return fmt.Sprintf("evicting %s: blocked by %s", id, strings.Join(blocking, ", "))
 		}
-		return fmt.Sprintf("evicting %s: blocked: %s", id, truncate(r.Detail, maxErrorInMessage))
+		return fmt.Sprintf("evicting %s: blocked: %s", id, patch.Truncate(r.Detail, maxErrorInMessage))
 	case podEvictionFailed:
-		return fmt.Sprintf("evicting %s: failed: %s", id, truncate(r.Detail, maxErrorInMessage))
+		return fmt.Sprintf("evicting %s: failed: %s", id, patch.Truncate(r.Detail, maxErrorInMessage))
 	default:
 		return id + ": terminating"
 	}

@@ -155,7 +155,7 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) err
 		return nil
 	}
 	log.FromContext(ctx).Info("leaving a Machine of another provider untouched", "apiVersion", t.APIVersion, "kind", t.Kind)
-	r.eventf(m, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
+	r.events.Eventf(m, nil, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
 	patched := m.DeepCopy()
 	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.now())
 	if err := patch.Status(ctx, r.client, r.freshReader(), m, patched); err != nil {

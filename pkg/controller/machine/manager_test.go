@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -59,10 +60,13 @@ func TestControllerWithManager(t *testing.T) {
 		return phaseOf(f.mustGet(m)) == machinev1beta1.PhaseProvisioned, nil
 	})
 
-	// nodelink links the node.
-	got := f.mustGet(m)
-	got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
-	if err := env.Client.Status().Update(f.ctx, got); err != nil {
+	// nodelink links the node (retried: the controller may still be writing
+	// the status it reached Provisioned with).
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := f.mustGet(m)
+		got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
+		return env.Client.Status().Update(f.ctx, got)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	poll.Eventually(t, 5*time.Second, "phase Running", func(context.Context) (bool, error) {

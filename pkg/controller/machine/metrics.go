@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 )
 
@@ -117,7 +118,7 @@ func failureReason(err error) string {
 	if errors.As(err, &me) && me.Reason != "" {
 		return string(me.Reason)
 	}
-	return truncate(err.Error(), maxReasonLength)
+	return patch.Truncate(err.Error(), maxReasonLength)
 }
 
 // deleteInstanceFailedMetrics drops a gone Machine's failure counters.

@@ -3,6 +3,7 @@ package machine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,10 +95,8 @@ func TestInstanceUpdateAndDeleteFailedCounted(t *testing.T) {
 	if _, err := f.reconcile(m); err == nil {
 		t.Fatal("reconcile succeeded although Update failed")
 	}
-	reason := truncate(long, maxReasonLength)
-	if len(reason) > maxReasonLength+len("…") {
-		t.Fatalf("reason of %d bytes", len(reason))
-	}
+	// Cut to maxReasonLength (128) bytes: the 37-byte prefix, 88 digits, "...".
+	reason := "instance i-0123 rejected the update: " + strings.Repeat("0", 88) + "..."
 	wantFailures(t, "mapi_instance_update_failed", InstanceUpdateFailed, m, map[string]float64{reason: 1})
 	// A provider-side wait is not a failure.
 	f.act.Set(func(a *machinetest.Actuator) { a.UpdateErr = RequeueAfter(time.Second, "refreshing") })

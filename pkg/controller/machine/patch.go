@@ -9,13 +9,11 @@ package machine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -99,20 +97,4 @@ func (r *Reconciler) freshReader() client.Reader {
 		return r.apiReader
 	}
 	return r.client
-}
-
-// eventf records an event when a recorder is configured.
-func (r *Reconciler) eventf(obj runtime.Object, eventType, reason, action, format string, args ...any) {
-	if r.recorder == nil {
-		return
-	}
-	r.recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
-}
-
-// truncate cuts s to n bytes (on a rune boundary), marking the cut with "…".
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(strings.TrimSpace(s[:n]), "") + "…"
 }

@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // reconcileNormal handles a Machine that is not being deleted.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
-	logger := log.FromContext(ctx)
 	if phaseOf(m) == machinev1beta1.PhaseFailed {
 		// Terminal: only deletion is processed.
 		return ctrl.Result{}, nil
@@ -55,58 +55,59 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return r.create(ctx, s)
 
 	default:
-		updateErr := r.callProvider(ctx, s, OperationUpdate, r.actuator.Update)
-		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionTrue,
-			ReasonInstanceExists, "", "the instance exists on the provider"), r.now())
-		// A RequeueAfter from Update is a "call me again then" (health
-		// checks, slow refreshes), not a failure: the phase still advances.
-		providerWait, isWait := AsRequeueAfter(updateErr)
-		if updateErr != nil && !isWait {
-			r.events.once(r, m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
-			if IsInvalidConfiguration(updateErr) {
-				// The providerSpec was made invalid after creation. The
-				// instance still exists, so the Machine is not Failed (upstream
-				// sets errorReason/errorMessage only then) and keeps its phase;
-				// InstanceExists stays about the instance. The problem is shown
-				// on its own condition, ProviderUpdated=False/
-				// InvalidConfiguration, with the provider's message (plus the
-				// FailedUpdate event). Retrying cannot help until the Machine
-				// changes, and any spec change wakes the controller, so no
-				// error (no backoff) and no requeue.
-				msg := updateErr.Error()
-				var me *MachineError
-				if errors.As(updateErr, &me) {
-					msg = me.Message
-				}
-				m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(ProviderUpdatedCondition, corev1.ConditionFalse,
-					ReasonInvalidConfiguration, machinev1beta1.ConditionSeverityWarning, truncate(msg, maxConditionMessage)), r.now())
-				return ctrl.Result{}, nil
-			}
-			return requeueOrError(updateErr)
-		}
-		r.events.clear(m, EventFailedUpdate)
-		if conditions.Get(m.Status.Conditions, ProviderUpdatedCondition) != nil {
-			// Only set once an update was rejected: then cleared here.
-			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(ProviderUpdatedCondition, corev1.ConditionTrue,
-				ReasonProviderUpdated, "", "the provider accepted the Machine's configuration"), r.now())
-		}
-		setPhase(m, phaseAfterUpdate(phaseOf(m), isProvisioned(m), m.Status.NodeRef != nil))
-		if !isProvisioned(m) {
-			// The provider has not reported providerID/addresses yet.
-			after := r.waitBackoff.When(s.key)
-			if isWait {
-				after = providerWait.After
-			}
-			logger.V(1).Info("instance exists but has no providerID or addresses yet", "requeueAfter", after)
-			return ctrl.Result{RequeueAfter: after}, nil
-		}
-		r.waitBackoff.Forget(s.key)
-		r.events.clear(m, EventFailedCreate)
-		if isWait {
-			return ctrl.Result{RequeueAfter: providerWait.After}, nil
-		}
-		return ctrl.Result{}, nil
+		return r.update(ctx, s)
 	}
+}
+
+// update handles a Machine whose instance exists: the provider's Update,
+// then the phase the instance's state gives (Provisioned, Running).
+func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) {
+	m := s.m
+	updateErr := r.callProvider(ctx, s, OperationUpdate, r.actuator.Update)
+	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionTrue,
+		ReasonInstanceExists, "", "the instance exists on the provider"), r.now())
+	// A RequeueAfter from Update is a "call me again then" (health
+	// checks, slow refreshes), not a failure: the phase still advances.
+	providerWait, isWait := AsRequeueAfter(updateErr)
+	if updateErr != nil && !isWait {
+		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
+		if IsInvalidConfiguration(updateErr) {
+			// The providerSpec went invalid after creation: the instance
+			// exists, so not Failed; ProviderUpdated=False says so. Only a
+			// spec change (which wakes us) can help: no error, no requeue.
+			msg := updateErr.Error()
+			var me *MachineError
+			if errors.As(updateErr, &me) {
+				msg = me.Message
+			}
+			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(ProviderUpdatedCondition, corev1.ConditionFalse,
+				ReasonInvalidConfiguration, machinev1beta1.ConditionSeverityWarning, patch.Truncate(msg, maxConditionMessage)), r.now())
+			return ctrl.Result{}, nil
+		}
+		return requeueOrError(updateErr)
+	}
+	r.events.Clear(s.key, "", EventFailedUpdate)
+	if conditions.Get(m.Status.Conditions, ProviderUpdatedCondition) != nil {
+		// Only set once an update was rejected: then cleared here.
+		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(ProviderUpdatedCondition, corev1.ConditionTrue,
+			ReasonProviderUpdated, "", "the provider accepted the Machine's configuration"), r.now())
+	}
+	setPhase(m, phaseAfterUpdate(phaseOf(m), isProvisioned(m), m.Status.NodeRef != nil))
+	if !isProvisioned(m) {
+		// The provider has not reported providerID/addresses yet.
+		after := r.waitBackoff.When(s.key)
+		if isWait {
+			after = providerWait.After
+		}
+		log.FromContext(ctx).V(1).Info("instance exists but has no providerID or addresses yet", "requeueAfter", after)
+		return ctrl.Result{RequeueAfter: after}, nil
+	}
+	r.waitBackoff.Forget(s.key)
+	r.events.Clear(s.key, "", EventFailedCreate)
+	if isWait {
+		return ctrl.Result{RequeueAfter: providerWait.After}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // create handles a Machine whose instance does not exist and was never
@@ -125,7 +126,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	setPhase(m, machinev1beta1.PhaseProvisioning)
 	if m.Spec.ProviderSpec.Value == nil {
 		err := InvalidConfiguration("spec.providerSpec.value is required: the provider needs its configuration to create an instance")
-		r.eventf(m, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Message)
+		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Message)
 		r.fail(ctx, s, err, "")
 		return ctrl.Result{}, nil
 	}
@@ -158,8 +159,8 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
 				ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityInfo, "the instance is being created"), r.now())
 		}
-		r.events.clear(m, EventFailedCreate)
-		r.eventf(m, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
+		r.events.Clear(s.key, "", EventFailedCreate)
+		r.events.Eventf(m, nil, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
 		if exists {
 			// Provisioned in this reconcile's status write; the nodeRef
 			// (nodelink) or a Node change wakes us for Running.
@@ -173,7 +174,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		// Nothing to be woken by: come back to look at the instance.
 		return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil
 	case IsInvalidConfiguration(err):
-		r.eventf(m, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())
+		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())
 		r.fail(ctx, s, err, "")
 		return ctrl.Result{}, nil
 	default:
@@ -185,7 +186,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		msg := "the instance has not been created: the last create attempt failed: " + err.Error()
 		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
 			ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityWarning, msg), r.now())
-		r.events.once(r, m, corev1.EventTypeWarning, EventFailedCreate, "Create", err.Error())
+		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedCreate, "Create", err.Error())
 		return ctrl.Result{}, err
 	}
 }
@@ -204,7 +205,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, reasonErr error, messag
 	}
 	m.Status.ErrorMessage = &message
 	if phaseOf(m) != machinev1beta1.PhaseFailed {
-		r.eventf(m, corev1.EventTypeWarning, EventFailed, "Reconcile", "Machine failed: %s", message)
+		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailed, "Reconcile", "Machine failed: %s", message)
 	}
 	setPhase(m, machinev1beta1.PhaseFailed)
 	m.Status.ProviderStatus = unknownInstanceState(m.Status.ProviderStatus)

@@ -46,8 +46,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.apiReader == nil {
 		r.apiReader = mgr.GetAPIReader()
 	}
-	if r.recorder == nil {
-		r.recorder = mgr.GetEventRecorder(ControllerName)
+	if r.events.Recorder == nil {
+		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
 	if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err

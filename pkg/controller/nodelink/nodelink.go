@@ -45,7 +45,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,6 +57,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
@@ -98,7 +98,7 @@ type Options struct {
 type Reconciler struct {
 	client    client.Client
 	namespace string
-	recorder  events.EventRecorder
+	events    *patch.Events
 	// nodeRefWrites: nodeRef patches the Machine cache has not shown yet,
 	// so a Node event meanwhile does not send the same patch again.
 	nodeRefWrites *readyourwrites.Memo
@@ -120,7 +120,7 @@ func NewReconciler(opts Options) *Reconciler {
 	return &Reconciler{
 		client:    opts.Client,
 		namespace: opts.Namespace,
-		recorder:  opts.Recorder,
+		events:    &patch.Events{Recorder: opts.Recorder},
 
 		nodeRefWrites: readyourwrites.New(),
 		nodeWrites:    readyourwrites.New(),
@@ -135,8 +135,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.client == nil {
 		r.client = mgr.GetClient()
 	}
-	if r.recorder == nil {
-		r.recorder = mgr.GetEventRecorder(ControllerName)
+	if r.events.Recorder == nil {
+		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
 	if err := RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -186,7 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case matchAmbiguous:
 		keys := machineKeys(candidates)
 		logger.Error(nil, "more than one machine matches the node, not linking", "machines", keys)
-		r.event(node, nil, corev1.EventTypeWarning, ReasonAmbiguousMatch, "Link",
+		r.events.Eventf(node, nil, corev1.EventTypeWarning, ReasonAmbiguousMatch, "Link",
 			"%d machines match node %s (%s): not linking any; give each machine a unique providerID or InternalIP", len(keys), node.Name, strings.Join(keys, ", "))
 		return reconcile.Result{}, nil
 	}
@@ -346,12 +346,12 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	last, err := parseLastApplied(node)
 	if err != nil {
 		logger.Error(err, "ignoring the last-applied record")
-		r.event(node, nil, corev1.EventTypeWarning, ReasonInvalidLastApplied, "Sync", "%v", err)
+		r.events.Eventf(node, nil, corev1.EventTypeWarning, ReasonInvalidLastApplied, "Sync", "%v", err)
 	}
 	plan := desiredNode(node, machine, last)
 	if len(plan.Invalid) > 0 {
 		logger.Info("skipping machine metadata that cannot be put on a node", "invalid", plan.Invalid)
-		r.event(machine, node, corev1.EventTypeWarning, ReasonInvalidNodeMetadata, "Sync",
+		r.events.Eventf(machine, node, corev1.EventTypeWarning, ReasonInvalidNodeMetadata, "Sync",
 			"not copied to node %s: %s", node.Name, strings.Join(plan.Invalid, ", "))
 	}
 	key := client.ObjectKeyFromObject(node)
@@ -386,13 +386,6 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	r.nodePatchSent.Note(key, string(data), now)
 	logger.Info("synced node metadata from machine")
 	return nil
-}
-
-func (r *Reconciler) event(regarding client.Object, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	if r.recorder == nil {
-		return
-	}
-	r.recorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
 // nodeRequestsForMachine maps a Machine to the Nodes it matches (by
