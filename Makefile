@@ -64,10 +64,8 @@ $(BIN)/staticcheck: $(STATICCHECK_MOD)
 # govc and vcsim (the local vSphere, PLATFORM=vsphere) are pinned by
 # hack/tools/govmomi and built on demand, not by make tools (~70 s together).
 GOVMOMI_MOD := hack/tools/govmomi/go.mod hack/tools/govmomi/go.sum hack/build-tool.sh
-$(BIN)/govc: $(GOVMOMI_MOD) hack/tools/govmomi/govc/main.go
-	@hack/build-tool.sh govc ./govc
-$(BIN)/vcsim: $(GOVMOMI_MOD) hack/tools/govmomi/vcsim/main.go
-	@hack/build-tool.sh vcsim ./vcsim
+$(BIN)/govc $(BIN)/vcsim &: $(GOVMOMI_MOD) hack/tools/govmomi/govc/main.go hack/tools/govmomi/vcsim/main.go
+	@hack/build-tool.sh govc ./govc vcsim ./vcsim
 
 .PHONY: vsphere-tools
 vsphere-tools: $(BIN)/govc $(BIN)/vcsim ## Build govc and vcsim (govmomi v0.54.0) into bin/ for the local vSphere
