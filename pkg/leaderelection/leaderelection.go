@@ -142,10 +142,6 @@ func NewLock(cfg *rest.Config, namespace, name string, t Timing) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	return newLock(cfg, namespace, name, id, t)
-}
-
-func newLock(cfg *rest.Config, namespace, name, id string, t Timing) (*Lock, error) {
 	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
 	// A hung request must not use up the renew deadline.
 	cfg.Timeout = max(t.RenewDeadline/2, time.Second)
