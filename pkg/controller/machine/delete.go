@@ -76,13 +76,20 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
+	return ctrl.Result{}, r.removeFinalizer(ctx, s)
+}
 
+// removeFinalizer ends a deletion once the instance and the Node are gone:
+// the final status (when another finalizer keeps the object), then our
+// finalizer, then the Deleted event.
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
+	m := s.m
 	// Persist the final status before the finalizer goes, when another
 	// finalizer keeps the object (with ours the only one, it disappears with
 	// the next write and a status write would be read by no one).
 	if len(m.Finalizers) > 1 {
 		if err := r.patchStatus(ctx, s); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 	}
 	if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
@@ -90,16 +97,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.gone = true
-			return ctrl.Result{}, nil
+			return nil
 		}
-		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	s.gone = true
 	r.drainBackoff.Forget(s.key)
 	r.events.Forget(s.key)
 	r.events.Eventf(m, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "Deleted the instance%s and node", providerIDSuffix(m))
-	logger.Info("machine deleted: instance gone, node deleted, finalizer removed")
-	return ctrl.Result{}, nil
+	log.FromContext(ctx).Info("machine deleted: instance gone, node deleted, finalizer removed")
+	return nil
 }
 
 // deleteNode deletes the Machine's Node unless the cache shows it gone,
