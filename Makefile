@@ -72,10 +72,13 @@ vsphere-tools: $(BIN)/govc $(BIN)/vcsim ## Build govc and vcsim (govmomi v0.54.0
 
 ##@ Build and test
 
-# One go build for all: one binary links while the next compiles.
+# One go build for all: one binary links while the next compiles. Without
+# -trimpath (the Dockerfile's release build has it) the packages are compiled
+# as go vet and go test without -race compile them, so after make lint (as in
+# .ci/run) this only links.
 .PHONY: build
 build: ## Build every binary of this project into bin/ (and the local pod runner, bin/local-pods)
-	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/... ./test/localpods/local-pods
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/... ./test/localpods/local-pods
 
 .PHONY: test
 test: test-tools ## Run every unit and envtest test (go test -race ./...)
