@@ -38,10 +38,10 @@ PROMTOOL_MOD := hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/build
 STATICCHECK_MOD := hack/tools/staticcheck/go.mod hack/tools/staticcheck/go.sum hack/build-tool.sh
 
 .PHONY: tools
-tools: cluster-tools $(BIN)/controller-gen $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, controller-gen, promtool into bin/ (once; ~15 min on a fresh 2-core machine)
+tools: cluster-tools $(BIN)/controller-gen $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, controller-gen, promtool into bin/ (once; cold build times in docs/performance.md)
 
 .PHONY: cluster-tools
-cluster-tools: $(CLUSTER_BINS) ## Build only the local cluster's binaries into bin/ (what make run needs; ~10 min on a fresh machine)
+cluster-tools: $(CLUSTER_BINS) ## Build only the local cluster's binaries into bin/ (what make run needs)
 
 .PHONY: test-tools
 test-tools: cluster-tools $(BIN)/promtool ## Build what make test runs: the local cluster's binaries (kube-apiserver, etcd, kubectl, kustomize, kwok) and promtool
