@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,6 +58,9 @@ type Options struct {
 	// stay unobserved in the cache before it is dropped (default
 	// DefaultExpectationsTimeout, 5m). Flag: --expectations-timeout.
 	ExpectationsTimeout time.Duration
+	// CreateRetry (optional) paces the resending of a Create whose response
+	// was lost (default DefaultCreateRetry).
+	CreateRetry wait.Backoff
 }
 
 // Reconciler is the MachineSet controller.
@@ -69,6 +73,7 @@ type Reconciler struct {
 	maxCreate    int
 	maxDeletes   int
 	migration    bool
+	createRetry  wait.Backoff
 	expectations *Expectations
 }
 
@@ -77,14 +82,18 @@ type Reconciler struct {
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
 	r := &Reconciler{
-		client:     opts.Client,
-		apiReader:  opts.APIReader,
-		events:     &patch.Events{Recorder: opts.Recorder},
-		clock:      opts.Clock,
-		namespace:  opts.Namespace,
-		maxCreate:  opts.MaxCreateBurst,
-		maxDeletes: opts.MaxConcurrentDeletes,
-		migration:  opts.MachineAPIMigration,
+		client:      opts.Client,
+		apiReader:   opts.APIReader,
+		events:      &patch.Events{Recorder: opts.Recorder},
+		clock:       opts.Clock,
+		namespace:   opts.Namespace,
+		maxCreate:   opts.MaxCreateBurst,
+		maxDeletes:  opts.MaxConcurrentDeletes,
+		migration:   opts.MachineAPIMigration,
+		createRetry: opts.CreateRetry,
+	}
+	if r.createRetry.Steps == 0 {
+		r.createRetry = DefaultCreateRetry()
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -374,38 +383,6 @@ func newMachine(ms *machinev1beta1.MachineSet) *machinev1beta1.Machine {
 		Spec: *t.Spec.DeepCopy(),
 	}
 	return m
-}
-
-// createMachines creates n Machines in batches of 1, 2, 4, ... and stops
-// after the first batch with a failure.
-func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.MachineSet, n int) error {
-	key := client.ObjectKeyFromObject(ms)
-	done := 0
-	for batch := 1; done < n; batch *= 2 {
-		size := min(batch, n-done)
-		r.expectations.BeginCreations(key, size)
-		errs := parallel(size, size, func(int) error { return r.createMachine(ctx, ms, key) })
-		done += size
-		if failed := countErrors(errs); failed > 0 {
-			return fmt.Errorf("%d of %d Machine creations in a batch failed (%d left for later): %w",
-				failed, size, n-done, firstError(errs))
-		}
-	}
-	return nil
-}
-
-func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName) error {
-	m := newMachine(ms)
-	if err := r.client.Create(ctx, m); err != nil {
-		r.expectations.CreationFailed(key)
-		MachineCreatesTotal.WithLabelValues(ResultFailure).Inc()
-		r.events.Eventf(ms, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
-		return err
-	}
-	r.expectations.CreationSucceeded(key, m.Name)
-	MachineCreatesTotal.WithLabelValues(ResultSuccess).Inc()
-	r.events.Eventf(ms, m, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created machine: %s", m.Name)
-	return nil
 }
 
 // deleteMachines deletes victims, at most maxDeletes at a time.

@@ -1,0 +1,119 @@
+package machineset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	apinames "k8s.io/apiserver/pkg/storage/names"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+)
+
+// DefaultCreateRetry paces the retries of a Create whose outcome is unknown
+// (the connection broke before the response): about two minutes in all, so
+// an API server restart is ridden out.
+func DefaultCreateRetry() wait.Backoff {
+	return wait.Backoff{Duration: time.Second, Factor: 2, Steps: 11, Cap: 16 * time.Second}
+}
+
+// createMachines creates n Machines in batches of 1, 2, 4, ... and stops
+// after the first batch with a failure.
+func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.MachineSet, n int) error {
+	key := client.ObjectKeyFromObject(ms)
+	done := 0
+	for batch := 1; done < n; batch *= 2 {
+		size := min(batch, n-done)
+		r.expectations.BeginCreations(key, size)
+		errs := parallel(size, size, func(int) error { return r.createMachine(ctx, ms, key) })
+		done += size
+		if failed := countErrors(errs); failed > 0 {
+			return fmt.Errorf("%d of %d Machine creations in a batch failed (%d left for later): %w",
+				failed, size, n-done, firstError(errs))
+		}
+	}
+	return nil
+}
+
+// createMachine creates one Machine under a name chosen here, as the API
+// server's generateName would choose it, so that a Create whose response was
+// lost can be sent again: AlreadyExists then means the first one went
+// through. A server-side generateName would leave an extra Machine (and
+// instance) for every lost response.
+func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName) error {
+	m := newMachine(ms)
+	m.Name = apinames.SimpleNameGenerator.GenerateName(m.GenerateName)
+	sent := m.DeepCopy() // a failed Create may have changed m
+	err := r.client.Create(ctx, m)
+	if unknownOutcome(err) {
+		m = sent
+		err = r.resendCreate(ctx, sent, err)
+	}
+	switch {
+	case errors.Is(err, errOutcomeUnknown):
+		// It may exist: expected by name until the timeout, so it is never
+		// created twice; if it never shows, the expectation expires.
+		ctrl.LoggerFrom(ctx).Info("Machine creation outcome unknown; expecting it until the expectations timeout", "machine", m.Name, "err", err)
+		r.expectations.CreationSucceeded(key, m.Name)
+		return err
+	case err != nil:
+		r.expectations.CreationFailed(key)
+		MachineCreatesTotal.WithLabelValues(ResultFailure).Inc()
+		r.events.Eventf(ms, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
+		return err
+	}
+	r.expectations.CreationSucceeded(key, m.Name)
+	MachineCreatesTotal.WithLabelValues(ResultSuccess).Inc()
+	r.events.Eventf(ms, m, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created machine: %s", m.Name)
+	return nil
+}
+
+var errOutcomeUnknown = errors.New("the API server did not say whether the Machine was created")
+
+// resendCreate sends m's Create again while the outcome stays unknown. It
+// returns nil once the Machine exists (AlreadyExists: the lost Create went
+// through), the API server's answer when it refuses, and errOutcomeUnknown
+// when the retries run out.
+func (r *Reconciler) resendCreate(ctx context.Context, m *machinev1beta1.Machine, first error) error {
+	last := first
+	var answer error
+	err := wait.ExponentialBackoffWithContext(ctx, r.createRetry, func(ctx context.Context) (bool, error) {
+		err := r.client.Create(ctx, m.DeepCopy())
+		switch {
+		case err == nil, apierrors.IsAlreadyExists(err):
+			return true, nil
+		case unknownOutcome(err):
+			last = err
+			return false, nil
+		default:
+			answer = err
+			return true, nil
+		}
+	})
+	switch {
+	case answer != nil:
+		return answer
+	case err != nil:
+		return fmt.Errorf("%w: %w", errOutcomeUnknown, last)
+	}
+	return nil
+}
+
+// unknownOutcome reports whether err leaves open whether a Create was
+// carried out: no answer from the API server (a broken connection), or one
+// saying the request timed out or failed inside the server.
+func unknownOutcome(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	return !errors.As(err, &status) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err)
+}
