@@ -80,17 +80,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 }
 
 // removeFinalizer ends a deletion once the instance and the Node are gone:
-// the final status (when another finalizer keeps the object), then our
-// finalizer, then the Deleted event.
+// the final status, then our finalizer, then the Deleted event.
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	m := s.m
-	// Persist the final status before the finalizer goes, when another
-	// finalizer keeps the object (with ours the only one, it disappears with
-	// the next write and a status write would be read by no one).
-	if len(m.Finalizers) > 1 {
-		if err := r.patchStatus(ctx, s); err != nil {
-			return err
-		}
+	// The final status is written even when the object goes with our
+	// finalizer: a watcher sees Drained=True before the Machine disappears,
+	// as on OpenShift, where the drain controller persists it first.
+	if err := r.patchStatus(ctx, s); err != nil {
+		return err
 	}
 	if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
 		controllerutil.RemoveFinalizer(m, machinev1beta1.MachineFinalizer)

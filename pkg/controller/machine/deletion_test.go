@@ -70,14 +70,15 @@ func TestDeletionWithLifecycleHooks(t *testing.T) {
 	}
 
 	// Remove the preTerminate hook: Delete, Exists=false, Node and finalizer
-	// go: one Node DELETE and the finalizer PATCH, no status write (the
-	// object goes with the finalizer). Breaks if: reconcileDelete wrote the
-	// final status with its finalizer the only one.
+	// go: one Node DELETE, the final status (Terminable=True shows before
+	// the Machine goes) and the finalizer PATCH. Breaks if the final status
+	// write is skipped (the e2e TestMachineDeletionDrains then never sees
+	// Drained=True).
 	f.patchMachine(m, func(m *machinev1beta1.Machine) { m.Spec.LifecycleHooks.PreTerminate = nil })
 	f.counter.Reset()
 	f.mustReconcile(m)
-	if w := f.counter.Writes(); w != 2 {
-		t.Errorf("final pass wrote %d times, want 2 (Node DELETE, finalizer PATCH): %v", w, f.counter.WriteRequests())
+	if w := f.counter.Writes(); w != 3 {
+		t.Errorf("final pass wrote %d times, want 3 (Node DELETE, status PATCH, finalizer PATCH): %v", w, f.counter.WriteRequests())
 	}
 	wantCalls(t, f.act, map[string]int{machinetest.Delete: 1, machinetest.Exists: 1})
 	if f.get(m) != nil {
