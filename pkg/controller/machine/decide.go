@@ -14,9 +14,9 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// isProvisioned reports whether the provider has ever reported an instance
+// IsProvisioned reports whether the provider has ever reported an instance
 // for the Machine: it has a providerID or addresses.
-func isProvisioned(m *machinev1beta1.Machine) bool {
+func IsProvisioned(m *machinev1beta1.Machine) bool {
 	return (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
 }
 

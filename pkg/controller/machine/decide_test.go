@@ -54,20 +54,20 @@ func TestDecideProvisioning(t *testing.T) {
 
 func TestIsProvisioned(t *testing.T) {
 	m := &machinev1beta1.Machine{}
-	if isProvisioned(m) {
+	if IsProvisioned(m) {
 		t.Error("empty machine is not provisioned")
 	}
 	m.Spec.ProviderID = ptr.To("")
-	if isProvisioned(m) {
+	if IsProvisioned(m) {
 		t.Error("empty providerID is not provisioned")
 	}
 	m.Spec.ProviderID = ptr.To("kubemark://ns/m")
-	if !isProvisioned(m) {
+	if !IsProvisioned(m) {
 		t.Error("providerID means provisioned")
 	}
 	m.Spec.ProviderID = nil
 	m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
-	if !isProvisioned(m) {
+	if !IsProvisioned(m) {
 		t.Error("addresses mean provisioned")
 	}
 }

@@ -29,7 +29,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 
 	exists, err := r.exists(ctx, s)
 	if err != nil {
-		if IsInvalidConfiguration(err) && !isProvisioned(m) {
+		if IsInvalidConfiguration(err) && !IsProvisioned(m) {
 			// Retrying cannot help a providerSpec the provider cannot read.
 			r.fail(ctx, s, err, "")
 			return ctrl.Result{}, nil
@@ -43,7 +43,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 
-	step := decideProvisioning(phaseOf(m), exists, isProvisioned(m), m.Status.NodeRef != nil)
+	step := decideProvisioning(phaseOf(m), exists, IsProvisioned(m), m.Status.NodeRef != nil)
 	switch {
 	case step.InstanceMissing:
 		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
@@ -92,8 +92,8 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(ProviderUpdatedCondition, corev1.ConditionTrue,
 			ReasonProviderUpdated, "", "the provider accepted the Machine's configuration"), r.now())
 	}
-	setPhase(m, phaseAfterUpdate(phaseOf(m), isProvisioned(m), m.Status.NodeRef != nil))
-	if !isProvisioned(m) {
+	setPhase(m, phaseAfterUpdate(phaseOf(m), IsProvisioned(m), m.Status.NodeRef != nil))
+	if !IsProvisioned(m) {
 		// The provider has not reported providerID/addresses yet.
 		after := r.waitBackoff.When(s.key)
 		if isWait {
@@ -138,7 +138,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		if err := r.apiReader.Get(ctx, s.key, live); err != nil {
 			return ctrl.Result{}, err
 		}
-		if live.ResourceVersion != m.ResourceVersion || isProvisioned(live) || !live.DeletionTimestamp.IsZero() {
+		if live.ResourceVersion != m.ResourceVersion || IsProvisioned(live) || !live.DeletionTimestamp.IsZero() {
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 	}
@@ -149,7 +149,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	err := r.callProvider(ctx, s, OperationCreate, r.actuator.Create)
 	switch {
 	case err == nil:
-		phase, exists := phaseAfterCreate(isProvisioned(m), m.Status.NodeRef != nil)
+		phase, exists := phaseAfterCreate(IsProvisioned(m), m.Status.NodeRef != nil)
 		setPhase(m, phase)
 		if exists {
 			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionTrue,

@@ -192,7 +192,7 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 		switch now := a.now(); {
 		case apierrors.IsNotFound(err) && a.recent.wasRegistered(m.Name, now):
 			return true, nil
-		case a.recent.wasDeleted(m.Name, "", now), !provisioned(m):
+		case a.recent.wasDeleted(m.Name, "", now), !machine.IsProvisioned(m):
 		default:
 			_, err = a.getOwnNode(ctx, a.client, m)
 		}
@@ -282,12 +282,6 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		return nil
 	}
 	return a.releaseLease(ctx, node.Name, node.UID)
-}
-
-// provisioned reports whether the Machine was ever given an instance (the
-// machine controller's rule): a providerID or addresses.
-func provisioned(m *machinev1beta1.Machine) bool {
-	return (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
 }
 
 // registeredBefore reports whether the Machine's providerStatus names a Node

@@ -287,6 +287,6 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 	if err != nil {
 		return false, err
 	}
-	provisioned := m.DeletionTimestamp != nil || (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
+	provisioned := m.DeletionTimestamp != nil || machine.IsProvisioned(m)
 	return existsAnswer(vm.state(), provisioned), nil
 }
