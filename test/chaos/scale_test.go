@@ -356,8 +356,14 @@ func (c component) stop(t *testing.T) (restart func()) {
 			return true, nil
 		}
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		// A zombie has exited; its parent has not reaped it yet.
-		return err == nil && strings.Contains(string(st), ") Z "), err
+		if err != nil || !strings.Contains(string(st), ") Z ") {
+			return false, err
+		}
+		// A zombie leader has exited, but its other threads may still hold
+		// the process's files (etcd's restart once found its port in use):
+		// done when the leader is the last thread left.
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		return err == nil && len(tasks) <= 1, nil
 	})
 	return func() {
 		log, err := os.OpenFile(filepath.Join(*workdir, "logs", c.name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
