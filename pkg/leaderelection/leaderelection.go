@@ -1,23 +1,7 @@
-// Package leaderelection configures the leader election every binary of this
-// project uses: a Lease, client-go's elector (through controller-runtime's
-// manager), and a lock that separates how often the leader writes the Lease
-// (the renew interval) from how often the elector checks it (the retry
-// period).
-//
-// client-go's elector uses one period for both: the leader renews every
-// retry period and a standby polls every retry period plus up to 120%
-// jitter. A standby notices a dead leader's last renewal up to 2.2 retry
-// periods late and acts on the expired lease up to 2.2 periods after that,
-// so a failover takes up to the lease duration + 4.4 retry periods. A short
-// retry period makes failover fast but costs a Lease write per period on a
-// cluster at rest. With this lock the elector runs every 250 ms while the
-// leader writes the Lease at most every 10 s: a failover takes at most the
-// lease duration + 1.1 s after the leader's last write, for one Lease write
-// per 10 s at rest.
-//
-// A process's identity is its pod's (Identity), so a container restarted
-// after a crash takes its Lease back at once; only a failover to another pod
-// waits for the lease to expire.
+// Package leaderelection configures every binary's leader election: client-go's
+// elector on a Lease with a lock whose leader writes the Lease less often than
+// the elector checks it, and the pod's identity. See docs/architecture.md
+// ("Leader election") and docs/reliability.md.
 package leaderelection
 
 import (
@@ -39,19 +23,11 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// Timing is how a binary elects its leader.
+// Timing is how a binary elects its leader (the flags' help says what each does).
 type Timing struct {
-	// LeaseDuration is how long a standby waits, after it last saw the Lease
-	// change, before it takes the Lease over.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long the leader keeps failing to renew before it
-	// gives up leadership (and the process exits).
-	RenewDeadline time.Duration
-	// RetryPeriod is how often the elector runs: a standby reads the Lease,
-	// the leader renews (a write only every RenewInterval).
-	RetryPeriod time.Duration
-	// RenewInterval is the longest the leader goes without writing the
-	// Lease; 0 writes at every retry period (client-go's behaviour).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// RenewInterval is the longest the leader goes without writing the Lease;
+	// 0 writes at every retry period (client-go's behaviour).
 	RenewInterval time.Duration
 }
 
@@ -61,10 +37,8 @@ const (
 	DefaultRenewInterval = 10 * time.Second
 )
 
-// AddFlags registers OpenShift's leader-election timing flags
-// (--leader-elect-lease-duration, --leader-elect-renew-deadline,
-// --leader-elect-retry-period) and this project's
-// --leader-elect-renew-interval, with t's values as defaults.
+// AddFlags registers OpenShift's leader-election timing flags and this
+// project's --leader-elect-renew-interval, with t's values as defaults.
 func (t *Timing) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.LeaseDuration, "leader-elect-lease-duration", t.LeaseDuration,
 		"How long a standby waits, after it last saw the leader renew, before it takes over the lease.")
@@ -77,10 +51,7 @@ func (t *Timing) AddFlags(fs *pflag.FlagSet) {
 }
 
 // Validate checks that the leader always gives up before a standby can take
-// the Lease: the leader may have written the Lease last RenewInterval
-// before its last successful renewal, then keeps leading for RenewDeadline
-// (checked every RetryPeriod), while a standby waits LeaseDuration from the
-// last write it saw.
+// the Lease: its last write may be RenewInterval older than its last renewal.
 func (t Timing) Validate() error {
 	var errs []error
 	if t.LeaseDuration <= 0 || t.RenewDeadline <= 0 || t.RetryPeriod <= 0 {
@@ -99,28 +70,22 @@ func (t Timing) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Lock is a Lease lock for controller-runtime's manager
-// (Options.LeaderElectionResourceLockInterface) with t.RenewInterval
-// applied, and the event broadcaster of its LeaderElection events.
+// Lock is a Lease lock for controller-runtime's manager with the renew
+// interval applied, and the broadcaster of its LeaderElection events.
 type Lock struct {
 	resourcelock.Interface
 	broadcaster record.EventBroadcaster
 }
 
-// The downward API variables that name the pod a process runs in.
+// The downward API variables naming the pod a process runs in.
 const (
 	PodNameEnv = "POD_NAME" // metadata.name
 	PodUIDEnv  = "POD_UID"  // metadata.uid
 )
 
-// Identity is a process's leader-election identity. In a pod ($POD_NAME,
-// with $POD_UID when set) it is the pod's, so the process a restarted
-// container runs finds the Lease its killed predecessor held to be its own
-// and leads at once instead of waiting out the lease duration; this is safe
-// because a container runs one process at a time and no two containers of a
-// pod elect on the same Lease. Outside a pod nothing tells a restarted
-// process from a second one on the same host, so each process is its own
-// candidate: hostname plus a random UUID (controller-runtime's default).
+// Identity is a process's leader-election identity: its pod's ($POD_NAME, with
+// _$POD_UID when set), so a restarted container retakes its Lease at once;
+// outside a pod hostname_UUID (controller-runtime's default).
 func Identity(getenv func(string) string, hostname func() (string, error), newUUID func() string) (string, error) {
 	if pod := getenv(PodNameEnv); pod != "" {
 		if uid := getenv(PodUIDEnv); uid != "" {
@@ -135,8 +100,7 @@ func Identity(getenv func(string) string, hostname func() (string, error), newUU
 	return host + "_" + newUUID(), nil
 }
 
-// NewLock builds the Lease lock namespace/name for this process (Identity)
-// with requests that time out before the renew deadline.
+// NewLock builds the Lease lock namespace/name for this process (Identity).
 func NewLock(cfg *rest.Config, namespace, name string, t Timing) (*Lock, error) {
 	id, err := Identity(os.Getenv, os.Hostname, func() string { return string(uuid.NewUUID()) })
 	if err != nil {
@@ -161,8 +125,7 @@ func NewLock(cfg *rest.Config, namespace, name string, t Timing) (*Lock, error) 
 	return &Lock{Interface: WithRenewInterval(lease, t.RenewInterval, time.Now), broadcaster: broadcaster}, nil
 }
 
-// Start runs until ctx ends, then stops the event broadcaster. Add the Lock
-// to the manager so that its events are flushed on shutdown.
+// Start stops the event broadcaster when ctx ends (add the Lock to the manager).
 func (l *Lock) Start(ctx context.Context) error {
 	<-ctx.Done()
 	l.broadcaster.Shutdown()
@@ -173,10 +136,8 @@ func (l *Lock) Start(ctx context.Context) error {
 func (l *Lock) NeedLeaderElection() bool { return false }
 
 // WithRenewInterval returns lock with the leader's renewals coalesced: an
-// Update that only renews our own lease (same holder, acquire time,
-// transitions and duration as the last record written) within interval of
-// the last write succeeds without a request. Any other Update, every Get
-// and Create go to the API server. interval 0 returns lock unchanged.
+// Update that only renews the record this process last wrote, within interval
+// of that write, succeeds without a request. interval 0 returns lock unchanged.
 func WithRenewInterval(lock resourcelock.Interface, interval time.Duration, now func() time.Time) resourcelock.Interface {
 	if interval <= 0 {
 		return lock
@@ -189,19 +150,17 @@ type coalescingLock struct {
 	interval time.Duration
 	now      func() time.Time
 
-	mu sync.Mutex
-	// written is the record last written by this process and writtenAt when
-	// its request was sent; nil after a failed write.
-	written   *resourcelock.LeaderElectionRecord
+	mu        sync.Mutex
+	written   *resourcelock.LeaderElectionRecord // nil after a failed write
 	writtenAt time.Time
 }
 
-// Create writes the first record and remembers it.
+// Create implements resourcelock.Interface.
 func (l *coalescingLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	return l.write(ctx, ler, l.Interface.Create)
 }
 
-// Update skips a renewal of the record last written within the interval.
+// Update implements resourcelock.Interface.
 func (l *coalescingLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	l.mu.Lock()
 	skip := l.written != nil && isRenewalOf(ler, *l.written, l.Identity()) && l.now().Sub(l.writtenAt) < l.interval
@@ -213,8 +172,7 @@ func (l *coalescingLock) Update(ctx context.Context, ler resourcelock.LeaderElec
 }
 
 func (l *coalescingLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, write func(context.Context, resourcelock.LeaderElectionRecord) error) error {
-	// The send time, not the reply time: a standby may have seen the write
-	// as soon as it was stored.
+	// The send time: a standby may have seen the write as soon as it was stored.
 	sent := l.now()
 	err := write(ctx, ler)
 	l.mu.Lock()
@@ -227,8 +185,7 @@ func (l *coalescingLock) write(ctx context.Context, ler resourcelock.LeaderElect
 	return nil
 }
 
-// isRenewalOf tells whether next only moves the renew time of last, a record
-// held by identity.
+// isRenewalOf: next only moves the renew time of last, held by identity.
 func isRenewalOf(next, last resourcelock.LeaderElectionRecord, identity string) bool {
 	return next.HolderIdentity == identity && last.HolderIdentity == identity &&
 		next.LeaseDurationSeconds == last.LeaseDurationSeconds &&
