@@ -1,8 +1,5 @@
-// Package metrics registers the operands' Prometheus collectors with
-// controller-runtime's metrics registry, which every binary serves, and
-// gives every binary (operator and operands) the options of its metrics
-// server: HTTPS, authenticated and authorized by the API server
-// (SecureServerOptions).
+// Package metrics registers collectors with controller-runtime's registry and
+// gives every binary its metrics server's options (SecureServerOptions).
 package metrics
 
 import (
@@ -12,10 +9,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Register registers collectors with controller-runtime's metrics.Registry.
-// A collector that is already registered is not an error, so a controller
-// may call it every time it is constructed; any other error (a name clash
-// between different collectors) is a programming error and panics.
+// Register registers collectors with controller-runtime's metrics.Registry;
+// registering one again is fine, a name clash panics (a programming error).
 func Register(collectors ...prometheus.Collector) {
 	for _, c := range collectors {
 		if err := ctrlmetrics.Registry.Register(c); err != nil {

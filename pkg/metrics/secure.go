@@ -21,35 +21,18 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// Serving-certificate file names in a cert directory: the layout of a
-// kubernetes.io/tls Secret (OpenShift's service-ca writes these) mounted there.
+// Serving-certificate file names in a cert directory (a mounted kubernetes.io/tls Secret).
 const (
 	CertFile = "tls.crt"
 	KeyFile  = "tls.key"
 )
 
-// SecureServerOptions are the options of every binary's metrics server:
-// HTTPS, with each request authenticated (TokenReview) and authorized
-// (SubjectAccessReview: verb get on the non-resource URL /metrics) by the
-// API server through controller-runtime's filter. The binary's identity needs
-// create on tokenreviews.authentication.k8s.io and
-// subjectaccessreviews.authorization.k8s.io; a scraper needs a ClusterRole
-// with nonResourceURLs ["/metrics"], verbs ["get"]. No credentials or a
-// rejected token get 401, credentials without that permission 403.
-//
-// certDir "" serves controller-runtime's self-signed certificate (generated
-// in memory at start). Otherwise tls.crt/tls.key in certDir are served and
-// re-read when they change (a rotated Secret needs no restart); while they
-// are missing (an optional Secret volume whose Secret is not issued yet) the
-// self-signed certificate is served, and the files are picked up once they
-// appear. bindAddress "0" disables the server.
-//
-// HTTP/2 is not offered (HTTP/1.1 only), as kubebuilder does by default:
-// Prometheus scrapes over HTTP/1.1, and the endpoint is then not exposed to
-// HTTP/2 stream-reset floods (CVE-2023-44487, CVE-2023-39325).
-//
-// tlsOpts (the binary's TLS flags) are applied after this function's own
-// settings, so they may raise the minimum version or pick cipher suites.
+// SecureServerOptions are the options of every binary's metrics server: HTTPS
+// (HTTP/1.1 only, against HTTP/2 stream-reset floods), each request
+// authenticated and authorized by the API server. certDir "" serves a
+// self-signed certificate; otherwise its tls.crt/tls.key, re-read when they
+// change, self-signed while they are missing. tlsOpts (the binary's TLS
+// flags) apply last. See docs/architecture.md ("Metrics").
 func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Config)) metricsserver.Options {
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
@@ -62,10 +45,8 @@ func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Confi
 	}
 	opts.TLSOpts = append(opts.TLSOpts, tlsOpts...)
 	if certDir == "" {
-		// controller-runtime generates the self-signed certificate when the
-		// (default, temporary) cert directory holds no tls.crt/tls.key.
-		// Point it at a directory that certainly does not exist, so no
-		// stray file in the temp dir is ever served.
+		// controller-runtime self-signs when the cert directory holds no pair:
+		// one that does not exist, so no stray file in the temp dir is served.
 		opts.CertDir = filepath.Join(os.TempDir(), "machine-api-operator-no-metrics-cert")
 		return opts
 	}
@@ -74,12 +55,9 @@ func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Confi
 	return opts
 }
 
-// authnAuthzFilter is controller-runtime's filters.WithAuthenticationAndAuthorization
-// with one difference: a request whose credentials cannot be authenticated
-// (a token the API server rejects: expired, revoked, not a token) gets 401
-// Unauthorized, as from kube-apiserver and kube-rbac-proxy (OpenShift's
-// metrics proxies), not the 500 controller-runtime answers when its
-// authenticator reports the rejection as an error.
+// authnAuthzFilter is controller-runtime's filters.WithAuthenticationAndAuthorization,
+// except that a token the API server rejects gets 401 (as from kube-apiserver
+// and kube-rbac-proxy), not controller-runtime's 500.
 func authnAuthzFilter(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
 	filter, err := filters.WithAuthenticationAndAuthorization(c, httpClient)
 	if err != nil {
@@ -87,10 +65,7 @@ func authnAuthzFilter(c *rest.Config, httpClient *http.Client) (metricsserver.Fi
 	}
 	return func(log logr.Logger, handler http.Handler) (http.Handler, error) {
 		h, err := filter(log, handler)
-		if err != nil {
-			return nil, err
-		}
-		return unauthorizedOnAuthnError(h), nil
+		return unauthorizedOnAuthnError(h), err
 	}, nil
 }
 
@@ -105,13 +80,11 @@ func unauthorizedOnAuthnError(h http.Handler) http.Handler {
 	})
 }
 
-// authnFailedBody starts the body controller-runtime's filter writes with
-// status 500 when authentication fails with an error.
+// authnFailedBody starts the body of the filter's 500 for a failed authentication.
 const authnFailedBody = "Authentication failed"
 
-// authnErrorAsUnauthorized turns the filter's 500 "Authentication failed"
-// into 401 "Unauthorized"; every other response passes unchanged. A 500 is
-// held back until its body shows which one it is.
+// authnErrorAsUnauthorized turns the filter's 500 "Authentication failed" into
+// 401 "Unauthorized"; a 500 is held back until its body shows which it is.
 type authnErrorAsUnauthorized struct {
 	http.ResponseWriter
 	held, started bool
@@ -139,14 +112,12 @@ func (w *authnErrorAsUnauthorized) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// certSource serves the key pair in dir through controller-runtime's
-// certwatcher, and a self-signed certificate until the pair first parses.
-// Kept around certwatcher: certwatcher.New fails while the files are missing
-// and Start gives up after 10 s, but the optional Secret volume may stay empty
-// until service-ca issues it, and the files must be picked up then.
+// certSource serves the key pair in dir through certwatcher, self-signed until
+// the pair first parses. Kept around certwatcher: certwatcher.New fails while
+// the files are missing (the optional Secret volume before service-ca issues it).
 type certSource struct {
 	dir     string
-	recheck time.Duration // how long a read pair is served before the files are read again
+	recheck time.Duration // how long a pair is served before the files are read again
 	clock   clock.PassiveClock
 
 	mu         sync.Mutex
@@ -160,9 +131,8 @@ func newCertSource(dir string) *certSource {
 	return &certSource{dir: dir, recheck: 10 * time.Second, clock: clock.RealClock{}}
 }
 
-// GetCertificate is tls.Config.GetCertificate. The files are re-read on a
-// handshake (at most once per recheck), never in the background; certwatcher
-// keeps the last good pair when a read fails (e.g. caught mid-rotation).
+// GetCertificate is tls.Config.GetCertificate: the files are re-read on a
+// handshake at most once per recheck; a failed read keeps the last good pair.
 func (s *certSource) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,8 +168,7 @@ func (s *certSource) read() error {
 	return err
 }
 
-// selfSigned is the certificate controller-runtime's metrics server
-// generates when it has none: CN localhost, SAN 127.0.0.1.
+// selfSigned is what controller-runtime's metrics server generates: CN localhost, SAN 127.0.0.1.
 func selfSigned() (*tls.Certificate, error) {
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKeyWithFixtures("localhost", []net.IP{{127, 0, 0, 1}}, nil, "")
 	if err != nil {
