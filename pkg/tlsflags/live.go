@@ -6,18 +6,15 @@ import (
 	"sync"
 )
 
-// Live is a server's TLS settings that may change while the server runs:
-// every handshake uses the settings current at that moment, so a new
-// cluster TLS profile applies to the next connection without a restart.
-// Connections already open keep what they negotiated.
+// Live is a server's TLS settings that may change while it runs: each
+// handshake uses the current ones, so a new cluster TLS profile needs no restart.
 type Live struct {
 	mu      sync.RWMutex
 	current Options
 	apply   func(*tls.Config)
 }
 
-// NewLive returns a Live holding o, or the error naming the flag whose
-// value is unknown.
+// NewLive returns a Live holding o, or the error naming the flag whose value is unknown.
 func NewLive(o Options) (*Live, error) {
 	l := &Live{}
 	if _, err := l.Set(o); err != nil {
@@ -26,8 +23,7 @@ func NewLive(o Options) (*Live, error) {
 	return l, nil
 }
 
-// Set replaces the settings and reports whether they differ from the
-// current ones. On an error the current settings stay.
+// Set replaces the settings and reports whether they changed; on an error the current ones stay.
 func (l *Live) Set(o Options) (changed bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,10 +47,8 @@ func (l *Live) Current() Options {
 	return Options{MinVersion: l.current.MinVersion, CipherSuites: slices.Clone(l.current.CipherSuites)}
 }
 
-// Configure is a server's TLS option (a controller-runtime TLSOpts entry):
-// it makes c hand each handshake a copy of itself with the current
-// settings. The copy is taken at the handshake, so options applied to c
-// after this one (certificates, protocols) are kept.
+// Configure is a controller-runtime TLSOpts entry: each handshake gets a copy
+// of c, taken then (so later options are kept), with the current settings.
 func (l *Live) Configure(c *tls.Config) {
 	base := c
 	c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
