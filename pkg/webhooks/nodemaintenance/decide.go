@@ -11,8 +11,7 @@ import (
 	nmcontroller "github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
 )
 
-// The messages of medik8s's NodeMaintenance webhook, so that scripts and
-// users see the same refusals with either operator.
+// The messages of medik8s's NodeMaintenance webhook: scripts see the same refusals with either operator.
 const (
 	ErrorNodeNotExists               = "invalid nodeName, no node with name %s found"
 	ErrorNodeMaintenanceExists       = "invalid nodeName, a NodeMaintenance for node %s already exists"
@@ -20,20 +19,12 @@ const (
 	ErrorNodeNameUpdateForbidden     = "updating spec.NodeName isn't allowed"
 )
 
-// createFacts is what deciding on a new NodeMaintenance needs, read from
-// the API server by the handler.
+// createFacts is what deciding on a new NodeMaintenance needs.
 type createFacts struct {
-	// node is the Node spec.nodeName names; nil when it does not exist.
-	node *corev1.Node
-	// maintenances are the existing NodeMaintenances (all nodes).
+	node         *corev1.Node // spec.nodeName's; nil when it does not exist
 	maintenances []nmv1beta1.NodeMaintenance
-	// openShift: the cluster is OpenShift (config.openshift.io/v1 is
-	// served), the only place the etcd quorum guard exists. Only read for
-	// a control-plane node.
-	openShift bool
-	// quorum is the etcd quorum guard, read only for a control-plane node
-	// on OpenShift.
-	quorum quorumFacts
+	openShift    bool        // read for a control-plane node only
+	quorum       quorumFacts // read for a control-plane node on OpenShift only
 }
 
 // quorumFacts are the PodDisruptionBudgets in openshift-etcd and the pods
@@ -43,9 +34,8 @@ type quorumFacts struct {
 	guardPods []corev1.Pod
 }
 
-// decideCreate refuses a NodeMaintenance for a node that does not exist or
-// already has one, and, on OpenShift, for a control-plane node whose
-// maintenance would break etcd quorum: medik8s's rules, in its order.
+// decideCreate applies medik8s's rules in its order: the node exists, has no
+// NodeMaintenance, and (control plane on OpenShift) keeps etcd quorum.
 func decideCreate(nodeName string, f createFacts) error {
 	if f.node == nil {
 		return fmt.Errorf(ErrorNodeNotExists, nodeName)
@@ -55,26 +45,18 @@ func decideCreate(nodeName string, f createFacts) error {
 			return fmt.Errorf(ErrorNodeMaintenanceExists, nodeName)
 		}
 	}
-	if needsQuorumCheck(f.node, f.openShift) && !etcdDisruptionAllowed(f.node.Name, f.quorum) {
+	if f.openShift && isControlPlane(f.node) && !etcdDisruptionAllowed(f.node.Name, f.quorum) {
 		return fmt.Errorf(ErrorControlPlaneQuorumViolation, nodeName)
 	}
 	return nil
 }
 
-// decideUpdate refuses a changed spec.nodeName. (The CRD's CEL rule
-// refuses it first, with the same message; this holds for a CRD without
-// the rule, such as one another operator installed.)
+// decideUpdate refuses a changed spec.nodeName, for a CRD without our CEL rule.
 func decideUpdate(oldNM, newNM *nmv1beta1.NodeMaintenance) error {
 	if oldNM.Spec.NodeName != newNM.Spec.NodeName {
 		return errors.New(ErrorNodeNameUpdateForbidden)
 	}
 	return nil
-}
-
-// needsQuorumCheck: medik8s checks the etcd quorum for control-plane nodes
-// on OpenShift only, where the etcd quorum guard exists.
-func needsQuorumCheck(node *corev1.Node, openShift bool) bool {
-	return openShift && isControlPlane(node)
 }
 
 func isControlPlane(node *corev1.Node) bool {
@@ -83,10 +65,9 @@ func isControlPlane(node *corev1.Node) bool {
 	return cp || master
 }
 
-// etcdDisruptionAllowed is medik8s's quorum rule: exactly one
-// PodDisruptionBudget in openshift-etcd (none or several: cannot tell, so
-// no); it allows a disruption, or the node's guard pod is already not Ready
-// (the node is disrupted already), or the node has no guard pod.
+// etcdDisruptionAllowed is medik8s's quorum rule: exactly one budget in
+// openshift-etcd (else cannot tell: no) that allows a disruption, or the
+// node's guard pod is not Ready (already disrupted) or missing.
 func etcdDisruptionAllowed(nodeName string, q quorumFacts) bool {
 	if len(q.pdbs) != 1 {
 		return false

@@ -1,11 +1,6 @@
-// Package nodemaintenance serves the validating admission webhook of
-// NodeMaintenances (nodemaintenance.medik8s.io/v1beta1) with the rules and
-// messages of medik8s's node-maintenance-operator: a NodeMaintenance for a
-// node that does not exist, a second one for the same node, one that would
-// break etcd quorum on an OpenShift control-plane node, and a changed
-// spec.nodeName are refused. The machineset-controller serves it next to the
-// Machine API webhooks; the operator renders it unless the
-// node-maintenance-operator owns the NodeMaintenance API.
+// Package nodemaintenance serves the NodeMaintenance validating webhook with
+// the rules and messages of medik8s's node-maintenance-operator. See
+// docs/contract.md ("Admission: NodeMaintenance").
 package nodemaintenance
 
 import (
@@ -28,75 +23,50 @@ import (
 	nmcontroller "github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
 )
 
-// Path is where the webhook is served: medik8s's path, so a
-// ValidatingWebhookConfiguration written for either server fits both.
+// Path is where the webhook is served: medik8s's, so a configuration fits both servers.
 const Path = "/validate-nodemaintenance-medik8s-io-v1beta1-nodemaintenance"
 
-// WebhookName is the webhook's name in the ValidatingWebhookConfiguration
-// (medik8s's).
+// WebhookName is the webhook's name in the ValidatingWebhookConfiguration (medik8s's).
 const WebhookName = "vnodemaintenance.kb.io"
 
 // clusterVersionKind is served only on OpenShift (medik8s's test).
 var clusterVersionKind = schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion"}
 
-// Options configure the Validator.
-type Options struct {
-	// Reader reads Nodes and NodeMaintenances, and PodDisruptionBudgets and
-	// pods in openshift-etcd. Uncached (the manager's API reader): a
-	// NodeMaintenance created a moment ago must be seen, and the binary
-	// keeps no cache of NodeMaintenances.
-	Reader client.Reader
-	// IsOpenShift tells whether the etcd quorum guard can exist (the
-	// cluster is OpenShift); asked only for control-plane nodes.
-	IsOpenShift func(context.Context) (bool, error)
-}
-
 // Validator decides on NodeMaintenance admission requests.
 type Validator struct {
-	reader      client.Reader
+	// reader is uncached (the manager's API reader): a NodeMaintenance
+	// created a moment ago must be seen.
+	reader client.Reader
+	// isOpenShift: the etcd quorum guard can exist; asked for control-plane nodes only.
 	isOpenShift func(context.Context) (bool, error)
 }
 
 var _ admission.Validator[*nmv1beta1.NodeMaintenance] = &Validator{}
 
-// NewValidator returns a Validator; both options are required.
-func NewValidator(opts Options) *Validator {
-	return &Validator{reader: opts.Reader, isOpenShift: opts.IsOpenShift}
-}
-
-// SetupWithManager serves the webhook at Path on mgr's webhook server,
-// reading through mgr's API reader; OpenShift is told by the RESTMapper
-// (config.openshift.io/v1 ClusterVersion served).
+// SetupWithManager serves the webhook at Path on mgr's webhook server.
 func SetupWithManager(mgr manager.Manager) error {
 	srv := mgr.GetWebhookServer()
 	if srv == nil {
 		return errors.New("nodemaintenance webhook: the manager has no webhook server")
 	}
-	v := NewValidator(Options{Reader: mgr.GetAPIReader(), IsOpenShift: KindServed(mgr.GetRESTMapper(), clusterVersionKind)})
+	v := &Validator{reader: mgr.GetAPIReader(), isOpenShift: KindServed(mgr.GetRESTMapper(), clusterVersionKind)}
 	srv.Register(Path, admission.WithValidator(mgr.GetScheme(), v))
 	return nil
 }
 
-// KindServed returns a check of whether the API server serves gvk, asked
-// of mapper (controller-runtime's mapper looks a missing kind up again, so
-// a later install is seen).
+// KindServed returns a check of whether the API server serves gvk (the
+// mapper looks a missing kind up again, so a later install is seen).
 func KindServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind) func(context.Context) (bool, error) {
 	return func(context.Context) (bool, error) {
-		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		switch {
-		case err == nil:
-			return true, nil
-		case meta.IsNoMatchError(err):
-			return false, nil
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); !meta.IsNoMatchError(err) {
+			return err == nil, err
 		}
-		return false, err
+		return false, nil
 	}
 }
 
-// ValidateCreate refuses a NodeMaintenance for a missing node, a node that
-// has one, or (OpenShift) a control-plane node whose maintenance would
-// break etcd quorum. A failed read refuses too, asking to try again (as
-// medik8s does).
+// ValidateCreate refuses as decideCreate does; a failed read refuses too,
+// asking to try again (as medik8s does).
 func (v *Validator) ValidateCreate(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (admission.Warnings, error) {
 	nodeName := nm.Spec.NodeName
 	facts, err := v.observeCreate(ctx, nodeName)
@@ -114,15 +84,13 @@ func (v *Validator) ValidateUpdate(_ context.Context, oldNM, newNM *nmv1beta1.No
 	return nil, decideUpdate(oldNM, newNM)
 }
 
-// ValidateDelete allows every deletion (the webhook is not registered for
-// deletes; this completes the interface).
+// ValidateDelete allows every deletion (the webhook is not registered for deletes).
 func (v *Validator) ValidateDelete(context.Context, *nmv1beta1.NodeMaintenance) (admission.Warnings, error) {
 	return nil, nil
 }
 
-// observeCreate reads what decideCreate needs, stopping at the first fact
-// that refuses the request (a missing node) and reading the etcd quorum
-// guard only for a control-plane node on OpenShift.
+// observeCreate reads what decideCreate needs, stopping at a missing node;
+// the etcd quorum guard only for a control-plane node on OpenShift.
 func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createFacts, error) {
 	var f createFacts
 	node := &corev1.Node{}
@@ -154,7 +122,7 @@ func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createF
 }
 
 // observeQuorum lists the PodDisruptionBudgets in openshift-etcd and, when
-// there is exactly one, the guard pods it selects.
+// there is exactly one allowing no disruption, the guard pods it selects.
 func (v *Validator) observeQuorum(ctx context.Context) (quorumFacts, error) {
 	var q quorumFacts
 	pdbs := &policyv1.PodDisruptionBudgetList{}
