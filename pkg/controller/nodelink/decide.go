@@ -17,11 +17,8 @@ import (
 const (
 	// MachineAnnotation on a Node names its Machine as "<namespace>/<name>".
 	MachineAnnotation = "machine.openshift.io/machine"
-	// LastAppliedAnnotation on a Node records, as JSON
-	// {"labels":{..},"annotations":{..},"taints":[..]}, the labels,
-	// annotations and taints nodelink copied from the Machine the last time.
-	// Only what is recorded here is ever removed from the Node, and only
-	// while its value is still the recorded one.
+	// LastAppliedAnnotation on a Node records, as JSON {"labels","annotations","taints"},
+	// what nodelink copied from the Machine: only that is ever removed.
 	LastAppliedAnnotation = "machine.openshift.io/nodelink-last-applied"
 )
 
@@ -36,21 +33,17 @@ func (l lastApplied) empty() bool {
 	return len(l.Labels) == 0 && len(l.Annotations) == 0 && len(l.Taints) == 0
 }
 
-// encode returns the canonical JSON of l (map keys sorted by encoding/json,
-// taints in the Machine's order, without timeAdded).
+// encode returns the canonical JSON of l (sorted keys, the Machine's taint order).
 func (l lastApplied) encode() string {
 	b, err := json.Marshal(l)
-	if err != nil {
-		// Maps of strings and taints without times always marshal.
+	if err != nil { // maps of strings and taints without times always marshal
 		panic(fmt.Sprintf("encoding last-applied: %v", err))
 	}
 	return string(b)
 }
 
-// parseLastApplied reads the LastAppliedAnnotation of node. A missing
-// annotation is an empty record. A malformed one is reported as an error
-// together with an empty record: nodelink then removes nothing (it cannot
-// prove it applied anything) and rewrites the annotation.
+// parseLastApplied reads node's record. A malformed one is an error with an
+// empty record: nodelink cannot prove it applied anything, so removes nothing.
 func parseLastApplied(node *corev1.Node) (lastApplied, error) {
 	raw, ok := node.Annotations[LastAppliedAnnotation]
 	if !ok || raw == "" {
@@ -63,34 +56,22 @@ func parseLastApplied(node *corev1.Node) (lastApplied, error) {
 	return l, nil
 }
 
-// nodePlan is what nodelink must write to a Node.
+// nodePlan is what nodelink must write to a Node: a copy with the desired
+// metadata, whether it differs, and the Machine's entries a Node cannot carry.
 type nodePlan struct {
-	// Node is a copy of the input Node with the desired metadata and taints.
-	Node *corev1.Node
-	// Changed reports whether Node differs from the input (a patch is due).
+	Node    *corev1.Node
 	Changed bool
-	// Invalid lists the Machine's labels, annotations and taints that cannot
-	// be put on a Node (the API server would reject them); they are skipped.
 	Invalid []string
 }
 
-// reservedAnnotations are managed by nodelink itself and are never copied
-// from a Machine.
+// reservedAnnotations are nodelink's own, never copied from a Machine.
 var reservedAnnotations = map[string]bool{MachineAnnotation: true, LastAppliedAnnotation: true}
 
 // desiredNode decides the Node's metadata and taints for machine, given what
-// nodelink applied before (last):
-//   - the Node is annotated MachineAnnotation=<ns>/<name>;
-//   - every label, annotation and taint of the Machine's spec.metadata and
-//     spec.taints is set; a taint is identified by key and effect, and a Node
-//     taint with the same key and effect but another value gets the Machine's
-//     value;
-//   - what last recorded but the Machine no longer has is removed, only if the
-//     Node still carries exactly the recorded value (a value someone else
-//     changed since, or a label nobody applied through nodelink, is kept);
-//   - the record becomes what the Machine asks for now.
-//
-// It does not modify node or machine.
+// nodelink applied before (last): the Machine's entries are set (a taint is
+// identified by key and effect), those last recorded that the Machine dropped
+// are removed while the Node still has the recorded value, and the record
+// becomes what the Machine asks for now. It modifies neither argument.
 func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastApplied) nodePlan {
 	out := node.DeepCopy()
 	var invalid []string
@@ -121,8 +102,8 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 			invalid = append(invalid, fmt.Sprintf("taint %q (%s): %s", t.Key, t.Effect, strings.Join(errs, "; ")))
 			continue
 		}
-		if slices.ContainsFunc(wantTaints, sameTaintID(t)) {
-			continue // the first of duplicate key+effect pairs wins
+		if slices.ContainsFunc(wantTaints, sameTaintID(t)) { // the first wins
+			continue
 		}
 		wantTaints = append(wantTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 	}
@@ -132,7 +113,7 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 
 	lastAnnotations := maps.Clone(last.Annotations)
 	for k := range reservedAnnotations {
-		delete(lastAnnotations, k) // never remove our own annotations through the record
+		delete(lastAnnotations, k)
 	}
 	out.Annotations = syncMap(out.Annotations, wantAnnotations, lastAnnotations)
 	if out.Annotations == nil {
@@ -158,13 +139,10 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 	return nodePlan{Node: out, Changed: changed, Invalid: invalid}
 }
 
-// needsLock reports whether the Node patch from node to out must carry an
-// optimistic lock: it removes a label or annotation (only right while the
-// value is still the one nodelink recorded) or changes the taints (a merge
-// patch replaces the whole list). A patch that only adds or sets keys is
-// right whatever else changed meanwhile, so it goes without one and does not
-// fail on an unrelated concurrent write (the node controllers' TTL
-// annotation and not-ready taint land on a new Node at the same moment).
+// needsLock reports whether the patch from node to out removes a key (right
+// only while the value is the recorded one) or changes the taints (replaced
+// whole): a patch that only sets keys must not fail on the node controllers'
+// concurrent writes to a new Node.
 func needsLock(node, out *corev1.Node) bool {
 	removes := func(from, to map[string]string) bool {
 		for k := range from {
@@ -178,9 +156,8 @@ func needsLock(node, out *corev1.Node) bool {
 		!taintsEqual(node.Spec.Taints, out.Spec.Taints)
 }
 
-// syncMap returns current with want set and with the keys of last that want
-// lacks removed while their value is still the recorded one. It returns a new
-// map (nil when empty and current was nil).
+// syncMap returns a new map: current with want set and the keys of last that
+// want lacks removed while their value is still the recorded one.
 func syncMap(current, want, last map[string]string) map[string]string {
 	out := maps.Clone(current)
 	if out == nil && len(want) > 0 {
@@ -200,9 +177,8 @@ func syncMap(current, want, last map[string]string) map[string]string {
 	return out
 }
 
-// syncTaints returns current with each wanted taint present (added at the end,
-// or its value corrected in place) and with the taints of last that want
-// lacks removed while the Node's taint still has the recorded value.
+// syncTaints is syncMap for taints: wanted ones added at the end or their
+// value corrected in place.
 func syncTaints(current, want, last []corev1.Taint) []corev1.Taint {
 	out := slices.Clone(current)
 	for _, w := range want {
@@ -211,9 +187,7 @@ func syncTaints(current, want, last []corev1.Taint) []corev1.Taint {
 			out = append(out, w)
 			continue
 		}
-		if out[i].Value != w.Value {
-			out[i].Value = w.Value
-		}
+		out[i].Value = w.Value
 	}
 	for _, l := range last {
 		if slices.ContainsFunc(want, sameTaintID(l)) {
@@ -263,8 +237,7 @@ func nodeRefFor(node *corev1.Node) corev1.ObjectReference {
 	return corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
 }
 
-// nodeRefUpToDate reports whether the Machine's nodeRef already points at
-// node (kind, name and UID; other fields are left as they are).
+// nodeRefUpToDate reports whether the Machine's nodeRef has node's kind, name and UID.
 func nodeRefUpToDate(machine *machinev1beta1.Machine, node *corev1.Node) bool {
 	ref := machine.Status.NodeRef
 	return ref != nil && ref.Kind == "Node" && ref.Name == node.Name && ref.UID == node.UID
@@ -278,17 +251,12 @@ const (
 	matchProviderID matchKind = "providerID"
 	matchIP         matchKind = "internalIP"
 	matchAmbiguous  matchKind = "ambiguous"
-	// matchDeleting: the only matches are Machines being deleted that were
-	// not linked to this Node (see mayLink).
-	matchDeleting matchKind = "deleting"
+	matchDeleting   matchKind = "deleting" // only Machines mayLink refuses
 )
 
-// mayLink reports whether machine may be linked to node. A Machine that is
-// being deleted keeps the Node it has and is never linked to another: only a
-// Node its status.nodeRef already names (same name, and same UID when the
-// reference has one) qualifies. The machine controller drains and deletes the
-// Node in status.nodeRef, so a new Node that reused the Machine's InternalIP,
-// or a Node recreated under its old name, must never take the old one's place.
+// mayLink reports whether machine may be linked to node: a Machine being
+// deleted only to the Node its nodeRef names (same UID when known), since
+// its drain and Node deletion act on that reference.
 func mayLink(machine *machinev1beta1.Machine, node *corev1.Node) bool {
 	if machine.DeletionTimestamp == nil {
 		return true
@@ -297,13 +265,9 @@ func mayLink(machine *machinev1beta1.Machine, node *corev1.Node) bool {
 	return ref != nil && ref.Name == node.Name && (ref.UID == "" || ref.UID == node.UID)
 }
 
-// pickMachine chooses node's Machine from the Machines with its providerID
-// and those with one of its InternalIPs. The providerID matches decide when
-// there are any; only without one are the InternalIP matches used. Of the
-// deciding matches, those that may not be linked to node (see mayLink) are
-// dropped: when that leaves none, the result is matchDeleting with the
-// dropped Machines. More than one Machine left is ambiguous and nothing is
-// linked.
+// pickMachine chooses node's Machine: the providerID matches decide, else the
+// InternalIP ones; of those, the ones mayLink refuses are dropped. Several
+// left is ambiguous; none left (but some dropped) is matchDeleting.
 func pickMachine(node *corev1.Node, byProviderID, byIP []*machinev1beta1.Machine) (*machinev1beta1.Machine, matchKind, []*machinev1beta1.Machine) {
 	found, kind := byProviderID, matchProviderID
 	if len(found) == 0 {

@@ -10,30 +10,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Field index names nodelink registers on the cache. They carry a "nodelink:"
-// prefix so that another controller in the same manager can register its own
-// index on the same field without an indexer conflict.
+// Field indexes nodelink registers; the "nodelink:" prefix lets another
+// controller in the manager index the same field.
 const (
-	// IndexNodeProviderID indexes Nodes by spec.providerID (non-empty only).
-	IndexNodeProviderID = "nodelink:node.spec.providerID"
-	// IndexNodeInternalIP indexes Nodes by every InternalIP in
-	// status.addresses (canonical form, see CanonicalIP).
-	IndexNodeInternalIP = "nodelink:node.status.addresses.internalIP"
-	// IndexMachineProviderID indexes Machines by spec.providerID (non-empty only).
+	IndexNodeProviderID    = "nodelink:node.spec.providerID"
+	IndexNodeInternalIP    = "nodelink:node.status.addresses.internalIP" // canonical, see CanonicalIP
 	IndexMachineProviderID = "nodelink:machine.spec.providerID"
-	// IndexMachineInternalIP indexes Machines by every InternalIP in
-	// status.addresses (canonical form, see CanonicalIP).
 	IndexMachineInternalIP = "nodelink:machine.status.addresses.internalIP"
-	// IndexMachineNodeRef indexes Machines by status.nodeRef.name, so the
-	// Machines that point at a Node that is gone can be found.
-	IndexMachineNodeRef = "nodelink:machine.status.nodeRef.name"
+	IndexMachineNodeRef    = "nodelink:machine.status.nodeRef.name"
 )
 
-// RegisterIndexes adds nodelink's field indexes to indexer (a manager's
-// GetFieldIndexer()). SetupWithManager calls it; it must run before the
-// cache starts.
+// RegisterIndexes adds nodelink's field indexes to indexer before the cache starts.
 func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	indexes := []struct {
+	for _, ix := range []struct {
 		obj   client.Object
 		field string
 		fn    client.IndexerFunc
@@ -43,8 +32,7 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		{&machinev1beta1.Machine{}, IndexMachineProviderID, machineProviderIDIndex},
 		{&machinev1beta1.Machine{}, IndexMachineInternalIP, machineInternalIPIndex},
 		{&machinev1beta1.Machine{}, IndexMachineNodeRef, machineNodeRefIndex},
-	}
-	for _, ix := range indexes {
+	} {
 		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return fmt.Errorf("registering index %s: %w", ix.field, err)
 		}
@@ -52,47 +40,34 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-func nodeProviderIDIndex(obj client.Object) []string {
-	node, ok := obj.(*corev1.Node)
-	if !ok || node.Spec.ProviderID == "" {
+// indexOf adapts f to an IndexerFunc over T (nil for other types).
+func indexOf[T client.Object](f func(T) []string) client.IndexerFunc {
+	return func(o client.Object) []string {
+		if t, ok := o.(T); ok {
+			return f(t)
+		}
 		return nil
 	}
-	return []string{node.Spec.ProviderID}
 }
 
-func nodeInternalIPIndex(obj client.Object) []string {
-	node, ok := obj.(*corev1.Node)
-	if !ok {
-		return nil
-	}
-	return internalIPs(node.Status.Addresses)
-}
+var (
+	nodeProviderIDIndex    = indexOf(func(n *corev1.Node) []string { return nonEmpty(n.Spec.ProviderID) })
+	nodeInternalIPIndex    = indexOf(func(n *corev1.Node) []string { return internalIPs(n.Status.Addresses) })
+	machineProviderIDIndex = indexOf(func(m *machinev1beta1.Machine) []string { return nonEmpty(machineProviderID(m)) })
+	machineInternalIPIndex = indexOf(func(m *machinev1beta1.Machine) []string { return internalIPs(m.Status.Addresses) })
+	machineNodeRefIndex    = indexOf(func(m *machinev1beta1.Machine) []string {
+		if m.Status.NodeRef == nil {
+			return nil
+		}
+		return nonEmpty(m.Status.NodeRef.Name)
+	})
+)
 
-func machineProviderIDIndex(obj client.Object) []string {
-	m, ok := obj.(*machinev1beta1.Machine)
-	if !ok {
+func nonEmpty(s string) []string {
+	if s == "" {
 		return nil
 	}
-	if id := machineProviderID(m); id != "" {
-		return []string{id}
-	}
-	return nil
-}
-
-func machineInternalIPIndex(obj client.Object) []string {
-	m, ok := obj.(*machinev1beta1.Machine)
-	if !ok {
-		return nil
-	}
-	return internalIPs(m.Status.Addresses)
-}
-
-func machineNodeRefIndex(obj client.Object) []string {
-	m, ok := obj.(*machinev1beta1.Machine)
-	if !ok || m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
-		return nil
-	}
-	return []string{m.Status.NodeRef.Name}
+	return []string{s}
 }
 
 func machineProviderID(m *machinev1beta1.Machine) string {
@@ -102,8 +77,7 @@ func machineProviderID(m *machinev1beta1.Machine) string {
 	return *m.Spec.ProviderID
 }
 
-// internalIPs returns the distinct InternalIP addresses, canonicalized, in
-// the order they appear.
+// internalIPs returns the distinct InternalIP addresses, canonical, in order.
 func internalIPs(addrs []corev1.NodeAddress) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -120,9 +94,8 @@ func internalIPs(addrs []corev1.NodeAddress) []string {
 	return out
 }
 
-// CanonicalIP returns the canonical text form of an IP address, so that
-// "fd00:0::1" on a Machine and "fd00::1" on a Node match. Strings that are
-// not IP addresses are returned unchanged.
+// CanonicalIP returns the canonical form of an IP address ("fd00:0::1" on a
+// Machine matches "fd00::1" on a Node); other strings are returned unchanged.
 func CanonicalIP(s string) string {
 	ip, err := netip.ParseAddr(s)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 func addrs(pairs ...string) []corev1.NodeAddress {
@@ -98,7 +97,7 @@ func TestUpdatePredicates(t *testing.T) {
 		{"deleting", nodeWith(func(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} }), true},
 	} {
 		t.Run("node "+tc.name, func(t *testing.T) {
-			if got := nodeUpdateRelevant(event.UpdateEvent{ObjectOld: baseNode, ObjectNew: tc.new}); got != tc.want {
+			if got := nodeChanged(baseNode, tc.new); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -129,7 +128,7 @@ func TestUpdatePredicates(t *testing.T) {
 		{"deleting", machineWith(func(m *machinev1beta1.Machine) { m.DeletionTimestamp = &metav1.Time{} }), true},
 	} {
 		t.Run("machine "+tc.name, func(t *testing.T) {
-			if got := machineUpdateRelevant(event.UpdateEvent{ObjectOld: baseMachine, ObjectNew: tc.new}); got != tc.want {
+			if got := machineChanged(baseMachine, tc.new); got != tc.want {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -1,36 +1,6 @@
-// Package nodelink is the nodelink controller: it links each Node to its
-// Machine and keeps the Node's labels, annotations and taints in line with the
-// Machine's spec.metadata and spec.taints.
-//
-// Matching. A Node's Machine is the Machine (in the Machines' namespace) with
-// the Node's spec.providerID; when no Machine has it, the Machine that has
-// any of the Node's InternalIPs in status.addresses. An InternalIP candidate
-// whose own providerID belongs to another existing Node is not a candidate
-// (the address was reused). More than one Machine at the deciding step is
-// ambiguous: a Warning event and a log line, and nothing is written. A
-// Machine that is being deleted is only ever matched to the Node its
-// status.nodeRef already names: its drain and Node deletion act on that
-// reference, so a new Node that reused its InternalIP (or its old Node's
-// name) is never linked to it. All lookups use cache field indexes (see
-// RegisterIndexes).
-//
-// status.nodeRef. The matched Machine's status.nodeRef is {Kind: Node, Name,
-// UID}, written with a status patch only when it differs (a Node recreated
-// under the same name and matched to the Machine again gets its new UID).
-// It is never cleared: a Machine whose Node was deleted keeps naming it, as
-// OpenShift's nodelink does, so the MachineHealthCheck sees "Node gone"
-// (unhealthy at once) rather than "no Node yet", and the machine controller
-// keeps the Running phase and the Node it must drain and delete (by UID).
-//
-// Node metadata. The Node gets the annotation machine.openshift.io/machine=
-// <namespace>/<name>, and the Machine's labels, annotations and taints (a taint
-// is identified by key and effect; a differing value is corrected). What was
-// copied is recorded in the Node annotation
-// machine.openshift.io/nodelink-last-applied. When the Machine drops an entry
-// it is removed from the Node only if the Node still has the recorded value:
-// labels, annotations and taints someone else added or changed are never
-// touched. The Node is patched only when something changes, so a steady state
-// makes no writes. A Node being deleted is left alone.
+// Package nodelink links each Node to its Machine (status.nodeRef, never
+// cleared) and keeps the Machine's spec.metadata and spec.taints on the Node,
+// removing only what it recorded applying. See docs/architecture.md, "Nodelink".
 package nodelink
 
 import (
@@ -47,50 +17,43 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	kptr "k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
 // ControllerName names the controller (logs, metrics, events).
 const ControllerName = "nodelink-controller"
 
-// Event reasons.
+// Warning event reasons.
 const (
-	// ReasonAmbiguousMatch (Warning, on the Node): more than one Machine
-	// matches the Node; nothing is linked.
+	// ReasonAmbiguousMatch (on the Node): more than one Machine matches; nothing is linked.
 	ReasonAmbiguousMatch = "AmbiguousMachineMatch"
-	// ReasonInvalidNodeMetadata (Warning, on the Machine): some of its
-	// labels, annotations or taints cannot be put on a Node and are skipped.
+	// ReasonInvalidNodeMetadata (on the Machine): metadata a Node cannot carry is skipped.
 	ReasonInvalidNodeMetadata = "InvalidNodeMetadata"
-	// ReasonInvalidLastApplied (Warning, on the Node): the last-applied
-	// annotation is unreadable; nothing is removed and it is rewritten.
+	// ReasonInvalidLastApplied (on the Node): the record is unreadable; nothing is removed.
 	ReasonInvalidLastApplied = "InvalidLastApplied"
 )
 
-// conflictRetry is how soon a reconcile whose write hit a conflict (the cache
-// was behind) runs again.
+// conflictRetry: a write that hit a conflict (a stale cache) is retried this soon.
 const conflictRetry = 500 * time.Millisecond
 
 // Options configure a Reconciler.
 type Options struct {
-	// Client reads from the manager's cache (with nodelink's indexes) and
-	// writes to the API server. SetupWithManager uses the manager's client
-	// when nil.
+	// Client reads a cache with RegisterIndexes' indexes (default: the manager's).
 	Client client.Client
 	// Namespace holds the Machines; empty means every namespace.
 	Namespace string
-	// Recorder records events. Optional: SetupWithManager uses the manager's
-	// recorder when nil; a Reconciler used without a manager records none.
+	// Recorder records events (default: the manager's; none without one).
 	Recorder events.EventRecorder
 }
 
@@ -99,29 +62,20 @@ type Reconciler struct {
 	client    client.Client
 	namespace string
 	events    *patch.Events
-	// nodeRefWrites: nodeRef patches the Machine cache has not shown yet,
-	// so a Node event meanwhile does not send the same patch again.
-	nodeRefWrites *readyourwrites.Memo
-	// nodeWrites: the same for this controller's Node metadata patches; a
-	// patch based on the stale Node would only be sent again (or fail its
-	// optimistic lock).
-	nodeWrites *readyourwrites.Memo
-	// nodeRefSent and nodePatchSent remember what was written (the nodeRef's
-	// Node UID, the Node patch) for when another writer's version lands
-	// between our read and our write: the cache then shows a version the
-	// Memos do not know, still without our write.
-	nodeRefSent   *readyourwrites.Sent
-	nodePatchSent *readyourwrites.Sent
+	// Our nodeRef and Node patches the cache has not shown yet, so they are
+	// not sent twice: by the version they left behind, and by the value sent
+	// (for when another writer's version landed in between).
+	nodeRefWrites, nodeWrites  *readyourwrites.Memo
+	nodeRefSent, nodePatchSent *readyourwrites.Sent
 }
 
 // NewReconciler returns a Reconciler. Its Client must read from a cache with
 // the indexes RegisterIndexes adds.
 func NewReconciler(opts Options) *Reconciler {
 	return &Reconciler{
-		client:    opts.Client,
-		namespace: opts.Namespace,
-		events:    &patch.Events{Recorder: opts.Recorder},
-
+		client:        opts.Client,
+		namespace:     opts.Namespace,
+		events:        &patch.Events{Recorder: opts.Recorder},
 		nodeRefWrites: readyourwrites.New(),
 		nodeWrites:    readyourwrites.New(),
 		nodeRefSent:   readyourwrites.NewSent(),
@@ -129,8 +83,8 @@ func NewReconciler(opts Options) *Reconciler {
 	}
 }
 
-// SetupWithManager registers the indexes and the controller: it watches Nodes,
-// and Machines mapped to the Nodes they match or reference.
+// SetupWithManager registers the indexes and the controller (Nodes, and
+// Machines mapped to the Nodes they match or reference).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -143,17 +97,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&corev1.Node{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: nodeUpdateRelevant})).
-		Watches(&machinev1beta1.Machine{},
-			handler.EnqueueRequestsFromMapFunc(r.nodeRequestsForMachine),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: machineUpdateRelevant})).
+		For(&corev1.Node{}, builder.WithPredicates(updates.Matter(nodeChanged))).
+		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.nodeRequestsForMachine),
+			builder.WithPredicates(updates.Matter(machineChanged))).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // Reconcile links the Node req.Name to its Machine and syncs its metadata. A
-// Node that is gone changes nothing: the Machines naming it keep their
-// nodeRef (see the package documentation).
+// Node that is gone changes nothing: the Machines naming it keep their nodeRef.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx).WithValues("node", req.Name)
 	ctx = log.IntoContext(ctx, logger)
@@ -197,19 +149,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err == nil {
 		err = r.syncNode(ctx, node, machine)
 	}
-	if errors.Is(err, errSentPending) {
+	switch {
+	case errors.Is(err, errSentPending):
 		return reconcile.Result{RequeueAfter: sentPendingRetry}, nil
-	}
-	if errors.Is(err, errCacheBehind) {
+	case errors.Is(err, errCacheBehind):
 		return reconcile.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
-	}
-	return r.result(err)
-}
-
-// result turns a conflict (a write based on a stale cache) into a short
-// requeue instead of an error.
-func (r *Reconciler) result(err error) (reconcile.Result, error) {
-	if apierrors.IsConflict(err) {
+	case apierrors.IsConflict(err):
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return reconcile.Result{}, err
@@ -298,16 +243,13 @@ func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]stri
 	return out, nil
 }
 
-// errCacheBehind says the cached Machine or Node predates our own last
-// write to it: look again shortly instead of writing the same patch.
-var errCacheBehind = errors.New("the machine cache has not caught up with our last write")
+var (
+	errCacheBehind = errors.New("the machine cache has not caught up with our last write")
+	errSentPending = errors.New("the cache has not shown our last write yet")
+)
 
-// errSentPending says the cache shows another writer's version without the
-// write we sent moments ago. The event of our write wakes the reconcile when
-// the cache shows it; sentPendingRetry is only the fallback, long enough not
-// to spin while a loaded API server's watch lags by seconds.
-var errSentPending = errors.New("the cache has not shown our last write yet")
-
+// sentPendingRetry is a fallback (our write's event wakes the reconcile),
+// long enough not to spin while a loaded API server's watch lags.
 const sentPendingRetry = time.Second
 
 // setNodeRef points the Machine's status.nodeRef at node unless it already does.
@@ -363,10 +305,6 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	if r.nodeWrites.Stale(key, node.ResourceVersion, now) {
 		return errCacheBehind
 	}
-	// The optimistic lock makes a decision based on a stale cached Node fail
-	// instead of removing something that changed meanwhile, and keeps the
-	// taint list (replaced as a whole by a merge patch) consistent; a patch
-	// that only sets keys needs none (needsLock).
 	patch := client.MergeFrom(node)
 	if needsLock(node, plan.Node) {
 		patch = client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{})
@@ -376,7 +314,6 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 		return fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
 	}
 	if r.nodePatchSent.Pending(key, string(data), now) {
-		// The same patch was sent moments ago: the cache is behind.
 		return errSentPending
 	}
 	if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
@@ -423,14 +360,8 @@ func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Obje
 	return reqs
 }
 
-// nodeUpdateRelevant filters Node updates to those that can change what
-// nodelink decides (status heartbeats are dropped).
-func nodeUpdateRelevant(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*corev1.Node)
-	n, ok2 := e.ObjectNew.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return true
-	}
+// nodeChanged drops Node updates nodelink ignores (status heartbeats).
+func nodeChanged(o, n *corev1.Node) bool {
 	return o.UID != n.UID ||
 		o.Spec.ProviderID != n.Spec.ProviderID ||
 		!slices.Equal(internalIPs(o.Status.Addresses), internalIPs(n.Status.Addresses)) ||
@@ -440,26 +371,14 @@ func nodeUpdateRelevant(e event.UpdateEvent) bool {
 		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
 }
 
-// machineUpdateRelevant filters Machine updates to those that can change what
-// nodelink decides (phase, conditions and provider status churn is dropped).
-func machineUpdateRelevant(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*machinev1beta1.Machine)
-	n, ok2 := e.ObjectNew.(*machinev1beta1.Machine)
-	if !ok1 || !ok2 {
-		return true
-	}
+// machineChanged drops Machine updates nodelink ignores (phase, conditions,
+// provider status).
+func machineChanged(o, n *machinev1beta1.Machine) bool {
 	return machineProviderID(o) != machineProviderID(n) ||
 		!slices.Equal(internalIPs(o.Status.Addresses), internalIPs(n.Status.Addresses)) ||
 		!maps.Equal(o.Spec.ObjectMeta.Labels, n.Spec.ObjectMeta.Labels) ||
 		!maps.Equal(o.Spec.ObjectMeta.Annotations, n.Spec.ObjectMeta.Annotations) ||
 		!taintsEqual(o.Spec.Taints, n.Spec.Taints) ||
-		!nodeRefEqual(o.Status.NodeRef, n.Status.NodeRef) ||
+		!kptr.Equal(o.Status.NodeRef, n.Status.NodeRef) ||
 		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
-}
-
-func nodeRefEqual(a, b *corev1.ObjectReference) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
