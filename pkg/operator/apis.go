@@ -23,36 +23,26 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// optionalAPI is a kind served by a CRD that the cluster may not have yet:
-// the operator starts without it, reports it missing, and starts its watch
-// once the CRD is served (see docs/architecture.md, "Missing CRDs").
+// optionalAPI is a kind served by a CRD the cluster may not have yet. See
+// docs/architecture.md, "Missing CRDs".
 type optionalAPI struct {
-	// crd is the CRD's name.
-	crd string
-	gvk schema.GroupVersionKind
-	// obj is the object the operator watches and reads; nil when only the
-	// API's presence matters (service-ca).
-	obj client.Object
-	// byName restricts the informer to one object when the kind is served
-	// at start ("" = every object in scope).
-	byName string
-	// required: the Machine API is not served without it (the operator
-	// reports it missing); others are optional inputs, absent on vanilla.
+	crd    string // the CRD's name
+	gvk    schema.GroupVersionKind
+	obj    client.Object // watched and read; nil when only presence matters
+	byName string        // restricts the informer to one object ("" = all)
+	// required: the Machine API is not served without it (reported missing).
 	required bool
-	// ownCRD: the operator installs this CRD itself (unless the cluster
-	// version operator does), so its absence is not worth reporting.
-	ownCRD bool
-	// openShiftOnly: served only on OpenShift (no vanilla deploy path
-	// installs its CRD).
-	openShiftOnly bool
+	// ownCRD: the operator installs it itself, unless the CVO does.
+	ownCRD        bool
+	openShiftOnly bool // no vanilla deploy path installs its CRD
 }
 
 func (a optionalAPI) kind() string { return a.gvk.Kind }
 
 var configGV = configv1.GroupVersion
 
-// serviceCAGVK is OpenShift's service-ca operator API: served means the
-// service-ca operator issues serving certificates and injects CA bundles.
+// serviceCAGVK is the service-ca operator's API: served means it issues the
+// serving certificates.
 var serviceCAGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "ServiceCA"}
 
 // optionalAPIs lists every CRD-backed kind the operator reads or watches.
@@ -60,7 +50,6 @@ var optionalAPIs = []optionalAPI{
 	{crd: "infrastructures.config.openshift.io", gvk: configGV.WithKind("Infrastructure"), obj: &configv1.Infrastructure{}, byName: config.ClusterConfigName, required: true},
 	{crd: "proxies.config.openshift.io", gvk: configGV.WithKind("Proxy"), obj: &configv1.Proxy{}, byName: config.ClusterConfigName},
 	{crd: "featuregates.config.openshift.io", gvk: configGV.WithKind("FeatureGate"), obj: &configv1.FeatureGate{}, byName: config.ClusterConfigName},
-	// The APIServer (TLS profile) is served only on OpenShift.
 	{crd: "apiservers.config.openshift.io", gvk: configGV.WithKind("APIServer"), obj: &configv1.APIServer{}, byName: config.ClusterConfigName, openShiftOnly: true},
 	{crd: "clusteroperators.config.openshift.io", gvk: configGV.WithKind("ClusterOperator"), obj: &configv1.ClusterOperator{}, byName: config.ClusterOperatorName, required: true},
 	{crd: "clusterversions.config.openshift.io", gvk: configGV.WithKind("ClusterVersion"), obj: &configv1.ClusterVersion{}, byName: config.ClusterVersionName},
@@ -69,8 +58,8 @@ var optionalAPIs = []optionalAPI{
 	{crd: certs.ServiceCAResource + "." + serviceCAGVK.Group, gvk: serviceCAGVK, openShiftOnly: true},
 }
 
-// watchedCRDs are the CRDs whose events bring a sync: the optional APIs'
-// and the NodeMaintenance CRD (whose owner decides what is rendered).
+// watchedCRDs are the CRDs whose events bring a sync (the NodeMaintenance
+// CRD's owner decides what is rendered).
 func watchedCRDs() []string {
 	names := []string{config.NodeMaintenanceCRDName}
 	for _, a := range optionalAPIs {
@@ -82,8 +71,7 @@ func watchedCRDs() []string {
 // servedAPIs tells, per kind, whether the API server serves it.
 type servedAPIs map[string]bool
 
-// serves tells whether the kind of obj (an optional API's object) is served;
-// kinds that are not optional APIs always are.
+// serves tells whether the kind of obj is served (non-optional kinds always are).
 func (s servedAPIs) serves(obj client.Object) bool {
 	for _, a := range optionalAPIs {
 		if a.obj != nil && reflect.TypeOf(a.obj) == reflect.TypeOf(obj) {
@@ -105,17 +93,12 @@ func (s servedAPIs) missing(includeOwn bool) []string {
 	return out
 }
 
-// apiTracker follows which optional APIs the cluster serves. Every sync asks
-// it (observe), and it starts the watch of a kind once its CRD is served, so
-// a CRD installed after the operator started is picked up without a restart.
+// apiTracker follows which optional APIs the cluster serves and starts the
+// watch of a kind once its CRD is served (no restart needed).
 type apiTracker struct {
-	// crds caches the metadata of every CRD (stripped to name and, for the
-	// watched ones, managedFields): a CRD that does not exist costs no
-	// request at all to check.
-	crds   cache.Cache
-	mapper meta.RESTMapper
-	// watched are the kinds whose watch has started; watch starts one.
-	watched map[string]bool
+	crds    cache.Cache // CRD metadata: an absent CRD costs no request
+	mapper  meta.RESTMapper
+	watched map[string]bool // kinds whose watch has started
 	watch   func(obj client.Object) error
 }
 
@@ -127,7 +110,7 @@ func crdMeta() *metav1.PartialObjectMetadata {
 }
 
 // newCRDCache returns the metadata-only cache of the CRDs; managedFields
-// are kept only for the watched CRDs (a CRD's can be as large as its schema).
+// (as large as a schema) are kept only for the watched ones.
 func newCRDCache(restCfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	watched := watchedCRDs()
 	opts.ByObject = map[client.Object]cache.ByObject{crdMeta(): {Transform: func(in any) (any, error) {
@@ -157,8 +140,7 @@ func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 	}
 }
 
-// servedAtStart asks the API server which optional APIs it serves, before
-// the manager's cache is built (it can only restrict served kinds).
+// servedAtStart asks which optional APIs are served, before the cache is built.
 func servedAtStart(mapper meta.RESTMapper) (servedAPIs, error) {
 	s := servedAPIs{}
 	for _, a := range optionalAPIs {
@@ -171,8 +153,7 @@ func servedAtStart(mapper meta.RESTMapper) (servedAPIs, error) {
 	return s, nil
 }
 
-// crd returns the metadata of the CRD name from the cache, nil if it does
-// not exist.
+// crd returns the cached metadata of the CRD name, nil if it does not exist.
 func (t *apiTracker) crd(ctx context.Context, name string) (*metav1.PartialObjectMetadata, error) {
 	m := crdMeta()
 	err := t.crds.Get(ctx, client.ObjectKey{Name: name}, m)
@@ -185,10 +166,8 @@ func (t *apiTracker) crd(ctx context.Context, name string) (*metav1.PartialObjec
 	return m, nil
 }
 
-// observe returns which optional APIs are served now and starts the
-// watches of the ones that just became served. A CRD that exists but is
-// not served yet (not Established) counts as missing: its status update
-// brings the next sync.
+// observe returns which optional APIs are served now and starts the watches
+// of the ones that just became served. A CRD not Established yet is missing.
 func (t *apiTracker) observe(ctx context.Context) (servedAPIs, error) {
 	s := servedAPIs{}
 	for _, a := range optionalAPIs {
@@ -197,7 +176,6 @@ func (t *apiTracker) observe(ctx context.Context) (servedAPIs, error) {
 			return nil, err
 		}
 		if crd == nil {
-			// No CRD, no kind: decided without asking the API server.
 			s[a.kind()] = false
 			continue
 		}

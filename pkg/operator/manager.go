@@ -49,9 +49,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// ownedTypes are the kinds the operator applies; their informers only hold
-// objects with the managed-by label, and any event on them triggers a sync
-// (this is how drift and deletions are reverted within seconds).
+// ownedTypes are the kinds the operator applies: cached by the managed-by
+// label, any event on them brings a sync (drift is reverted within seconds).
 func ownedTypes() []client.Object {
 	return []client.Object{
 		&appsv1.Deployment{}, &appsv1.DaemonSet{},
@@ -63,13 +62,8 @@ func ownedTypes() []client.Object {
 	}
 }
 
-// CacheOptions restrict the manager's informers to what the operator needs:
-// namespaced objects in its namespace, owned kinds by label, and the
-// cluster-scoped inputs by name. Machines and MachineSets (of the namespace,
-// read only by the metrics collector and the install gate) are cached
-// stripped down to what those read (collector.Transform). They are for a
-// cluster with the CRDs of the vanilla deploy path (the operator watches
-// what else it finds while it runs). Use them in manager.Options.Cache.
+// CacheOptions restrict the manager's informers to what the operator needs,
+// on a cluster with the CRDs of the vanilla deploy path (see cacheOptions).
 func CacheOptions(namespace string) cache.Options {
 	vanilla := servedAPIs{}
 	for _, a := range optionalAPIs {
@@ -78,17 +72,15 @@ func CacheOptions(namespace string) cache.Options {
 	return cacheOptions(namespace, vanilla)
 }
 
-// cacheOptions are CacheOptions for a cluster that serves the optional APIs
-// in served. The cache can only restrict kinds the API server serves when
-// it is built; a kind whose CRD comes later is cached with the defaults
-// (every object in scope; Machines still stripped by DefaultTransform).
+// cacheOptions: namespaced objects in the namespace, owned kinds by label,
+// cluster-scoped inputs by name, Machines stripped (collector.Transform). Only
+// kinds served now can be restricted; a later CRD's kind gets the defaults.
 func cacheOptions(namespace string, served servedAPIs) cache.Options {
 	owned := labels.SelectorFromSet(labels.Set{config.ManagedByLabel: config.ManagedByValue})
 	byName := func(name string) cache.ByObject {
 		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
 	}
 	by := map[client.Object]cache.ByObject{
-		// The trusted CA bundle, in the namespace (the only ConfigMap read).
 		&corev1.ConfigMap{}: byName(names.TrustedCAConfigMapName),
 	}
 	for _, a := range optionalAPIs {
@@ -111,19 +103,8 @@ func cacheOptions(namespace string, served servedAPIs) cache.Options {
 	}
 }
 
-// metricsTLS is the optional TLS setting as SecureServerOptions takes it.
-func metricsTLS(f func(*tls.Config)) []func(*tls.Config) {
-	if f == nil {
-		return nil
-	}
-	return []func(*tls.Config){f}
-}
-
-// setupWithManager registers the operator's controller: every watched event
-// maps to the single Request, and the images.json file is polled for changes.
-// Optional APIs (CRD-backed kinds) served now are watched from the start;
-// the others once their CRD is served (apiTracker), which the CRD watch
-// brings a sync for.
+// setupWithManager registers the controller: every event maps to Request;
+// optional APIs served now are watched at once, the others by apiTracker.
 func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, served servedAPIs) error {
 	toRequest := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{Request}
@@ -139,8 +120,7 @@ func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, serve
 		Named("machine-api-operator").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: 1,
-			// Failed syncs retry from 100ms doubling up to 30s, so a fixed
-			// cause (RBAC, a webhook, quota) is picked up within 30s.
+			// A fixed cause (RBAC, a webhook, quota) is picked up within 30s.
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](100*time.Millisecond, 30*time.Second),
 		}).
 		// The trusted CA bundle's hash rolls the operand's pods.
@@ -149,8 +129,7 @@ func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, serve
 		WatchesRawSource(source.Channel(fileEvents, toRequest))
 	o.apis = &apiTracker{crds: crds, mapper: mgr.GetRESTMapper(), watched: map[string]bool{}}
 	for _, a := range optionalAPIs {
-		// A watch of a kind the cluster does not serve would keep the
-		// controller from starting.
+		// A watch of a kind not served would keep the controller from starting.
 		if a.obj != nil && served[a.kind()] {
 			b = b.Watches(a.obj, toRequest)
 			o.apis.watched[a.kind()] = true
@@ -179,21 +158,17 @@ func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, serve
 	return nil
 }
 
-// fileWatcher polls a file's content and emits an event when it differs
-// from what the last sync read. Comparing against the last sync (not the last
-// poll) means a change that some other event already synced, followed by a
-// change back, is still noticed. Polling (a small read each second) is used
-// instead of inotify because ConfigMap volumes swap a symlinked directory,
-// which inotify watchers on the file miss.
+// fileWatcher polls a file and emits an event when it differs from what the
+// last sync read (not the last poll: a change and a change back are both
+// seen). Polling, because inotify misses a ConfigMap volume's symlink swap.
 type fileWatcher struct {
 	path     string
 	interval time.Duration
 	events   chan<- event.GenericEvent
-	// synced returns the digest the last sync read ("" before the first).
-	synced func() string
+	synced   func() string // the digest the last sync read ("" before the first)
 }
 
-// NeedLeaderElection: only the leader syncs, so only it needs the events.
+// NeedLeaderElection: only the leader syncs.
 func (w *fileWatcher) NeedLeaderElection() bool { return true }
 
 func (w *fileWatcher) Start(ctx context.Context) error {
@@ -221,7 +196,7 @@ func (w *fileWatcher) Start(ctx context.Context) error {
 }
 
 // fileDigest is the content hash of a file, or the read error (so a file
-// appearing or disappearing also counts as a change).
+// appearing or disappearing counts as a change).
 func fileDigest(path string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -232,33 +207,25 @@ func fileDigest(path string) string {
 
 // ManagerOptions are the process-level settings of NewManager.
 type ManagerOptions struct {
-	// MetricsBindAddress serves the metrics over HTTPS with authentication
-	// and authorization ("0" disables it, and the Machine collector with
-	// it); MetricsCertDir holds its certificate ("" = self-signed).
+	// MetricsBindAddress serves the metrics over HTTPS ("0" disables them and
+	// the Machine collector); MetricsCertDir holds its certificate ("" = self-signed).
 	MetricsBindAddress string
 	MetricsCertDir     string
-	// MetricsTLS sets the metrics server's TLS version and cipher suites
-	// (the cluster's TLS profile); nil keeps TLS 1.2 and Go's suites.
+	// MetricsTLS sets the metrics server's TLS; nil keeps TLS 1.2 and Go's suites.
 	MetricsTLS             func(*tls.Config)
 	HealthProbeBindAddress string
 	LeaderElection         bool
-	// LeaderElectionTiming is the election's timing; zero fields take
-	// controller-runtime's defaults (tests) and RenewInterval 0 writes the
-	// Lease at every renewal.
+	// LeaderElectionTiming: zero fields take controller-runtime's defaults.
 	LeaderElectionTiming leaderelection.Timing
 	// Scheme must have every API group the operator uses (pkg/scheme.New()).
 	Scheme *runtime.Scheme
-	// SkipControllerNameValidation allows several managers in one process
-	// (tests); controller names must otherwise be unique per process.
+	// SkipControllerNameValidation allows several managers in one process (tests).
 	SkipControllerNameValidation bool
 }
 
-// NewManager waits until the API server answers (an unreachable API server
-// at start is retried with backoff, never fatal), then builds a
-// controller-runtime manager running the operator: the restricted cache, leader election on the Lease "machine-api-operator" in the
-// operand namespace, health checks, metrics (with the Machine and MachineSet
-// collector, on every replica), the webhook certificate issuer when
-// service-ca is absent, and the operator's controller.
+// NewManager waits until the API server answers, then builds the manager
+// running the operator: restricted cache, leader election, health checks,
+// metrics with the Machine collector, the certificate issuer, the controller.
 func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerOptions) (manager.Manager, error) {
 	if o.Namespace == "" {
 		o.Namespace = config.DefaultNamespace
@@ -270,8 +237,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	if err := WaitForAPIServer(ctx, disco); err != nil {
 		return nil, err
 	}
-	// One REST mapper for the manager and the check of which CRD-backed
-	// kinds are served: the cache can only restrict those.
+	// One REST mapper for the manager and the check of which kinds are served.
 	httpClient, err := rest.HTTPClientFor(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating HTTP client: %w", err)
@@ -296,11 +262,15 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		lock = events
 	}
 	t := m.LeaderElectionTiming
+	var tlsOpts []func(*tls.Config)
+	if m.MetricsTLS != nil {
+		tlsOpts = append(tlsOpts, m.MetricsTLS)
+	}
 	mgr, err := manager.New(restCfg, manager.Options{
 		Scheme:                              m.Scheme,
 		MapperProvider:                      func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
 		Cache:                               cacheOptions(o.Namespace, served),
-		Metrics:                             mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir, metricsTLS(m.MetricsTLS)...),
+		Metrics:                             mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir, tlsOpts...),
 		HealthProbeBindAddress:              m.HealthProbeBindAddress,
 		LeaderElection:                      m.LeaderElection,
 		LeaderElectionID:                    config.OperatorLeaseName,
@@ -339,9 +309,8 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		return nil, err
 	}
 	var issuer CertIssuer
-	if o.certificates() != CertificatesServiceCA {
-		// Reads go to the API server: three GETs per sync, and never a
-		// stale cached read that would re-issue certificates it just wrote.
+	if o.Certificates != CertificatesServiceCA {
+		// Uncached reads: a stale one would re-issue certificates just written.
 		cm, err := certs.NewManager(certs.Options{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: o.Namespace})
 		if err != nil {
 			return nil, err
@@ -355,8 +324,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	return mgr, nil
 }
 
-// WaitForAPIServer retries with exponential backoff (capped at 30s) until
-// the API server answers, logging each failure.
+// WaitForAPIServer retries with backoff (capped at 30s) until the API server answers.
 func WaitForAPIServer(ctx context.Context, disco discovery.DiscoveryInterface) error {
 	logger := log.FromContext(ctx)
 	backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}

@@ -18,10 +18,8 @@ import (
 type WebhookCertificates string
 
 const (
-	// CertificatesAuto: OpenShift's service-ca while the cluster serves its
-	// API (servicecas.operator.openshift.io), else the operator. Decided
-	// at every sync, so service-ca arriving after the operator (a fresh
-	// OpenShift install) takes over without a restart.
+	// CertificatesAuto: service-ca while the cluster serves its API, else the
+	// operator; decided at every sync, so a late service-ca takes over.
 	CertificatesAuto WebhookCertificates = ""
 	// CertificatesServiceCA: always service-ca.
 	CertificatesServiceCA WebhookCertificates = "service-ca"
@@ -29,20 +27,9 @@ const (
 	CertificatesOperator WebhookCertificates = "operator"
 )
 
-// certificates is the effective mode (the ServiceCA field forces service-ca).
-func (o Options) certificates() WebhookCertificates {
-	if o.ServiceCA {
-		return CertificatesServiceCA
-	}
-	return o.Certificates
-}
-
 // observeConfig reads every input and builds the config. Kinds the cluster
-// does not serve are not read (a read would cost a discovery request): they
-// count as absent, except the Infrastructure, without which nothing can be
-// decided.
-// The inputs are returned too: they say which CRDs to install whatever the
-// error (config.ForCRDs).
+// does not serve count as absent, except the Infrastructure. The inputs are
+// returned too: they say which CRDs to install whatever the error.
 func (o *Operator) observeConfig(ctx context.Context, served servedAPIs) (config.Inputs, config.Config, error) {
 	in, err := o.observeInputs(ctx, served)
 	if err != nil {
@@ -57,11 +44,9 @@ func (o *Operator) observeConfig(ctx context.Context, served servedAPIs) (config
 	return in, cfg, err
 }
 
-// observeInputs reads every input; see observeConfig.
 func (o *Operator) observeInputs(ctx context.Context, served servedAPIs) (config.Inputs, error) {
 	in := config.Inputs{Namespace: o.opts.Namespace, ReleaseVersion: o.opts.ReleaseVersion}
-	// Record what this sync sees before reading: if the file changes in
-	// between, the watcher sees a difference and asks for another sync.
+	// Recorded before reading: a change in between brings another sync.
 	digest := fileDigest(o.opts.ImagesJSONPath)
 	o.imagesDigest.Store(&digest)
 	in.Images, in.ImagesErr = config.LoadImages(o.opts.ImagesJSONPath)
@@ -76,8 +61,6 @@ func (o *Operator) observeInputs(ctx context.Context, served servedAPIs) (config
 	if in.FeatureGate, err = getOptional(ctx, o.reader, served, &configv1.FeatureGate{}, config.ClusterConfigName); err != nil {
 		return in, err
 	}
-	// The APIServer (TLS profile) exists only on OpenShift: a cluster that
-	// does not serve its kind has the default profile.
 	if in.APIServer, err = getOptional(ctx, o.reader, served, &configv1.APIServer{}, config.ClusterConfigName); err != nil {
 		return in, err
 	}
@@ -96,7 +79,7 @@ func (o *Operator) observeInputs(ctx context.Context, served servedAPIs) (config
 	if in.NodeMaintenanceCRD, err = o.apis.crd(ctx, config.NodeMaintenanceCRDName); err != nil {
 		return in, err
 	}
-	switch o.opts.certificates() {
+	switch o.opts.Certificates {
 	case CertificatesServiceCA:
 		in.Webhook.ServiceCA = true
 	case CertificatesAuto:

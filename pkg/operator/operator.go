@@ -1,16 +1,10 @@
-// Package operator is the operator's sync loop: observe the inputs (images.json,
-// Infrastructure, Proxy, FeatureGate) → build one immutable config → render →
-// apply and prune → observe the operand → report on the ClusterOperator.
-//
-// Every input and every owned object is watched and mapped to a single work
-// item, so a change anywhere is handled within seconds, and a steady state
-// makes no write requests (apply skips objects that already match, status
-// writes only real changes).
+// Package operator is the operator's sync loop: observe the inputs, build one
+// immutable config, render, apply and prune, observe the operand, report on the
+// ClusterOperator. Every event maps to one work item. See docs/architecture.md.
 package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -43,21 +37,15 @@ type Options struct {
 	ImagesJSONPath string
 	// ReleaseVersion is reported in status.versions; may be empty.
 	ReleaseVersion string
-	// Certificates says who issues the webhook serving certificates
-	// (default: auto-detect service-ca at every sync).
+	// Certificates says who issues the webhook serving certificates.
 	Certificates WebhookCertificates
-	// ServiceCA forces Certificates to CertificatesServiceCA (kept for
-	// callers written before Certificates).
-	ServiceCA bool
 	// StableDuration / DegradedAfter: see status.Options.
 	StableDuration time.Duration
 	DegradedAfter  time.Duration
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
-	// MetricsTLS, when set, is the operator's own metrics server's TLS
-	// settings: every sync sets it to the cluster's TLS profile, so a new
-	// profile applies to the next scrape, as it does to the operand. Nil
-	// when the TLS flags fixed them.
+	// MetricsTLS, when set, is the metrics server's TLS, set to the cluster's
+	// TLS profile at every sync; nil when the TLS flags fixed it.
 	MetricsTLS *tlsflags.Live
 }
 
@@ -78,33 +66,23 @@ type Operator struct {
 	certs   CertIssuer
 	status  *status.Writer
 
-	// imagesDigest is the digest of images.json as the last sync read it;
-	// the file watcher compares the file against it (see fileWatcher).
+	// imagesDigest is the digest of images.json the last sync read (see fileWatcher).
 	imagesDigest atomic.Pointer[string]
-
-	// failingSince is when the current streak of failed syncs began (zero
-	// when the last sync succeeded); it drives the Degraded grace period.
+	// failingSince starts the Degraded grace period (zero after a good sync).
 	failingSince time.Time
-	// lastGood is the last config built without input errors; it describes
+	// lastGood is the last config built without input errors: it describes
 	// the operand while an input is bad.
 	lastGood config.Config
-	// operandMissingSince is when the operand Deployment was first seen
-	// missing, so an absent Deployment also counts towards Degraded.
+	// operandMissingSince: an absent Deployment also counts towards Degraded.
 	operandMissingSince time.Time
-
-	// apis follows the CRD-backed kinds the cluster serves (set up by
-	// setupWithManager).
-	apis *apiTracker
-	// certsRetired: the operator's own webhook certificates were deleted
-	// since service-ca took over (reset when the operator issues again).
+	apis                *apiTracker
+	// certsRetired: our webhook certificates were deleted for service-ca.
 	certsRetired bool
-	// reported remembers the last logged or recorded facts, so each change
-	// is logged (and recorded as an event) once, not at every sync.
-	reported reportedFacts
+	reported     reportedFacts
 }
 
 // New returns an Operator. reader should be the informer cache; c is used for
-// writes. certs may be nil when opts.ServiceCA is true.
+// writes. certs may be nil when service-ca issues the certificates.
 func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, recorder status.Recorder) *Operator {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -124,9 +102,8 @@ func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, 
 // Request is the single work item: every event maps to it.
 var Request = reconcile.Request{NamespacedName: types.NamespacedName{Name: config.ClusterOperatorName}}
 
-// PrunableKinds are the kinds the operator deletes when a config change makes
-// an object of theirs obsolete. CRDs are deliberately absent: deleting a CRD
-// deletes every Machine.
+// PrunableKinds are the kinds the operator deletes when obsolete. Never CRDs:
+// deleting a CRD deletes every Machine.
 var PrunableKinds = []schema.GroupVersionKind{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"),
 	appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
@@ -143,19 +120,14 @@ var PrunableKinds = []schema.GroupVersionKind{
 }
 
 // Reconcile runs one sync. It returns an error only for failures worth a
-// rate-limited retry; timers (stable duration, grace periods, certificate
-// rotation) come back as RequeueAfter.
+// rate-limited retry; timers come back as RequeueAfter.
 func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	now := o.opts.Now()
-
-	// Observe the inputs and decide the config. On bad input the operand is
-	// left exactly as it is and the last good config describes it.
 	var failure *status.Failure
 	var retryErr error
 	var requeue time.Duration
 	var applied []apply.ObjectRef
-	operandUnknown := false
 	served, err := o.apis.observe(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -163,36 +135,28 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 	in, cfg, err := o.observeConfig(ctx, served)
 	switch {
 	case err != nil && config.ReasonOf(err) != "":
+		// Bad input: leave the operand as it is, but install the CRDs (they
+		// do not depend on it).
 		failure = &status.Failure{Reason: config.ReasonOf(err), Message: err.Error(), Immediate: true}
 		logger.Error(err, "Bad operator input; leaving the operand as it is", "reason", failure.Reason)
 		cfg = o.lastGood
-		operandUnknown = cfg.PlatformType == ""
-		// The API (CRDs) does not depend on the bad input: a first install
-		// gets it before the Infrastructure exists.
-		if err := o.installCRDs(ctx, config.ForCRDs(in)); err != nil {
-			retryErr = err
-		}
+		retryErr = o.installCRDs(ctx, config.ForCRDs(in))
 	case err != nil:
 		failure = &status.Failure{Reason: status.ReasonSyncFailed, Message: err.Error()}
 		retryErr = err
 		cfg = o.lastGood
-		operandUnknown = cfg.PlatformType == ""
 	default:
 		o.followTLSProfile(ctx, cfg.TLS)
-		// Act: certificates, render, apply, prune.
 		var res apply.Result
 		res, requeue, err = o.sync(ctx, cfg)
 		applied = res.Applied
-		switch {
-		case err != nil:
+		if err != nil {
 			failure = &status.Failure{Reason: status.ReasonSyncFailed,
 				Message: fmt.Sprintf("Failed to sync the Machine API for %s: %v", cfg.Describe(), err)}
 			retryErr = err
-		default:
+		} else {
 			o.lastGood = cfg
 		}
-		// CRDs another component installs, missing: the Machine API is not
-		// served until they come (their CRD watch brings the next sync).
 		if msg := missingMessage(served.missing(cfg.OpenShift), cfg.OpenShift); msg != "" && failure == nil {
 			failure = &status.Failure{Reason: ReasonMissingCRDs, Message: msg}
 		}
@@ -203,14 +167,14 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		o.failingSince = now
 	}
 
-	// Observe the operand and report.
 	obs := status.Observation{
 		Now:            now,
 		ReleaseVersion: o.opts.ReleaseVersion,
 		NoOp:           cfg.NoOp,
 		Failure:        failure,
 		FailingSince:   o.failingSince,
-		OperandUnknown: operandUnknown,
+		OperandUnknown: cfg.PlatformType == "", // only bad input leaves it empty
+		Notes:          notes(cfg),
 	}
 	if cfg.PlatformType != "" {
 		obs.Change = cfg.Describe()
@@ -223,27 +187,22 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		// The cache may still hold the workloads as they were before this
-		// sync's apply; their update event brings the next sync.
+		// The cache may still hold the workloads from before this apply.
 		if w := appliedWorkload(applied); w != "" {
 			operand.RolledOut = false
 			operand.Message = joinMsg(w+": new spec applied, waiting for the rollout", operand.Message)
 		}
 		obs.Operand = operand
 	}
-	obs.Notes = notes(cfg)
 	timer, err := o.report(ctx, obs, served, cfg)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if retryErr != nil {
-		// API errors: retry with the controller's rate-limited backoff
-		// (capped, see SetupWithManager).
 		logger.Error(retryErr, "Sync failed; retrying")
 		return reconcile.Result{}, retryErr
 	}
-	// Input errors wait for the input to change (every input is watched);
-	// timers bring the sync back when a grace period or stable duration ends.
+	// Input errors wait for the (watched) input to change.
 	return reconcile.Result{RequeueAfter: minPositive(requeue, timer)}, nil
 }
 
@@ -253,11 +212,8 @@ func (o *Operator) followTLSProfile(ctx context.Context, p config.TLSProfile) {
 	if o.opts.MetricsTLS == nil {
 		return
 	}
-	changed, err := o.opts.MetricsTLS.Set(p.Options())
-	switch {
+	switch changed, err := o.opts.MetricsTLS.Set(p.Options()); {
 	case err != nil:
-		// The profile resolver only yields names Go knows; keep the
-		// current settings if that ever breaks.
 		log.FromContext(ctx).Error(err, "Keeping the metrics server's TLS settings")
 	case changed:
 		log.FromContext(ctx).Info("Metrics server follows the cluster's TLS profile", "minVersion", p.MinVersion, "cipherSuites", len(p.CipherSuites))
@@ -269,8 +225,7 @@ func (o *Operator) followTLSProfile(ctx context.Context, p config.TLSProfile) {
 func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, time.Duration, error) {
 	var requeue time.Duration
 	if cfg.Webhook.ServiceCA && o.certs != nil && !o.certsRetired {
-		// Before the Services ask service-ca for certificates of the
-		// same names.
+		// Before the Services ask service-ca for certificates of the same names.
 		if err := o.certs.Retire(ctx); err != nil {
 			return apply.Result{}, 0, fmt.Errorf("handing the webhook certificates over to service-ca: %w", err)
 		}
@@ -291,19 +246,16 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, t
 	if err != nil {
 		return apply.Result{}, 0, err
 	}
-	var errs []error
 	res, err := o.applier.Apply(ctx, objs)
 	if err != nil {
-		errs = append(errs, err)
+		return res, requeue, err
 	}
-	// Prune only after a fully successful apply, so a partial failure never
+	// Prune only after a fully successful apply: a partial failure never
 	// removes something still in use.
-	if len(errs) == 0 {
-		if _, err := o.applier.Prune(ctx, PrunableKinds, cfg.Namespace, objs); err != nil {
-			errs = append(errs, fmt.Errorf("pruning obsolete objects: %w", err))
-		}
+	if _, err := o.applier.Prune(ctx, PrunableKinds, cfg.Namespace, objs); err != nil {
+		return res, requeue, fmt.Errorf("pruning obsolete objects: %w", err)
 	}
-	return res, requeue, errors.Join(errs...)
+	return res, requeue, nil
 }
 
 // installCRDs applies the CRDs the operator owns on this cluster.
@@ -318,8 +270,7 @@ func (o *Operator) installCRDs(ctx context.Context, cfg config.Config) error {
 	return nil
 }
 
-// appliedWorkload names the first operand workload an apply was just sent
-// for, "" if none.
+// appliedWorkload names the first operand workload just applied, "" if none.
 func appliedWorkload(applied []apply.ObjectRef) string {
 	for _, ref := range applied {
 		if ref.Group == "apps" && (ref.Kind == "Deployment" || ref.Kind == "DaemonSet") {
@@ -349,21 +300,24 @@ func (o *Operator) observeOperand(ctx context.Context, cfg config.Config, now ti
 	}
 	o.operandMissingSince = time.Time{}
 	operand := DeploymentOperand(d)
-	if cfg.TerminationHandlerImage != "" {
-		ds := &appsv1.DaemonSet{}
-		err := o.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.TerminationHandlerName}, ds)
-		switch {
-		case apierrors.IsNotFound(err):
-			operand.RolledOut = false
-			operand.Message = joinMsg(operand.Message, "DaemonSet "+config.TerminationHandlerName+" does not exist yet")
-		case err != nil:
-			return status.Operand{}, fmt.Errorf("getting daemonset %s/%s: %w", ns, config.TerminationHandlerName, err)
-		default:
-			if ok, msg := daemonSetRolledOut(ds); !ok {
-				operand.RolledOut = false
-				operand.Message = joinMsg(operand.Message, msg)
-			}
-		}
+	if cfg.TerminationHandlerImage == "" {
+		return operand, nil
+	}
+	ds := &appsv1.DaemonSet{}
+	msg := ""
+	switch err := o.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.TerminationHandlerName}, ds); {
+	case apierrors.IsNotFound(err):
+		msg = "DaemonSet " + config.TerminationHandlerName + " does not exist yet"
+	case err != nil:
+		return status.Operand{}, fmt.Errorf("getting daemonset %s/%s: %w", ns, config.TerminationHandlerName, err)
+	case ds.Generation > ds.Status.ObservedGeneration:
+		msg = fmt.Sprintf("DaemonSet %s: the new spec is not observed yet", ds.Name)
+	case ds.Status.UpdatedNumberScheduled < ds.Status.DesiredNumberScheduled:
+		msg = fmt.Sprintf("DaemonSet %s: %d of %d pods updated", ds.Name, ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled)
+	}
+	if msg != "" {
+		operand.RolledOut = false
+		operand.Message = joinMsg(operand.Message, msg)
 	}
 	return operand, nil
 }
@@ -394,28 +348,15 @@ func DeploymentOperand(d *appsv1.Deployment) status.Operand {
 	default:
 		op.RolledOut = true
 	}
-	// Availability is reported separately: a crashing pod is an outage,
-	// not a rollout.
+	// A crashing pod is an outage, not a rollout.
 	if !op.Available || s.AvailableReplicas < want {
 		op.Message = joinMsg(op.Message, fmt.Sprintf("Deployment %s: %d of %d replicas available", d.Name, s.AvailableReplicas, want))
 	}
 	return op
 }
 
-func daemonSetRolledOut(ds *appsv1.DaemonSet) (bool, string) {
-	s := ds.Status
-	switch {
-	case ds.Generation > s.ObservedGeneration:
-		return false, fmt.Sprintf("DaemonSet %s: the new spec is not observed yet", ds.Name)
-	case s.UpdatedNumberScheduled < s.DesiredNumberScheduled:
-		return false, fmt.Sprintf("DaemonSet %s: %d of %d pods updated", ds.Name, s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
-	}
-	return true, ""
-}
-
-// report computes and writes the ClusterOperator status. Without the
-// clusteroperators CRD there is nowhere to report: it logs what it would
-// have reported and waits for the CRD (watched).
+// report computes and writes the ClusterOperator status. Without its CRD it
+// logs what it would have reported.
 func (o *Operator) report(ctx context.Context, obs status.Observation, served servedAPIs, cfg config.Config) (time.Duration, error) {
 	if !served.serves(&configv1.ClusterOperator{}) {
 		o.logUnreported(ctx, obs)
@@ -430,10 +371,7 @@ func (o *Operator) report(ctx context.Context, obs status.Observation, served se
 			return 0, err
 		}
 	}
-	next, requeue := status.Compute(co.Status, obs, status.Options{
-		StableDuration: o.opts.StableDuration,
-		DegradedAfter:  o.opts.DegradedAfter,
-	})
+	next, requeue := status.Compute(co.Status, obs, status.Options{StableDuration: o.opts.StableDuration, DegradedAfter: o.opts.DegradedAfter})
 	next.RelatedObjects = status.RelatedObjects(o.opts.Namespace)
 	if _, err := o.status.Write(ctx, co, next); err != nil {
 		return 0, err
@@ -443,8 +381,7 @@ func (o *Operator) report(ctx context.Context, obs status.Observation, served se
 }
 
 // waitingForWorkers is the install gate's check of the namespace's
-// MachineSets and Machines (read from the cache, stripped by
-// collector.Transform to what the check needs): "" when met.
+// MachineSets and Machines (from the stripped cache): "" when met.
 func (o *Operator) waitingForWorkers(ctx context.Context) (string, error) {
 	sets := &machinev1beta1.MachineSetList{}
 	if err := o.reader.List(ctx, sets, client.InNamespace(o.opts.Namespace)); err != nil {
@@ -477,8 +414,7 @@ func minPositive(a, b time.Duration) time.Duration {
 	return min(a, b)
 }
 
-// syncedImagesDigest is the digest of images.json the last sync read, "" if
-// none ran yet.
+// syncedImagesDigest is the digest of images.json the last sync read, "" before.
 func (o *Operator) syncedImagesDigest() string {
 	if d := o.imagesDigest.Load(); d != nil {
 		return *d

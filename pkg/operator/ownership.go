@@ -16,22 +16,16 @@ import (
 // installs, does not exist (Degraded after the grace period).
 const ReasonMissingCRDs = "MissingCRDs"
 
-// Event reasons on the ClusterOperator when the NodeMaintenance API changes
-// hands.
+// Event reasons on the ClusterOperator when the NodeMaintenance API changes hands.
 const (
 	ReasonNodeMaintenanceForeign = "NodeMaintenanceForeign"
 	ReasonNodeMaintenanceOwned   = "NodeMaintenanceOwned"
 )
 
-// reportedFacts are the facts last logged or recorded, so that each change
-// is told once.
+// reportedFacts are the facts last logged or recorded, so each change is told once.
 type reportedFacts struct {
-	// nodeMaintenanceOwner is the foreign owner of the NodeMaintenance CRD
-	// last recorded, "" when this operator owns it.
-	nodeMaintenanceOwner string
-	// unreported is the status last logged while the ClusterOperator CRD
-	// was missing.
-	unreported string
+	nodeMaintenanceOwner string // "" when this operator owns the CRD
+	unreported           string // status last logged without the ClusterOperator CRD
 }
 
 // notes are the facts about the cluster the Available message states.
@@ -48,13 +42,12 @@ func nodeMaintenanceForeignMessage(owner string) string {
 }
 
 // recordOwnership records an event on the ClusterOperator (and logs) when
-// the NodeMaintenance CRD's owner changes, once per change.
+// the NodeMaintenance CRD's owner changes.
 func (o *Operator) recordOwnership(ctx context.Context, co *configv1.ClusterOperator, cfg config.Config) {
-	owner := cfg.NodeMaintenanceOwner
-	if cfg.PlatformType == "" || owner == o.reported.nodeMaintenanceOwner {
+	owner, prev := cfg.NodeMaintenanceOwner, o.reported.nodeMaintenanceOwner
+	if cfg.PlatformType == "" || owner == prev {
 		return
 	}
-	prev := o.reported.nodeMaintenanceOwner
 	o.reported.nodeMaintenanceOwner = owner
 	reason, msg := ReasonNodeMaintenanceForeign, nodeMaintenanceForeignMessage(owner)
 	if owner == "" {

@@ -1,16 +1,12 @@
-// Package apply writes the operator's desired objects with server-side apply
-// (field manager config.FieldManager), reverts what others change in them,
-// and deletes the ones a configuration change made obsolete. The drift check
-// compares no values: it reads metadata.managedFields, so the steady state
-// and a restart cost no writes (docs/architecture.md, "How the drift check
-// decides").
+// Package apply writes the operator's objects with server-side apply, reverts
+// what others change in them and prunes obsolete ones. See
+// docs/architecture.md, "How the drift check decides".
 package apply
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,45 +20,29 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// AppliedHashAnnotation is set on every applied object to a hash of the
-// desired object as it was applied. A desired object that differs from the
-// last applied one (a new image, a field it stops setting) changes the hash,
-// which makes Apply send it.
+// AppliedHashAnnotation is the hash of the desired object as last applied: a
+// changed desired object changes it, which makes Apply send it.
 const AppliedHashAnnotation = "machine.openshift.io/applied-configuration-hash"
 
-// OwnerLabel is set on every object Apply writes that Prune may delete, to
-// Options.Owner: the namespace of the operator that applied it. Prune deletes
-// only objects that carry its own Owner, so an operator installed in another
-// namespace never deletes this one's objects, and Apply does not take over an
-// object that carries another Owner. CRDs and Namespaces (never pruned) do
-// not carry it: installs share them.
+// OwnerLabel is the namespace of the installation that applied a prunable
+// object: Prune deletes and Apply takes over only its own (CRDs and Namespaces,
+// shared by installs, do not carry it).
 const OwnerLabel = "machine.openshift.io/operator-namespace"
 
 // Options configure an Applier.
 type Options struct {
-	// Client sends the writes (server-side apply patches, updates that
-	// remove others' fields, deletes) and, after such an update conflicted,
-	// reads the object again (as unstructured, which a manager's client
-	// does not cache). Its scheme resolves the kinds of typed objects and
-	// its REST mapper the scope of kinds. Required.
+	// Client sends the writes and uncached re-reads. Required.
 	Client client.Client
-	// Reader reads live objects; normally a cache-backed reader, so that a
-	// steady state causes no requests at all. The drift check needs the
-	// objects' managedFields: a cache must not strip them. Defaults to
-	// Client.
+	// Reader reads live objects (a cache that keeps managedFields); defaults to Client.
 	Reader client.Reader
-	// FieldManager is the server-side apply field manager. Defaults to
-	// config.FieldManager.
+	// FieldManager defaults to config.FieldManager.
 	FieldManager string
-	// Owner names the installation: the operator's namespace. Apply stamps
-	// it as OwnerLabel; Prune requires it and deletes only objects that
-	// carry it.
+	// Owner is the operator's namespace, stamped as OwnerLabel; Prune requires it.
 	Owner string
 }
 
-// Applier applies desired objects with server-side apply, skipping objects
-// that have not drifted, and removes what others add to them. It holds no
-// state between calls and is safe for concurrent use.
+// Applier applies objects that drifted and removes what others add to them.
+// It is stateless and safe for concurrent use.
 type Applier struct {
 	client       client.Client
 	reader       client.Reader
@@ -101,45 +81,30 @@ type ObjectRef struct {
 	Name      string
 }
 
-// String renders the reference as Kind.group/namespace/name (the group and
-// namespace parts are left out when empty).
+// String renders the reference as Kind[.group]/[namespace/]name.
 func (r ObjectRef) String() string {
-	var b strings.Builder
-	b.WriteString(r.Kind)
+	s := r.Kind
 	if r.Group != "" {
-		b.WriteString(".")
-		b.WriteString(r.Group)
+		s += "." + r.Group
 	}
-	b.WriteString("/")
+	s += "/"
 	if r.Namespace != "" {
-		b.WriteString(r.Namespace)
-		b.WriteString("/")
+		s += r.Namespace + "/"
 	}
-	b.WriteString(r.Name)
-	return b.String()
+	return s + r.Name
 }
 
 // Result says what Apply did with each object.
 type Result struct {
-	// Applied are the objects written (created, applied, or updated to
-	// remove fields others added), in order.
-	Applied []ObjectRef
-	// Created is the subset of Applied that did not exist before.
-	Created []ObjectRef
-	// Unchanged had not drifted; no request was sent for them.
-	Unchanged []ObjectRef
-	// Failed could not be read, converted or applied; the error says why.
-	Failed []ObjectRef
+	Applied   []ObjectRef // written, in order
+	Created   []ObjectRef // the subset of Applied that did not exist
+	Unchanged []ObjectRef // not drifted: no request sent
+	Failed    []ObjectRef // the error says why
 }
 
-// Apply applies each object in order (typed or unstructured; not modified),
-// continuing past failures and returning them joined. Each object is stamped
-// with the ownership labels Prune relies on and the AppliedHashAnnotation; an
-// object another live installation owns is left alone and reported failed
-// (checkOwner). Only name, namespace, labels, annotations, ownerReferences and
-// finalizers of its metadata are sent, never status. A drifted object costs a
-// forced apply (the operator's fields changed) and/or a guarded update (others
-// added fields); an update that loses a race waits for the next sync.
+// Apply applies each drifted object in order (not modified), continuing past
+// failures and returning them joined. An object another live installation
+// owns is reported failed.
 func (a *Applier) Apply(ctx context.Context, objs []client.Object) (Result, error) {
 	var res Result
 	var errs []error
@@ -207,8 +172,7 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 			wrote, err := a.removeForeign(ctx, ref, live, first)
 			switch {
 			case apierrors.IsInvalid(err):
-				// Removing them first leaves the object invalid (a renamed
-				// container was the only one): apply first, remove after.
+				// Removing first left it invalid: apply first, remove after.
 				log.FromContext(ctx).V(1).Info("Applying before removing others' fields", "object", ref.String(), "error", err.Error())
 			case err != nil:
 				return ref, false, wrote, err
@@ -225,8 +189,7 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 		return ref, false, applied, err
 	}
 	log.FromContext(ctx).V(1).Info("Applied", "object", ref.String(), "created", created)
-	// A forced apply takes over the fields we set but keeps what others added
-	// next to them (normally removed above already).
+	// A forced apply keeps what others added next to our fields.
 	foreign, _, err := foreignFields(gvk.GroupKind(), sent.GetManagedFields(), a.fieldManager)
 	if err != nil {
 		return ref, created, true, err
@@ -239,14 +202,9 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 	return ref, created, true, nil
 }
 
-// removeForeign updates live without the foreign fields (see
-// typeConverter.withoutForeign), guarded by live's resourceVersion, and
-// reports whether it wrote. On a conflict (live came from a cache that lags,
-// or a controller wrote status meanwhile) it reads the object again through
-// the Client (a manager's client does not cache unstructured objects) and
-// retries, removing what is still foreign of the same fields; after
-// removalAttempts, or when the object is gone, it leaves the rest to the
-// next sync, which the newer version's watch event brings.
+// removeForeign updates live without the foreign fields, guarded by its
+// resourceVersion, and reports whether it wrote. A conflict re-reads (uncached)
+// and retries up to removalAttempts; then the next sync's event takes over.
 func (a *Applier) removeForeign(ctx context.Context, ref ObjectRef, live *unstructured.Unstructured, foreign *fieldpath.Set) (bool, error) {
 	for attempt := 1; ; attempt++ {
 		clean, err := a.types.withoutForeign(live, foreign, a.fieldManager)
@@ -283,10 +241,8 @@ func (a *Applier) removeForeign(ctx context.Context, ref ObjectRef, live *unstru
 // removalAttempts bounds the updates removeForeign sends per call.
 const removalAttempts = 3
 
-// getLive reads the live object in the form the desired object has (typed
-// objects as the same typed kind, so that a cache-backed reader shares the
-// informers of the watches; unstructured as unstructured) and returns it as
-// unstructured.
+// getLive reads the live object as the desired object's type (so a cache
+// shares the watches' informers) and returns it as unstructured.
 func (a *Applier) getLive(ctx context.Context, obj client.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
 	key := client.ObjectKeyFromObject(obj)
 	if _, ok := obj.(runtime.Unstructured); ok {

@@ -15,23 +15,13 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// sentMetadata are the metadata fields sent; the others
-// (resourceVersion, uid, generation, creationTimestamp, managedFields, ...)
-// belong to the server.
+// sentMetadata are the metadata fields sent; the others belong to the server.
 var sentMetadata = []string{"name", "namespace", "labels", "annotations", "ownerReferences", "finalizers"}
 
-// Desired returns obj as the unstructured object Apply sends: apiVersion and
-// kind set from the scheme, only the metadata fields in sentMetadata, no
-// status, no null values, the ownership label and the AppliedHashAnnotation
-// added. obj is not modified.
-//
-// Typed objects are converted with runtime.DefaultUnstructuredConverter (so
-// fields without omitempty are sent with their zero values; the server
-// defaults those that mean "unset", such as a Service port's targetPort 0,
-// and the drift check does not compare values).
-//
-// A v1 Secret's stringData is merged into data (the server does the same and
-// never returns stringData), so that the operator owns the data keys.
+// Desired returns obj (not modified) as Apply sends it: apiVersion and kind
+// set, only sentMetadata, no status or nulls, the managed-by label and the
+// AppliedHashAnnotation added, a Secret's stringData merged into data (as the
+// server does) so the operator owns the data keys.
 func Desired(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructured, error) {
 	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {
@@ -75,27 +65,17 @@ func Desired(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructu
 	annotations := u.GetAnnotations()
 	delete(annotations, AppliedHashAnnotation)
 	u.SetAnnotations(annotations)
-	hash, err := hashObject(m)
+	b, err := json.Marshal(m) // sorted map keys: deterministic
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hashing the desired object: %w", err)
 	}
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AppliedHashAnnotation] = hash
+	sum := sha256.Sum256(b)
+	annotations[AppliedHashAnnotation] = hex.EncodeToString(sum[:16])
 	u.SetAnnotations(annotations)
 	return u, nil
-}
-
-// hashObject hashes the JSON form of m (encoding/json sorts map keys, so the
-// hash is deterministic).
-func hashObject(m map[string]any) (string, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("hashing the desired object: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16]), nil
 }
 
 func mergeStringData(m map[string]any) {
@@ -116,8 +96,7 @@ func mergeStringData(m map[string]any) {
 	m["data"] = data
 }
 
-// stripNulls removes null values from maps, recursively (null means "not
-// set"; the converter emits it for nil non-omitempty fields).
+// stripNulls removes null ("not set") values from maps, recursively.
 func stripNulls(v any) {
 	switch v := v.(type) {
 	case map[string]any:

@@ -21,12 +21,9 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
-// typeConverter turns objects into structured-merge-diff typed values, with
-// the schemas the API server uses for server-side apply (the built-in types
-// of client-go, and the apiextensions types from their OpenAPI
-// definitions). A kind none of them knows is treated the way the API server
-// treats a custom resource without a schema: maps are structs, lists are
-// atomic.
+// typeConverter turns objects into typed values with the schemas the API
+// server uses for server-side apply; an unknown kind is treated as a custom
+// resource without a schema.
 type typeConverter []managedfields.TypeConverter
 
 func newTypeConverter(s *runtime.Scheme) typeConverter {
@@ -37,8 +34,8 @@ func newTypeConverter(s *runtime.Scheme) typeConverter {
 	return c
 }
 
-// apiextensionsTypes parses the OpenAPI definitions of the apiextensions
-// API (CustomResourceDefinition) once. client-go has no schema for them.
+// apiextensionsTypes parses the CRD type's OpenAPI definitions once (client-go
+// has no schema for them).
 var apiextensionsTypes = sync.OnceValues(func() (*typed.Parser, error) {
 	defs := apiextensionsopenapi.GetOpenAPIDefinitions(func(name string) spec.Ref {
 		return spec.MustCreateRef("#/definitions/" + name)
@@ -64,8 +61,7 @@ func (c typeConverter) toTyped(u *unstructured.Unstructured, opts ...typed.Valid
 	return tv, nil
 }
 
-// converterFor returns the first converter that knows kind gvk (converting
-// an empty object of that kind succeeds), else the deduced one.
+// converterFor returns the first converter that knows gvk, else the deduced one.
 func (c typeConverter) converterFor(gvk schema.GroupVersionKind) managedfields.TypeConverter {
 	empty := &unstructured.Unstructured{Object: map[string]any{}}
 	empty.SetGroupVersionKind(gvk)
@@ -77,8 +73,7 @@ func (c typeConverter) converterFor(gvk schema.GroupVersionKind) managedfields.T
 	return deducedTypes
 }
 
-// fieldSet returns the fields u sets, as server-side apply records them in
-// managedFields when u is applied.
+// fieldSet returns the fields u sets, as server-side apply records them.
 func (c typeConverter) fieldSet(u *unstructured.Unstructured) (*fieldpath.Set, error) {
 	tv, err := c.toTyped(u)
 	if err != nil {
@@ -97,15 +92,9 @@ var notRecorded = fieldpath.NewSet(
 
 // drift is what the check found wrong with a live object.
 type drift struct {
-	// reapply says why the desired object must be applied again ("" when
-	// the operator's apply is intact).
-	reapply string
-	// foreign are the fields other managers set in the operator's part of
-	// the object, which the operator does not own and which must be
-	// removed; empty when there are none.
-	foreign *fieldpath.Set
-	// foreignBy names the managers that set them (for logs).
-	foreignBy []string
+	reapply   string         // why to apply again ("" when our apply is intact)
+	foreign   *fieldpath.Set // fields others set in our part, to remove
+	foreignBy []string       // the managers that set them (for logs)
 }
 
 func (d drift) none() bool { return d.reapply == "" && d.foreign.Empty() }
@@ -121,11 +110,9 @@ func (d drift) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// checkDrift decides whether live, the live state of the object whose desired
-// form is desired and whose applied field set is desiredSet, must be written.
-// It is pure: it reads the live object's metadata only (the applied
-// configuration hash and managedFields) and compares no values. See the
-// package documentation.
+// checkDrift decides whether live must be written. It is pure and compares no
+// values: it reads the hash annotation and managedFields. See
+// docs/architecture.md, "How the drift check decides".
 func checkDrift(desired *unstructured.Unstructured, desiredSet *fieldpath.Set, live metav1.Object, fieldManager string) (drift, error) {
 	var d drift
 	entries := live.GetManagedFields()
@@ -150,11 +137,9 @@ func checkDrift(desired *unstructured.Unstructured, desiredSet *fieldpath.Set, l
 	return d, err
 }
 
-// firstMissing returns the first path of want (less the paths managedFields
-// never records) that ours does not cover: owned directly, or inside a field
-// ours owns as a whole (an atomic list, map or struct), or (for a field the
-// local schema sees as atomic and the server's as granular) with owned
-// fields inside.
+// firstMissing returns the first path of want that ours does not cover:
+// owned directly, inside an atomic field ours owns, or (atomic locally,
+// granular on the server) with owned fields inside.
 func firstMissing(want, ours *fieldpath.Set) (fieldpath.Path, bool) {
 	var missing fieldpath.Path
 	want.Difference(notRecorded).Iterate(func(p fieldpath.Path) {
@@ -165,12 +150,9 @@ func firstMissing(want, ours *fieldpath.Set) (fieldpath.Path, bool) {
 	return missing, missing != nil
 }
 
-// foreignFields returns the fields of the operator's part of the object (see
-// othersMaySet) that other managers set and the operator does not own (by
-// its apply, or by its removals, see RevertManagerSuffix), nor owns
-// anything inside of (a list or map whose existence another manager also
-// claims, "."), and the names of those managers. Server defaults are not in
-// managedFields, so they are never foreign.
+// foreignFields returns the fields of our part of the object (see
+// othersMaySet) that other managers set and we own neither directly nor
+// inside of, and those managers' names. Server defaults are never foreign.
 func foreignFields(gk schema.GroupKind, entries []metav1.ManagedFieldsEntry, fieldManager string) (*fieldpath.Set, []string, error) {
 	ours := &fieldpath.Set{}
 	for i := range entries {
@@ -208,12 +190,9 @@ func foreignFields(gk schema.GroupKind, entries []metav1.ManagedFieldsEntry, fie
 	return foreign, by, nil
 }
 
-// removableFirst returns the foreign fields that the desired object does not
-// set, nor sets anything inside of: they can be removed before the desired
-// object is applied (the others are taken over by the apply). Removing them
-// first matters when a foreign item stands where ours must go (a Service
-// port whose number was changed keeps our port's name, and the API server
-// rejects two ports of the same name).
+// removableFirst returns the foreign fields the desired object does not set
+// (nor inside of): removed before the apply, since a foreign item may stand
+// where ours goes (two Service ports of one name are rejected).
 func removableFirst(foreign, desiredSet *fieldpath.Set) *fieldpath.Set {
 	out := &fieldpath.Set{}
 	foreign.Iterate(func(p fieldpath.Path) {
@@ -229,20 +208,9 @@ var (
 	crdKind            = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 )
 
-// othersMaySet reports whether other managers may set the field p of an
-// object of kind gk without that being drift:
-//   - metadata: others' labels, annotations, finalizers and owner references
-//     are kept (the operator's own are applied and so owned; a change of one
-//     of them is caught because the operator stops owning it);
-//   - status;
-//   - the CA bundle of a webhook client config (webhook configurations,
-//     conversion webhooks), which a CA injector (OpenShift's service-ca,
-//     cert-manager) fills in when the operator does not;
-//   - the secrets and imagePullSecrets of a ServiceAccount, which OpenShift's
-//     service account controllers fill in.
-//
-// Everything else (spec, including the pod template's metadata; rules,
-// subjects, roleRef, webhooks, data, ...) is the operator's product.
+// othersMaySet reports whether others may set field p of kind gk: metadata,
+// status, an injected webhook caBundle, a ServiceAccount's secrets and
+// imagePullSecrets. Everything else is the operator's product.
 func othersMaySet(gk schema.GroupKind, p fieldpath.Path) bool {
 	if len(p) == 0 || p[0].FieldName == nil {
 		return false
@@ -265,11 +233,7 @@ func isField(pe fieldpath.PathElement, name string) bool {
 }
 
 // RevertManagerSuffix is appended to the field manager for the updates that
-// remove what others added. The fields those updates come to own are the
-// server defaults that a removal brought back (the old value was another
-// manager's, the default is nobody's, so the change is attributed to the
-// update); they count as the operator's. A separate name keeps this apart
-// from Update entries of an older operator that used the plain name.
+// remove what others added; the defaults they bring back count as ours.
 const RevertManagerSuffix = "-revert"
 
 // isApplied reports whether e is fieldManager's apply to the main resource.
@@ -277,15 +241,13 @@ func isApplied(e *metav1.ManagedFieldsEntry, fieldManager string) bool {
 	return e.Manager == fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }
 
-// isOurs reports whether e is fieldManager's apply, or an update of its
-// revert manager, to the main resource.
+// isOurs: fieldManager's apply or its revert manager's update, main resource.
 func isOurs(e *metav1.ManagedFieldsEntry, fieldManager string) bool {
 	return isApplied(e, fieldManager) ||
 		e.Manager == fieldManager+RevertManagerSuffix && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == ""
 }
 
-// ownEntry returns the managedFields entry of fieldManager's apply to the
-// main resource, nil if there is none.
+// ownEntry returns fieldManager's apply entry, nil if there is none.
 func ownEntry(entries []metav1.ManagedFieldsEntry, fieldManager string) *metav1.ManagedFieldsEntry {
 	for i := range entries {
 		if isApplied(&entries[i], fieldManager) {
@@ -307,10 +269,8 @@ func decodeSet(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 	return s, nil
 }
 
-// hasOwnedAncestor reports whether s owns a field enclosing p as a whole:
-// a member of s with nothing recorded inside it (an atomic list, map or
-// struct, whose items are never recorded). A list item or map that s owns
-// and also has fields recorded inside (".") is not owned as a whole.
+// hasOwnedAncestor reports whether s owns a field enclosing p as a whole (a
+// member with nothing recorded inside it).
 func hasOwnedAncestor(s *fieldpath.Set, p fieldpath.Path) bool {
 	for i := 1; i < len(p); i++ {
 		if s.Has(p[:i]) && !hasOwnedDescendant(s, p[:i]) {
@@ -358,7 +318,6 @@ func firstPaths(s *fieldpath.Set, n int) string {
 	var out []string
 	total := 0
 	s.Iterate(func(p fieldpath.Path) {
-		// Only the outermost paths: a removed list item implies its fields.
 		if hasAncestor(s, p) {
 			return
 		}
@@ -373,13 +332,9 @@ func firstPaths(s *fieldpath.Set, n int) string {
 	return strings.Join(out, ", ")
 }
 
-// withoutForeign returns live with the foreign fields removed and every other
-// manager's claim on them dropped from managedFields. Dropping the claims
-// matters for fields the server defaults: they come back with the default
-// value, owned by nobody (same value as before) or by the revert manager
-// (the value changed back to the default), never by the other manager.
-// Live objects may hold duplicate keys in associative lists (the API server
-// accepts duplicate env var names, for example); they are kept.
+// withoutForeign returns live without the foreign fields and without other
+// managers' claims on them, so a defaulted field comes back as nobody's.
+// Duplicate keys in associative lists (the server accepts them) are kept.
 func (c typeConverter) withoutForeign(live *unstructured.Unstructured, foreign *fieldpath.Set, fieldManager string) (*unstructured.Unstructured, error) {
 	tv, err := c.toTyped(live, typed.AllowDuplicates)
 	if err != nil {

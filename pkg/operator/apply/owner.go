@@ -13,9 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// withOwner returns obj with OwnerLabel set to the Applier's owner (a copy;
-// obj is not modified), or obj itself when there is no owner or objects of
-// kind gk are never pruned.
+// withOwner returns a copy of obj with OwnerLabel set, or obj itself when
+// there is no owner or kind gk is never pruned.
 func (a *Applier) withOwner(obj client.Object, gk schema.GroupKind) client.Object {
 	if a.owner == "" || IsNeverPruned(gk) {
 		return obj
@@ -33,15 +32,11 @@ func (a *Applier) withOwner(obj client.Object, gk schema.GroupKind) client.Objec
 	return out
 }
 
-// ownedBy is the installation that applied obj ("" for objects applied
-// before OwnerLabel existed, and for CRDs and Namespaces).
+// ownedBy is the installation that applied obj ("" if unlabeled).
 func ownedBy(obj client.Object) string { return obj.GetLabels()[OwnerLabel] }
 
-// checkOwner refuses to write live when another installation applied it:
-// its names are fixed, so two operators in two namespaces would otherwise
-// take the object from each other on every sync, and the last one to apply
-// it could prune it from under the other. An installation whose namespace
-// is gone or being deleted has been removed: its objects are taken over.
+// checkOwner refuses to write live when another live installation applied it
+// (fixed names: two operators would fight); a removed one's are taken over.
 func (a *Applier) checkOwner(ctx context.Context, ref ObjectRef, live *unstructured.Unstructured) error {
 	other := ownedBy(live)
 	if a.owner == "" || other == "" || other == a.owner {
@@ -60,9 +55,8 @@ func (a *Applier) checkOwner(ctx context.Context, ref ObjectRef, live *unstructu
 		other, OwnerLabel, other, a.owner)
 }
 
-// namespaceGone reports whether namespace ns does not exist or is being
-// deleted. It reads through the Client as unstructured (not cached by a
-// manager's client: no informer on every Namespace for a rare check).
+// namespaceGone reports whether namespace ns is absent or being deleted
+// (an uncached read: no informer on every Namespace for a rare check).
 func (a *Applier) namespaceGone(ctx context.Context, ns string) (bool, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))

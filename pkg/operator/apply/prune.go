@@ -18,32 +18,17 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// neverPruned are kinds Prune never deletes, even when asked to: deleting a
-// CustomResourceDefinition deletes every custom resource of it, and deleting
-// a Namespace deletes everything in it (Machines, MachineSets: user data).
-var neverPruned = []schema.GroupKind{
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"},
-	{Group: "", Kind: "Namespace"},
-}
-
-// IsNeverPruned reports whether Prune refuses to delete objects of kind gk.
+// IsNeverPruned reports whether Prune refuses to delete objects of kind gk:
+// deleting a CRD or a Namespace deletes user data (Machines).
 func IsNeverPruned(gk schema.GroupKind) bool {
-	for _, p := range neverPruned {
-		if p == gk {
-			return true
-		}
-	}
-	return false
+	return gk == schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"} ||
+		gk == schema.GroupKind{Kind: "Namespace"}
 }
 
-// Prune deletes the objects of kinds that this installation applied (found
-// by config.ManagedByLabel and OwnerLabel = Options.Owner, never by name) and
-// that are not in keep (compared by group, kind, namespace and name), and
-// returns them. It fails without an Owner. namespace limits namespaced kinds
-// ("" = all). It never deletes CRDs or Namespaces, skips objects already
-// being deleted, deletes with a UID precondition and background propagation,
-// and continues past failures. Lists go through the Reader (the cache), only
-// deletes reach the API server.
+// Prune deletes the objects of kinds this installation applied (by labels,
+// never by name) that are not in keep, and returns them. It needs an Owner;
+// namespace limits namespaced kinds ("" = all). It skips objects being
+// deleted, deletes with a UID precondition and continues past failures.
 func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object) ([]ObjectRef, error) {
 	if a.owner == "" {
 		return nil, errors.New("prune: the Applier has no Owner, so it cannot tell its objects from another installation's")
@@ -105,7 +90,6 @@ func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, na
 				log.FromContext(ctx).Info("Pruned an obsolete object", "object", ref.String())
 				deleted = append(deleted, ref)
 			case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-				// Gone already, or replaced by a new object of the same name.
 			default:
 				errs = append(errs, fmt.Errorf("prune: deleting %s: %w", ref, err))
 			}
@@ -114,8 +98,7 @@ func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, na
 	return deleted, errors.Join(errs...)
 }
 
-// listOwned lists the objects of kind gvk with the ownership labels of this
-// installation, in namespace when the kind is namespaced and namespace is set.
+// listOwned lists this installation's objects of kind gvk (in namespace, if set).
 func (a *Applier) listOwned(ctx context.Context, gvk schema.GroupVersionKind, namespace string) ([]client.Object, bool, error) {
 	namespaced, err := a.client.IsObjectNamespaced(&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{
 		APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,

@@ -7,29 +7,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ClusterVersionName is the ClusterVersion the cluster version operator
-// runs from. The installer creates it before the cluster version operator
-// applies any manifest, so it exists from the first second of an OpenShift
-// cluster and never on vanilla Kubernetes (the root kustomization installs
-// its CRD only).
+// ClusterVersionName is the ClusterVersion that exists from the first second
+// of an OpenShift cluster and never on vanilla. See docs/architecture.md.
 const ClusterVersionName = "version"
 
 // NodeMaintenanceCRDName is the CRD of medik8s' NodeMaintenance API, which
 // this operator installs unless the node-maintenance-operator (OLM) did.
 const NodeMaintenanceCRDName = "nodemaintenances.nodemaintenance.medik8s.io"
 
-// revertManager is the field manager apply uses for updates that remove
-// fields others added (apply.RevertManagerSuffix; apply imports config).
+// revertManager is apply's revert field manager (apply imports config).
 const revertManager = FieldManager + "-revert"
 
-// ForeignManagers returns the field managers of an existing object's
-// content (status writers such as the API server marking a CRD Established
-// do not count) that this operator never wrote (sorted, "unknown" when the
-// object records none), or
-// nil when the object is absent (nil) or this operator's field manager has an
-// entry in it. A CRD someone else created before this operator ever applied
-// it (OLM installing the node-maintenance-operator) is theirs: the operator
-// neither applies nor prunes it.
+// ForeignManagers returns the sorted field managers of obj's content
+// ("unknown" if none is recorded) when this operator never wrote it, else nil
+// (also for a nil obj). Such an object is theirs: never applied nor pruned.
 func ForeignManagers(obj *metav1.PartialObjectMetadata) []string {
 	if obj == nil {
 		return nil
@@ -50,12 +41,8 @@ func ForeignManagers(obj *metav1.PartialObjectMetadata) []string {
 	return others
 }
 
-// joinManagers renders field manager names for messages.
-func joinManagers(managers []string) string { return strings.Join(managers, ", ") }
-
 // ForCRDs is the part of the Config that decides which CRDs the operator
-// installs (OpenShift, NodeMaintenanceForeign): it needs no valid input, so
-// the CRDs are installed even while the Infrastructure is missing.
+// installs; it needs no valid input.
 func ForCRDs(in Inputs) Config {
 	cfg := Config{Namespace: in.Namespace, OpenShift: in.OpenShift}
 	if cfg.Namespace == "" {
@@ -63,7 +50,7 @@ func ForCRDs(in Inputs) Config {
 	}
 	if foreign := ForeignManagers(in.NodeMaintenanceCRD); foreign != nil {
 		cfg.NodeMaintenanceForeign = true
-		cfg.NodeMaintenanceOwner = joinManagers(foreign)
+		cfg.NodeMaintenanceOwner = strings.Join(foreign, ", ")
 	}
 	return cfg
 }

@@ -1,6 +1,5 @@
-// Package config turns the operator's inputs (images.json, the Infrastructure,
-// Proxy and FeatureGate named "cluster", the release version) into one
-// immutable Config value that rendering is a pure function of.
+// Package config turns the operator's inputs into one immutable Config value
+// that rendering is a pure function of.
 package config
 
 import (
@@ -8,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,9 +19,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
 
-// Fixed names shared with OpenShift's Machine API. They are defined in the
-// leaf package names, which every binary may import; these are aliases for
-// the operator's packages.
+// Fixed names shared with OpenShift's Machine API, aliases of package names.
 const (
 	DefaultNamespace       = names.DefaultNamespace
 	ClusterOperatorName    = names.ClusterOperatorName
@@ -31,114 +30,72 @@ const (
 	OperatorLeaseName      = names.OperatorLeaseName
 	OperandDeploymentName  = names.OperandDeploymentName
 	TerminationHandlerName = names.TerminationHandlerName
+	ManagedByLabel         = names.ManagedByLabel
+	ManagedByValue         = names.ManagedByValue
+	FieldManager           = names.FieldManager
 
-	// ManagedByLabel marks every object the operator applies, with value
-	// ManagedByValue; pruning finds obsolete objects by it and nothing else.
-	ManagedByLabel = names.ManagedByLabel
-	ManagedByValue = names.ManagedByValue
-	// FieldManager is the server-side apply field manager of the operator.
-	FieldManager = names.FieldManager
-
-	// WebhookServiceName fronts the machineset-controller webhook server;
-	// WebhookCertSecretName holds its serving certificate.
-	WebhookServiceName    = names.WebhookServiceName
-	WebhookCertSecretName = names.WebhookCertSecretName
-	// MachineWebhookServiceName / MachineWebhookCertSecretName: the same for
-	// the machine-controller webhook port.
-	MachineWebhookServiceName    = names.MachineWebhookServiceName
-	MachineWebhookCertSecretName = names.MachineWebhookCertSecretName
-	// WebhookConfigurationName names both admission webhook configurations.
-	WebhookConfigurationName = names.WebhookConfigurationName
-	// Metal3RemediationWebhookConfigurationName names the BareMetal
-	// provider's metal3 remediation webhook configurations.
+	WebhookServiceName                        = names.WebhookServiceName
+	WebhookCertSecretName                     = names.WebhookCertSecretName
+	MachineWebhookServiceName                 = names.MachineWebhookServiceName
+	MachineWebhookCertSecretName              = names.MachineWebhookCertSecretName
+	WebhookConfigurationName                  = names.WebhookConfigurationName
 	Metal3RemediationWebhookConfigurationName = names.Metal3RemediationWebhookConfigurationName
 
 	// FeatureGateDisableMachineHealthCheck turns the MHC controller off.
 	FeatureGateDisableMachineHealthCheck = "MachineAPIOperatorDisableMachineHealthCheckController"
 )
 
-// Config is everything rendering needs. Build it with Build; treat it as
-// immutable (it is passed by value and holds no pointers into the inputs).
+// Config is everything rendering needs. Build it with Build; it holds no
+// pointers into the inputs.
 type Config struct {
-	// Namespace the operands run in.
-	Namespace string
-	// ReleaseVersion is reported in ClusterOperator status.versions; may be empty.
-	ReleaseVersion string
-	// PlatformType is Infrastructure status.platformStatus.type.
-	PlatformType configv1.PlatformType
-	// ExternalPlatformName is the External platform's name (e.g. "kubemark").
-	ExternalPlatformName string
-	// NoOp is true when the platform has no Machine API provider: nothing is
-	// rendered and earlier objects are pruned. NoOpReason explains why.
+	Namespace            string
+	ReleaseVersion       string // may be empty
+	PlatformType         configv1.PlatformType
+	ExternalPlatformName string // e.g. "kubemark"
+	// NoOp: the platform has no Machine API provider; nothing is rendered
+	// but the CRDs. NoOpReason explains why.
 	NoOp       bool
 	NoOpReason string
 
-	Images Images
-	// ProviderImage runs the machine-controller container.
-	ProviderImage string
-	// TerminationHandlerImage is set on platforms with spot/preemptible
-	// termination notices (AWS, GCP, Azure); empty elsewhere.
-	TerminationHandlerImage string
-	// MachineHealthCheckEnabled is false when the feature gate disables it.
+	Images        Images
+	ProviderImage string // runs the machine-controller container
+	// TerminationHandlerImage is set on platforms with spot termination notices.
+	TerminationHandlerImage   string
 	MachineHealthCheckEnabled bool
-	// MaxConcurrentReconciles for the machine controller; 0 = its default.
-	MaxConcurrentReconciles int
+	MaxConcurrentReconciles   int // for the machine controller; 0 = its default
 
-	Proxy ProxyEnv
-	// Webhook says how webhook serving certificates are provided.
+	Proxy   ProxyEnv
 	Webhook WebhookTLS
 
-	// FeatureGates are the resolved gates (name → enabled) of the FeatureGate
-	// "cluster"; empty if it does not exist.
+	// FeatureGates are the resolved gates of the FeatureGate "cluster".
 	FeatureGates map[string]bool
-	// ProviderFeatureGates are the gates passed to the provider image as
-	// --feature-gates: exactly ProviderFeatureGateNames, false when the
-	// FeatureGate does not name them.
+	// ProviderFeatureGates are exactly ProviderFeatureGateNames, passed to the provider.
 	ProviderFeatureGates map[string]bool
-
-	// TLS is the TLS profile of the operand's TLS servers (see
-	// ResolveTLSProfile).
-	TLS TLSProfile
-
-	// TrustedCAHash is a digest of the trusted CA bundle ConfigMap
-	// (names.TrustedCAConfigMapName), "" when it does not exist; the
-	// operand is rolled when it changes.
+	TLS                  TLSProfile
+	// TrustedCAHash digests the trusted CA bundle ("" if absent); a change rolls the operand.
 	TrustedCAHash string
 
-	// OpenShift: the cluster version operator manages the cluster (the
-	// ClusterVersion "version" exists). It installs the Machine API CRD
-	// variants of the cluster's feature set from the release payload, so
-	// the operator does not apply its own.
+	// OpenShift: the ClusterVersion "version" exists; the CVO installs the
+	// Machine API CRDs. See docs/architecture.md.
 	OpenShift bool
-	// NodeMaintenanceForeign: the NodeMaintenance CRD exists and this
-	// operator did not install it (the node-maintenance-operator did).
-	// Its CRD, the NodeMaintenance controller and its webhook are then not
-	// rendered; NodeMaintenanceOwner names the CRD's field managers.
+	// NodeMaintenanceForeign: another component installed the NodeMaintenance
+	// CRD (field managers NodeMaintenanceOwner); its controller is not rendered.
 	NodeMaintenanceForeign bool
 	NodeMaintenanceOwner   string
 }
 
-// OnOpenShift is true when the cluster is OpenShift: the cluster version
-// operator manages it, or service-ca serves the webhook certificates. It
-// adds what only OpenShift has: the control-plane nodeSelector, the
-// system-node-critical priority class, the workload-partitioning
-// annotation and the termination handler's SCC.
+// OnOpenShift: the CVO manages the cluster or service-ca serves the webhook
+// certificates; it adds OpenShift's scheduling and SCC annotations.
 func (c Config) OnOpenShift() bool { return c.OpenShift || c.Webhook.ServiceCA }
 
-// ProviderFeatureGateNames are the feature gates OpenShift's operator passes
-// to the provider images (which know every one of them and refuse unknown
-// ones), in --feature-gates order.
+// ProviderFeatureGateNames are the gates OpenShift's operator passes to the
+// provider images (which refuse unknown ones).
 var ProviderFeatureGateNames = []string{"AWSDedicatedHosts", "AzureWorkloadIdentity", "MachineAPIMigration", "VSphereHostVMGroupZonal"}
 
 // WebhookTLS says who issues the webhook serving certificates.
 type WebhookTLS struct {
-	// ServiceCA is true on OpenShift: the service-ca operator issues the
-	// certificates (Service annotation) and injects the CA bundle (webhook
-	// configuration annotation).
-	ServiceCA bool
-	// CABundle is the PEM CA bundle to put in the webhook configurations when
-	// the operator issues the certificates itself (ServiceCA false).
-	CABundle []byte
+	ServiceCA bool   // service-ca issues them and injects the CA bundle
+	CABundle  []byte // the operator's CA bundle otherwise
 }
 
 // ProxyEnv are the proxy variables set on every operand container.
@@ -148,30 +105,23 @@ type ProxyEnv struct {
 	NoProxy    string
 }
 
-// Inputs are the observed inputs Build combines. Nil pointers mean "does not
-// exist". ImagesErr carries the failure to load images.json, if any.
+// Inputs are the observed inputs Build combines; nil means "does not exist".
 type Inputs struct {
-	Namespace      string
-	ReleaseVersion string
-	Images         Images
-	ImagesErr      error
-	Infrastructure *configv1.Infrastructure
-	Proxy          *configv1.Proxy
-	FeatureGate    *configv1.FeatureGate
-	// APIServer is the APIServer "cluster" (its TLS profile).
-	APIServer *configv1.APIServer
-	// TrustedCA is the trusted CA bundle ConfigMap in Namespace.
-	TrustedCA *corev1.ConfigMap
-	Webhook   WebhookTLS
-	// OpenShift: the ClusterVersion "version" exists (see Config.OpenShift).
-	OpenShift bool
-	// NodeMaintenanceCRD is the NodeMaintenance CRD's metadata, nil when it
-	// does not exist.
+	Namespace          string
+	ReleaseVersion     string
+	Images             Images
+	ImagesErr          error // loading images.json failed
+	Infrastructure     *configv1.Infrastructure
+	Proxy              *configv1.Proxy
+	FeatureGate        *configv1.FeatureGate
+	APIServer          *configv1.APIServer // its TLS profile
+	TrustedCA          *corev1.ConfigMap   // the trusted CA bundle in Namespace
+	Webhook            WebhookTLS
+	OpenShift          bool // see Config.OpenShift
 	NodeMaintenanceCRD *metav1.PartialObjectMetadata
 }
 
-// RendersOperand is true when the operand (controllers, RBAC, webhooks) is
-// rendered: the platform has a provider this project can deploy.
+// RendersOperand: the platform has a provider this project can deploy.
 func (c Config) RendersOperand() bool { return !c.NoOp }
 
 // Build validates the inputs and derives the Config. Errors are InputErrors
@@ -215,10 +165,9 @@ func Build(in Inputs) (Config, error) {
 	cfg.OpenShift, cfg.NodeMaintenanceForeign, cfg.NodeMaintenanceOwner = crds.OpenShift, crds.NodeMaintenanceForeign, crds.NodeMaintenanceOwner
 	cfg.ProviderImage, cfg.NoOpReason = providerImage(cfg.PlatformType, cfg.ExternalPlatformName, in.Images)
 	if cfg.ProviderImage == "" && cfg.NoOpReason == "" {
-		// A supported platform without its image is a broken images.json,
-		// not a reason to remove the running operand.
+		// A broken images.json, not a reason to remove the running operand.
 		return Config{}, &InputError{Reason: ReasonInvalidImagesJSON,
-			Err: fmt.Errorf("images.json has no provider image for platform %s: set %q", platformLabel(cfg.PlatformType, cfg.ExternalPlatformName), providerImageKey(cfg.PlatformType))}
+			Err: fmt.Errorf("images.json has no provider image for platform %s: set %q", platformLabel(cfg.PlatformType, cfg.ExternalPlatformName), providerImageKeys[cfg.PlatformType])}
 	}
 	if cfg.ProviderImage == "" {
 		cfg.NoOp = true
@@ -237,9 +186,7 @@ func Build(in Inputs) (Config, error) {
 	return cfg, nil
 }
 
-// providerImageKeys is the platform table: the images.json key of each
-// platform's machine-controller image. External counts only when its
-// platformName is kubemark.
+// providerImageKeys maps a platform to its provider image's images.json key.
 var providerImageKeys = map[configv1.PlatformType]string{
 	configv1.AWSPlatformType:       "clusterAPIControllerAWS",
 	configv1.AzurePlatformType:     "clusterAPIControllerAzure",
@@ -253,9 +200,8 @@ var providerImageKeys = map[configv1.PlatformType]string{
 	configv1.ExternalPlatformType:  "clusterAPIControllerKubemark",
 }
 
-// providerImage maps the platform to its machine-controller image. An empty
-// image with a reason means NoOp; an empty image without one means the
-// platform's key is missing from images.json.
+// providerImage maps the platform to its provider image, or to why it is
+// NoOp ("" and "": the key is missing from images.json).
 func providerImage(t configv1.PlatformType, externalName string, images Images) (string, string) {
 	switch {
 	case t == configv1.NonePlatformType:
@@ -270,9 +216,6 @@ func providerImage(t configv1.PlatformType, externalName string, images Images) 
 	return images.byKey(key), ""
 }
 
-// providerImageKey is the images.json key of the platform's provider image.
-func providerImageKey(t configv1.PlatformType) string { return providerImageKeys[t] }
-
 func platformLabel(t configv1.PlatformType, externalName string) string {
 	if t == configv1.ExternalPlatformType && externalName != "" {
 		return fmt.Sprintf("%s/%s", t, externalName)
@@ -280,8 +223,7 @@ func platformLabel(t configv1.PlatformType, externalName string) string {
 	return string(t)
 }
 
-// externalPlatformName is spec.platformSpec.external.platformName: the
-// Infrastructure status carries no name for External platforms.
+// externalPlatformName is in the spec: the status has none.
 func externalPlatformName(infra *configv1.Infrastructure) string {
 	if ext := infra.Spec.PlatformSpec.External; ext != nil {
 		return ext.PlatformName
@@ -289,8 +231,7 @@ func externalPlatformName(infra *configv1.Infrastructure) string {
 	return ""
 }
 
-// proxyEnv takes every value from status, the observed and validated
-// configuration, so presence and value can never disagree.
+// proxyEnv takes every value from status (observed and validated).
 func proxyEnv(p *configv1.Proxy) ProxyEnv {
 	if p == nil {
 		return ProxyEnv{}
@@ -298,11 +239,9 @@ func proxyEnv(p *configv1.Proxy) ProxyEnv {
 	return ProxyEnv{HTTPProxy: p.Status.HTTPProxy, HTTPSProxy: p.Status.HTTPSProxy, NoProxy: p.Status.NoProxy}
 }
 
-// ResolveFeatureGates returns the enabled state of every gate the FeatureGate
-// "cluster" names for the release version. It falls back to the only status
-// entry when there is exactly one, then to spec.customNoUpgrade (vanilla
-// Kubernetes has nobody filling status). Gates not named are absent, so a
-// lookup of an unknown gate is simply false.
+// ResolveFeatureGates returns the gates the FeatureGate names for the release
+// version, else of its only status entry, else of spec.customNoUpgrade
+// (nobody fills status on vanilla). Unnamed gates are absent (false).
 func ResolveFeatureGates(fg *configv1.FeatureGate, releaseVersion string) map[string]bool {
 	gates := map[string]bool{}
 	if fg == nil {
@@ -325,9 +264,7 @@ func ResolveFeatureGates(fg *configv1.FeatureGate, releaseVersion string) map[st
 		for _, g := range chosen.Enabled {
 			gates[string(g.Name)] = true
 		}
-		return gates
-	}
-	if fg.Spec.FeatureSet == configv1.CustomNoUpgrade && fg.Spec.CustomNoUpgrade != nil {
+	} else if fg.Spec.FeatureSet == configv1.CustomNoUpgrade && fg.Spec.CustomNoUpgrade != nil {
 		for _, g := range fg.Spec.CustomNoUpgrade.Disabled {
 			gates[string(g)] = false
 		}
@@ -344,26 +281,15 @@ func configMapHash(cm *corev1.ConfigMap) string {
 		return ""
 	}
 	h := sha256.New()
-	for _, data := range []map[string]string{cm.Data, stringMap(cm.BinaryData)} {
-		keys := make([]string, 0, len(data))
-		for k := range data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(data[k]), data[k])
-		}
-		h.Write([]byte{0})
+	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(cm.Data[k]), cm.Data[k])
 	}
+	h.Write([]byte{0})
+	for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(cm.BinaryData[k]), cm.BinaryData[k])
+	}
+	h.Write([]byte{0})
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func stringMap(m map[string][]byte) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = string(v)
-	}
-	return out
 }
 
 // providerFeatureGates picks ProviderFeatureGateNames out of the resolved gates.

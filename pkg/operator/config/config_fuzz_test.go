@@ -195,7 +195,7 @@ func checkBuildError(t *testing.T, in Inputs, err error) {
 			}
 			return
 		}
-		key := providerImageKey(in.Infrastructure.Status.PlatformStatus.Type)
+		key := providerImageKeys[in.Infrastructure.Status.PlatformStatus.Type]
 		if key == "" || !strings.Contains(msg, strconv.Quote(key)) {
 			t.Fatalf("error %q does not name the images.json key of the platform (%q)", msg, key)
 		}
@@ -225,7 +225,7 @@ func checkConfig(t *testing.T, in Inputs, cfg Config) {
 		t.Fatalf("NoOp %v, provider image %q, reason %q", cfg.NoOp, cfg.ProviderImage, cfg.NoOpReason)
 	}
 	if !cfg.NoOp {
-		if key := providerImageKey(cfg.PlatformType); key == "" || cfg.ProviderImage != in.Images.byKey(key) {
+		if key := providerImageKeys[cfg.PlatformType]; key == "" || cfg.ProviderImage != in.Images.byKey(key) {
 			t.Fatalf("provider image %q for platform %q (key %q)", cfg.ProviderImage, cfg.PlatformType, key)
 		}
 		if cfg.PlatformType == configv1.ExternalPlatformType && cfg.ExternalPlatformName != KubemarkPlatformName {

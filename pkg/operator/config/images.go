@@ -7,8 +7,7 @@ import (
 	"os"
 )
 
-// Images is the content of images.json: the pull spec of every image the
-// operator may deploy. Unknown keys are ignored; missing keys are empty.
+// Images is the content of images.json; unknown keys are ignored.
 type Images struct {
 	MachineAPIOperator            string `json:"machineAPIOperator"`
 	KubeRBACProxy                 string `json:"kubeRBACProxy"`
@@ -24,8 +23,7 @@ type Images struct {
 	ClusterAPIControllerKubemark  string `json:"clusterAPIControllerKubemark"`
 }
 
-// byKey returns the image of an images.json key ("" if unknown); the JSON
-// tags of Images are the single list of keys.
+// byKey returns the image of an images.json key ("" if unknown).
 func (i Images) byKey(key string) string {
 	data, err := json.Marshal(i)
 	if err != nil {
@@ -45,8 +43,7 @@ const (
 	ReasonInvalidInfrastructure  = "InvalidInfrastructure"
 )
 
-// InputError is a configuration input the user got wrong. Reason is a
-// ClusterOperator condition reason; the message says what to fix.
+// InputError is an input the user got wrong; Reason is a condition reason.
 type InputError struct {
 	Reason string
 	Err    error
@@ -64,8 +61,7 @@ func ReasonOf(err error) string {
 	return ""
 }
 
-// LoadImages reads and validates images.json at path. Every failure is an
-// InputError with reason InvalidImagesJSON whose message names the file.
+// LoadImages reads and validates images.json at path (InputErrors naming it).
 func LoadImages(path string) (Images, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -79,9 +75,7 @@ func LoadImages(path string) (Images, error) {
 	return images, nil
 }
 
-// ParseImages decodes and validates the content of images.json. Every error
-// says where the document is wrong: the byte offset of a syntax error, the
-// key of a value of the wrong type, or the key that is missing.
+// ParseImages decodes and validates images.json; errors say where it is wrong.
 func ParseImages(data []byte) (Images, error) {
 	var images Images
 	if err := json.Unmarshal(data, &images); err != nil {
@@ -93,9 +87,7 @@ func ParseImages(data []byte) (Images, error) {
 	return images, nil
 }
 
-// malformedJSON describes an error of json.Unmarshal into Images with its
-// location: the byte offset of a syntax error, or the key whose value is not
-// a string (all keys are strings).
+// malformedJSON locates a json.Unmarshal error (all values are strings).
 func malformedJSON(err error) error {
 	var syntaxErr *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError

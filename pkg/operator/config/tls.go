@@ -9,15 +9,10 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
 )
 
-// TLSProfile is the TLS configuration the operand's TLS servers get, as the
-// values of --tls-min-version and --tls-cipher-suites.
+// TLSProfile is the operand's --tls-min-version and --tls-cipher-suites.
 type TLSProfile struct {
-	// MinVersion is a crypto/tls version name as k8s.io/component-base
-	// flags take it ("VersionTLS12").
-	MinVersion string
-	// CipherSuites are IANA names Go can configure (TLS 1.0-1.2 suites;
-	// TLS 1.3 suites are not configurable in Go), in the profile's order.
-	// Empty when the profile only has TLS 1.3 suites.
+	MinVersion string // "VersionTLS12"
+	// CipherSuites are the IANA names Go can configure (not TLS 1.3's), in order.
 	CipherSuites []string
 }
 
@@ -26,12 +21,8 @@ func (p TLSProfile) Options() tlsflags.Options {
 	return tlsflags.Options{MinVersion: p.MinVersion, CipherSuites: p.CipherSuites}
 }
 
-// ResolveTLSProfile returns the TLS profile of the APIServer "cluster", as
-// OpenShift's operator does: the cluster's spec.tlsSecurityProfile is honored
-// when spec.tlsAdherence asks every component to (StrictAllComponents, or a
-// value this version does not know, which the API says to treat as strict);
-// otherwise, and without an APIServer (vanilla Kubernetes), the
-// Intermediate profile applies.
+// ResolveTLSProfile returns the APIServer's spec.tlsSecurityProfile when
+// spec.tlsAdherence asks every component to honor it, else Intermediate.
 func ResolveTLSProfile(apiServer *configv1.APIServer) TLSProfile {
 	spec := configv1.TLSProfiles[configv1.TLSProfileIntermediateType]
 	if apiServer != nil && honorClusterTLSProfile(apiServer.Spec.TLSAdherence) {
@@ -42,18 +33,12 @@ func ResolveTLSProfile(apiServer *configv1.APIServer) TLSProfile {
 	return TLSProfile{MinVersion: string(spec.MinTLSVersion), CipherSuites: ianaCipherSuites(spec.Ciphers)}
 }
 
-// honorClusterTLSProfile: only an explicit StrictAllComponents (or a future
-// value) makes components that did not honor the profile before honor it.
+// honorClusterTLSProfile: StrictAllComponents, or a value unknown here (strict per the API).
 func honorClusterTLSProfile(p configv1.TLSAdherencePolicy) bool {
-	switch p {
-	case configv1.TLSAdherencePolicyNoOpinion, configv1.TLSAdherencePolicyLegacyAdheringComponentsOnly:
-		return false
-	}
-	return true
+	return p != configv1.TLSAdherencePolicyNoOpinion && p != configv1.TLSAdherencePolicyLegacyAdheringComponentsOnly
 }
 
-// tlsProfileSpec is the spec of a profile: a predefined type, or the custom
-// one; nil when the profile is unset or incomplete.
+// tlsProfileSpec is a profile's spec; nil when unset or incomplete.
 func tlsProfileSpec(p *configv1.TLSSecurityProfile) *configv1.TLSProfileSpec {
 	if p == nil {
 		return nil
@@ -67,8 +52,7 @@ func tlsProfileSpec(p *configv1.TLSSecurityProfile) *configv1.TLSProfileSpec {
 	return configv1.TLSProfiles[p.Type]
 }
 
-// openSSLToIANA maps the OpenSSL cipher names of the TLS profiles to IANA
-// names (RFC 8446 names of TLS 1.3 suites are the same in both).
+// openSSLToIANA maps the profiles' OpenSSL cipher names to IANA names.
 var openSSLToIANA = map[string]string{
 	"ECDHE-ECDSA-AES128-GCM-SHA256": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
 	"ECDHE-RSA-AES128-GCM-SHA256":   "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
@@ -93,10 +77,8 @@ var openSSLToIANA = map[string]string{
 	"DES-CBC3-SHA":                  "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
 }
 
-// ianaCipherSuites converts a profile's ciphers (OpenSSL names, or IANA names
-// in a custom profile) to the IANA names of the suites Go can configure,
-// dropping the rest (TLS 1.3 suites, suites Go does not implement), without
-// duplicates.
+// ianaCipherSuites returns the IANA names of the ciphers Go can configure,
+// without duplicates.
 func ianaCipherSuites(ciphers []string) []string {
 	configurable := map[string]bool{}
 	for _, suites := range [][]*tls.CipherSuite{tls.CipherSuites(), tls.InsecureCipherSuites()} {

@@ -5,17 +5,19 @@ package applytest
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 )
 
-// Verbs a request is counted under. GET requests are split into GET (one
-// object, or a non-resource path such as discovery), LIST and WATCH by their
-// path and query; the others are the HTTP methods.
+// Verbs a request is counted under: GETs split into GET, LIST and WATCH; the
+// others are the HTTP methods.
 const (
 	VerbGet    = "GET"
 	VerbList   = "LIST"
@@ -26,8 +28,7 @@ const (
 	VerbDelete = "DELETE"
 )
 
-// IsWrite reports whether verb changes state (POST, PUT, PATCH, DELETE, and
-// any other non-read method). Dry-run requests count as writes.
+// IsWrite reports whether verb changes state (dry-run requests count as writes).
 func IsWrite(verb string) bool {
 	switch verb {
 	case VerbGet, VerbList, VerbWatch, http.MethodHead, http.MethodOptions:
@@ -62,8 +63,7 @@ func NewCountingTransport() *CountingTransport {
 	return &CountingTransport{counts: map[Request]int{}}
 }
 
-// Install returns a copy of cfg whose transport counts requests in c (after
-// any wrapper cfg already has).
+// Install returns a copy of cfg whose transport counts requests in c.
 func (c *CountingTransport) Install(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(c.Wrap)
@@ -72,53 +72,34 @@ func (c *CountingTransport) Install(cfg *rest.Config) *rest.Config {
 
 // Wrap is a transport.WrapperFunc for rest.Config.Wrap.
 func (c *CountingTransport) Wrap(rt http.RoundTripper) http.RoundTripper {
-	return &countingRoundTripper{counter: c, next: rt}
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		r := Request{Verb: verbOf(req), Path: req.URL.Path}
+		c.mu.Lock()
+		c.counts[r]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
 }
 
-type countingRoundTripper struct {
-	counter *CountingTransport
-	next    http.RoundTripper
-}
+type roundTripper func(*http.Request) (*http.Response, error)
 
-func (rt *countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	rt.counter.record(Request{Verb: verbOf(req), Path: req.URL.Path})
-	return rt.next.RoundTrip(req)
-}
-
-func (c *CountingTransport) record(r Request) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.counts == nil {
-		c.counts = map[Request]int{}
-	}
-	c.counts[r]++
-}
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Writes returns the number of write requests counted.
-func (c *CountingTransport) Writes() int {
-	return c.sum(IsWrite)
-}
+func (c *CountingTransport) Writes() int { return c.sum(IsWrite) }
 
 // Reads returns the number of GET, LIST and WATCH requests counted.
-func (c *CountingTransport) Reads() int {
-	return c.sum(func(v string) bool { return !IsWrite(v) })
-}
+func (c *CountingTransport) Reads() int { return c.sum(func(v string) bool { return !IsWrite(v) }) }
 
 // Count returns the number of requests counted with verb.
-func (c *CountingTransport) Count(verb string) int {
-	return c.sum(func(v string) bool { return v == verb })
-}
+func (c *CountingTransport) Count(verb string) int { return c.sum(func(v string) bool { return v == verb }) }
 
 // Total returns the number of requests counted.
-func (c *CountingTransport) Total() int {
-	return c.sum(func(string) bool { return true })
-}
+func (c *CountingTransport) Total() int { return c.sum(func(string) bool { return true }) }
 
 func (c *CountingTransport) sum(match func(verb string) bool) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	n := 0
-	for r, k := range c.counts {
+	for r, k := range c.Snapshot() {
 		if match(r.Verb) {
 			n += k
 		}
@@ -130,11 +111,7 @@ func (c *CountingTransport) sum(match func(verb string) bool) int {
 func (c *CountingTransport) Snapshot() map[Request]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[Request]int, len(c.counts))
-	for r, k := range c.counts {
-		out[r] = k
-	}
-	return out
+	return maps.Clone(c.counts)
 }
 
 // WriteRequests lists the write requests counted, sorted, as "VERB path"
@@ -151,7 +128,7 @@ func (c *CountingTransport) WriteRequests() []string {
 		}
 		out = append(out, s)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -161,14 +138,9 @@ func (c *CountingTransport) String() string {
 	for r, k := range c.Snapshot() {
 		byVerb[r.Verb] += k
 	}
-	verbs := make([]string, 0, len(byVerb))
-	for v := range byVerb {
-		verbs = append(verbs, v)
-	}
-	sort.Strings(verbs)
-	parts := make([]string, len(verbs))
-	for i, v := range verbs {
-		parts[i] = fmt.Sprintf("%s=%d", v, byVerb[v])
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(byVerb)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", v, byVerb[v]))
 	}
 	return strings.Join(parts, " ")
 }
@@ -180,60 +152,22 @@ func (c *CountingTransport) Reset() {
 	c.counts = map[Request]int{}
 }
 
-// verbOf classifies a request. GETs of a collection path are LIST, GETs with
-// watch=true (or of a legacy /watch/ path) are WATCH.
+// requestInfo parses paths as the API server does.
+var requestInfo = &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+// verbOf classifies a request: a GET is LIST, WATCH or GET as the API server
+// sees it; other methods count as themselves.
 func verbOf(req *http.Request) string {
 	if req.Method != http.MethodGet {
 		return req.Method
 	}
-	q := req.URL.Query()
-	if w := q.Get("watch"); w == "true" || w == "1" {
-		return VerbWatch
-	}
-	if isLegacyWatchPath(req.URL.Path) {
-		return VerbWatch
-	}
-	if isCollectionPath(req.URL.Path) {
-		return VerbList
+	if info, err := requestInfo.NewRequestInfo(req); err == nil {
+		switch info.Verb {
+		case "list":
+			return VerbList
+		case "watch":
+			return VerbWatch
+		}
 	}
 	return VerbGet
-}
-
-// isLegacyWatchPath reports whether p is /api/v1/watch/... or
-// /apis/<g>/<v>/watch/....
-func isLegacyWatchPath(p string) bool {
-	segs := strings.Split(strings.Trim(p, "/"), "/")
-	switch {
-	case len(segs) >= 3 && segs[0] == "api":
-		return segs[2] == "watch"
-	case len(segs) >= 4 && segs[0] == "apis":
-		return segs[3] == "watch"
-	}
-	return false
-}
-
-// isCollectionPath reports whether p is a resource collection:
-// /api/v1/<res>, /api/v1/namespaces/<ns>/<res>, /apis/<g>/<v>/<res>,
-// /apis/<g>/<v>/namespaces/<ns>/<res>.
-func isCollectionPath(p string) bool {
-	segs := strings.Split(strings.Trim(p, "/"), "/")
-	switch {
-	case len(segs) >= 2 && segs[0] == "api":
-		segs = segs[2:]
-	case len(segs) >= 3 && segs[0] == "apis":
-		segs = segs[3:]
-	default:
-		return false
-	}
-	if len(segs) > 0 && segs[0] == "watch" {
-		return false
-	}
-	switch len(segs) {
-	case 1:
-		return true
-	case 3:
-		// namespaces/<ns>/<res>, but not namespaces/<ns>/{status,finalize}.
-		return segs[0] == "namespaces" && segs[2] != "status" && segs[2] != "finalize"
-	}
-	return false
 }
