@@ -23,15 +23,17 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// handler adapts one of the handle functions to admission.Handler and counts
-// its requests. Kept instead of admission.WithCustomDefaulter/Validator: a
-// CustomDefaulter cannot return warnings, its typed round trip patches fields
-// nobody defaulted (spec.metadata, status), and its 400s name no field.
+// handler adapts a handleFunc to admission.Handler and counts its requests.
+// Kept instead of admission.WithCustomDefaulter/Validator: a CustomDefaulter
+// cannot return warnings, its typed round trip patches fields nobody defaulted
+// (spec.metadata, status), and its 400s name no field.
 type handler struct {
 	name   string
 	opts   Options
-	handle func(ctx context.Context, h *handler, req admission.Request) admission.Response
+	handle handleFunc
 }
+
+type handleFunc func(ctx context.Context, h *handler, req admission.Request) admission.Response
 
 // Handle implements admission.Handler.
 func (h *handler) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -58,8 +60,8 @@ func resultOf(resp admission.Response) string {
 	}
 }
 
-// cluster reads the ClusterInfo for one request. A failed read is logged and
-// returned as a warning; the request is then handled without cluster facts.
+// cluster reads the ClusterInfo for one request; a failed read is logged and
+// returned as a warning, and the request handled without cluster facts.
 func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, admission.Warnings) {
 	ctx, cancel := context.WithTimeout(ctx, h.opts.LookupTimeout)
 	defer cancel()
@@ -72,9 +74,8 @@ func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, ad
 	return info, nil
 }
 
-// secretLookup checks Secrets through the Reader, each read bounded by the
-// lookup timeout; nil without a Reader. Only the metadata is read: the
-// cached client then keeps no Secret data.
+// secretLookup checks Secrets through the Reader (nil without one), reading
+// only their metadata: the cached client then keeps no Secret data.
 func (h *handler) secretLookup(ctx context.Context) SecretLookup {
 	if h.opts.Reader == nil {
 		return nil
@@ -84,26 +85,15 @@ func (h *handler) secretLookup(ctx context.Context) SecretLookup {
 		defer cancel()
 		secret := &metav1.PartialObjectMetadata{}
 		secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		err := h.opts.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
-		switch {
-		case err == nil:
-			return true, nil
-		case apierrors.IsNotFound(err):
-			return false, nil
-		default:
-			return false, err
+		if err := h.opts.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret); !apierrors.IsNotFound(err) {
+			return err == nil, err
 		}
+		return false, nil
 	}
 }
 
-// decode decodes the JSON object of a request into the pointer into.
-// Every error says where the document is wrong:
-//
-//	the admission request has no object
-//	decoding the object: malformed JSON at byte offset 7: unexpected end of JSON input
-//	decoding the object: the document must be a JSON object, not null
-//	decoding the object: metadata.labels: json: cannot unmarshal number into ...
-//	decoding the object: spec.taints[0].timeAdded: parsing time "x" as ...
+// decode decodes the JSON object of a request into the pointer into; every
+// error says where the document is wrong (byte offset, or field path).
 func decode(raw []byte, into any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
@@ -126,20 +116,17 @@ func decode(raw []byte, into any) error {
 	if errors.As(err, &typeErr) && typeErr.Field != "" {
 		return fmt.Errorf("decoding the object: %s: %w", typeErr.Field, err)
 	}
-	// The error of a type's own UnmarshalJSON (such as metav1.Time's) does
-	// not say where the value is (in neither sigs.k8s.io/json nor encoding/json).
+	// A type's own UnmarshalJSON error (metav1.Time's) does not say where it is.
 	if path := locate(raw, reflect.TypeOf(into).Elem(), err.Error()); path != "" {
 		return fmt.Errorf("decoding the object: %s: %w", path, err)
 	}
 	return fmt.Errorf("decoding the object: %w", err)
 }
 
-// locate returns the path (such as spec.taints[0].timeAdded) of the value in
-// the JSON object raw that makes decoding it into a t fail with the message
-// msg: it descends into the member (or element) whose value alone, every
-// sibling set to null (which decodes into any type), still fails with msg,
-// found by bisection. "" when no single value does. Keys are kept in order,
-// duplicates too.
+// locate returns the path (spec.taints[0].timeAdded) of the value in raw that
+// makes decoding into a t fail with msg: it descends, by bisection, into the
+// member that still fails with every sibling null (which decodes into any
+// type); "" when no single value does. Keys keep their order and duplicates.
 func locate(raw []byte, t reflect.Type, msg string) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -201,9 +188,8 @@ func locate(raw []byte, t reflect.Type, msg string) string {
 	}
 }
 
-// A JSON document as parseTree reads it: jsonObject (members in order,
-// duplicates kept), jsonArray (members without keys), or a token
-// (string, json.Number, bool, nil).
+// A JSON document as parseTree reads it: jsonObject, jsonArray (members
+// without keys), or a token (string, json.Number, bool, nil).
 type (
 	jsonMember struct {
 		key   *string
@@ -281,103 +267,89 @@ func encodeTree(buf *bytes.Buffer, v any) error {
 	return nil
 }
 
-func mutateMachine(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create {
-		return admission.Allowed("")
+// mutate answers a CREATE (and, with onUpdate, an UPDATE; old is nil on
+// CREATE) with the JSON patch of the edits def makes to the decoded object.
+func mutate[T any, P interface {
+	*T
+	client.Object
+}](kind string, onUpdate bool, def func(obj, old P, cluster ClusterInfo) (Defaulted, []edit)) handleFunc {
+	return func(ctx context.Context, h *handler, req admission.Request) admission.Response {
+		if req.Operation != admissionv1.Create && (!onUpdate || req.Operation != admissionv1.Update) {
+			return admission.Allowed("")
+		}
+		obj, old := P(new(T)), P(new(T))
+		if err := decodeObjects(req, obj, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if req.Operation == admissionv1.Create {
+			old = nil
+		}
+		log := logf.FromContext(ctx)
+		cluster, warnings := h.cluster(ctx, log)
+		d, edits := def(obj, old, cluster)
+		// Like OpenShift, the platform's notes on its defaults are logged only.
+		for _, w := range d.Warnings {
+			log.V(2).Info("Defaulting the providerSpec", "note", w)
+		}
+		if !d.Changed() {
+			return admission.Allowed("").WithWarnings(warnings...)
+		}
+		kv := []any{"clusterIDLabel", d.Labels, "providerSpecFields", d.ProviderSpec}
+		if len(d.Spec) > 0 {
+			kv = append(kv, "specFields", d.Spec)
+		}
+		log.V(2).Info("Defaulting "+kind, kv...)
+		return patchResponse(req.Object.Raw, edits).WithWarnings(warnings...)
 	}
-	log := logf.FromContext(ctx)
-	m := &machinev1beta1.Machine{}
-	if err := decode(req.Object.Raw, m); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	cluster, warnings := h.cluster(ctx, log)
-	d := DefaultMachine(m, cluster)
-	logDefaultingWarnings(log, d)
-	if !d.Changed() {
-		return admission.Allowed("").WithWarnings(warnings...)
-	}
-	var edits []edit
-	if d.Labels {
-		edits = append(edits, labelsEdit(m.Labels, "metadata", "labels"))
-	}
-	if len(d.ProviderSpec) > 0 {
-		edits = append(edits, rawEdit(m.Spec.ProviderSpec.Value.Raw, "spec", "providerSpec", "value"))
-	}
-	log.V(2).Info("Defaulting Machine", "clusterIDLabel", d.Labels, "providerSpecFields", d.ProviderSpec)
-	return patchResponse(req.Object.Raw, edits).WithWarnings(warnings...)
 }
 
-func mutateMachineSet(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create {
-		return admission.Allowed("")
+// validate answers a CREATE or UPDATE with create's or update's verdict on
+// the decoded objects (see validationResponse).
+func validate[T any, P interface {
+	*T
+	client.Object
+}](kind string,
+	create func(P, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings),
+	update func(P, P, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings)) handleFunc {
+	return func(ctx context.Context, h *handler, req admission.Request) admission.Response {
+		if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+			return admission.Allowed("")
+		}
+		obj, old := P(new(T)), P(new(T))
+		if err := decodeObjects(req, obj, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if req.Operation == admissionv1.Update && FinalizersOnlyRemoved(obj, old) {
+			return admission.Allowed("finalizer removal from a deleting " + kind + " is always allowed")
+		}
+		log := logf.FromContext(ctx)
+		cluster, warnings := h.cluster(ctx, log)
+		var errs field.ErrorList
+		var more admission.Warnings
+		if req.Operation == admissionv1.Create {
+			errs, more = create(obj, cluster, h.secretLookup(ctx))
+		} else {
+			errs, more = update(obj, old, cluster, h.secretLookup(ctx))
+		}
+		return validationResponse(log, kind, objectName(obj.GetName(), obj.GetGenerateName()), errs, append(warnings, more...))
 	}
-	log := logf.FromContext(ctx)
-	ms := &machinev1beta1.MachineSet{}
-	if err := decode(req.Object.Raw, ms); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	cluster, warnings := h.cluster(ctx, log)
-	d := DefaultMachineSet(ms, cluster)
-	logDefaultingWarnings(log, d)
-	if !d.Changed() {
-		return admission.Allowed("").WithWarnings(warnings...)
-	}
-	log.V(2).Info("Defaulting MachineSet", "clusterIDLabel", d.Labels, "providerSpecFields", d.ProviderSpec)
-	return patchResponse(req.Object.Raw, templatedEdits(d, ms.Labels, &ms.Spec.Template)).WithWarnings(warnings...)
 }
 
-func validateMachine(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	return validate(ctx, h, req, "Machine", &machinev1beta1.Machine{}, &machinev1beta1.Machine{}, ValidateMachine, ValidateMachineUpdate)
-}
-
-func validateMachineSet(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	return validate(ctx, h, req, "MachineSet", &machinev1beta1.MachineSet{}, &machinev1beta1.MachineSet{}, ValidateMachineSet, ValidateMachineSetUpdate)
-}
-
-// validate decodes a CREATE's or UPDATE's objects into obj and old, checks
-// them with create or update and answers as validationResponse does.
-func validate[T client.Object](ctx context.Context, h *handler, req admission.Request, kind string, obj, old T,
-	create func(T, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings),
-	update func(T, T, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings)) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
+// decodeObjects decodes the request's object into obj and, on UPDATE, its old object into old.
+func decodeObjects(req admission.Request, obj, old any) error {
 	if err := decode(req.Object.Raw, obj); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return err
 	}
 	if req.Operation == admissionv1.Update {
 		if err := decode(req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
-		}
-		if FinalizersOnlyRemoved(obj, old) {
-			return admission.Allowed("finalizer removal from a deleting " + kind + " is always allowed")
+			return fmt.Errorf("old object: %w", err)
 		}
 	}
-	log := logf.FromContext(ctx)
-	cluster, warnings := h.cluster(ctx, log)
-	var errs field.ErrorList
-	var more admission.Warnings
-	if req.Operation == admissionv1.Create {
-		errs, more = create(obj, cluster, h.secretLookup(ctx))
-	} else {
-		errs, more = update(obj, old, cluster, h.secretLookup(ctx))
-	}
-	return validationResponse(log, kind, objectName(obj.GetName(), obj.GetGenerateName()), errs, append(warnings, more...))
-}
-
-// logDefaultingWarnings logs what the platform's defaulting says about its
-// choices (the default instance type and why); like OpenShift, they are not
-// returned to the client.
-func logDefaultingWarnings(log logr.Logger, d Defaulted) {
-	for _, w := range d.Warnings {
-		log.V(2).Info("Defaulting the providerSpec", "note", w)
-	}
+	return nil
 }
 
 // validationResponse admits the request when errs is empty, else refuses it
-// with the API server's usual 422 Invalid status listing every field error:
-//
-//	Machine.machine.openshift.io "m" is invalid: spec.providerSpec.value.cpu: Invalid value: "-1": must be positive
+// with the API server's 422 Invalid status listing every field error.
 func validationResponse(log logr.Logger, kind, name string, errs field.ErrorList, warnings admission.Warnings) admission.Response {
 	if len(errs) == 0 {
 		if len(warnings) > 0 {
@@ -387,11 +359,7 @@ func validationResponse(log logr.Logger, kind, name string, errs field.ErrorList
 	}
 	status := apierrors.NewInvalid(schema.GroupKind{Group: machinev1beta1.GroupName, Kind: kind}, name, errs).ErrStatus
 	log.V(2).Info("Refusing", "reason", status.Message)
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
-		Allowed:  false,
-		Result:   &status,
-		Warnings: warnings,
-	}}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status, Warnings: warnings}}
 }
 
 // objectName is the name for messages; on create it may only be a prefix.

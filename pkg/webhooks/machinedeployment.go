@@ -1,19 +1,15 @@
 package webhooks
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
@@ -187,78 +183,21 @@ func percentValue(s string) int {
 	return n
 }
 
-func mutateMachineDeployment(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return admission.Allowed("")
-	}
-	log := logf.FromContext(ctx)
-	md := &mdv1beta1.MachineDeployment{}
-	if err := decode(req.Object.Raw, md); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	cluster, warnings := h.cluster(ctx, log)
+// defaultMachineDeploymentEdits defaults a MachineDeployment on CREATE; on
+// UPDATE its template only when the update changes it (a default added to an
+// unchanged template would start a rollout).
+func defaultMachineDeploymentEdits(md, old *mdv1beta1.MachineDeployment, cluster ClusterInfo) (Defaulted, []edit) {
 	var d Defaulted
-	if req.Operation == admissionv1.Create {
-		d = DefaultMachineDeployment(md, cluster)
+	if old != nil && equality.Semantic.DeepEqual(md.Spec.Template, old.Spec.Template) {
+		d.Spec = defaultMachineDeploymentSpec(&md.Spec)
 	} else {
-		old := &mdv1beta1.MachineDeployment{}
-		if err := decode(req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
-		}
-		// The template is defaulted only when the update changes it: a
-		// default added to an unchanged template would start a rollout.
-		if equality.Semantic.DeepEqual(md.Spec.Template, old.Spec.Template) {
-			d.Spec = defaultMachineDeploymentSpec(&md.Spec)
-		} else {
-			d = DefaultMachineDeployment(md, cluster)
-		}
-	}
-	logDefaultingWarnings(log, d)
-	if !d.Changed() {
-		return admission.Allowed("").WithWarnings(warnings...)
+		d = DefaultMachineDeployment(md, cluster)
 	}
 	edits := templatedEdits(d, md.Labels, &md.Spec.Template)
+	values := map[string]any{"replicas": md.Spec.Replicas, "strategy": md.Spec.Strategy,
+		"revisionHistoryLimit": md.Spec.RevisionHistoryLimit, "progressDeadlineSeconds": md.Spec.ProgressDeadlineSeconds}
 	for _, f := range d.Spec {
-		var v any
-		switch f {
-		case "replicas":
-			v = md.Spec.Replicas
-		case "strategy":
-			v = md.Spec.Strategy
-		case "revisionHistoryLimit":
-			v = md.Spec.RevisionHistoryLimit
-		case "progressDeadlineSeconds":
-			v = md.Spec.ProgressDeadlineSeconds
-		}
-		edits = append(edits, edit{path: []string{"spec", f}, value: v})
+		edits = append(edits, edit{[]string{"spec", f}, values[f]})
 	}
-	log.V(2).Info("Defaulting MachineDeployment", "clusterIDLabel", d.Labels, "providerSpecFields", d.ProviderSpec, "specFields", d.Spec)
-	return patchResponse(req.Object.Raw, edits).WithWarnings(warnings...)
-}
-
-func validateMachineDeployment(ctx context.Context, h *handler, req admission.Request) admission.Response {
-	log := logf.FromContext(ctx)
-	md := &mdv1beta1.MachineDeployment{}
-	if err := decode(req.Object.Raw, md); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	cluster, warnings := h.cluster(ctx, log)
-	var errs field.ErrorList
-	var more admission.Warnings
-	switch req.Operation {
-	case admissionv1.Create:
-		errs, more = ValidateMachineDeployment(md, cluster, h.secretLookup(ctx))
-	case admissionv1.Update:
-		old := &mdv1beta1.MachineDeployment{}
-		if err := decode(req.OldObject.Raw, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("old object: %w", err))
-		}
-		if FinalizersOnlyRemoved(md, old) {
-			return admission.Allowed("finalizer removal from a deleting MachineDeployment is always allowed")
-		}
-		errs, more = ValidateMachineDeploymentUpdate(md, old, cluster, h.secretLookup(ctx))
-	default:
-		return admission.Allowed("")
-	}
-	return validationResponse(log, mdv1beta1.Kind, objectName(md.Name, md.GenerateName), errs, append(warnings, more...))
+	return d, edits
 }

@@ -20,20 +20,8 @@ type edit struct {
 	value any
 }
 
-func labelsEdit(labels map[string]string, path ...string) edit {
-	if labels == nil {
-		return edit{}
-	}
-	return edit{path: path, value: labels}
-}
-
-func rawEdit(raw json.RawMessage, path ...string) edit {
-	return edit{path: path, value: raw}
-}
-
-// patchResponse applies edits to the request's JSON object and answers with
-// the JSON patch from the original to the result: only the edited fields
-// appear in the patch, never fields a typed round trip would add.
+// patchResponse answers with the JSON patch of edits to the request's object:
+// only the edited fields, never those a typed round trip would add.
 func patchResponse(original []byte, edits []edit) admission.Response {
 	var obj map[string]any
 	dec := json.NewDecoder(bytes.NewReader(original))
@@ -46,9 +34,6 @@ func patchResponse(original []byte, edits []edit) admission.Response {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %s: number %s is out of range", path, n))
 	}
 	for _, e := range edits {
-		if len(e.path) == 0 {
-			continue
-		}
 		parent := obj
 		for _, k := range e.path[:len(e.path)-1] {
 			child, ok := parent[k].(map[string]any)
@@ -105,16 +90,32 @@ func childPath(path, key string) string {
 	return path + "." + key
 }
 
+func defaultMachineEdits(m, _ *machinev1beta1.Machine, cluster ClusterInfo) (Defaulted, []edit) {
+	d := DefaultMachine(m, cluster)
+	var edits []edit
+	if d.Labels {
+		edits = append(edits, edit{[]string{"metadata", "labels"}, m.Labels})
+	}
+	if len(d.ProviderSpec) > 0 {
+		edits = append(edits, edit{[]string{"spec", "providerSpec", "value"}, json.RawMessage(m.Spec.ProviderSpec.Value.Raw)})
+	}
+	return d, edits
+}
+
+func defaultMachineSetEdits(ms, _ *machinev1beta1.MachineSet, cluster ClusterInfo) (Defaulted, []edit) {
+	d := DefaultMachineSet(ms, cluster)
+	return d, templatedEdits(d, ms.Labels, &ms.Spec.Template)
+}
+
 // templatedEdits are the edits of what defaultTemplated changed.
 func templatedEdits(d Defaulted, labels map[string]string, tmpl *machinev1beta1.MachineTemplateSpec) []edit {
 	var edits []edit
 	if d.Labels {
-		edits = append(edits,
-			labelsEdit(labels, "metadata", "labels"),
-			labelsEdit(tmpl.Labels, "spec", "template", "metadata", "labels"))
+		edits = append(edits, edit{[]string{"metadata", "labels"}, labels},
+			edit{[]string{"spec", "template", "metadata", "labels"}, tmpl.Labels})
 	}
 	if len(d.ProviderSpec) > 0 {
-		edits = append(edits, rawEdit(tmpl.Spec.ProviderSpec.Value.Raw, "spec", "template", "spec", "providerSpec", "value"))
+		edits = append(edits, edit{[]string{"spec", "template", "spec", "providerSpec", "value"}, json.RawMessage(tmpl.Spec.ProviderSpec.Value.Raw)})
 	}
 	return edits
 }

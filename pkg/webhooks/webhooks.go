@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
 
@@ -98,11 +99,11 @@ func Handlers(opts Options) map[string]admission.Handler {
 		opts.LookupTimeout = DefaultLookupTimeout
 	}
 	return map[string]admission.Handler{
-		MutateMachinePath:             &handler{name: WebhookMutateMachine, opts: opts, handle: mutateMachine},
-		ValidateMachinePath:           &handler{name: WebhookValidateMachine, opts: opts, handle: validateMachine},
-		MutateMachineSetPath:          &handler{name: WebhookMutateMachineSet, opts: opts, handle: mutateMachineSet},
-		ValidateMachineSetPath:        &handler{name: WebhookValidateMachineSet, opts: opts, handle: validateMachineSet},
-		MutateMachineDeploymentPath:   &handler{name: WebhookMutateMachineDeployment, opts: opts, handle: mutateMachineDeployment},
-		ValidateMachineDeploymentPath: &handler{name: WebhookValidateMachineDeployment, opts: opts, handle: validateMachineDeployment},
+		MutateMachinePath:             &handler{name: WebhookMutateMachine, opts: opts, handle: mutate("Machine", false, defaultMachineEdits)},
+		ValidateMachinePath:           &handler{name: WebhookValidateMachine, opts: opts, handle: validate("Machine", ValidateMachine, ValidateMachineUpdate)},
+		MutateMachineSetPath:          &handler{name: WebhookMutateMachineSet, opts: opts, handle: mutate("MachineSet", false, defaultMachineSetEdits)},
+		ValidateMachineSetPath:        &handler{name: WebhookValidateMachineSet, opts: opts, handle: validate("MachineSet", ValidateMachineSet, ValidateMachineSetUpdate)},
+		MutateMachineDeploymentPath:   &handler{name: WebhookMutateMachineDeployment, opts: opts, handle: mutate(mdv1beta1.Kind, true, defaultMachineDeploymentEdits)},
+		ValidateMachineDeploymentPath: &handler{name: WebhookValidateMachineDeployment, opts: opts, handle: validate(mdv1beta1.Kind, ValidateMachineDeployment, ValidateMachineDeploymentUpdate)},
 	}
 }
