@@ -16,9 +16,8 @@ const LifecycleHooksPolicyName = "machine-api-lifecycle-hooks"
 // LifecycleHooksMessage is the rejection message of the policy.
 const LifecycleHooksMessage = "lifecycle hooks cannot be added or changed once the Machine is being deleted; only removal is allowed"
 
-// hookListUnchangedOrShrunk is CEL that holds when every hook of the given
-// list (preDrain or preTerminate) in the new object existed, with the same
-// owner, in the old one: hooks may be removed, not added or changed.
+// hookListUnchangedOrShrunk is CEL: every hook of the list existed, with the
+// same owner, in the old object.
 func hookListUnchangedOrShrunk(list string) string {
 	return fmt.Sprintf("object.?spec.?lifecycleHooks.?%[1]s.orValue([]).all(h, "+
 		"oldObject.?spec.?lifecycleHooks.?%[1]s.orValue([]).exists(o, o.name == h.name && o.owner == h.owner))", list)
@@ -30,13 +29,9 @@ func hookListChangedNames(list string) string {
 		"!oldObject.?spec.?lifecycleHooks.?%[1]s.orValue([]).exists(o, o.name == h.name && o.owner == h.owner)).map(h, h.name).join(', ')", list)
 }
 
-// LifecycleHooksAdmissionPolicy returns the ValidatingAdmissionPolicy (and
-// its Deny binding) that makes lifecycle hooks immutable while a Machine is
-// being deleted: once metadata.deletionTimestamp is set, UPDATEs of
-// machines.machine.openshift.io may remove preDrain/preTerminate hooks but
-// not add one or change a hook's owner. This replaces upstream's webhook
-// check with an in-process API server rule (no webhook server, failure
-// policy Fail). Both objects have TypeMeta set, ready to be written as YAML.
+// LifecycleHooksAdmissionPolicy returns the ValidatingAdmissionPolicy and its
+// Deny binding that let a Machine being deleted lose lifecycle hooks but not
+// gain or change one (upstream's webhook check, without a webhook server).
 func LifecycleHooksAdmissionPolicy() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	fail := admissionregistrationv1.Fail
 	validation := func(list string) admissionregistrationv1.Validation {
@@ -90,7 +85,7 @@ func LifecycleHooksAdmissionPolicy() (*admissionregistrationv1.ValidatingAdmissi
 }
 
 // LifecycleHooksAdmissionPolicyYAML renders the policy and the binding as a
-// two-document YAML stream (without empty status or creationTimestamp).
+// two-document YAML stream.
 func LifecycleHooksAdmissionPolicyYAML() ([]byte, error) {
 	policy, binding := LifecycleHooksAdmissionPolicy()
 	var out []byte

@@ -19,31 +19,11 @@ const (
 
 var terminationHandlerLabels = map[string]string{"api": "clusterapi", "k8s-app": "termination-handler"}
 
-// terminationHandler renders the DaemonSet that watches the cloud metadata
-// service of spot/preemptible instances and sets a Terminating condition on
-// its node when the instance is about to be reclaimed (a MachineHealthCheck
-// then replaces the Machine).
-//
-// This pod cannot meet the "restricted" Pod Security Standard, and it is the
-// only one that does not:
-//   - hostNetwork: the instance metadata endpoint (169.254.169.254) is not
-//     reachable from the pod network on every platform (AWS IMDSv2 with a hop
-//     limit of 1 answers only the host);
-//   - hostPath (read-only): it acts with the kubelet's own credentials
-//     (kubeconfig and client certificate) so that it may only touch its own
-//     node, which is why its service account has no token and no RBAC;
-//   - it runs as root (no runAsNonRoot): the kubelet credentials are root-owned
-//     mode 0600 files.
-//
-// Everything else is restricted: no privilege escalation, no capabilities,
-// read-only root filesystem, RuntimeDefault seccomp. The namespace therefore
-// needs the "privileged" Pod Security level (as upstream's has) and, on
-// OpenShift, an SCC that allows host network and hostPath for the service
-// account.
-//
-// On OpenShift its pods request the SCC machine-api-termination-handler
-// (install/) and run in the management workload partition with priority
-// class system-node-critical, as OpenShift's do.
+// terminationHandler renders the DaemonSet that marks a spot instance's node
+// Terminating before the instance is reclaimed. The only pod that is not
+// "restricted": host network (the metadata endpoint), read-only hostPath
+// kubelet credentials (it may only touch its own node; no token, no RBAC),
+// root (the credentials are 0600). See docs/safety.md.
 func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
 	env := append(proxyEnv(cfg),
 		corev1.EnvVar{Name: "KUBECONFIG", Value: kubeletKubeconfig},

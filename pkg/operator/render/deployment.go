@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -26,13 +27,9 @@ const (
 	TerminationHandlerContainer = "termination-handler"
 )
 
-// Port names and numbers. Containers of a pod share one network namespace,
-// so every number is distinct. The health ports follow upstream (9440-9442);
-// nodelink has none upstream and gets 9444 (9443 is controller-runtime's
-// default webhook port, kept free). Metrics are served directly over HTTPS
-// with authentication and authorization (no kube-rbac-proxy) on the ports
-// upstream's proxies forward to, plus 8084 for nodelink; the Service
-// machine-api-controllers names them.
+// Port names and numbers, distinct in the pod: health as upstream (nodelink
+// 9444, keeping 9443 free), metrics over HTTPS on the ports upstream's
+// proxies forward to. See docs/contract.md.
 const (
 	portWebhookServer  = "webhook-server"
 	portMachineWebhook = "machine-webhook"
@@ -58,8 +55,7 @@ const (
 
 	webhookCertDir = "/etc/machine-api-operator/tls"
 
-	// metricsCertVolume mounts ControllersMetricsCertSecretName (service-ca
-	// only) at metricsCertDir, OpenShift's path for it.
+	// metricsCertVolume mounts ControllersMetricsCertSecretName (service-ca only).
 	metricsCertVolume = "machine-api-controllers-tls"
 	metricsCertDir    = "/etc/tls/private"
 )
@@ -68,28 +64,19 @@ var controllerLabels = map[string]string{"api": "clusterapi", "k8s-app": "contro
 
 // OpenShift-only scheduling of the operand (see config.OnOpenShift).
 const (
-	// workloadManagementAnnotation puts the pods in the management workload
-	// partition (CPU partitioning); the namespace allows it.
 	workloadManagementAnnotation = "target.workload.openshift.io/management"
 	workloadManagementValue      = `{"effect": "PreferredDuringScheduling"}`
-	// requiredSCCAnnotation names the SCC a pod must be admitted with.
-	requiredSCCAnnotation = "openshift.io/required-scc"
-	// systemNodeCritical is the priority class of the operand on OpenShift.
-	systemNodeCritical = "system-node-critical"
-	// masterNodeLabel selects the control-plane nodes on OpenShift.
-	masterNodeLabel = "node-role.kubernetes.io/master"
-	// trustedCADependencyAnnotation carries the hash of the trusted CA
-	// bundle on the pod template, so a new bundle rolls the pods (OpenShift's
-	// key: dep-<namespace>.<name>.configmap).
+	requiredSCCAnnotation        = "openshift.io/required-scc"
+	systemNodeCritical           = "system-node-critical"
+	masterNodeLabel              = "node-role.kubernetes.io/master"
+	// trustedCADependencyPrefix: the trusted CA bundle's hash on the pod
+	// template rolls the pods (OpenShift's key: dep-<namespace>.<name>.configmap).
 	trustedCADependencyPrefix = "operator.openshift.io/dep-"
 )
 
-// deployment renders config.OperandDeploymentName. On OpenShift it runs on
-// the control-plane nodes with priority class system-node-critical, as
-// OpenShift's operand does; elsewhere there is no priorityClassName
-// (system-node-critical is not usable outside kube-system on every cluster)
-// and no nodeSelector (vanilla clusters may have no schedulable
-// control-plane nodes); the control-plane taints are tolerated in both.
+// deployment renders config.OperandDeploymentName. Only on OpenShift does it
+// select control-plane nodes and use system-node-critical (vanilla clusters
+// may have neither); the control-plane taints are tolerated everywhere.
 func deployment(cfg config.Config) *appsv1.Deployment {
 	containers := []corev1.Container{
 		operandContainer(cfg, operand{
@@ -134,8 +121,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 	}
 	annotations := map[string]string{
 		"kubectl.kubernetes.io/default-container": MachineContainer,
-		// OpenShift: admit with restricted-v2 (ignored elsewhere).
-		requiredSCCAnnotation: "restricted-v2",
+		requiredSCCAnnotation:                     "restricted-v2", // ignored off OpenShift
 	}
 	if !providerIsOurs(cfg) {
 		volumes = append(volumes, providerVolumes()...)
@@ -157,7 +143,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: copyLabels(controllerLabels)},
-			// The API default, rendered so the spec has no empty strategy {}.
+			// The API default, rendered so the spec has no empty strategy.
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
@@ -197,14 +183,10 @@ type operand struct {
 	certVolume              string // mounted at webhookCertDir when webhookPort is set
 	extraArgs               []string
 	extraEnv                []corev1.EnvVar
-	// ours: the container runs this project's binary (which has
-	// --metrics-cert-dir), not a platform provider's image.
-	ours bool
+	ours                    bool // this project's binary, not a provider image
 }
 
-// providerIsOurs: the machine-controller container runs this project's
-// machine-controller-manager (the built-in kubemark provider), not a
-// platform provider image.
+// providerIsOurs: the machine-controller container runs this project's binary.
 func providerIsOurs(cfg config.Config) bool {
 	return cfg.ProviderImage == cfg.Images.MachineAPIOperator ||
 		kubemarkPlatform(cfg)
@@ -226,18 +208,14 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 		ports = append(ports, tcpPort(o.webhookPort, o.webhookNumber))
 		mounts = append(mounts, corev1.VolumeMount{Name: o.certVolume, MountPath: webhookCertDir, ReadOnly: true})
 	}
-	// With service-ca, this project's binaries serve the metrics certificate
-	// it issues for the Service machine-api-controllers (Prometheus verifies
-	// it); otherwise they serve self-signed ones.
+	// Else they serve self-signed metrics certificates.
 	if cfg.Webhook.ServiceCA && o.ours {
 		args = append(args, "--metrics-cert-dir="+metricsCertDir)
 		mounts = append(mounts, corev1.VolumeMount{Name: metricsCertVolume, MountPath: metricsCertDir, ReadOnly: true})
 	}
-	// The cluster's TLS profile for the metrics (and webhook) servers.
 	args = append(args, TLSArgs(cfg.TLS)...)
 	args = append(args, o.extraArgs...)
-	// Health port names are unique per pod ("<controller>-hlth"): a name
-	// shared by several containers draws an API warning on every apply.
+	// Unique per pod: a shared name draws an API warning on every apply.
 	healthName := strings.TrimSuffix(o.metricsName, "mtrc") + "hlth"
 	ports = append(ports, tcpPort(healthName, o.healthPort), tcpPort(o.metricsName, o.metricsPort))
 
@@ -267,10 +245,7 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 }
 
 // Client and worker sizing of this project's operand binaries, measured by
-// the MachineSet scale benchmark (docs/performance.md): 500 Machines need
-// some 10,000 API requests, which a 20 QPS client (client-go's default)
-// would spread over minutes. The API server's priority and fairness, not the
-// client, is what protects it.
+// the scale benchmark. See docs/performance.md.
 const (
 	operandQPS      = 200
 	operandBurst    = 400
@@ -278,26 +253,20 @@ const (
 	nodeLinkWorkers = 50
 )
 
-// clientArgs sizes the API client of a container running this project's
-// binaries.
+// clientArgs sizes the API client of this project's binaries.
 func clientArgs() []string {
 	return []string{fmt.Sprintf("--kube-api-qps=%d", operandQPS), fmt.Sprintf("--kube-api-burst=%d", operandBurst)}
 }
 
-// featureGatesArg passes the gates to this project's machineset and machine
-// controllers as OpenShift passes them to its own (MachineAPIMigration turns
-// the authoritativeAPI rules on).
+// featureGatesArg passes the gates as OpenShift passes them to its own.
 func featureGatesArg(cfg config.Config) string {
 	return "--feature-gates=" + FeatureGatesArg(cfg.ProviderFeatureGates)
 }
 
-// kubemarkOrphanPeriod is the kubemark platform's orphan instance period
-// (docs/safety.md): its instances are free local Nodes on a test platform, so
-// a leaked one is collected in minutes rather than the default 15.
+// kubemarkOrphanPeriod: kubemark's instances are free test Nodes, collected
+// in minutes. See docs/safety.md.
 const kubemarkOrphanPeriod = "1m"
 
-// machineControllerArgs are the flags of this project's
-// machine-controller-manager.
 func machineControllerArgs(cfg config.Config) []string {
 	args := append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers), featureGatesArg(cfg))
 	if kubemarkPlatform(cfg) {
@@ -306,8 +275,8 @@ func machineControllerArgs(cfg config.Config) []string {
 	return args
 }
 
-// machineHealthCheckArgs: where the node-maintenance-operator owns the
-// NodeMaintenance API, its controller (and webhook) must not run here too.
+// machineHealthCheckArgs: where another operator owns the NodeMaintenance
+// API, its controller must not run here too.
 func machineHealthCheckArgs(cfg config.Config) []string {
 	args := clientArgs()
 	if cfg.NodeMaintenanceForeign {
@@ -316,17 +285,13 @@ func machineHealthCheckArgs(cfg config.Config) []string {
 	return args
 }
 
-// machineControllerEnv is the environment of the machine-controller
-// container besides the proxy: the node it runs on and the release.
+// machineControllerEnv: the node it runs on and the release.
 func machineControllerEnv(cfg config.Config) []corev1.EnvVar {
 	return append([]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}}, releaseVersionEnv(cfg)...)
 }
 
-// podIdentityEnv names the pod to this project's binaries: their
-// leader-election identity is the pod's, so a container restarted after a
-// crash takes its Lease back at once (pkg/leaderelection). Each container
-// elects on a Lease of its own. A provider image elects as OpenShift's does
-// and does not get them.
+// podIdentityEnv: the pod is the leader-election identity, so a restarted
+// container takes its Lease back at once (pkg/leaderelection).
 func podIdentityEnv() []corev1.EnvVar {
 	return []corev1.EnvVar{
 		{Name: leaderelection.PodNameEnv, ValueFrom: fieldRef("metadata.name")},
@@ -334,8 +299,7 @@ func podIdentityEnv() []corev1.EnvVar {
 	}
 }
 
-// releaseVersionEnv is RELEASE_VERSION, omitted when the version is unknown
-// (an env var without value would be an empty string for the operand).
+// releaseVersionEnv is RELEASE_VERSION, omitted when unknown.
 func releaseVersionEnv(cfg config.Config) []corev1.EnvVar {
 	if cfg.ReleaseVersion == "" {
 		return nil
@@ -363,8 +327,7 @@ func fieldRef(path string) *corev1.EnvVarSource {
 	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
 }
 
-// tcpPort renders the protocol explicitly: it is part of the list-map key of
-// container and service ports in server-side apply.
+// tcpPort renders the protocol: it is part of the ports' list-map key.
 func tcpPort(name string, port int32) corev1.ContainerPort {
 	return corev1.ContainerPort{Name: name, ContainerPort: port, Protocol: corev1.ProtocolTCP}
 }
@@ -376,8 +339,7 @@ func requests() corev1.ResourceRequirements {
 	}}
 }
 
-// httpProbe probes the health port. Every field the server would default is
-// explicit, so the rendered probe equals the live one.
+// httpProbe probes the health port, server defaults explicit.
 func httpProbe(path string, port int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
@@ -391,8 +353,7 @@ func httpProbe(path string, port int32) *corev1.Probe {
 }
 
 // restrictedSecurityContext satisfies the "restricted" Pod Security Standard
-// (and OpenShift's restricted-v2 SCC). No runAsUser: OpenShift assigns one
-// from the namespace range, elsewhere the image's numeric USER is used.
+// and restricted-v2; no runAsUser (OpenShift assigns one).
 func restrictedSecurityContext() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		RunAsNonRoot:             ptr.To(true),
@@ -403,9 +364,8 @@ func restrictedSecurityContext() *corev1.SecurityContext {
 	}
 }
 
-// secretVolume mounts a whole serving-certificate secret. The secret is
-// required (not optional): a controller must not start its webhook server
-// without a certificate. defaultMode is the server default, explicit.
+// secretVolume mounts a required serving-certificate secret: no webhook
+// server starts without a certificate.
 func secretVolume(name, secret string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: secret, DefaultMode: ptr.To[int32](420),
@@ -414,15 +374,12 @@ func secretVolume(name, secret string) corev1.Volume {
 
 func copyLabels(labels map[string]string) map[string]string {
 	out := make(map[string]string, len(labels))
-	for k, v := range labels {
-		out[k] = v
-	}
+	maps.Copy(out, labels)
 	return out
 }
 
-// podLabels are the selector labels plus part-of. Pods do not get the
-// managed-by label: the operator does not apply them, so pruning must never
-// consider them.
+// podLabels are the selector labels plus part-of; not managed-by, which would
+// make pruning consider pods.
 func podLabels(selector map[string]string) map[string]string {
 	out := copyLabels(selector)
 	out[PartOfLabel] = PartOfValue

@@ -14,32 +14,21 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// A platform provider image (OpenShift's AWS, Azure, GCP, OpenStack,
-// BareMetal, IBM Cloud, PowerVS or Nutanix machine controller) is not this
-// project's: it accepts OpenShift's flag contract and nothing else (Go's flag
-// package exits on an unknown flag), serves health on its default
-// --health-addr :9440 and plain-HTTP metrics on its default
-// --metrics-bind-address :8081, which OpenShift exposes through a
-// kube-rbac-proxy sidecar. The machine-controller container therefore gets
-// exactly what OpenShift's operator renders for it.
+// A platform provider image accepts OpenShift's flag contract only (an
+// unknown flag exits), so its container gets exactly what OpenShift renders.
 
 // ProviderMetricsProxyContainer is the kube-rbac-proxy sidecar that serves a
 // provider image's metrics over HTTPS, as on OpenShift.
 const ProviderMetricsProxyContainer = "kube-rbac-proxy-machine-mtrc"
 
+// OpenShift's sidecar port for machine-mtrc and its Azure and GCP reconcilers.
 const (
-	// providerMetricsProxyPort is where the sidecar serves machine-mtrc
-	// (OpenShift's port number for it).
-	providerMetricsProxyPort = 8441
-	// providerMaxConcurrentReconciles is what OpenShift's operator passes to
-	// the Azure and GCP providers.
+	providerMetricsProxyPort        = 8441
 	providerMaxConcurrentReconciles = 10
 )
 
 // ProviderArgs are the arguments of a provider image's machine-controller
-// container: OpenShift's common operand arguments and its feature gates,
-// --max-concurrent-reconciles on Azure and GCP, the TLS arguments on
-// BareMetal (whose provider serves the metal3 remediation webhooks).
+// container, as OpenShift's operator renders them.
 func ProviderArgs(cfg config.Config) []string {
 	args := append(openShiftOperandArgs(cfg), "--feature-gates="+FeatureGatesArg(cfg.ProviderFeatureGates))
 	switch cfg.PlatformType {
@@ -51,8 +40,7 @@ func ProviderArgs(cfg config.Config) []string {
 	return args
 }
 
-// openShiftOperandArgs are the arguments every operand container gets on
-// OpenShift; this project's binaries accept them too.
+// openShiftOperandArgs are the arguments every operand container gets on OpenShift.
 func openShiftOperandArgs(cfg config.Config) []string {
 	return []string{
 		"--logtostderr=true",
@@ -63,8 +51,7 @@ func openShiftOperandArgs(cfg config.Config) []string {
 	}
 }
 
-// FeatureGatesArg renders gates as --feature-gates takes them:
-// name=bool pairs sorted by name, comma-separated.
+// FeatureGatesArg renders gates as --feature-gates takes them, sorted.
 func FeatureGatesArg(gates map[string]bool) string {
 	pairs := make([]string, 0, len(gates))
 	for name, enabled := range gates {
@@ -74,8 +61,7 @@ func FeatureGatesArg(gates map[string]bool) string {
 	return strings.Join(pairs, ",")
 }
 
-// TLSArgs are --tls-cipher-suites (omitted when the profile has no suite Go
-// can configure, i.e. TLS 1.3 only) and --tls-min-version.
+// TLSArgs are --tls-cipher-suites (if any) and --tls-min-version.
 func TLSArgs(p config.TLSProfile) []string {
 	var args []string
 	if len(p.CipherSuites) > 0 {
@@ -87,13 +73,12 @@ func TLSArgs(p config.TLSProfile) []string {
 	return args
 }
 
-// providerContainer is the machine-controller container of a provider image.
-// Its security context is restricted except for the root filesystem: the
-// images are not built for a read-only one (OpenShift does not require it).
+// providerContainer is the machine-controller container of a provider image:
+// restricted, but with a writable root filesystem (the images need one).
 func providerContainer(cfg config.Config) corev1.Container {
 	sc := restrictedSecurityContext()
 	sc.ReadOnlyRootFilesystem = nil
-	c := corev1.Container{
+	return corev1.Container{
 		Name:    MachineContainer,
 		Image:   cfg.ProviderImage,
 		Command: []string{"/machine-controller-manager"},
@@ -109,20 +94,17 @@ func providerContainer(cfg config.Config) corev1.Container {
 			{Name: boundSATokenVolume, MountPath: boundSATokenDir, ReadOnly: true},
 			{Name: "machine-webhook-cert", MountPath: webhookCertDir, ReadOnly: true},
 		},
-		// OpenShift probes readiness on /healthz and liveness on /readyz
-		// of the provider's health address.
+		// As OpenShift: readiness on /healthz, liveness on /readyz.
 		ReadinessProbe:           httpProbe("/healthz", machineHealthPort),
 		LivenessProbe:            httpProbe("/readyz", machineHealthPort),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          sc,
 	}
-	return c
 }
 
 // Volumes of a provider image's machine-controller container, as on
-// OpenShift: the trusted CA bundle where the image's TLS stack reads it, and
-// a projected ServiceAccount token for the cloud's short-lived credentials
-// (the CredentialsRequests name the ServiceAccount).
+// OpenShift: the trusted CA bundle and a projected token for the cloud's
+// short-lived credentials.
 const (
 	trustedCAVolume     = "trusted-ca"
 	trustedCADir        = "/etc/pki/ca-trust/extracted/pem"
@@ -134,9 +116,7 @@ const (
 	boundSATokenSeconds = 3600
 )
 
-// providerVolumes are the trusted CA bundle (optional: it exists only on
-// OpenShift, where the network operator fills it) and the bound token.
-// Values the server would default (modes, expiration) are explicit.
+// providerVolumes: the trusted CA bundle is optional (OpenShift only).
 func providerVolumes() []corev1.Volume {
 	return []corev1.Volume{
 		{Name: trustedCAVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -154,20 +134,14 @@ func providerVolumes() []corev1.Volume {
 	}
 }
 
-// providerMetricsProxied: a provider image serves plain-HTTP metrics on
-// localhost:8081; the kube-rbac-proxy sidecar (images.json kubeRBACProxy)
-// serves them over HTTPS with authentication and authorization, like this
-// project's binaries do themselves. Without that image the provider's
-// metrics are not exposed.
+// providerMetricsProxied: a provider image's plain-HTTP metrics are served
+// over HTTPS by the kube-rbac-proxy sidecar, if images.json has it.
 func providerMetricsProxied(cfg config.Config) bool {
 	return !providerIsOurs(cfg) && cfg.Images.KubeRBACProxy != ""
 }
 
-// providerMetricsProxy is the kube-rbac-proxy sidecar in front of a provider
-// image's metrics. It authorizes GET /metrics with a SubjectAccessReview (no
-// --config-file, the same rule this project's metrics endpoints apply) and
-// serves the service-ca certificate where there is one, else a self-signed
-// one.
+// providerMetricsProxy is the kube-rbac-proxy sidecar: SubjectAccessReview
+// for GET /metrics, service-ca's certificate if any, else self-signed.
 func providerMetricsProxy(cfg config.Config) corev1.Container {
 	args := []string{
 		fmt.Sprintf("--secure-listen-address=0.0.0.0:%d", providerMetricsProxyPort),
@@ -194,9 +168,7 @@ func providerMetricsProxy(cfg config.Config) corev1.Container {
 	}
 }
 
-// machineMetricsServicePort is the machine-mtrc port of the pod: this project's
-// machine controller serves it itself, a provider image's through the
-// sidecar; 0 when nothing serves it.
+// machineMetricsServicePort is the pod's machine-mtrc port, 0 when nothing serves it.
 func machineMetricsServicePort(cfg config.Config) int32 {
 	switch {
 	case providerIsOurs(cfg):

@@ -7,8 +7,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// servingCertAnnotation asks OpenShift's service-ca operator to issue a
-// serving certificate for the Service into the named secret.
+// servingCertAnnotation asks service-ca for a serving certificate in the named secret.
 const servingCertAnnotation = "service.beta.openshift.io/serving-cert-secret-name"
 
 // webhookService fronts a webhook port of the operand Deployment on 443.
@@ -32,12 +31,8 @@ func webhookService(cfg config.Config, name, certSecret, targetPort string) *cor
 	return svc
 }
 
-// metricsService fronts the metrics ports of the operand Deployment, one
-// named port per controller container, for ServiceMonitors (Prometheus
-// scrapes the pods behind it, by port name). It carries the pods' labels
-// (k8s-app: controller), which the ServiceMonitor machine-api-controllers
-// selects. With service-ca it gets the serving certificate
-// ControllersMetricsCertSecretName, which the containers serve.
+// metricsService fronts the operand's metrics ports for the ServiceMonitor,
+// which selects it by the pods' labels.
 func metricsService(cfg config.Config) *corev1.Service {
 	var ports []corev1.ServicePort
 	for _, p := range metricsPorts(cfg) {

@@ -9,52 +9,39 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// injectCABundleAnnotation asks OpenShift's service-ca operator to inject its
-// CA into every clientConfig.caBundle of the webhook configuration.
+// injectCABundleAnnotation asks service-ca to inject its CA bundle.
 const injectCABundleAnnotation = "service.beta.openshift.io/inject-cabundle"
 
-// Webhook fields the API server defaults are rendered explicitly where they
-// decide how a request reaches the webhook (so the drift check reverts a
-// foreign change); empty selectors are left to the server's default (match
-// everything). failurePolicy Ignore: the server runs in the operand these
-// webhooks guard, Fail would block Machine API writes while it is down. With
-// service-ca the caBundle is injected, never rendered (so never reverted).
+// Defaults that decide how a request reaches a webhook are rendered (so
+// drift is reverted). failurePolicy Ignore: the server runs in the operand
+// these webhooks guard.
 const (
 	webhookTimeoutSeconds = 10
-	// webhookAPIVersion: the Machine API's and the metal3 remediation API's.
-	webhookAPIVersion = "v1beta1"
+	webhookAPIVersion     = "v1beta1"
 )
 
-// webhookSpec is one admission webhook: its name, the path the serving
-// container answers on, the resource it guards, and the Service in front of
-// that container.
+// webhookSpec is one admission webhook.
 type webhookSpec struct {
 	name, path      string
 	group, resource string
 	service         string
 	operations      []admissionregistrationv1.OperationType
-	// scope is the resource's; "" is Namespaced.
-	scope admissionregistrationv1.ScopeType
+	scope           admissionregistrationv1.ScopeType // "" is Namespaced
 }
 
 var (
 	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 	createOnly   = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 
-	// The Machine, MachineSet and MachineDeployment webhooks, served by
-	// machineset-controller. MachineDeployments are defaulted on update too:
-	// a strategy changed to RollingUpdate gets its maxSurge and
-	// maxUnavailable, as a Deployment's does.
+	// Served by machineset-controller. MachineDeployments are defaulted on
+	// update too, as a Deployment's strategy is.
 	validatingWebhooks = []webhookSpec{
 		machineWebhook("validation.machine.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machine", "machines", createUpdate),
 		machineWebhook("validation.machineset.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machineset", "machinesets", createUpdate),
 		machineWebhook("validation.machinedeployment.machine.openshift.io", "/validate-machine-openshift-io-v1beta1-machinedeployment", "machinedeployments", createUpdate),
 	}
-	// The NodeMaintenance webhook, served by machineset-controller with
-	// medik8s's name, path and rules (pkg/webhooks/nodemaintenance). Its
-	// failurePolicy is Ignore like the others: when it is down, the
-	// NodeMaintenance controller still refuses a second maintenance of a
-	// node or a missing node, by status (Failed).
+	// medik8s's name, path and rules; while it is down the controller still
+	// refuses bad maintenances by status.
 	nodeMaintenanceWebhook = webhookSpec{
 		name: "vnodemaintenance.kb.io", path: "/validate-nodemaintenance-medik8s-io-v1beta1-nodemaintenance",
 		group: nodeMaintenanceGroup, resource: "nodemaintenances", service: config.WebhookServiceName,
@@ -66,9 +53,7 @@ var (
 		machineWebhook("default.machinedeployment.machine.openshift.io", "/mutate-machine-openshift-io-v1beta1-machinedeployment", "machinedeployments", createUpdate),
 	}
 
-	// The metal3 remediation webhooks, served on BareMetal by the provider
-	// image's machine-controller (port machine-webhook, 8440), as OpenShift
-	// renders them; the paths are the ones the provider's server registers.
+	// Served on BareMetal by the provider image, as OpenShift renders them.
 	metal3ValidatingWebhooks = []webhookSpec{
 		metal3Webhook("validation.metal3remediation.k8s.io", "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediation", "metal3remediations"),
 		metal3Webhook("validation.metal3remediationtemplate.k8s.io", "/validate-infrastructure-cluster-x-k8s-io-v1beta1-metal3remediationtemplate", "metal3remediationtemplates"),
@@ -79,14 +64,10 @@ var (
 	}
 )
 
-// metal3Group is the API group of the metal3 remediation resources.
 const metal3Group = "infrastructure.cluster.x-k8s.io"
 
-// machineAPIValidatingWebhooks are the webhooks of the validating
-// configuration config.WebhookConfigurationName: the Machine API's, and the
-// NodeMaintenance one where this operator runs the NodeMaintenance
-// controller (not where the node-maintenance-operator owns the API and
-// serves its own webhook).
+// machineAPIValidatingWebhooks adds the NodeMaintenance webhook where this
+// operator runs the NodeMaintenance controller.
 func machineAPIValidatingWebhooks(cfg config.Config) []webhookSpec {
 	out := slices.Clone(validatingWebhooks)
 	if cfg.MachineHealthCheckEnabled && !cfg.NodeMaintenanceForeign {
@@ -160,22 +141,17 @@ func validatingWebhookConfiguration(cfg config.Config, name string, webhooks []w
 	return obj
 }
 
+// mutatingWebhookConfiguration has the validating one's webhooks, never reinvoked.
 func mutatingWebhookConfiguration(cfg config.Config, name string, webhooks []webhookSpec) *admissionregistrationv1.MutatingWebhookConfiguration {
+	v := validatingWebhookConfiguration(cfg, name, webhooks)
 	obj := &admissionregistrationv1.MutatingWebhookConfiguration{
-		TypeMeta:   typeMeta("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
-		ObjectMeta: objectMeta("", name, nil),
+		TypeMeta: typeMeta("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"), ObjectMeta: v.ObjectMeta,
 	}
-	obj.Annotations = webhookAnnotations(cfg)
-	for _, w := range webhooks {
+	for _, w := range v.Webhooks {
 		obj.Webhooks = append(obj.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:                    w.name,
-			ClientConfig:            w.clientConfig(cfg),
-			Rules:                   w.rules(),
-			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			TimeoutSeconds:          ptr.To[int32](webhookTimeoutSeconds),
-			AdmissionReviewVersions: []string{"v1"},
+			Name: w.Name, ClientConfig: w.ClientConfig, Rules: w.Rules, FailurePolicy: w.FailurePolicy,
+			MatchPolicy: w.MatchPolicy, SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds,
+			AdmissionReviewVersions: w.AdmissionReviewVersions,
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
 		})
 	}

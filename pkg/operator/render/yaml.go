@@ -11,11 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ToUnstructured converts a rendered object to exactly the fields Render
-// set: typed Go structs serialize their status (with zero counters such as a
-// DaemonSet's numberReady: 0) even though Render never sets one, so status is
-// dropped. (creationTimestamp is already omitted: metav1.Time is omitzero.)
-// This is the form to compare against live objects and to print.
+// ToUnstructured converts a rendered object to exactly the fields Render set
+// (the zero status typed structs serialize is dropped).
 func ToUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -38,9 +35,8 @@ func ToYAML(obj client.Object) ([]byte, error) {
 	return data, nil
 }
 
-// FileName is a stable file name for the i-th rendered object:
-// "<ii>_<kind>[_<namespace>]_<name>.yaml", kind in lower case, index with at
-// least two digits so that the files sort in apply order.
+// FileName is "<ii>_<kind>[_<namespace>]_<name>.yaml" for the i-th object,
+// sorting in apply order.
 func FileName(i int, obj client.Object) string {
 	parts := []string{fmt.Sprintf("%02d", i), strings.ToLower(kindOf(obj))}
 	if ns := obj.GetNamespace(); ns != "" {
