@@ -1,11 +1,5 @@
 package machineset
 
-// MachineSets another API is authoritative for (OpenShift's
-// MachineAPIMigration feature gate): no Machine is created, deleted, adopted
-// or released and no annotation written; only status.authoritativeAPI (when
-// nobody set it yet) or the Paused condition is. See package
-// internal/authority for the rules.
-
 import (
 	"context"
 	"fmt"
@@ -17,7 +11,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// leaveToAuthority carries out a decision other than Reconcile.
+// leaveToAuthority carries out a decision other than Reconcile (package
+// internal/authority): only status.authoritativeAPI or Paused is written.
 func (r *Reconciler) leaveToAuthority(ctx context.Context, ms *machinev1beta1.MachineSet, d authority.Decision) error {
 	logger := ctrl.LoggerFrom(ctx)
 	st := *ms.Status.DeepCopy()
@@ -42,8 +37,7 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, ms *machinev1beta1.Ma
 	return nil
 }
 
-// withPaused returns st with the Paused condition of a MachineSet that is
-// reconciled (nil: the gate is off, conditions are left as they are).
+// withPaused returns st with the Paused condition (nil: the gate is off).
 func (r *Reconciler) withPaused(st machinev1beta1.MachineSetStatus, paused *machinev1beta1.Condition) machinev1beta1.MachineSetStatus {
 	if paused != nil {
 		st.Conditions = conditions.Set(st.Conditions, *paused, r.clock.Now())

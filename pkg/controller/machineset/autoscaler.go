@@ -15,20 +15,9 @@ import (
 const mebibyte = 1 << 20
 
 // ScaleFromZeroAnnotations returns the cluster autoscaler's scale-from-zero
-// annotations for Machines built from spec, when spec's providerSpec is a
-// kubemark one (apiVersion group kubemark.machine-api-operator.io), with the
-// provider's defaults applied:
-//
-//	machine.openshift.io/vCPU                          CPU count, rounded up ("2")
-//	machine.openshift.io/memoryMb                      memory in MiB, rounded down ("4096")
-//	machine.openshift.io/maxPods                       pod capacity ("110")
-//	capacity.cluster-autoscaler.kubernetes.io/cpu      CPU quantity ("2", "500m")
-//	capacity.cluster-autoscaler.kubernetes.io/memory   memory quantity ("4Gi")
-//	capacity.cluster-autoscaler.kubernetes.io/maxPods  pod capacity ("110")
-//
-// kubemark is false for any other providerSpec (nothing to manage). For a
-// kubemark providerSpec that does not decode or validate, err says why and
-// the annotations are nil.
+// annotations (constants.go) for Machines built from spec, when its
+// providerSpec is a kubemark one (kubemark true), with the defaults applied;
+// err says why a kubemark providerSpec does not decode or validate.
 func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map[string]string, kubemark bool, err error) {
 	if spec.ProviderSpec.Value == nil || len(spec.ProviderSpec.Value.Raw) == 0 {
 		return nil, false, nil
@@ -63,8 +52,8 @@ func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map
 	}, true, nil
 }
 
-// missingAnnotations returns the entries of want that current lacks or
-// holds with another value (nil when none).
+// missingAnnotations returns the entries of want that current lacks or holds
+// with another value (nil when none).
 func missingAnnotations(current, want map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range want {

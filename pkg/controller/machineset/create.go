@@ -17,9 +17,8 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
 
-// DefaultCreateRetry paces the retries of a Create whose outcome is unknown
-// (the connection broke before the response): about two minutes in all, so
-// an API server restart is ridden out.
+// DefaultCreateRetry paces the retries of a Create whose outcome is unknown:
+// about two minutes in all, so an API server restart is ridden out.
 func DefaultCreateRetry() wait.Backoff {
 	return wait.Backoff{Duration: time.Second, Factor: 2, Steps: 11, Cap: 16 * time.Second}
 }
@@ -34,19 +33,17 @@ func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.Mach
 		r.expectations.BeginCreations(key, size)
 		errs := parallel(size, size, func(int) error { return r.createMachine(ctx, ms, key) })
 		done += size
-		if failed := countErrors(errs); failed > 0 {
+		if failed, first := failures(errs); failed > 0 {
 			return fmt.Errorf("%d of %d Machine creations in a batch failed (%d left for later): %w",
-				failed, size, n-done, firstError(errs))
+				failed, size, n-done, first)
 		}
 	}
 	return nil
 }
 
-// createMachine creates one Machine under a name chosen here, as the API
-// server's generateName would choose it, so that a Create whose response was
-// lost can be sent again: AlreadyExists then means the first one went
-// through. A server-side generateName would leave an extra Machine (and
-// instance) for every lost response.
+// createMachine creates one Machine under a name chosen here (as generateName
+// would), so a Create whose response was lost can be resent: AlreadyExists
+// means it went through. See docs/architecture.md, "MachineSet controller".
 func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName) error {
 	m := newMachine(ms)
 	m.Name = apinames.SimpleNameGenerator.GenerateName(m.GenerateName)
@@ -57,9 +54,7 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 		err = r.resendCreate(ctx, sent, err)
 	}
 	switch {
-	case errors.Is(err, errOutcomeUnknown):
-		// It may exist: expected by name until the timeout, so it is never
-		// created twice; if it never shows, the expectation expires.
+	case errors.Is(err, errOutcomeUnknown): // expected until the timeout, never created twice
 		ctrl.LoggerFrom(ctx).Info("Machine creation outcome unknown; expecting it until the expectations timeout", "machine", m.Name, "err", err)
 		r.expectations.CreationSucceeded(key, m.Name)
 		return err
@@ -77,10 +72,8 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 
 var errOutcomeUnknown = errors.New("the API server did not say whether the Machine was created")
 
-// resendCreate sends m's Create again while the outcome stays unknown. It
-// returns nil once the Machine exists (AlreadyExists: the lost Create went
-// through), the API server's answer when it refuses, and errOutcomeUnknown
-// when the retries run out.
+// resendCreate sends m's Create again while the outcome stays unknown: nil
+// once the Machine exists, the API server's refusal, or errOutcomeUnknown.
 func (r *Reconciler) resendCreate(ctx context.Context, m *machinev1beta1.Machine, first error) error {
 	last := first
 	var answer error
@@ -106,9 +99,8 @@ func (r *Reconciler) resendCreate(ctx context.Context, m *machinev1beta1.Machine
 	return nil
 }
 
-// unknownOutcome reports whether err leaves open whether a Create was
-// carried out: no answer from the API server (a broken connection), or one
-// saying the request timed out or failed inside the server.
+// unknownOutcome reports whether err leaves open whether a Create was carried
+// out: no answer (a broken connection), a timeout or a server-side failure.
 func unknownOutcome(err error) bool {
 	if err == nil {
 		return false

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
@@ -16,22 +17,17 @@ import (
 // machineSetKind is the kind of the controller ownerReference on Machines.
 var machineSetKind = machinev1beta1.GroupVersion.WithKind("MachineSet")
 
-// claims sorts a MachineSet's candidate Machines.
+// claims sorts a MachineSet's candidate Machines. All but adopt are owned
+// and, but for deleting, not being deleted.
 type claims struct {
-	// active are owned, matching and not being deleted: they count.
-	active []*machinev1beta1.Machine
-	// adopt are orphans that match and are not being deleted.
-	adopt []*machinev1beta1.Machine
-	// release are owned, not being deleted, but no longer matching.
-	release []*machinev1beta1.Machine
-	// deleting are owned and being deleted (not counted).
+	active   []*machinev1beta1.Machine // matching: they count
+	adopt    []*machinev1beta1.Machine // orphans that match, not being deleted
+	release  []*machinev1beta1.Machine // no longer matching
 	deleting int
 }
 
 // controllerOf returns the controller ownerReference of o, or nil.
-func controllerOf(o metav1.Object) *metav1.OwnerReference {
-	return metav1.GetControllerOfNoCopy(o)
-}
+var controllerOf = metav1.GetControllerOfNoCopy
 
 // machineSetOwner returns the MachineSet named by m's controller
 // ownerReference (in m's namespace), if it is one.
@@ -47,17 +43,15 @@ func machineSetOwner(m metav1.Object) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: m.GetNamespace(), Name: ref.Name}, true
 }
 
-// classifyMachines sorts machines (owned by ms or orphans; anything else is
-// ignored) by what the controller must do with them. sel is ms's selector
-// (labels.Nothing() for an empty one).
+// classifyMachines sorts machines by what the controller must do with them
+// (others' are ignored). sel is selectorOf(ms).
 func classifyMachines(ms *machinev1beta1.MachineSet, sel labels.Selector, machines []*machinev1beta1.Machine) claims {
 	var c claims
 	for _, m := range machines {
 		ref := controllerOf(m)
 		matches := sel.Matches(labels.Set(m.Labels))
 		switch {
-		case ref != nil && ref.UID != ms.UID:
-			// Someone else's.
+		case ref != nil && ref.UID != ms.UID: // someone else's
 		case ref != nil && m.DeletionTimestamp != nil:
 			c.deleting++
 		case ref != nil && matches:
@@ -71,23 +65,18 @@ func classifyMachines(ms *machinev1beta1.MachineSet, sel labels.Selector, machin
 	return c
 }
 
-// replicaAction is what decide wants done.
+// replicaAction is what decide wants done: create Machines, remove these (in
+// delete order), wait for pending expectations, or nothing as Machines are
+// missing but creation is frozen.
 type replicaAction struct {
-	// create is how many Machines to create.
 	create int
-	// remove are the Machines to delete, in delete order.
 	remove []*machinev1beta1.Machine
-	// wait is set when expectations are pending: nothing is done.
-	wait bool
-	// frozen is set when Machines are missing but the MachineSet is frozen
-	// by the overshoot safety check (package safety): none are created.
+	wait   bool
 	frozen bool
 }
 
-// decide compares the active Machines with the desired count. Nothing is
-// done while expectations are not satisfied; creations are capped at
-// maxCreate (no cap when <= 0) and none are made while frozen (scale-down
-// still works).
+// decide compares the active Machines with the desired count. Creations are
+// capped at maxCreate (no cap when <= 0); frozen stops them, not scale-down.
 func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, policy machinev1beta1.MachineSetDeletePolicy, maxCreate int, frozen bool) replicaAction {
 	if !satisfied {
 		return replicaAction{wait: true}
@@ -108,9 +97,8 @@ func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, polic
 	return replicaAction{}
 }
 
-// availability says whether a Machine's Node is ready and available:
-// available means Ready=True for at least minReady. When ready but not yet
-// available, wait is the time until it will be.
+// availability says whether a Machine's Node is ready, and available (Ready
+// for minReady); when only ready, wait is the time until available.
 func availability(node *corev1.Node, minReady time.Duration, now time.Time) (ready, available bool, wait time.Duration) {
 	c := nodeutil.ReadyCondition(node)
 	if c == nil || c.Status != corev1.ConditionTrue {
@@ -126,10 +114,9 @@ func availability(node *corev1.Node, minReady time.Duration, now time.Time) (rea
 	return true, false, availableAt.Sub(now)
 }
 
-// computeStatus returns ms's status for the active Machines (errorReason and
-// errorMessage cleared): nodeOf returns the Node a Machine's nodeRef names
-// (nil when unknown). requeue is the time until the next ready Machine
-// becomes available (0 when none is waiting).
+// computeStatus returns ms's status for the active Machines (errors cleared);
+// nodeOf returns a Node by name (nil when unknown). requeue is the time until
+// the next ready Machine becomes available (0: none is waiting).
 func computeStatus(ms *machinev1beta1.MachineSet, active []*machinev1beta1.Machine, nodeOf func(name string) *corev1.Node, now time.Time) (st machinev1beta1.MachineSetStatus, requeue time.Duration) {
 	st = *ms.Status.DeepCopy()
 	st.ErrorReason, st.ErrorMessage = nil, nil
@@ -162,9 +149,7 @@ func computeStatus(ms *machinev1beta1.MachineSet, active []*machinev1beta1.Machi
 // invalidStatus returns ms's status marked invalid with message.
 func invalidStatus(ms *machinev1beta1.MachineSet, message string) machinev1beta1.MachineSetStatus {
 	st := *ms.Status.DeepCopy()
-	reason := machinev1beta1.InvalidConfigurationMachineSetError
-	st.ErrorReason = &reason
-	st.ErrorMessage = &message
+	st.ErrorReason, st.ErrorMessage = ptr.To(machinev1beta1.InvalidConfigurationMachineSetError), &message
 	st.ObservedGeneration = ms.Generation
 	st.LabelSelector = metav1.FormatLabelSelector(&ms.Spec.Selector)
 	return st

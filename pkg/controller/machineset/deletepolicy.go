@@ -17,7 +17,6 @@ const (
 	classOther
 )
 
-// deleteClass returns the class of m in the delete order.
 func deleteClass(m *machinev1beta1.Machine) int {
 	switch {
 	case m.DeletionTimestamp != nil:
@@ -33,30 +32,22 @@ func deleteClass(m *machinev1beta1.Machine) int {
 	}
 }
 
-// isFailed reports whether m has an errorReason or errorMessage, or is in
-// phase Failed.
+// isFailed reports whether m has an errorReason or errorMessage, or phase Failed.
 func isFailed(m *machinev1beta1.Machine) bool {
 	return (m.Status.ErrorReason != nil && *m.Status.ErrorReason != "") ||
 		(m.Status.ErrorMessage != nil && *m.Status.ErrorMessage != "") ||
 		(m.Status.Phase != nil && *m.Status.Phase == "Failed")
 }
 
-// randomKey is the Random policy's sort key: FNV-1a 64 of the UID, or of
-// the name when the UID is empty.
+// randomKey is the Random policy's sort key: FNV-1a 64 of the UID (or name).
 func randomKey(m *machinev1beta1.Machine) uint64 {
 	h := fnv.New64a()
-	if m.UID != "" {
-		_, _ = h.Write([]byte(m.UID))
-	} else {
-		_, _ = h.Write([]byte(m.Name))
-	}
+	_, _ = h.Write([]byte(cmp.Or(string(m.UID), m.Name)))
 	return h.Sum64()
 }
 
-// MachinesToDelete returns the n Machines to delete first under policy (the
-// MachineSet's spec.deletePolicy: Random, "" or unknown values mean Random),
-// in delete order; all of them when n >= len(machines), none when n <= 0.
-// Order: class (deleteClass), then policy (Oldest, Newest, Random by
+// MachinesToDelete returns the first n (at most) of machines in delete order:
+// class (deleteClass), then policy (Oldest, Newest, else Random by
 // randomKey), then name. machines is not modified.
 func MachinesToDelete(policy machinev1beta1.MachineSetDeletePolicy, machines []*machinev1beta1.Machine, n int) []*machinev1beta1.Machine {
 	if n <= 0 || len(machines) == 0 {

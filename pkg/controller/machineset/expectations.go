@@ -9,50 +9,30 @@ import (
 )
 
 // Expectations remembers, per MachineSet, the Machine creations (by name)
-// and deletions (by UID) the controller issued but has not yet seen in its
-// informer cache. It is safe for concurrent use.
+// and deletions (by UID) the controller issued but its cache has not shown
+// yet; each expires after the timeout. Safe for concurrent use.
 //
-// The protocol for creations, whose names are only known from the Create
-// response (generateName):
-//
-//	BeginCreations(key, n)        before issuing n Creates
-//	CreationSucceeded(key, name)  for each successful Create
-//	CreationFailed(key)           for each failed Create
-//	CreationObserved(key, name)   from the informer's create event
-//
-// An observation that arrives before CreationSucceeded (the informer was
-// faster than the Create response) is remembered while creations are in
-// flight, so the name is not expected afterwards.
-//
-// For deletions, whose UIDs are known beforehand:
-//
-//	ExpectDeletions(key, uids)    before issuing the Deletes
-//	DeletionFailed(key, uid)      when a Delete failed (nothing will be observed)
-//	DeletionObserved(key, uid)    from a delete event, or an update that set deletionTimestamp
-//
-// Every expectation expires after the timeout given to NewExpectations; an
-// expired one is dropped by Satisfied and reported to the OnTimeout hook.
+// Creations: BeginCreations before the Creates, then CreationSucceeded or
+// CreationFailed per Create; CreationObserved from the informer. A name
+// observed before its CreationSucceeded is remembered while Creates are in
+// flight. Deletions: ExpectDeletions before the Deletes, DeletionFailed or
+// DeletionObserved (a delete event, or deletionTimestamp set).
 type Expectations struct {
 	mu      sync.Mutex
 	clock   clock.PassiveClock
 	timeout time.Duration
 	sets    map[types.NamespacedName]*expectationSet
 
-	// OnTimeout (optional) is called, without the lock held, with the number
-	// of creations and deletions of key that expired. Set it before use.
+	// OnTimeout (optional) is called, without the lock, with the counts of
+	// key's expired creations and deletions. Set it before use.
 	OnTimeout func(key types.NamespacedName, creates, deletes int)
 }
 
 type expectationSet struct {
-	// inFlight counts Creates issued whose outcome is not recorded yet.
-	inFlight int
-	// creates maps a Machine name to the deadline of its expected creation.
-	creates map[string]time.Time
-	// deletes maps a Machine UID to the deadline of its expected deletion.
-	deletes map[types.UID]time.Time
-	// early holds names observed while Creates were in flight and before
-	// their CreationSucceeded; cleared when no Create is in flight.
-	early map[string]struct{}
+	inFlight int                     // Creates whose outcome is not recorded yet
+	creates  map[string]time.Time    // name → deadline
+	deletes  map[types.UID]time.Time // UID → deadline
+	early    map[string]struct{}     // observed before CreationSucceeded
 }
 
 func (s *expectationSet) empty() bool {
@@ -72,8 +52,7 @@ func NewExpectations(clk clock.PassiveClock, timeout time.Duration) *Expectation
 	return &Expectations{clock: clk, timeout: timeout, sets: map[types.NamespacedName]*expectationSet{}}
 }
 
-// set returns key's set, creating it when create is true (else nil when
-// absent). The lock must be held.
+// set returns key's set, creating it when create is true. The lock must be held.
 func (e *Expectations) set(key types.NamespacedName, create bool) *expectationSet {
 	s := e.sets[key]
 	if s == nil && create {
@@ -103,8 +82,7 @@ func (e *Expectations) BeginCreations(key types.NamespacedName, n int) {
 	e.set(key, true).inFlight += n
 }
 
-// CreationSucceeded records that a Create begun with BeginCreations returned
-// the Machine name: its creation is expected until observed.
+// CreationSucceeded records that a Create returned the Machine name.
 func (e *Expectations) CreationSucceeded(key types.NamespacedName, name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -120,7 +98,7 @@ func (e *Expectations) CreationSucceeded(key types.NamespacedName, name string) 
 	e.gc(key, s)
 }
 
-// CreationFailed records that a Create begun with BeginCreations failed.
+// CreationFailed records that a Create failed.
 func (e *Expectations) CreationFailed(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -135,7 +113,6 @@ func (e *Expectations) CreationFailed(key types.NamespacedName) {
 }
 
 // CreationObserved records that the informer saw the Machine name of key.
-// Observing a name twice, or one never expected, changes nothing.
 func (e *Expectations) CreationObserved(key types.NamespacedName, name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -154,8 +131,7 @@ func (e *Expectations) CreationObserved(key types.NamespacedName, name string) {
 	e.gc(key, s)
 }
 
-// ExpectDeletions records that the Machines with these UIDs are about to be
-// deleted for key.
+// ExpectDeletions records that the Machines uids are about to be deleted.
 func (e *Expectations) ExpectDeletions(key types.NamespacedName, uids ...types.UID) {
 	if len(uids) == 0 {
 		return
@@ -169,14 +145,12 @@ func (e *Expectations) ExpectDeletions(key types.NamespacedName, uids ...types.U
 	}
 }
 
-// DeletionFailed drops the expected deletion of uid (its Delete failed, or
-// the Machine was already gone).
+// DeletionFailed drops the expected deletion of uid (its Delete failed).
 func (e *Expectations) DeletionFailed(key types.NamespacedName, uid types.UID) {
 	e.DeletionObserved(key, uid)
 }
 
-// DeletionObserved records that the informer saw the Machine uid deleted
-// or being deleted. Observing it twice changes nothing.
+// DeletionObserved records that the informer saw the Machine uid (being) deleted.
 func (e *Expectations) DeletionObserved(key types.NamespacedName, uid types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -189,8 +163,8 @@ func (e *Expectations) DeletionObserved(key types.NamespacedName, uid types.UID)
 }
 
 // Satisfied drops key's expired expectations (reporting them to OnTimeout)
-// and reports whether nothing is pending. When something is, wait is the
-// time until the first pending expectation expires.
+// and reports whether nothing is pending; if something is, wait is the time
+// until the first pending one expires.
 func (e *Expectations) Satisfied(key types.NamespacedName) (ok bool, wait time.Duration) {
 	e.mu.Lock()
 	s := e.set(key, false)
@@ -199,28 +173,10 @@ func (e *Expectations) Satisfied(key types.NamespacedName) (ok bool, wait time.D
 		return true, 0
 	}
 	now := e.clock.Now()
-	var expiredCreates, expiredDeletes int
-	var next time.Time
-	track := func(deadline time.Time) {
-		if next.IsZero() || deadline.Before(next) {
-			next = deadline
-		}
-	}
-	for name, deadline := range s.creates {
-		if !now.Before(deadline) {
-			delete(s.creates, name)
-			expiredCreates++
-		} else {
-			track(deadline)
-		}
-	}
-	for uid, deadline := range s.deletes {
-		if !now.Before(deadline) {
-			delete(s.deletes, uid)
-			expiredDeletes++
-		} else {
-			track(deadline)
-		}
+	expiredCreates, nextCreate := expire(s.creates, now)
+	expiredDeletes, next := expire(s.deletes, now)
+	if next.IsZero() || (!nextCreate.IsZero() && nextCreate.Before(next)) {
+		next = nextCreate
 	}
 	inFlight := s.inFlight
 	e.gc(key, s)
@@ -239,8 +195,8 @@ func (e *Expectations) Satisfied(key types.NamespacedName) (ok bool, wait time.D
 	return false, next.Sub(now)
 }
 
-// Pending returns how many creations (in flight or expected by name) and
-// deletions are pending for key, without expiring anything.
+// Pending returns how many creations and deletions are pending for key,
+// without expiring anything.
 func (e *Expectations) Pending(key types.NamespacedName) (creates, deletes int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -256,4 +212,19 @@ func (e *Expectations) Forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.sets, key)
+}
+
+// expire drops the entries of m whose deadline passed, returning how many
+// and the earliest deadline left (zero when none).
+func expire[K comparable](m map[K]time.Time, now time.Time) (expired int, next time.Time) {
+	for k, deadline := range m {
+		switch {
+		case !now.Before(deadline):
+			delete(m, k)
+			expired++
+		case next.IsZero() || deadline.Before(next):
+			next = deadline
+		}
+	}
+	return expired, next
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -27,39 +28,25 @@ import (
 
 // Options configure a Reconciler.
 type Options struct {
-	// Namespace (optional) restricts the controller to MachineSets and
-	// Machines of one namespace; empty means every namespace the cache sees.
+	// Namespace (optional) restricts the controller to one namespace.
 	Namespace string
-	// Client reads MachineSets, Machines and Nodes and writes. Its reads
-	// must be served by a cache with the IndexMachineController and
-	// machine.NodeRefNameField indexes, which SetupWithManager registers
-	// (the manager's client; the default).
+	// Client reads a cache with SetupWithManager's indexes (default: the manager's).
 	Client client.Client
-	// APIReader reads uncached: the MachineSet is re-read from the API server
-	// before adopting orphans. Default: the manager's API reader (Client when
-	// there is no manager).
+	// APIReader re-reads the MachineSet uncached before adopting (default: the manager's).
 	APIReader client.Reader
-	// Recorder (optional) receives events. Default: the manager's recorder
-	// named ControllerName.
+	// Recorder (optional) receives events (default: the manager's, named ControllerName).
 	Recorder events.EventRecorder
 	// Clock (optional) is the time source; tests use a fake one.
 	Clock clock.PassiveClock
-	// MaxCreateBurst caps the Machines created by one Reconcile (default
-	// DefaultMaxCreateBurst, 500). Flag: --machine-create-burst.
+	// MaxCreateBurst caps the Machines one Reconcile creates (--machine-create-burst).
 	MaxCreateBurst int
-	// MaxConcurrentDeletes caps the Machine deletions in flight at a time
-	// (default DefaultMaxConcurrentDeletes, 50). Flag: --max-concurrent-deletes.
+	// MaxConcurrentDeletes caps the deletions in flight (--max-concurrent-deletes).
 	MaxConcurrentDeletes int
-	// MachineAPIMigration is OpenShift's feature gate of that name: when set,
-	// a MachineSet whose status.authoritativeAPI is not MachineAPI is left
-	// alone with Paused=True (package internal/authority).
+	// MachineAPIMigration is OpenShift's feature gate (package internal/authority).
 	MachineAPIMigration bool
-	// ExpectationsTimeout is how long an expected creation or deletion may
-	// stay unobserved in the cache before it is dropped (default
-	// DefaultExpectationsTimeout, 5m). Flag: --expectations-timeout.
+	// ExpectationsTimeout drops expectations the cache never shows (--expectations-timeout).
 	ExpectationsTimeout time.Duration
-	// CreateRetry (optional) paces the resending of a Create whose response
-	// was lost (default DefaultCreateRetry).
+	// CreateRetry (optional) paces resending a Create whose response was lost.
 	CreateRetry wait.Backoff
 }
 
@@ -78,7 +65,7 @@ type Reconciler struct {
 }
 
 // NewReconciler returns a MachineSet controller with opts' defaults filled
-// in. It registers the metrics.
+// in (the Default* constants). It registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
 	r := &Reconciler{
@@ -126,8 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading MachineSet %s: %w", req.NamespacedName, err)
 	}
-	if ms.DeletionTimestamp != nil {
-		// The garbage collector deletes the Machines (ownerReferences).
+	if ms.DeletionTimestamp != nil { // the garbage collector deletes the Machines
 		return ctrl.Result{}, nil
 	}
 	d := authority.Decide(r.migration, ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI)
@@ -165,9 +151,8 @@ func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.Ma
 func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.MachineSet, paused *machinev1beta1.Condition) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	key := client.ObjectKeyFromObject(ms)
-	// Expectations are checked before the cache is read: an observation
-	// recorded after the list would otherwise vouch for a Machine the list
-	// does not contain.
+	// Before the list: an observation recorded after it would vouch for a
+	// Machine the list lacks.
 	satisfied, _ := r.expectations.Satisfied(key)
 	machines, err := r.listMachines(ctx, ms)
 	if err != nil {
@@ -176,14 +161,13 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	c := classifyMachines(ms, selectorOf(ms), machines)
 	active := c.active
 
-	// Claim: adopt matching orphans, release owned Machines that stopped
-	// matching. A failed claim means our view is stale or contested: no
-	// replica changes until it succeeds.
+	// A failed claim means our view is stale or contested: no replica
+	// changes until it succeeds.
 	var claimErr error
 	if len(c.adopt) > 0 {
 		adopted, err := r.adopt(ctx, ms, c.adopt)
 		active = append(active, adopted...)
-		claimErr = errors.Join(claimErr, err)
+		claimErr = err
 	}
 	if len(c.release) > 0 {
 		claimErr = errors.Join(claimErr, r.release(ctx, ms, c.release))
@@ -221,8 +205,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 		return ctrl.Result{}, err
 	}
 	res := ctrl.Result{RequeueAfter: availWait}
-	// Wake up when pending expectations expire, should the cache never show
-	// them (a lost event).
+	// Wake up when pending expectations expire, should an event be lost.
 	if ok, wait := r.expectations.Satisfied(key); !ok && wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
 		res.RequeueAfter = wait
 	}
@@ -230,8 +213,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 }
 
 // listMachines lists, from the cache, the Machines ms controls and the
-// orphans of its namespace (the index keeps this O(owned + orphans)). The
-// returned objects are the cache's own: never modify them.
+// orphans of its namespace. They are the cache's own: never modify them.
 func (r *Reconciler) listMachines(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
 	var out []*machinev1beta1.Machine
 	for _, v := range []string{string(ms.UID), OrphanIndexValue} {
@@ -247,8 +229,7 @@ func (r *Reconciler) listMachines(ctx context.Context, ms *machinev1beta1.Machin
 	return out, nil
 }
 
-// nodeLookup returns a memoizing cache lookup of Nodes by name (nil when
-// absent).
+// nodeLookup returns a memoizing cache lookup of Nodes by name (nil when absent).
 func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 	seen := map[string]*corev1.Node{}
 	return func(name string) *corev1.Node {
@@ -267,14 +248,12 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 	}
 }
 
-// patchStatus writes st as ms's status when it differs (package
-// internal/patch: another writer's condition survives).
+// patchStatus writes st as ms's status when it differs.
 func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
 	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, r.apiReader, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st }))
 }
 
-// syncScaleFromZero keeps the scale-from-zero annotations of a kubemark
-// MachineSet (metadata patch only when one differs).
+// syncScaleFromZero keeps the scale-from-zero annotations of a kubemark MachineSet.
 func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.MachineSet) error {
 	want, kubemark, err := ScaleFromZeroAnnotations(&ms.Spec.Template.Spec)
 	if !kubemark {
@@ -289,12 +268,11 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 		return nil
 	}
 	upd := ms.DeepCopy()
+	upd.Annotations = maps.Clone(ms.Annotations)
 	if upd.Annotations == nil {
-		upd.Annotations = map[string]string{}
+		upd.Annotations = diff
 	}
-	for k, v := range diff {
-		upd.Annotations[k] = v
-	}
+	maps.Copy(upd.Annotations, diff)
 	if err := r.client.Patch(ctx, upd, client.MergeFrom(ms)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patching scale-from-zero annotations: %w", err)
 	}
@@ -302,9 +280,8 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 }
 
 // adopt adds ms's controller reference to the orphans and returns the ones
-// adopted. The MachineSet is first re-read uncached so a deleted or
-// replaced MachineSet adopts nothing; each patch carries the Machine's
-// resourceVersion, so a concurrent change (another owner) wins.
+// adopted. The MachineSet is first re-read uncached so a deleted or replaced
+// MachineSet adopts nothing; the patches' optimistic lock lets another owner win.
 func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, orphans []*machinev1beta1.Machine) ([]*machinev1beta1.Machine, error) {
 	reader := r.apiReader
 	if reader == nil {
@@ -321,58 +298,47 @@ func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, o
 		return nil, fmt.Errorf("not adopting Machines: MachineSet is being deleted")
 	}
 	ref := metav1.NewControllerRef(ms, machineSetKind)
-	adopted := make([]*machinev1beta1.Machine, len(orphans))
-	errs := parallel(len(orphans), r.maxDeletes, func(i int) error {
-		orig := orphans[i]
-		upd := orig.DeepCopy()
-		upd.OwnerReferences = append(upd.OwnerReferences, *ref)
-		if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("adopting Machine %s: %w", orig.Name, err)
-		}
-		ctrl.LoggerFrom(ctx).V(2).Info("adopted Machine", "machine", orig.Name)
-		adopted[i] = upd
-		return nil
+	adopted, err := r.patchOwners(ctx, orphans, "adopting", "adopted Machine", func(m *machinev1beta1.Machine) {
+		m.OwnerReferences = append(m.OwnerReferences, *ref)
 	})
-	var out []*machinev1beta1.Machine
-	for _, m := range adopted {
-		if m != nil {
-			out = append(out, m)
-		}
-	}
-	return out, errors.Join(errs...)
+	return slices.DeleteFunc(adopted, func(m *machinev1beta1.Machine) bool { return m == nil }), err
 }
 
 // release removes ms's ownerReference from Machines that stopped matching.
 func (r *Reconciler) release(ctx context.Context, ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Machine) error {
+	_, err := r.patchOwners(ctx, machines, "releasing", "released Machine: its labels no longer match the selector",
+		func(m *machinev1beta1.Machine) {
+			m.OwnerReferences = slices.DeleteFunc(m.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == ms.UID })
+		})
+	return err
+}
+
+// patchOwners patches each Machine's ownerReferences with edit under an
+// optimistic lock, in parallel; it returns the patched Machines by index
+// (nil where gone or failed) and the errors joined.
+func (r *Reconciler) patchOwners(ctx context.Context, machines []*machinev1beta1.Machine, verb, done string, edit func(*machinev1beta1.Machine)) ([]*machinev1beta1.Machine, error) {
+	out := make([]*machinev1beta1.Machine, len(machines))
 	errs := parallel(len(machines), r.maxDeletes, func(i int) error {
 		orig := machines[i]
 		upd := orig.DeepCopy()
-		refs := upd.OwnerReferences[:0]
-		for _, ref := range upd.OwnerReferences {
-			if ref.UID != ms.UID {
-				refs = append(refs, ref)
-			}
-		}
-		upd.OwnerReferences = refs
+		edit(upd)
 		if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
-			return fmt.Errorf("releasing Machine %s: %w", orig.Name, err)
+			return fmt.Errorf("%s Machine %s: %w", verb, orig.Name, err)
 		}
-		ctrl.LoggerFrom(ctx).V(2).Info("released Machine: its labels no longer match the selector", "machine", orig.Name)
+		ctrl.LoggerFrom(ctx).V(2).Info(done, "machine", orig.Name)
+		out[i] = upd
 		return nil
 	})
-	return errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // newMachine returns a Machine built from ms's template.
 func newMachine(ms *machinev1beta1.MachineSet) *machinev1beta1.Machine {
 	t := &ms.Spec.Template
-	m := &machinev1beta1.Machine{
+	return &machinev1beta1.Machine{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    ms.Name + "-",
 			Namespace:       ms.Namespace,
@@ -382,7 +348,6 @@ func newMachine(ms *machinev1beta1.MachineSet) *machinev1beta1.Machine {
 		},
 		Spec: *t.Spec.DeepCopy(),
 	}
-	return m
 }
 
 // deleteMachines deletes victims, at most maxDeletes at a time.
@@ -396,8 +361,8 @@ func (r *Reconciler) deleteMachines(ctx context.Context, ms *machinev1beta1.Mach
 	errs := parallel(len(victims), r.maxDeletes, func(i int) error {
 		return r.deleteMachine(ctx, ms, key, victims[i])
 	})
-	if failed := countErrors(errs); failed > 0 {
-		return fmt.Errorf("%d of %d Machine deletions failed: %w", failed, len(victims), firstError(errs))
+	if failed, first := failures(errs); failed > 0 {
+		return fmt.Errorf("%d of %d Machine deletions failed: %w", failed, len(victims), first)
 	}
 	return nil
 }
@@ -406,13 +371,13 @@ func (r *Reconciler) deleteMachine(ctx context.Context, ms *machinev1beta1.Machi
 	uid := victim.UID
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace}}
 	err := r.client.Delete(ctx, m, client.Preconditions{UID: &uid})
+	if err != nil { // nothing will be observed
+		r.expectations.DeletionFailed(key, uid)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
-		// Already gone: nothing more will be observed.
-		r.expectations.DeletionFailed(key, uid)
 		return nil
 	case err != nil:
-		r.expectations.DeletionFailed(key, uid)
 		MachineDeletesTotal.WithLabelValues(ResultFailure).Inc()
 		r.events.Eventf(ms, victim, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting machine %s: %v", victim.Name, err)
 		return fmt.Errorf("deleting Machine %s: %w", victim.Name, err)

@@ -12,12 +12,8 @@ const (
 	ResultFailure = "failure"
 )
 
-// The per-MachineSet gauges (mapi_machine_set_status_replicas{,_available,
-// _ready}, mapi_machine_set_spec_replicas) are served by the operator's
-// collector (pkg/operator/collector), where OpenShift serves them, from the
-// MachineSets' status this controller writes; serving them here too would
-// make two series of each.
-
+// The per-MachineSet gauges (mapi_machine_set_*) are the operator's
+// collector's, as on OpenShift: here they would make two series of each.
 var (
 	// MachineCreatesTotal counts Machine Create requests by result.
 	MachineCreatesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -29,17 +25,15 @@ var (
 		Name: "machine_api_machineset_machine_deletes_total",
 		Help: "Machine deletions issued by the MachineSet controller, by result.",
 	}, []string{"result"})
-	// ExpectationTimeoutsTotal counts expected creations and deletions that
-	// were not observed in the informer cache before the expectations
-	// timeout and were dropped.
+	// ExpectationTimeoutsTotal counts expectations dropped at their timeout.
 	ExpectationTimeoutsTotal = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "machine_api_machineset_expectation_timeouts_total",
 		Help: "Expected Machine creations and deletions dropped because the cache did not show them in time.",
 	})
 )
 
-// RegisterMetrics registers the controller's metrics with controller-runtime's
-// metrics.Registry. It is safe to call many times (NewReconciler calls it).
+// RegisterMetrics registers the metrics with controller-runtime's registry;
+// calling it again is safe.
 func RegisterMetrics() {
 	mapimetrics.Register(MachineCreatesTotal, MachineDeletesTotal, ExpectationTimeoutsTotal)
 }

@@ -1,10 +1,13 @@
 package machineset
 
-import "golang.org/x/sync/errgroup"
+import (
+	"cmp"
 
-// parallel runs fn(0..n-1) with at most limit running at a time and returns
-// their errors by index: callers count failures and join them, which an
-// errgroup's single first error cannot tell.
+	"golang.org/x/sync/errgroup"
+)
+
+// parallel runs fn(0..n-1), at most limit at a time, and returns their errors
+// by index: callers count failures, which an errgroup's first error cannot tell.
 func parallel(n, limit int, fn func(i int) error) []error {
 	errs := make([]error, n)
 	var g errgroup.Group
@@ -16,21 +19,13 @@ func parallel(n, limit int, fn func(i int) error) []error {
 	return errs
 }
 
-func countErrors(errs []error) int {
-	n := 0
+// failures returns how many errs are not nil, and the first of them.
+func failures(errs []error) (n int, first error) {
 	for _, err := range errs {
 		if err != nil {
 			n++
+			first = cmp.Or(first, err)
 		}
 	}
-	return n
-}
-
-func firstError(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return n, first
 }

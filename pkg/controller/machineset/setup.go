@@ -29,13 +29,9 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// SetupWithManager registers the controller and its cache indexes with mgr.
-// It watches MachineSets; Machines (mapped to their controlling MachineSet,
-// orphans to every MachineSet of the namespace whose selector matches, and
-// on a change both the old and the new owner), recording expectation
-// observations on the way; and Nodes (mapped through the Machines whose
-// nodeRef, or the Node's machine.openshift.io/machine annotation, names
-// them) so readiness changes update the status.
+// SetupWithManager registers the controller and its cache indexes with mgr:
+// it watches MachineSets, Machines (recording expectation observations) and
+// Nodes (their readiness is in the status).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -57,20 +53,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Named("machineset").
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(
 			predicate.NewPredicateFuncs(r.inNamespace),
-			// Status changes too: the status is computed against the cached
-			// MachineSet, and a cache that lagged behind our own status
-			// patch must be corrected once it catches up.
+			// Status changes too: a status computed on a cache behind our own
+			// patch is corrected once it catches up.
 			predicate.ResourceVersionChangedPredicate{},
 		)).
 		Watches(&machinev1beta1.Machine{}, r.machineHandler()).
-		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodePredicate())).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMachineSets),
+			builder.WithPredicates(updates.Matter(nodeChangeMatters))).
 		WithOptions(opts).
 		Complete(r)
 }
 
-// IndexMachinesByController adds the IndexMachineController index. When the
-// cache already has an index of that name on Machines (another controller in
-// the same manager registered it), it is left as it is: see index.Register.
+// IndexMachinesByController adds the IndexMachineController index (unless
+// another controller of the manager did: see index.Register).
 func IndexMachinesByController(ctx context.Context, indexer client.FieldIndexer) error {
 	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: IndexMachineController, Extract: machineControllerIndex})
 }
@@ -88,7 +83,8 @@ func (r *Reconciler) inNamespace(o client.Object) bool {
 }
 
 // machineHandler records expectation observations for every Machine event
-// and enqueues the MachineSets concerned by relevant ones.
+// and enqueues the MachineSets concerned: the controlling one (old and new),
+// or for an orphan every MachineSet whose selector matches.
 func (r *Reconciler) machineHandler() handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
@@ -132,9 +128,7 @@ func (r *Reconciler) machineHandler() handler.EventHandler {
 			if !ok || !r.inNamespace(m) {
 				return
 			}
-			if key, ok := machineSetOwner(m); ok {
-				// The Machine existed, so an expected creation of it
-				// happened; and it is gone.
+			if key, ok := machineSetOwner(m); ok { // it existed, and is gone
 				r.expectations.CreationObserved(key, m.Name)
 				r.expectations.DeletionObserved(key, m.UID)
 			}
@@ -148,8 +142,7 @@ func (r *Reconciler) machineHandler() handler.EventHandler {
 	}
 }
 
-// machineChangeMatters reports whether an update changes what the
-// controller counts: labels, ownership, deletion or the nodeRef.
+// machineChangeMatters reports whether an update changes what the controller counts.
 func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 	return oldM.UID != newM.UID ||
 		!maps.Equal(oldM.Labels, newM.Labels) ||
@@ -173,39 +166,23 @@ func (r *Reconciler) enqueueFor(ctx context.Context, q queue, m *machinev1beta1.
 // enqueueSelecting enqueues every MachineSet of m's namespace whose selector
 // matches m's labels (a Machine without labels matches none).
 func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1beta1.Machine) {
-	for _, key := range r.machineSetsSelecting(ctx, m) {
-		q.Add(reconcile.Request{NamespacedName: key})
-	}
-}
-
-func (r *Reconciler) machineSetsSelecting(ctx context.Context, m *machinev1beta1.Machine) []types.NamespacedName {
 	if len(m.Labels) == 0 {
-		return nil
+		return
 	}
 	list := &machinev1beta1.MachineSetList{}
 	if err := r.client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing MachineSets for an orphan Machine", "machine", m.Name)
-		return nil
+		return
 	}
-	var out []types.NamespacedName
-	set := labels.Set(m.Labels)
 	for i := range list.Items {
-		ms := &list.Items[i]
-		if selectorOf(ms).Matches(set) {
-			out = append(out, client.ObjectKeyFromObject(ms))
+		if ms := &list.Items[i]; selectorOf(ms).Matches(labels.Set(m.Labels)) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ms)})
 		}
 	}
-	return out
 }
 
-// nodeHandler enqueues the MachineSets controlling the Machines of a Node.
-func (r *Reconciler) nodeHandler() handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(r.nodeToMachineSets)
-}
-
-// nodeToMachineSets maps a Node to the MachineSets of the Machines whose
-// status.nodeRef names it, and of the Machine its
-// machine.openshift.io/machine annotation names.
+// nodeToMachineSets maps a Node to the MachineSets of the Machines its
+// status.nodeRef or machine.openshift.io/machine annotation links it to.
 func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []reconcile.Request {
 	seen := map[types.NamespacedName]bool{}
 	var reqs []reconcile.Request
@@ -236,13 +213,8 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 	return reqs
 }
 
-// nodePredicate passes Node creations, deletions, changes of the Ready
-// condition's status or lastTransitionTime and of the
-// machine.openshift.io/machine annotation (heartbeats are dropped).
-func nodePredicate() predicate.Predicate {
-	return updates.Matter(nodeChangeMatters)
-}
-
+// nodeChangeMatters passes changes of the Ready condition's status or
+// lastTransitionTime and of the machine.openshift.io/machine annotation.
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 	if oldN.Annotations[nodelink.MachineAnnotation] != newN.Annotations[nodelink.MachineAnnotation] {
 		return true
