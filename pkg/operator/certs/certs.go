@@ -1,50 +1,12 @@
-// Package certs issues and rotates the webhook serving certificates on
-// clusters without OpenShift's service-ca operator.
+// Package certs issues and rotates the webhook serving certificates where
+// OpenShift's service-ca does not (Manager.Ensure); Retire hands over to it.
 //
-// On OpenShift the service-ca operator issues the serving certificates (the
-// webhook Services carry its annotation) and injects the CA bundle into the
-// webhook configurations; the operator tells the two cases apart at every
-// sync, and when service-ca appears the Manager's Retire deletes what it
-// issued. On vanilla Kubernetes the operator runs a Manager whose Ensure
-// keeps three Secrets in the operator namespace up to date and returns the CA
-// bundle to put in the ValidatingWebhookConfiguration and
-// MutatingWebhookConfiguration.
-//
-// # Secret layout
-//
-// One CA signs both serving certificates, so both webhook configurations carry
-// the same caBundle:
-//
-//   - CASecretName ("machine-api-operator-webhook-ca"), type kubernetes.io/tls:
-//     tls.crt is the current CA certificate, tls.key its private key, ca.crt the
-//     CA bundle (the current CA first, then every earlier CA that has not yet
-//     expired). No pod mounts this Secret.
-//   - config.WebhookCertSecretName and config.MachineWebhookCertSecretName,
-//     type kubernetes.io/tls: tls.crt is the serving certificate for the
-//     Service (DNS names <svc>.<ns>.svc and <svc>.<ns>.svc.cluster.local), tls.key
-//     its private key, ca.crt a copy of the CA bundle. The webhook servers mount
-//     these.
-//
-// All three carry config.ManagedByLabel=config.ManagedByValue.
-//
-// The CA private key is kept in the cluster (in its own Secret, readable by
-// whoever can read Secrets in the operator namespace) so that a restarted
-// operator keeps issuing serving certificates from the same CA and the
-// webhook configurations' caBundle does not change on every restart. Keeping
-// it out of the serving Secrets means the webhook server pods, which mount
-// those, never see it.
-//
-// # Validity and rotation
-//
-// By default the CA is valid for DefaultCAValidity (365 days) and a serving
-// certificate for DefaultCertValidity (90 days, never beyond its CA). A
-// certificate is rotated once less than DefaultRefreshFraction (1/3) of its
-// validity is left: the serving certificates after about 60 days, the CA after
-// about 243 days. When the CA is rotated the previous CA stays in the bundle
-// until it expires, so webhook servers still presenting a certificate from
-// the old CA (the kubelet updates mounted Secrets with a delay) keep being
-// trusted; the serving certificates are re-issued from the new CA in the same
-// Ensure. Certificates are backdated by ClockSkewAllowance.
+// One CA signs both serving certificates. CASecretName holds it (tls.crt,
+// tls.key, and ca.crt: the current CA and every unexpired earlier one), kept
+// in the cluster so a restarted operator keeps the same caBundle, and out of
+// the serving Secrets the webhook pods mount (tls.crt, tls.key, ca.crt).
+// A certificate is rotated once less than RefreshFraction of its validity is
+// left; an old CA stays in the bundle until it expires.
 //
 // Kept instead of github.com/open-policy-agent/cert-controller: it keeps the
 // CA key in the serving Secret the webhook pods mount, gives each Secret its
@@ -66,13 +28,14 @@ import (
 	"math/big"
 	"slices"
 	"time"
+
+	"k8s.io/client-go/util/keyutil"
 )
 
 // CACommonName is the subject common name of every CA the operator creates.
 const CACommonName = "machine-api-operator-webhook-ca"
 
-// ClockSkewAllowance is how far NotBefore is set before the issuing time, so
-// that an API server whose clock is slightly behind accepts new certificates.
+// ClockSkewAllowance backdates NotBefore for API servers whose clock is behind.
 const ClockSkewAllowance = 5 * time.Minute
 
 const (
@@ -86,14 +49,12 @@ type KeyPair struct {
 	KeyPEM  []byte
 }
 
-// ServiceDNSNames are the DNS names a serving certificate for Service svc in
-// namespace ns is issued for.
+// ServiceDNSNames are the DNS names of a serving certificate for Service svc.
 func ServiceDNSNames(svc, ns string) []string {
 	return []string{svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"}
 }
 
-// NewCA creates a self-signed ECDSA P-256 CA valid from now (less
-// ClockSkewAllowance) for validity.
+// NewCA creates a self-signed ECDSA P-256 CA valid for validity.
 func NewCA(now time.Time, validity time.Duration) (*KeyPair, error) {
 	if validity <= 0 {
 		return nil, fmt.Errorf("CA validity must be positive, got %s", validity)
@@ -124,8 +85,7 @@ func NewCA(now time.Time, validity time.Duration) (*KeyPair, error) {
 }
 
 // NewServingCert creates an ECDSA P-256 server certificate for dnsNames signed
-// by ca, valid from now (less ClockSkewAllowance) for validity but never
-// beyond the CA's own expiry.
+// by ca, valid for validity but never beyond the CA.
 func NewServingCert(ca *KeyPair, dnsNames []string, now time.Time, validity time.Duration) (*KeyPair, error) {
 	if len(dnsNames) == 0 {
 		return nil, errors.New("a serving certificate needs at least one DNS name")
@@ -207,8 +167,8 @@ func (k *KeyPair) Parse() (*x509.Certificate, crypto.Signer, error) {
 	return cert, key, nil
 }
 
-// ParseCertsPEM parses every CERTIFICATE block of data; other block types are
-// an error, and so is data without any certificate.
+// ParseCertsPEM parses every CERTIFICATE block of data; anything else, or no
+// certificate, is an error.
 func ParseCertsPEM(data []byte) ([]*x509.Certificate, error) {
 	var certs []*x509.Certificate
 	rest := data
@@ -236,26 +196,9 @@ func ParseCertsPEM(data []byte) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// ParsePrivateKeyPEM parses one PEM private key.
+// ParsePrivateKeyPEM parses a PEM private key (PKCS #8, SEC 1 or PKCS #1).
 func ParsePrivateKeyPEM(data []byte) (crypto.Signer, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("no PEM private key found")
-	}
-	var (
-		key any
-		err error
-	)
-	switch block.Type {
-	case pemTypePrivateKey:
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "RSA PRIVATE KEY":
-		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
-	default:
-		return nil, fmt.Errorf("unexpected PEM block %q for a private key", block.Type)
-	}
+	key, err := keyutil.ParsePrivateKeyPEM(data)
 	if err != nil {
 		return nil, fmt.Errorf("parsing private key: %w", err)
 	}
@@ -266,8 +209,7 @@ func ParsePrivateKeyPEM(data []byte) (crypto.Signer, error) {
 	return signer, nil
 }
 
-// EncodeCertsPEM encodes certs as concatenated CERTIFICATE blocks. The result
-// depends only on the certificates, so re-encoding a parsed bundle is stable.
+// EncodeCertsPEM encodes certs as concatenated CERTIFICATE blocks (stable).
 func EncodeCertsPEM(certs ...*x509.Certificate) []byte {
 	var buf bytes.Buffer
 	for _, c := range certs {
@@ -308,7 +250,7 @@ func randomSerial() (*big.Int, error) {
 	return serial.Add(serial, big.NewInt(1)), nil // never zero
 }
 
-// Certificates carry whole seconds; truncate so callers can compare exactly.
+// Certificates carry whole seconds: truncated for exact comparisons.
 func notBefore(now time.Time) time.Time {
 	return now.Add(-ClockSkewAllowance).UTC().Truncate(time.Second)
 }

@@ -11,38 +11,26 @@ import (
 
 // Defaults for Options.
 const (
-	// DefaultCAValidity is how long a new CA is valid.
-	DefaultCAValidity = 365 * 24 * time.Hour
-	// DefaultCertValidity is how long a new serving certificate is valid
-	// (never longer than its CA).
-	DefaultCertValidity = 90 * 24 * time.Hour
-	// DefaultRefreshFraction: a certificate is rotated once less than this
-	// fraction of its validity is left.
+	DefaultCAValidity   = 365 * 24 * time.Hour
+	DefaultCertValidity = 90 * 24 * time.Hour // never beyond its CA
+	// DefaultRefreshFraction: rotate once less than this fraction is left.
 	DefaultRefreshFraction = 1.0 / 3
 )
 
 // Secret data keys.
 const (
-	// KeyTLSCert is the certificate (the CA certificate in the CA Secret).
-	KeyTLSCert = corev1.TLSCertKey
-	// KeyTLSKey is the certificate's private key.
-	KeyTLSKey = corev1.TLSPrivateKeyKey
-	// KeyCABundle is the PEM CA bundle the webhook configurations carry.
-	KeyCABundle = "ca.crt"
+	KeyTLSCert  = corev1.TLSCertKey
+	KeyTLSKey   = corev1.TLSPrivateKeyKey
+	KeyCABundle = "ca.crt" // the bundle the webhook configurations carry
 )
 
 // Action is what Decide says to do with a certificate Secret.
 type Action string
 
 const (
-	// Keep: the certificate is valid and not due for rotation.
-	Keep Action = "Keep"
-	// Issue: there is no usable certificate (missing, unparsable, key
-	// mismatch, wrong DNS names, not signed by the current CA, expired).
-	Issue Action = "Issue"
-	// Rotate: the certificate is valid but has less than RefreshFraction of
-	// its validity left.
-	Rotate Action = "Rotate"
+	Keep   Action = "Keep"   // valid and not due
+	Issue  Action = "Issue"  // no usable certificate
+	Rotate Action = "Rotate" // valid, less than RefreshFraction left
 )
 
 // withDefaults fills in zero fields and checks the rest.
@@ -75,15 +63,13 @@ func (o Options) fraction() float64 {
 	return o.RefreshFraction
 }
 
-// RefreshTime is when cert is due for rotation: when less than fraction of
-// its validity (NotBefore to NotAfter) is left.
+// RefreshTime is when less than fraction of cert's validity is left.
 func RefreshTime(cert *x509.Certificate, fraction float64) time.Time {
 	total := cert.NotAfter.Sub(cert.NotBefore)
 	return cert.NotAfter.Add(-time.Duration(float64(total) * fraction))
 }
 
-// DecideCA says what to do with the CA Secret existing (nil if it does not
-// exist). Only tls.crt and tls.key matter; ca.crt is rebuilt by the Manager.
+// DecideCA says what to do with the CA Secret existing (nil if absent).
 func DecideCA(existing *corev1.Secret, now time.Time, opts Options) (Action, string) {
 	if existing == nil {
 		return Issue, "CA Secret does not exist"
@@ -100,9 +86,7 @@ func DecideCA(existing *corev1.Secret, now time.Time, opts Options) (Action, str
 }
 
 // Decide says what to do with the serving-certificate Secret existing (nil if
-// it does not exist) given the current CA certificate and the DNS names the
-// certificate must carry (exactly, in any order). CA mismatch (a certificate
-// not signed by ca, as after a CA rotation) is Issue.
+// absent) given the current CA and the exact DNS names (any order).
 func Decide(existing *corev1.Secret, ca *x509.Certificate, dnsNames []string, now time.Time, opts Options) (Action, string) {
 	if existing == nil {
 		return Issue, "serving certificate Secret does not exist"

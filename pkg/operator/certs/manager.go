@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +29,8 @@ var servingSecrets = []struct{ service, secret string }{
 	{config.MachineWebhookServiceName, config.MachineWebhookCertSecretName},
 }
 
-// SecretNames are the Secrets a Manager owns in its namespace: the CA Secret
-// and the two serving-cert Secrets. Whatever prunes objects carrying
-// config.ManagedByLabel must leave these alone while certificates are
-// self-managed.
+// SecretNames are the Secrets a Manager owns in its namespace (never pruned
+// while certificates are self-managed).
 func SecretNames() []string {
 	names := []string{CASecretName}
 	for _, s := range servingSecrets {
@@ -43,16 +42,12 @@ func SecretNames() []string {
 // Options configure a Manager. Decide and DecideCA use only the validity
 // fields.
 type Options struct {
-	// Client writes the Secrets (Create, Update, Delete with field owner
-	// config.FieldManager). Required.
+	// Client writes the Secrets. Required.
 	Client client.Client
-	// Reader reads the Secrets; defaults to Client. It may be a cache, also
-	// one holding only objects with the managed-by label: a stale read makes
-	// the following write fail (conflict or already exists; optimistic
-	// concurrency), never overwrite newer certificates, and an unlabeled
-	// Secret is labeled so that the next Ensure sees it.
+	// Reader reads the Secrets; defaults to Client. A stale read only makes
+	// the write fail (optimistic concurrency).
 	Reader client.Reader
-	// Namespace holds the Secrets (the operand namespace). Required.
+	// Namespace holds the Secrets. Required.
 	Namespace string
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
@@ -62,10 +57,8 @@ type Options struct {
 	RefreshFraction          float64
 }
 
-// Manager keeps the webhook serving certificates issued and fresh when no
-// service-ca operator does it. It holds no state between calls: everything is
-// read back from the Secrets, so a restarted operator carries on with the
-// same CA and returns the same bundle.
+// Manager keeps the webhook serving certificates issued and fresh. It is
+// stateless: a restarted operator carries on with the same CA and bundle.
 type Manager struct {
 	opts   Options
 	client client.Client
@@ -91,17 +84,9 @@ func NewManager(opts Options) (*Manager, error) {
 	return &Manager{opts: opts, client: opts.Client, reader: reader}, nil
 }
 
-// Ensure makes sure the serving-cert Secrets for both webhook Services exist
-// and are valid, issuing or rotating as needed, and returns the PEM CA bundle
-// to inject into the webhook configurations, plus the earliest time anything
-// needs rotating (so the caller can requeue then).
-//
-// When nothing needs issuing Ensure only reads (three Gets through Reader)
-// and the bundle is byte-for-byte the one returned before. When it writes, it
-// writes the CA Secret before the serving Secrets; the caller should put the
-// returned bundle into the webhook configurations right away, since a bundle
-// change means the serving certificates were just re-issued from a new CA
-// (the previous CA stays in the bundle until it expires).
+// Ensure issues or rotates the serving certificates as needed and returns the
+// CA bundle to inject and when anything next needs rotating. At rest it only
+// reads and returns the same bytes; it writes the CA Secret first.
 func (m *Manager) Ensure(ctx context.Context) (caBundle []byte, nextCheck time.Time, err error) {
 	now := m.opts.Now()
 	ca, caCert, bundle, next, err := m.ensureCA(ctx, now)
@@ -122,7 +107,7 @@ func (m *Manager) Ensure(ctx context.Context) (caBundle []byte, nextCheck time.T
 }
 
 // ensureCA returns the current CA, the bundle and when the CA Secret next
-// needs attention (CA rotation or an old CA dropping out of the bundle).
+// needs attention.
 func (m *Manager) ensureCA(ctx context.Context, now time.Time) (*KeyPair, *x509.Certificate, []byte, time.Time, error) {
 	existing, err := m.get(ctx, CASecretName)
 	if err != nil {
@@ -135,8 +120,7 @@ func (m *Manager) ensureCA(ctx context.Context, now time.Time) (*KeyPair, *x509.
 		previous []*x509.Certificate
 	)
 	if existing != nil {
-		// Earlier CAs may still have signed certificates in use: the one in
-		// tls.crt (even when its key is lost) and the rest of the bundle.
+		// Earlier CAs may have signed certificates still in use.
 		if cert, err := keyPairOf(existing).Certificate(); err == nil {
 			previous = append(previous, cert)
 		}
@@ -160,7 +144,7 @@ func (m *Manager) ensureCA(ctx context.Context, now time.Time) (*KeyPair, *x509.
 	certs := []*x509.Certificate{caCert}
 	next := RefreshTime(caCert, m.opts.RefreshFraction)
 	for _, c := range previous {
-		if !c.IsCA || !now.Before(c.NotAfter) || containsCert(certs, c) {
+		if !c.IsCA || !now.Before(c.NotAfter) || slices.ContainsFunc(certs, c.Equal) {
 			continue
 		}
 		certs = append(certs, c)
@@ -233,9 +217,8 @@ func upToDate(existing *corev1.Secret, data map[string][]byte) bool {
 	return true
 }
 
-// write creates the Secret or updates existing (keeping its other metadata
-// and data keys) with optimistic concurrency; a Secret of another type is
-// deleted and created again, since the type is immutable.
+// write creates the Secret or updates existing (keeping its other keys) with
+// optimistic concurrency; another type (immutable) is deleted and recreated.
 func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name string, data map[string][]byte) error {
 	owner := client.FieldOwner(config.FieldManager)
 	if existing != nil && existing.Type != corev1.SecretTypeTLS {
@@ -284,12 +267,9 @@ func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name strin
 	return nil
 }
 
-// adopt handles a Secret that exists although Reader did not return it:
-// either Reader lags behind, or it is a cache that only holds Secrets with
-// the managed-by label and this one lacks it. Adding the label (a merge patch
-// that touches nothing else, and changes nothing in the first case) makes it
-// visible; the next Ensure then judges its content like any other. The
-// returned error wraps alreadyExists so the caller retries.
+// adopt labels a Secret that exists although Reader did not return it (a
+// lagging cache, or one holding only labeled Secrets), so the next Ensure sees
+// it; the error wraps alreadyExists so the caller retries.
 func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) error {
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"labels": map[string]string{config.ManagedByLabel: config.ManagedByValue}},
@@ -306,23 +286,12 @@ func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) e
 		m.opts.Namespace, name, config.ManagedByLabel, alreadyExists)
 }
 
-func containsCert(certs []*x509.Certificate, c *x509.Certificate) bool {
-	for _, x := range certs {
-		if x.Equal(c) {
-			return true
-		}
-	}
-	return false
-}
-
 // serviceCAOriginAnnotation marks a Secret service-ca issued for a Service.
 const serviceCAOriginAnnotation = "service.beta.openshift.io/originating-service-uid"
 
-// Retire deletes the Secrets this Manager issued (labeled, and not issued by
-// service-ca) when OpenShift's service-ca takes over: service-ca refuses to
-// write a serving certificate into a Secret it did not create, and the CA is
-// of no use any more. Deletes carry the read UID as precondition, so a
-// Secret replaced meanwhile is left alone.
+// Retire deletes the Secrets this Manager issued when service-ca takes over
+// (it refuses to write into a Secret it did not create); a UID precondition
+// leaves a Secret replaced meanwhile alone.
 func (m *Manager) Retire(ctx context.Context) error {
 	for _, name := range SecretNames() {
 		s, err := m.get(ctx, name)

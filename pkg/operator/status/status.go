@@ -1,10 +1,11 @@
-// Package status decides the ClusterOperator "machine-api" status from what a
-// sync observed. Compute is a pure function; Writer persists the result and
-// records events only on transitions.
+// Package status decides the ClusterOperator status from what a sync observed
+// (Compute, pure); Writer persists it. See docs/architecture.md.
 package status
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -20,85 +21,58 @@ const (
 	ReasonOperandUnavailable = "OperandUnavailable"
 )
 
-// OperatorVersionName is the status.versions entry the cluster version
-// operator waits for.
+// OperatorVersionName is the status.versions entry the CVO waits for.
 const OperatorVersionName = "operator"
 
-// Observation is what one sync saw. The controller fills it in; Compute
-// turns it into conditions.
+// Observation is what one sync saw; Compute turns it into conditions.
 type Observation struct {
-	// Now is the time of the observation.
-	Now time.Time
-	// ReleaseVersion is the version being rolled out; may be empty.
-	ReleaseVersion string
-	// NoOp is true when the platform has no Machine API provider.
-	NoOp bool
-	// Change describes the configuration being rolled out, for the
-	// Progressing message when the version does not change (e.g. "platform AWS, proxy").
-	Change string
-	// Failure is the error of this sync, nil on success.
-	Failure *Failure
-	// FailingSince is when the current streak of failed syncs began.
+	Now            time.Time
+	ReleaseVersion string // may be empty
+	NoOp           bool
+	// Change describes the configuration rolled out (e.g. "platform AWS, proxy").
+	Change       string
+	Failure      *Failure // nil on success
 	FailingSince time.Time
-	// Operand is the state of the operand workloads; ignored in NoOp mode.
-	Operand Operand
-	// OperandUnknown: the inputs are bad and no valid configuration has been
-	// seen since start, so what the operand should be is unknown; Available
+	Operand      Operand // ignored in NoOp mode
+	// OperandUnknown: bad input and no valid config since start; Available
 	// and Progressing keep their previous values.
 	OperandUnknown bool
-	// WaitingForWorkers is what the install gate waits for (see
-	// CheckMinimumWorkers), "" when it is met. It holds Available back only
-	// while InstallGateApplies.
+	// WaitingForWorkers is what the install gate waits for ("" when met).
 	WaitingForWorkers string
-	// Notes are facts about the cluster that change what is served (for
-	// example the NodeMaintenance API left to another operator); the
-	// Available message ends with them.
+	// Notes end the Available message (e.g. NodeMaintenance left to another operator).
 	Notes []string
 }
 
-// workerGateRequeue is how often a gated install checks the Machines again
-// (the operator does not watch Machines for this).
+// workerGateRequeue: Machines are not watched for the install gate.
 const workerGateRequeue = 5 * time.Second
 
 // Failure is a sync error with a condition reason and an actionable message.
 type Failure struct {
 	Reason  string
 	Message string
-	// Immediate failures (bad input, which retrying cannot fix) are reported
-	// as Degraded at once instead of after the grace period.
+	// Immediate: bad input, Degraded at once (retrying cannot fix it).
 	Immediate bool
 }
 
 // Operand summarises the operand Deployment (and DaemonSet, if any).
 type Operand struct {
-	// RolledOut: every workload observed its latest spec and all replicas
-	// run the latest template (whether they are available is Available).
-	RolledOut bool
-	// Available: the Deployment's Available condition is True.
-	Available bool
-	// Since is when Available last changed (the condition's transition time,
-	// or the Deployment's creation when it has no condition yet).
-	Since time.Time
-	// Message says what is not ready, for humans.
-	Message string
+	RolledOut bool      // every workload runs its latest spec
+	Available bool      // the Deployment's Available condition is True
+	Since     time.Time // when Available last changed
+	Message   string    // what is not ready, for humans
 }
 
 // Options are the timing policies.
 type Options struct {
-	// StableDuration is how long the operand must have been available before
-	// Available=True is first reported (and again after an outage).
+	// StableDuration: how long the operand must be available before Available=True.
 	StableDuration time.Duration
-	// DegradedAfter is how long a failure or an operand outage must last
-	// before Degraded=True, so a single transient error does not flap it.
+	// DegradedAfter: how long a failure or outage lasts before Degraded=True.
 	DegradedAfter time.Duration
 }
 
-// Compute returns the next ClusterOperator status and, when a condition is
-// waiting on a timer (stable duration, degraded grace period), how long until
-// it should be recomputed. prev is the current status; conditions whose status
-// and reason do not change keep their last transition time, and nothing else
-// in prev but conditions and versions is altered, so a steady state computes
-// exactly prev.
+// Compute returns the next ClusterOperator status and when to recompute it
+// (0: no timer). Only conditions and versions of prev change, transition
+// times only on transitions, so a steady state computes exactly prev.
 func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options) (configv1.ClusterOperatorStatus, time.Duration) {
 	now := obs.Now.Truncate(time.Second)
 	next := *prev.DeepCopy()
@@ -108,7 +82,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	prevProgressing := find(prev.Conditions, configv1.OperatorProgressing)
 	prevDegraded := find(prev.Conditions, configv1.OperatorDegraded)
 	wasAvailable := prevAvailable != nil && prevAvailable.Status == configv1.ConditionTrue
-	// Initializing until the operator has once been available.
 	everAvailable := prevAvailable != nil && prevAvailable.Reason != ReasonInitializing
 	unavailableReason := ReasonInitializing
 	if everAvailable {
@@ -119,7 +92,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	gated := obs.WaitingForWorkers != "" && InstallGateApplies(prev, obs)
 	inputFailure := obs.Failure != nil && obs.Failure.Immediate
 
-	// Available: is the Machine API being served?
 	var available configv1.ClusterOperatorStatusCondition
 	switch {
 	case obs.OperandUnknown && prevAvailable != nil:
@@ -129,7 +101,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	case obs.NoOp:
 		available = cond(configv1.OperatorAvailable, configv1.ConditionTrue, ReasonAsExpected, "Cluster Machine API Operator is in NoOp mode")
 	case gated && stable:
-		// A fresh install waits for Running worker Machines, as on OpenShift.
 		timers.at(now.Add(workerGateRequeue), now)
 		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, ReasonInitializing, "Waiting for worker Machines: "+obs.WaitingForWorkers)
 	case obs.Operand.Available && (wasAvailable || stable):
@@ -144,9 +115,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		available = cond(configv1.OperatorAvailable, configv1.ConditionFalse, unavailableReason, "Operand is not available: "+obs.Operand.Message)
 	}
 
-	// The cluster version operator reads versions as "this version is rolled
-	// out": write them only when available and fully rolled out, and never
-	// erase them for lack of a release version.
+	// The CVO reads versions as "rolled out": written only then, never erased.
 	complete := !obs.OperandUnknown && available.Status == configv1.ConditionTrue && rolledOut
 	if complete && len(desired) > 0 {
 		next.Versions = desired
@@ -163,14 +132,13 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		}
 	}
 
-	// Progressing: is a version or configuration being rolled out?
 	var progressing configv1.ClusterOperatorStatusCondition
 	switch {
 	case (obs.OperandUnknown || inputFailure) && prevProgressing != nil:
 		progressing = *prevProgressing // bad input changes nothing
 	case complete:
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
-	case len(desired) > 0 && !versionsEqual(prev.Versions, desired):
+	case len(desired) > 0 && !slices.Equal(prev.Versions, desired):
 		msg := "Progressing towards " + formatVersions(desired)
 		if obs.Operand.Message != "" && !obs.NoOp {
 			msg += ": " + obs.Operand.Message
@@ -192,13 +160,10 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		}
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonSyncing, msg)
 	default:
-		// Rolled out but unavailable: an outage, reported by Available and
-		// Degraded, not a rollout.
+		// An outage, not a rollout.
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
 	}
 
-	// Degraded: has something been wrong for longer than the grace period?
-	// Input errors are deterministic and reported at once.
 	outage := !obs.NoOp && !obs.OperandUnknown && !obs.Operand.Available
 	degraded := cond(configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
 	switch {
@@ -208,8 +173,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, ReasonOperandUnavailable,
 			fmt.Sprintf("The operand has been unavailable for more than %s: %s", opts.DegradedAfter, obs.Operand.Message))
 	case outage && prevDegraded != nil && prevDegraded.Status == configv1.ConditionTrue && prevDegraded.Reason == ReasonOperandUnavailable:
-		// Still the same outage, even if the Deployment was re-created
-		// meanwhile: do not restart the grace period.
+		// The same outage (the Deployment may be re-created): keep the grace period.
 		degraded = *prevDegraded
 	case obs.Failure != nil:
 		timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
@@ -220,8 +184,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		timers.at(obs.Operand.Since.Add(opts.DegradedAfter), now)
 	}
 
-	// A failure still within its grace period is reported when that ends,
-	// even while an outage is reported meanwhile: no event may come then.
+	// A failure in its grace period is reported when that ends (no event may come).
 	if obs.Failure != nil && !obs.Failure.Immediate && now.Sub(obs.FailingSince) < opts.DegradedAfter {
 		timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
 	}
@@ -232,7 +195,6 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	for _, c := range []configv1.ClusterOperatorStatusCondition{available, progressing, degraded, upgradeable} {
 		next.Conditions = append(next.Conditions, withTransitionTime(prev.Conditions, c, now))
 	}
-	// Keep conditions other operators or humans added.
 	for _, c := range prev.Conditions {
 		if !ownCondition(c.Type) {
 			next.Conditions = append(next.Conditions, c)
@@ -253,8 +215,7 @@ func cond(t configv1.ClusterStatusConditionType, s configv1.ConditionStatus, rea
 	return configv1.ClusterOperatorStatusCondition{Type: t, Status: s, Reason: reason, Message: msg}
 }
 
-// withTransitionTime keeps the previous transition time unless the status
-// changed, as condition semantics require.
+// withTransitionTime keeps the previous transition time unless the status changed.
 func withTransitionTime(prev []configv1.ClusterOperatorStatusCondition, c configv1.ClusterOperatorStatusCondition, now time.Time) configv1.ClusterOperatorStatusCondition {
 	if p := find(prev, c.Type); p != nil && p.Status == c.Status {
 		c.LastTransitionTime = p.LastTransitionTime
@@ -280,40 +241,23 @@ func desiredVersions(release string) []configv1.OperandVersion {
 	return []configv1.OperandVersion{{Name: OperatorVersionName, Version: release}}
 }
 
-func versionsEqual(a, b []configv1.OperandVersion) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // formatVersions renders versions as "operator: 4.22.0" (comma-separated).
 func formatVersions(v []configv1.OperandVersion) string {
 	if len(v) == 0 {
 		return "operator: unknown version"
 	}
-	s := ""
-	for i, ov := range v {
-		if i > 0 {
-			s += ", "
-		}
-		s += ov.Name + ": " + ov.Version
+	var s []string
+	for _, ov := range v {
+		s = append(s, ov.Name+": "+ov.Version)
 	}
-	return s
+	return strings.Join(s, ", ")
 }
 
 // requeue tracks the earliest future deadline.
 type requeue struct{ d time.Duration }
 
 func (r *requeue) at(deadline, now time.Time) {
-	// Compute compares whole seconds (now is truncated): a deadline within
-	// a second holds from the next whole second on, and a requeue counted
-	// from the truncated now would come back too early, again and again.
+	// Round up to whole seconds (now is truncated), or it comes back too early.
 	if whole := deadline.Truncate(time.Second); whole.Before(deadline) {
 		deadline = whole.Add(time.Second)
 	}

@@ -14,10 +14,8 @@ import (
 // fresh install reports Available, as on OpenShift.
 const MinimumRunningWorkers = 2
 
-// InstallGateApplies says whether the install gate holds Available back: on
-// a fresh install (no version ever reported and never available) of a
-// platform with a provider. Upgrades, restarts and recoveries after an
-// outage are never gated.
+// InstallGateApplies: the install gate holds Available back on a fresh
+// install only (no version reported, never available), never on NoOp.
 func InstallGateApplies(prev configv1.ClusterOperatorStatus, obs Observation) bool {
 	if obs.NoOp || obs.OperandUnknown || len(prev.Versions) > 0 {
 		return false
@@ -26,12 +24,9 @@ func InstallGateApplies(prev configv1.ClusterOperatorStatus, obs Observation) bo
 	return a == nil || a.Reason == ReasonInitializing
 }
 
-// CheckMinimumWorkers is the install gate, OpenShift's rule: every MachineSet
-// has as many Machines as its spec.replicas, and when more than one worker is
-// expected, at least MinimumRunningWorkers of them are Running. No MachineSet
-// (user-provisioned workers, single node) passes. It returns "" when the gate
-// is met, else what it is waiting for. machines are those of the MachineSets'
-// namespace.
+// CheckMinimumWorkers is OpenShift's install gate: every MachineSet has its
+// replicas, and at least MinimumRunningWorkers are Running when more than one
+// is expected. It returns "" when met, else what it waits for.
 func CheckMinimumWorkers(sets []machinev1beta1.MachineSet, machines []machinev1beta1.Machine) string {
 	expected, running := 0, 0
 	var waiting []string
@@ -66,8 +61,7 @@ func CheckMinimumWorkers(sets []machinev1beta1.MachineSet, machines []machinev1b
 		}
 	}
 	if expected > 1 && running < MinimumRunningWorkers {
-		// Sorted: the cache lists in no fixed order, and a message that
-		// changed with it would rewrite the ClusterOperator on every sync.
+		// Sorted: a message in cache order would rewrite the status every sync.
 		slices.Sort(waiting)
 		return fmt.Sprintf("minimum worker replica count (%d) not yet met: current running replicas %d, waiting for %v",
 			MinimumRunningWorkers, running, waiting)

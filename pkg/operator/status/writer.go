@@ -13,21 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Recorder records events; k8s.io/client-go/tools/events.EventRecorder
-// satisfies it.
+// Recorder records events (events.EventRecorder satisfies it).
 type Recorder interface {
 	Eventf(regarding runtime.Object, related runtime.Object, eventtype, reason, action, note string, args ...interface{})
 }
 
 // Writer reads and persists the ClusterOperator.
 type Writer struct {
-	// Client writes; Reader reads (normally the informer cache).
-	Client client.Client
-	Reader client.Reader
-	// Recorder receives one event per condition transition.
-	Recorder Recorder
-	// Name of the ClusterOperator ("machine-api").
-	Name string
+	Client   client.Client
+	Reader   client.Reader // normally the informer cache
+	Recorder Recorder      // one event per condition transition
+	Name     string        // "machine-api"
 }
 
 // Get returns the live ClusterOperator, or a new unsaved one if it does not exist.
@@ -43,10 +39,8 @@ func (w *Writer) Get(ctx context.Context) (*configv1.ClusterOperator, error) {
 	return co, nil
 }
 
-// Write persists next as the status of co (creating co if it has no
-// resourceVersion yet), unless it already equals the live status, and records
-// an event for every condition that changed status or reason. It returns
-// whether anything was written.
+// Write persists next as co's status (creating co if new) unless unchanged,
+// records an event per transition, and says whether it wrote.
 func (w *Writer) Write(ctx context.Context, co *configv1.ClusterOperator, next configv1.ClusterOperatorStatus) (bool, error) {
 	if co.ResourceVersion != "" && equality.Semantic.DeepEqual(co.Status, next) {
 		return false, nil
@@ -65,24 +59,15 @@ func (w *Writer) Write(ctx context.Context, co *configv1.ClusterOperator, next c
 	updated := co.DeepCopy()
 	updated.Status = next
 	if err := w.Client.Status().Update(ctx, updated); err != nil {
-		// A conflict means our view is stale; the watch brings the new
-		// version and the next sync recomputes from it.
+		// A conflict: the watch brings the new version for the next sync.
 		return false, fmt.Errorf("updating clusteroperator %s status: %w", w.Name, err)
 	}
-	w.recordTransitions(updated, prev.Conditions, next.Conditions)
+	if w.Recorder != nil {
+		for _, t := range Transitions(prev.Conditions, next.Conditions) {
+			w.Recorder.Eventf(updated, nil, t.Type, t.Reason, "StatusChanged", "%s", t.Message)
+		}
+	}
 	return true, nil
-}
-
-// recordTransitions emits one event per condition whose status or reason
-// changed. Events are therefore bounded by real transitions: repeated syncs
-// in the same state emit nothing.
-func (w *Writer) recordTransitions(co *configv1.ClusterOperator, prev, next []configv1.ClusterOperatorStatusCondition) {
-	if w.Recorder == nil {
-		return
-	}
-	for _, t := range Transitions(prev, next) {
-		w.Recorder.Eventf(co, nil, t.Type, t.Reason, "StatusChanged", "%s", t.Message)
-	}
 }
 
 // Event is an event to record for a condition transition.
@@ -92,8 +77,7 @@ type Event struct {
 	Message string
 }
 
-// Transitions lists the events for the operator's own conditions that changed
-// status or reason between prev and next. Message-only changes are not events.
+// Transitions lists the events for our conditions whose status or reason changed.
 func Transitions(prev, next []configv1.ClusterOperatorStatusCondition) []Event {
 	var events []Event
 	for _, c := range next {
@@ -120,21 +104,19 @@ func Transitions(prev, next []configv1.ClusterOperatorStatusCondition) []Event {
 	return events
 }
 
-// RelatedObjects are the objects must-gather and humans should look at:
-// OpenShift's list plus the operand Deployment and webhook configurations.
+// RelatedObjects are what must-gather and humans look at: OpenShift's list
+// plus the operand Deployment and webhook configurations.
 func RelatedObjects(namespace string) []configv1.ObjectReference {
 	return []configv1.ObjectReference{
 		{Group: "", Resource: "namespaces", Name: namespace},
 		{Group: "machine.openshift.io", Resource: "machines", Namespace: namespace},
 		{Group: "machine.openshift.io", Resource: "machinesets", Namespace: namespace},
 		{Group: "machine.openshift.io", Resource: "machinehealthchecks", Namespace: namespace},
-		// This project's addition (OpenShift has no MachineDeployment).
 		{Group: "machine.openshift.io", Resource: "machinedeployments", Namespace: namespace},
 		{Group: "apps", Resource: "deployments", Namespace: namespace, Name: "machine-api-controllers"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "machine-api-operator"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "machine-api-controllers"},
 		{Group: "rbac.authorization.k8s.io", Resource: "roles", Namespace: namespace},
-		// The BareMetal provider's hosts, as OpenShift lists them.
 		{Group: "metal3.io", Resource: "baremetalhosts", Namespace: namespace},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "machine-api"},
 		{Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "machine-api"},
