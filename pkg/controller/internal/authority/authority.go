@@ -1,8 +1,6 @@
 // Package authority decides whether the Machine API controllers act on a
-// Machine or MachineSet, following OpenShift's MachineAPIMigration rules:
-// with the feature gate on, only a resource whose status.authoritativeAPI is
-// MachineAPI is reconciled; one handed to Cluster API (or migrating) is left
-// alone with the Paused condition. See docs/openshift.md, "authoritativeAPI".
+// Machine or MachineSet under OpenShift's MachineAPIMigration rules. See
+// docs/openshift.md, "authoritativeAPI".
 package authority
 
 import (
@@ -14,20 +12,16 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// FeatureGate is the OpenShift feature gate that turns the rules on (passed
-// to the operands as --feature-gates=MachineAPIMigration=true).
+// FeatureGate is the OpenShift feature gate that turns the rules on.
 const FeatureGate = "MachineAPIMigration"
 
-// The Paused condition, with OpenShift's type and reasons (its machine
-// controller's PausedCondition, PausedConditionReason and
-// NotPausedConditionReason, shared with its machineset controller).
+// PausedCondition is OpenShift's: True with ReasonNotMachineAPI, False with ReasonMachineAPI.
+const PausedCondition machinev1beta1.ConditionType = "Paused"
+
+// OpenShift's reasons of the Paused condition.
 const (
-	PausedCondition machinev1beta1.ConditionType = "Paused"
-	// ReasonNotMachineAPI: True, status.authoritativeAPI is ClusterAPI or
-	// Migrating; the controller does nothing else.
 	ReasonNotMachineAPI = "AuthoritativeAPINotMachineAPI"
-	// ReasonMachineAPI: False, status.authoritativeAPI is MachineAPI.
-	ReasonMachineAPI = "AuthoritativeAPIMachineAPI"
+	ReasonMachineAPI    = "AuthoritativeAPIMachineAPI"
 )
 
 // Step is what a controller does with a resource.
@@ -36,13 +30,11 @@ type Step int
 const (
 	// Reconcile as usual (setting Decision.Paused when it is not nil).
 	Reconcile Step = iota
-	// InitStatus writes status.authoritativeAPI (Decision.InitTo) and
-	// nothing else; the write brings the resource back.
+	// InitStatus writes status.authoritativeAPI (Decision.InitTo) only.
 	InitStatus
-	// Pause sets Decision.Paused (True) and does nothing else.
+	// Pause sets Decision.Paused (True) only.
 	Pause
-	// Ignore does nothing: status.authoritativeAPI has a value no API
-	// defines (the CRD refuses it; OpenShift logs and returns too).
+	// Ignore does nothing: status.authoritativeAPI is unknown (as OpenShift).
 	Ignore
 )
 
@@ -64,8 +56,7 @@ type Decision struct {
 	Step Step
 	// InitTo is the value InitStatus writes to status.authoritativeAPI.
 	InitTo machinev1beta1.MachineAuthority
-	// Paused is the Paused condition to set; nil leaves the conditions
-	// alone (the gate is off, or the CRD has no authoritativeAPI field).
+	// Paused is the Paused condition to set; nil leaves the conditions alone.
 	Paused *machinev1beta1.Condition
 }
 

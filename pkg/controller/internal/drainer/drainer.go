@@ -1,6 +1,5 @@
 // Package drainer builds the kubectl drain helper the machine and
-// NodeMaintenance controllers share: only its pod listing, EvictPod and
-// DeletePod are used, one eviction pass per reconcile, never its waits.
+// NodeMaintenance controllers share (never its waits: one pass per reconcile).
 package drainer
 
 import (
@@ -12,9 +11,9 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 )
 
-// NewHelper returns a drain helper with the controllers' rules: pods'
-// grace periods honoured, DaemonSet pods ignored, emptyDir data deleted,
-// unmanaged pods included; its output goes to log at V(1).
+// NewHelper returns a drain helper with the controllers' rules (grace periods
+// honoured, DaemonSet pods ignored, emptyDir data deleted, unmanaged pods
+// included), logging at V(1).
 func NewHelper(ctx context.Context, kube kubernetes.Interface, log logr.Logger) *drain.Helper {
 	w := logWriter{log}
 	return &drain.Helper{

@@ -1,8 +1,6 @@
-// Package index registers field indexes on a controller-runtime cache so that
-// controllers sharing a manager can each ask for the same index: a second
-// registration of an index name is recognised by the name, by looking at the
-// indexes the cache's informer already has, never by the text of the cache's
-// "indexer conflict" error.
+// Package index registers field indexes so that controllers sharing a
+// manager can each ask for the same one: a second registration is recognised
+// by the informer's index names, not by the text of an "indexer conflict" error.
 package index
 
 import (
@@ -24,34 +22,10 @@ type Index struct {
 	Extract client.IndexerFunc
 }
 
-// fieldIndexName is the name controller-runtime gives the informer index of
-// a field index (internal.FieldIndexName in sigs.k8s.io/controller-runtime
-// pkg/cache/internal): "field:" + the field index name.
-func fieldIndexName(name string) string { return "field:" + name }
-
-// informerGetter is the part of cache.Informers that Register uses; a
-// manager's GetFieldIndexer() is a cache and has it.
-type informerGetter interface {
-	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
-}
-
-// indexerOwner is an informer that exposes its store's indexes (client-go's
-// SharedIndexInformer, which controller-runtime's cache hands out for a
-// cache over all namespaces or one cluster-scoped type).
-type indexerOwner interface {
-	GetIndexer() toolscache.Indexer
-}
-
-// Register adds the indexes to indexer (a manager's GetFieldIndexer(), before
-// the manager starts). An index whose name the cache's informer for the type
-// already has (another controller in the same manager registered it) is left
-// as it is.
-//
-// The informers of a namespace-restricted cache (cache.Options.
-// DefaultNamespaces) do not expose their indexes: there an index is simply
-// registered, and registering one name twice fails with the cache's error.
-// Controllers that share such a manager register a shared index once, where
-// the manager is built.
+// Register adds the indexes to indexer before the manager starts, but those
+// the cache's informer already has. A namespace-restricted cache's informers
+// hide their indexes: there a name registered twice fails, so controllers
+// sharing such a manager register a shared index once, where it is built.
 func Register(ctx context.Context, indexer client.FieldIndexer, indexes ...Index) error {
 	for _, idx := range indexes {
 		exists, err := Registered(ctx, indexer, idx.Object, idx.Name)
@@ -69,23 +43,22 @@ func Register(ctx context.Context, indexer client.FieldIndexer, indexes ...Index
 }
 
 // Registered reports whether the cache behind indexer already has the field
-// index name for obj's type. It answers false when the cache cannot tell (see
-// Register).
+// index name for obj's type (false when the cache cannot tell).
 func Registered(ctx context.Context, indexer client.FieldIndexer, obj client.Object, name string) (bool, error) {
-	getter, ok := indexer.(informerGetter)
+	getter, ok := indexer.(cache.Informers)
 	if !ok {
 		return false, nil
 	}
-	// The informer IndexField would use; it is created (not started) if
-	// needed, as IndexField does.
+	// Created (not started) if needed, as IndexField does.
 	inf, err := getter.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return false, fmt.Errorf("getting the informer for %T to look up the field index %q: %w", obj, name, err)
 	}
-	owner, ok := inf.(indexerOwner)
+	owner, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
 	if !ok {
 		return false, nil
 	}
-	_, exists := owner.GetIndexer().GetIndexers()[fieldIndexName(name)]
+	// controller-runtime names a field index's informer index "field:<name>".
+	_, exists := owner.GetIndexer().GetIndexers()["field:"+name]
 	return exists, nil
 }

@@ -14,9 +14,8 @@ import (
 const MaxNote = 1024
 
 // Events records a controller's events and remembers the last note per
-// scope, subject and reason, so a repeated failure is recorded once rather
-// than on every reconcile. A nil Recorder records nothing (a Reconciler used
-// without a manager). Safe for concurrent use.
+// scope, subject and reason, so a repeated failure is recorded once. A nil
+// Recorder records nothing. Safe for concurrent use.
 type Events struct {
 	Recorder events.EventRecorder
 
@@ -32,8 +31,7 @@ func (e *Events) Eventf(regarding, related runtime.Object, eventType, reason, ac
 	e.Recorder.Eventf(regarding, related, eventType, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), MaxNote))
 }
 
-// Once records an event unless note is the last one remembered for reason on
-// subject in scope (see First); it reports whether it recorded one.
+// Once records an event if First says note is new; it reports whether it did.
 func (e *Events) Once(scope types.NamespacedName, subject string, regarding runtime.Object, eventType, reason, action, note string) bool {
 	if !e.First(scope, subject, reason, note) {
 		return false
@@ -50,15 +48,13 @@ func (e *Events) First(scope types.NamespacedName, subject, reason, note string)
 	if e.last == nil {
 		e.last = map[types.NamespacedName]map[string]map[string]string{}
 	}
-	bySubject := e.last[scope]
-	if bySubject == nil {
-		bySubject = map[string]map[string]string{}
-		e.last[scope] = bySubject
+	if e.last[scope] == nil {
+		e.last[scope] = map[string]map[string]string{}
 	}
-	byReason := bySubject[subject]
+	byReason := e.last[scope][subject]
 	if byReason == nil {
 		byReason = map[string]string{}
-		bySubject[subject] = byReason
+		e.last[scope][subject] = byReason
 	}
 	if prev, ok := byReason[reason]; ok && prev == note {
 		return false
@@ -67,8 +63,8 @@ func (e *Events) First(scope types.NamespacedName, subject, reason, note string)
 	return true
 }
 
-// Clear forgets reason on subject in scope (the failure is over: its next
-// occurrence is recorded again) and reports whether it was remembered.
+// Clear forgets reason on subject in scope (the failure is over) and reports
+// whether it was remembered.
 func (e *Events) Clear(scope types.NamespacedName, subject, reason string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -106,8 +102,7 @@ func (e *Events) dropEmpty(scope types.NamespacedName, subject string) {
 	}
 }
 
-// Truncate cuts s to at most n (≥ 3) bytes, on a rune boundary, marking the
-// cut with "...".
+// Truncate cuts s to at most n (≥ 3) bytes on a rune boundary, ending in "...".
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

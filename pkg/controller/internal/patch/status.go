@@ -1,14 +1,13 @@
 // Package patch is the plumbing every controller shares: status writes that
-// keep what another writer put there meanwhile (only the fields and the
-// conditions this controller changed are sent, conditions one by one, the
-// idea of cluster-api's util/patch; docs/architecture.md, "Status writes"),
-// events recorded once per state, and truncated messages.
+// send only what this controller changed, events recorded once per state, and
+// truncated messages. See docs/architecture.md, "Status writes and events".
 package patch
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -20,32 +19,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// maxAttempts bounds the re-read-and-retry loop after the first patch no
-// longer fits the object on the server.
+// maxAttempts bounds the re-read-and-retry loop after a failed first patch.
 const maxAttempts = 4
 
-// Status writes desired's status over base's (base is what the caller read;
-// desired is base with its changes). Nothing is sent when nothing changed;
-// otherwise one request in the common case:
-//
-//   - conditions unchanged: a merge patch of the changed status fields (the
-//     conditions list is not sent);
-//   - conditions changed and base had some: a JSON patch with, per condition
-//     added, changed or removed, an operation guarded by a test of its type at
-//     its index, plus one operation per other changed status field;
-//   - conditions changed and base had none: a merge patch under an
-//     optimistic lock (base's resourceVersion).
-//
-// When the object on the server no longer fits (a guard fails: 422, or the
-// lock does: 409), it is re-read with fresh (uncached) and the same changes
-// are applied to it and written under an optimistic lock, retried on
-// conflict. On success desired holds the object the server returned.
-//
-// A base older than the server's object (a cache behind the caller's own
-// last write) makes a patch that leaves the server's value of every field
-// base and desired share, and no patch at all when they are equal: the
-// caller must reconcile again when its cache shows its write (watch its own
-// status changes) to correct the mix.
+// Status writes what desired (base, as the caller read it, with its changes)
+// changed in base's status, in one request in the common case; when the
+// object moved meanwhile (409, 422) it re-reads with fresh and re-applies the
+// changes under a lock. On success desired holds the server's object. A base
+// from a cache behind the caller's own last write leaves a mix: the caller
+// must reconcile on its own status changes. See docs/architecture.md,
+// "Status writes and events".
 func Status(ctx context.Context, c client.Client, fresh client.Reader, base, desired client.Object) error {
 	from, err := statusOf(base)
 	if err != nil {
@@ -70,9 +53,9 @@ func Status(ctx context.Context, c client.Client, fresh client.Reader, base, des
 	return err
 }
 
-// SetStatus writes the status set gives a copy of obj, as Status does (a
-// nil fresh reads with c). On success obj holds the object the server
-// returned; on error (NotFound when it is gone) it is unchanged.
+// SetStatus writes the status set gives a copy of obj, as Status does (a nil
+// fresh reads with c). On success obj holds the server's object; on error it
+// is unchanged.
 func SetStatus[T client.Object](ctx context.Context, c client.Client, fresh client.Reader, obj T, set func(T)) error {
 	upd, ok := obj.DeepCopyObject().(T)
 	if !ok {
@@ -110,8 +93,8 @@ func rebaseAndPatch(ctx context.Context, c client.Client, fresh client.Reader, c
 	return c.Status().Patch(ctx, desired, client.RawPatch(types.MergePatchType, data))
 }
 
-// status is an object's status as JSON: the fields other than conditions,
-// and the conditions in order, each with its type.
+// status is an object's status as JSON: the fields but conditions, and the
+// conditions in order.
 type status struct {
 	fields map[string]json.RawMessage
 	conds  []condition
@@ -160,8 +143,8 @@ func (s status) index(t string) int {
 	return slices.IndexFunc(s.conds, func(c condition) bool { return c.Type == t })
 }
 
-// changes are what a controller changed in a status: top-level fields set
-// or removed, conditions set (added or changed) or removed, by type.
+// changes are the top-level fields and the conditions (by type) a controller
+// set or removed.
 type changes struct {
 	set       map[string]json.RawMessage
 	unset     []string
@@ -204,16 +187,10 @@ func (ch changes) conditionsChanged() bool {
 	return len(ch.condSet) > 0 || len(ch.condUnset) > 0
 }
 
-// applyTo returns s with the changes: other writers' fields and conditions
-// are kept, conditions keep their place.
+// applyTo returns s with the changes; conditions keep their place.
 func (ch changes) applyTo(s status) status {
-	out := status{fields: map[string]json.RawMessage{}, conds: slices.Clone(s.conds)}
-	for k, v := range s.fields {
-		out.fields[k] = v
-	}
-	for k, v := range ch.set {
-		out.fields[k] = v
-	}
+	out := status{fields: maps.Clone(s.fields), conds: slices.Clone(s.conds)}
+	maps.Copy(out.fields, ch.set)
 	for _, k := range ch.unset {
 		delete(out.fields, k)
 	}
@@ -250,18 +227,12 @@ type op struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// jsonPatch returns the operations that apply ch to an object whose
-// conditions are base's, each condition operation guarded by a test of the
-// type at the index it uses: replacements first, then removals from the
-// highest index down (so lower indices stay valid), then appends.
+// jsonPatch returns the operations applying ch over base's conditions, each
+// guarded by a test of the type at its index: replacements, removals from the
+// highest index down (lower indices stay valid), then appends.
 func (ch changes) jsonPatch(base status) []op {
 	var ops []op
-	keys := make([]string, 0, len(ch.set))
-	for k := range ch.set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(ch.set)) {
 		ops = append(ops, op{Op: "add", Path: "/status/" + escape(k), Value: ch.set[k]})
 	}
 	for _, k := range ch.unset {
@@ -299,10 +270,8 @@ func escape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// mergePatch returns a merge patch applying ch to an object whose status is
-// from; a non-empty resourceVersion makes it an optimistic lock. Changed
-// conditions make the patch carry the whole list (from's with ch applied),
-// which is why callers lock it.
+// mergePatch returns a merge patch applying ch over from; a resourceVersion
+// locks it (callers do when it carries the whole conditions list).
 func mergePatch(from status, ch changes, resourceVersion string) ([]byte, error) {
 	st := map[string]any{}
 	for k, v := range ch.set {
@@ -325,9 +294,8 @@ func mergePatch(from status, ch changes, resourceVersion string) ([]byte, error)
 	return json.Marshal(body)
 }
 
-// mergeValue is the merge patch value turning old into new: for two
-// objects, only the keys that differ, with null for the keys new dropped
-// (a merge patch merges objects, so sending new whole would keep them).
+// mergeValue is the merge patch value turning old into new: for objects, the
+// keys that differ, null for those new dropped (sent whole, they would stay).
 func mergeValue(old, new json.RawMessage) json.RawMessage {
 	var o, n map[string]json.RawMessage
 	if json.Unmarshal(old, &o) != nil || json.Unmarshal(new, &n) != nil || o == nil || n == nil {

@@ -11,20 +11,16 @@ import (
 )
 
 // CatchUpDelay is how long a reconcile that read an object older than the
-// controller's own last write should wait before looking again.
+// controller's own last write waits before looking again.
 const CatchUpDelay = 100 * time.Millisecond
 
-// TTL bounds how long a write is remembered: should the cache never show a
-// newer version (it always does), the object is acted on anyway.
+// TTL bounds how long a write is remembered, should the cache never show it.
 const TTL = 10 * time.Second
 
-// Memo remembers, per object, the resourceVersions that a reconcile's
-// writes left behind: the one it read and those of its own writes but the
-// last. A later reconcile that reads one of them from the informer cache
-// knows the cache has not seen the last write yet: acting on it would only
-// send the same patches again (each a full update on the API server, even
-// when nothing changes), or act on a view without what was just written, so
-// it waits for the cache instead.
+// Memo remembers, per object, the resourceVersions a reconcile's writes left
+// behind (the one read, and each write's but the last): a later reconcile
+// reading one of them waits for the cache instead of sending the same patches
+// again. See docs/architecture.md, "Reading our own writes".
 type Memo struct {
 	mu    sync.Mutex
 	based map[types.NamespacedName]writeMark
@@ -47,9 +43,7 @@ func (w *Memo) Wrote(key types.NamespacedName, readVersion, written string, now 
 }
 
 // WroteThrough records that a reconcile's writes went through the versions
-// behind (the one it read first, then each write's result but the last) and
-// ended at written. Empty versions and written itself are ignored; nothing
-// is recorded when no version is left.
+// behind (empty ones and written ignored) and ended at written.
 func (w *Memo) WroteThrough(key types.NamespacedName, behind []string, written string, now time.Time) {
 	var keep []string
 	for _, v := range behind {

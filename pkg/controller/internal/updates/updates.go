@@ -1,6 +1,5 @@
-// Package updates builds the event predicates controllers use to drop
-// update events that change nothing they read (heartbeats, their own status
-// writes).
+// Package updates builds the predicates that drop update events changing
+// nothing a controller reads.
 package updates
 
 import (
@@ -9,9 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
-// Matter passes creations, deletions and generic events, and the updates of
-// objects of type T for which matters(old, new) holds. An update whose
-// objects are not both T passes (nothing is dropped that cannot be judged).
+// Matter passes every event but updates of T for which matters(old, new) is
+// false (an update not of two T passes).
 func Matter[T client.Object](matters func(oldObj, newObj T) bool) predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {

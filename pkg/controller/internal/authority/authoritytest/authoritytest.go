@@ -1,6 +1,5 @@
-// Package authoritytest gives envtests the CRD variant that has the
-// authoritativeAPI fields: the Machine and MachineSet CRDs of the
-// TechPreviewNoUpgrade feature set, as install/ ships them.
+// Package authoritytest gives envtests the Machine and MachineSet CRDs with
+// the authoritativeAPI fields (install/'s TechPreviewNoUpgrade ones).
 package authoritytest
 
 import (
@@ -14,14 +13,12 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
 
-// files are the install/ manifests of that variant.
 var files = []string{
 	"0000_30_machine-api-operator_02_machine.TechPreviewNoUpgrade.crd.yaml",
 	"0000_30_machine-api-operator_03_machineset.TechPreviewNoUpgrade.crd.yaml",
 }
 
-// Options returns testenv options that install the TechPreviewNoUpgrade
-// Machine and MachineSet CRDs over the Default ones.
+// Options returns testenv options installing those CRDs over the Default ones.
 func Options() (testenv.Options, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
