@@ -1,9 +1,8 @@
 // Package nodemaintenance is the NodeMaintenance controller
 // (nodemaintenance.medik8s.io/v1beta1): a NodeMaintenance cordons, taints,
 // excludes from remediation and drains one node, and on deletion undoes
-// exactly what it did. How it differs from medik8s' operator, and why:
-// docs/openshift.md, "NodeMaintenance controller vs. medik8s'
-// node-maintenance-operator".
+// exactly what it did. Differences from medik8s' operator: docs/openshift.md,
+// "NodeMaintenance controller vs. medik8s' node-maintenance-operator".
 package nodemaintenance
 
 import "time"
@@ -11,28 +10,21 @@ import "time"
 const (
 	// ControllerName is the name of the controller and of its event recorder.
 	ControllerName = "nodemaintenance-controller"
-
-	// Finalizer keeps a NodeMaintenance until its node is released. The
-	// name is medik8s's, so objects created by either operator are handled.
+	// Finalizer keeps a NodeMaintenance until its node is released (medik8s's name).
 	Finalizer = "foregroundDeleteNodeMaintenance"
 
 	// DrainTaintKey is the taint (effect NoSchedule) put on a node in maintenance.
 	DrainTaintKey = "medik8s.io/drain"
-	// UnschedulableTaintKey is the taint that goes with a cordon; it is added
-	// (NoSchedule) as medik8s does, when absent.
+	// UnschedulableTaintKey goes with a cordon; added (NoSchedule) when absent, as medik8s does.
 	UnschedulableTaintKey = "node.kubernetes.io/unschedulable"
-	// ExcludeFromRemediationLabel (value "true") tells remediators (NHC,
-	// MachineHealthCheck) to leave the node alone.
+	// ExcludeFromRemediationLabel (value "true") tells remediators to leave the node alone.
 	ExcludeFromRemediationLabel = "remediation.medik8s.io/exclude-from-remediation"
 
 	// OwnerAnnotation, on the Node, names the NodeMaintenance that changed it.
 	OwnerAnnotation = "nodemaintenance.medik8s.io/owner"
-	// AddedAnnotation, on the Node, lists what the NodeMaintenance added and
-	// will remove on deletion: a comma-separated subset of AddedCordon,
-	// AddedDrainTaint, AddedUnschedulableTaint and AddedLabel.
-	AddedAnnotation = "nodemaintenance.medik8s.io/added"
-
-	// Values of AddedAnnotation.
+	// AddedAnnotation, on the Node, lists (comma-separated Added* values) what
+	// the NodeMaintenance added and will remove on deletion.
+	AddedAnnotation         = "nodemaintenance.medik8s.io/added"
 	AddedCordon             = "cordon"
 	AddedDrainTaint         = "taint"
 	AddedUnschedulableTaint = "unschedulable-taint"
@@ -46,23 +38,20 @@ const (
 
 	// NodeNameField indexes NodeMaintenances by spec.nodeName.
 	NodeNameField = "spec.nodeName"
-
 	// DefaultPollInterval is how soon a drain in progress is looked at again.
 	DefaultPollInterval = 5 * time.Second
 
-	// DefaultLeaseNamespace holds the node leases (medik8s's default; the
-	// binary reads $LEASE_NAMESPACE like NMO).
+	// DefaultLeaseNamespace holds the node leases (medik8s's default).
 	DefaultLeaseNamespace = "medik8s-leases"
-	// LeaseHolderIdentity is the lease holder NodeHealthCheck and Self Node
-	// Remediation recognise as a node maintenance (NMO's identity).
+	// LeaseHolderIdentity is NMO's holder identity, which NodeHealthCheck and
+	// Self Node Remediation recognise.
 	LeaseHolderIdentity = "node-maintenance"
 	// LeaseNamePrefix + node name is the name of a node's lease.
 	LeaseNamePrefix = "node-"
-	// LeaseDuration is how long the lease is taken for; it is renewed once
-	// less than half of it remains.
+	// LeaseDuration is the lease's duration; it is renewed at half of it.
 	LeaseDuration = time.Hour
-	// MaxLeaseErrors is how many failed attempts to keep the lease, once the
-	// drain has started, are retried: one more fails the maintenance.
+	// MaxLeaseErrors failed attempts to keep the lease once the drain started
+	// are retried; one more fails the maintenance.
 	MaxLeaseErrors = 3
 )
 

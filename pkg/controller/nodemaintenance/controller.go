@@ -1,6 +1,7 @@
 package nodemaintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,40 +15,36 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // Options configure a Reconciler.
 type Options struct {
-	// Client reads and writes NodeMaintenances and reads Nodes and the
-	// sibling NodeMaintenances (normally the manager's cached client, with
-	// the NodeNameField index SetupWithManager registers).
+	// Client reads (through a cache with the NodeNameField index, which
+	// SetupWithManager registers) and writes. Default: the manager's.
 	Client client.Client
-	// KubeClient is the clientset the drain (kubectl's drain helper) and the
-	// node updates use. SetupWithManager builds one when nil.
+	// KubeClient is the clientset of the drain and the node and lease writes.
+	// SetupWithManager builds one when nil.
 	KubeClient kubernetes.Interface
-	// Recorder (optional) receives events; SetupWithManager defaults it to
-	// the manager's recorder named ControllerName.
+	// Recorder (optional) receives events. Default: the manager's, named ControllerName.
 	Recorder events.EventRecorder
-	// APIReader (optional) reads uncached, to check that the NodeMaintenance
-	// a node's OwnerAnnotation names still exists. SetupWithManager defaults
-	// it to the manager's API reader; otherwise Client is used.
+	// APIReader (optional) reads uncached (the NodeMaintenance an
+	// OwnerAnnotation names). Default: the manager's in SetupWithManager, else Client.
 	APIReader client.Reader
-	// Clock (optional) is the time source (default: the real clock).
+	// Clock (optional) is the time source.
 	Clock clock.PassiveClock
-	// PollInterval (optional) is how soon a drain in progress is looked at
-	// again (default DefaultPollInterval). It is also the first retry
-	// backoff when another holder took the node lease mid-maintenance.
+	// PollInterval (default DefaultPollInterval) is how soon a drain in
+	// progress is looked at again, and the first lease retry backoff.
 	PollInterval time.Duration
-	// LeaseNamespace (optional) holds the node leases shared with
-	// NodeHealthCheck and Self Node Remediation (default
-	// DefaultLeaseNamespace); it is created when missing.
+	// LeaseNamespace (default DefaultLeaseNamespace) holds the node leases.
 	LeaseNamespace string
 }
 
@@ -80,9 +77,7 @@ func NewReconciler(opts Options) *Reconciler {
 	if r.poll <= 0 {
 		r.poll = DefaultPollInterval
 	}
-	if r.leaseNS == "" {
-		r.leaseNS = DefaultLeaseNamespace
-	}
+	r.leaseNS = cmp.Or(r.leaseNS, DefaultLeaseNamespace)
 	return r
 }
 
@@ -136,12 +131,8 @@ func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	nodeName := nm.Spec.NodeName
 	node := &corev1.Node{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			// The Node watch brings us back when it appears; a node that
-			// comes back is drained afresh.
-			st.Phase, st.LastError = nmv1beta1.MaintenanceFailed, fmt.Sprintf("node %s not found", nodeName)
-			st.DrainStartTime = nil
-			return ctrl.Result{}, nil
+		if apierrors.IsNotFound(err) { // the Node watch brings us back; a node that comes back is drained afresh
+			return r.nodeApplied(st, nodeName, err)
 		}
 		return ctrl.Result{}, fmt.Errorf("getting node %s: %w", nodeName, err)
 	}
@@ -155,9 +146,7 @@ func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	}
 	if first := owner(siblings.Items, nodeName, node.Annotations[OwnerAnnotation]); first != nil && first.Name != nm.Name {
 		// The NodeMaintenance watch brings us back when the first one goes.
-		st.Phase = nmv1beta1.MaintenanceFailed
-		st.LastError = fmt.Sprintf("node %s is already in maintenance by NodeMaintenance %s", nodeName, first.Name)
-		return ctrl.Result{}, nil
+		return r.nodeApplied(st, nodeName, &heldError{node: nodeName, owner: first.Name})
 	}
 
 	// The node lease first: nothing is done to the node without it.
@@ -180,8 +169,7 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 		st.Phase, st.LastError = nmv1beta1.MaintenanceRunning, ""
 	}
 
-	h := r.drainHelper(ctx)
-	list, errs := h.GetPodsForDeletion(nodeName)
+	list, errs := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx)).GetPodsForDeletion(nodeName)
 	if len(errs) > 0 {
 		st.LastError = patch.Truncate("cannot list the pods to evict: "+joinErrors(errs), 1024)
 		return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
@@ -194,9 +182,8 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 			return ctrl.Result{}, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", EtcdNamespace, err)
 		}
 		if msg := etcdGuardBlock(node, pods, pdbs.Items); msg != "" {
-			// PDB status is not watched: look again soon.
 			st.LastError = msg
-			return ctrl.Result{RequeueAfter: r.poll}, nil
+			return ctrl.Result{RequeueAfter: r.poll}, nil // PDB status is not watched
 		}
 	}
 
@@ -204,10 +191,8 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 		return res, err
 	}
 
-	now := r.now()
 	if st.DrainStartTime == nil {
-		t := metav1.NewTime(now)
-		st.DrainStartTime = &t
+		st.DrainStartTime = ptr.To(metav1.NewTime(r.now()))
 		all, err := r.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, err)
@@ -219,8 +204,7 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 }
 
 // nodeApplied turns the outcome of applyNode into the status: a vanished
-// node or one held by another maintenance fails this one (the watches bring
-// it back when that changes).
+// node or one held by another maintenance fails this one (until a watch wakes it).
 func (r *Reconciler) nodeApplied(st *nmv1beta1.NodeMaintenanceStatus, nodeName string, err error) (ctrl.Result, error) {
 	var held *heldError
 	switch {
@@ -236,10 +220,8 @@ func (r *Reconciler) nodeApplied(st *nmv1beta1.NodeMaintenanceStatus, nodeName s
 	return ctrl.Result{}, err
 }
 
-// finalize releases the node and its lease, and removes the finalizer. The
-// lease is released only if this controller holds it and no other
-// NodeMaintenance of the node remains to keep it (a missing node: only the
-// lease).
+// finalize releases the node and (unless another NodeMaintenance of the node
+// keeps it) the lease, and removes the finalizer.
 func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance) error {
 	if !controllerutil.ContainsFinalizer(nm, Finalizer) {
 		forgetMetrics(nm.Name)
@@ -282,8 +264,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 		setPhaseMetric(nm.Name, st.Phase)
 		return nil
 	}
-	t := metav1.NewTime(r.now())
-	st.LastUpdate = &t
+	st.LastUpdate = ptr.To(metav1.NewTime(r.now()))
 	if err := patch.SetStatus(ctx, r.client, r.reader, nm, func(nm *nmv1beta1.NodeMaintenance) { nm.Status = st }); err != nil {
 		return client.IgnoreNotFound(err)
 	}

@@ -1,10 +1,10 @@
 package nodemaintenance
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -23,9 +23,8 @@ import (
 var addedOrder = []string{AddedCordon, AddedDrainTaint, AddedUnschedulableTaint, AddedLabel}
 
 // owner picks the NodeMaintenance that holds a node among those naming it
-// (deleting ones included: they hold it until released). The one the node's
-// OwnerAnnotation names wins, so a maintenance in progress is never taken
-// over; otherwise the oldest by creationTimestamp, then by name.
+// (deleting ones included): the one OwnerAnnotation names, so a maintenance
+// in progress is never taken over, else the oldest, then by name.
 func owner(nms []nmv1beta1.NodeMaintenance, nodeName, annotatedOwner string) *nmv1beta1.NodeMaintenance {
 	var candidates []*nmv1beta1.NodeMaintenance
 	for i := range nms {
@@ -40,14 +39,9 @@ func owner(nms []nmv1beta1.NodeMaintenance, nodeName, annotatedOwner string) *nm
 	if len(candidates) == 0 {
 		return nil
 	}
-	sort.Slice(candidates, func(i, j int) bool {
-		a, b := candidates[i], candidates[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
+	return slices.MinFunc(candidates, func(a, b *nmv1beta1.NodeMaintenance) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 	})
-	return candidates[0]
 }
 
 func parseAdded(v string) map[string]bool {
@@ -70,8 +64,7 @@ func formatAdded(set map[string]bool) string {
 	return strings.Join(items, ",")
 }
 
-// hasTaint and withoutTaint match a taint by key and effect only, so a taint
-// with timeAdded (earlier versions of this controller set it) is found and removed too.
+// hasTaint and withoutTaint match by key and effect only (earlier versions set timeAdded).
 func hasTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) bool {
 	return slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == key && t.Effect == effect })
 }
@@ -81,11 +74,8 @@ func withoutTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) 
 }
 
 // planMaintenance returns the node as maintenance nmName wants it: cordoned,
-// tainted, labelled, with OwnerAnnotation and AddedAnnotation recording what
-// was added (in the same write, so nothing is changed unrecorded). What was
-// already there is not recorded and so never removed later. A record left by
-// a NodeMaintenance that no longer exists is taken over. changed is false
-// when the node is already as wanted.
+// tainted, labelled, with OwnerAnnotation and AddedAnnotation recording (in
+// the same write) what was added; changed is false when it already is.
 func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 	n := node.DeepCopy()
 	added := parseAdded(n.Annotations[AddedAnnotation])
@@ -93,15 +83,12 @@ func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 		n.Spec.Unschedulable = true
 		added[AddedCordon] = true
 	}
-	// No timeAdded: the Taint API defines it for NoExecute only, and
-	// medik8s never sets it, so tools comparing the taint exactly find ours.
-	if !hasTaint(n.Spec.Taints, DrainTaintKey, corev1.TaintEffectNoSchedule) {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: DrainTaintKey, Effect: corev1.TaintEffectNoSchedule})
-		added[AddedDrainTaint] = true
-	}
-	if !hasTaint(n.Spec.Taints, UnschedulableTaintKey, corev1.TaintEffectNoSchedule) {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: UnschedulableTaintKey, Effect: corev1.TaintEffectNoSchedule})
-		added[AddedUnschedulableTaint] = true
+	// No timeAdded: the API defines it for NoExecute only, and medik8s sets none.
+	for _, t := range [][2]string{{DrainTaintKey, AddedDrainTaint}, {UnschedulableTaintKey, AddedUnschedulableTaint}} {
+		if !hasTaint(n.Spec.Taints, t[0], corev1.TaintEffectNoSchedule) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t[0], Effect: corev1.TaintEffectNoSchedule})
+			added[t[1]] = true
+		}
 	}
 	if v, ok := n.Labels[ExcludeFromRemediationLabel]; !ok || v != "true" {
 		if n.Labels == nil {
@@ -137,8 +124,7 @@ func planRelease(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 	if added[AddedDrainTaint] {
 		n.Spec.Taints = withoutTaint(n.Spec.Taints, DrainTaintKey, corev1.TaintEffectNoSchedule)
 	}
-	// The unschedulable taint belongs to the cordon: keep it while the node
-	// stays cordoned by someone else.
+	// The unschedulable taint belongs to the cordon: kept while another's cordon stays.
 	if added[AddedUnschedulableTaint] && !n.Spec.Unschedulable {
 		n.Spec.Taints = withoutTaint(n.Spec.Taints, UnschedulableTaintKey, corev1.TaintEffectNoSchedule)
 	}
@@ -174,10 +160,9 @@ func isControlPlane(n *corev1.Node) bool {
 	return cp || master
 }
 
-// etcdGuardBlock reports why draining a control-plane node must wait: one of
-// the pods to evict is in EtcdNamespace and covered by a PodDisruptionBudget
-// there that allows no disruption. Empty when the drain may go on (not a
-// control-plane node, or nothing blocked).
+// etcdGuardBlock reports why draining a control-plane node must wait (a pod
+// to evict covered by an EtcdNamespace PodDisruptionBudget allowing no
+// disruption), "" when it need not.
 func etcdGuardBlock(node *corev1.Node, pods []corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
 	if !isControlPlane(node) {
 		return ""
@@ -215,11 +200,8 @@ func pendingStatus(st *nmv1beta1.NodeMaintenanceStatus, pods []corev1.Pod) {
 	for _, p := range pods {
 		refs = append(refs, nmv1beta1.PodReference{Namespace: p.Namespace, Name: p.Name})
 	}
-	sort.Slice(refs, func(i, j int) bool {
-		if refs[i].Namespace != refs[j].Namespace {
-			return refs[i].Namespace < refs[j].Namespace
-		}
-		return refs[i].Name < refs[j].Name
+	slices.SortFunc(refs, func(a, b nmv1beta1.PodReference) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	st.PendingPods, st.PendingPodsRefs = nil, nil
 	for _, r := range refs {
@@ -238,16 +220,12 @@ func statusEqual(a, b nmv1beta1.NodeMaintenanceStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-// leaseOwnerRef is the reference from a node's lease to the Node, so that
-// the lease goes with the node (not a controller reference: other holders
-// share the lease).
+// leaseOwnerRef makes the lease go with its Node (not as controller: the lease is shared).
 func leaseOwnerRef(node *corev1.Node) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(false)}
 }
 
-// withNodeOwnerRef returns refs referring to node (its current UID: a
-// reference to an earlier node of the same name is replaced), other owners
-// kept.
+// withNodeOwnerRef returns refs with node's (current UID) in place of any to a Node of its name.
 func withNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) []metav1.OwnerReference {
 	want := leaseOwnerRef(node)
 	out := make([]metav1.OwnerReference, 0, len(refs)+1)
@@ -274,8 +252,7 @@ func leaseHolder(l *coordinationv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-// leaseExpiry is when the lease runs out: its last renewal (else its
-// acquisition) plus its duration. A lease with neither time has expired.
+// leaseExpiry is its last renewal (else acquisition) plus its duration; zero without either.
 func leaseExpiry(l *coordinationv1.Lease) time.Time {
 	var from time.Time
 	switch {
@@ -289,97 +266,72 @@ func leaseExpiry(l *coordinationv1.Lease) time.Time {
 	return from.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
 }
 
-// leasePlan is what to do with a node's lease, and what follows.
+// leasePlan is what to do with a node's lease: write want (nil: nothing;
+// created when there was none); held: ours then, to renew at renewAt; else
+// holder has it until expires.
 type leasePlan struct {
-	// want is the lease to create (cur was nil) or update; nil: no write.
-	want *coordinationv1.Lease
-	// held: this controller holds the lease once want is written.
-	held bool
-	// renewAt (held) is when the lease is to be renewed.
+	want    *coordinationv1.Lease
+	held    bool
 	renewAt time.Time
-	// holder and expires (not held) name the other holder and when its
-	// lease runs out.
 	holder  string
 	expires time.Time
 }
 
-// planLease decides how to hold the node's lease named name in namespace
-// ns, given the current one (nil when there is none): create it; renew ours
-// once less than half of LeaseDuration remains (no write before); take over
-// a free or expired one (leaseTransitions+1); or leave another holder's
-// valid lease alone.
+// planLease decides how to hold the node's lease ns/name, given the current
+// one (nil: none): create it; renew ours once less than half of LeaseDuration
+// remains; take over a free or expired one; leave another's valid one alone.
 func planLease(cur *coordinationv1.Lease, ns, name string, node *corev1.Node, now time.Time) leasePlan {
 	duration := int32(LeaseDuration / time.Second)
 	mt := metav1.NewMicroTime(now)
+	plan := leasePlan{held: true, renewAt: now.Add(LeaseDuration / 2)}
 	if cur == nil {
-		return leasePlan{
-			want: &coordinationv1.Lease{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{leaseOwnerRef(node)}},
-				Spec: coordinationv1.LeaseSpec{
-					HolderIdentity:       ptr.To(LeaseHolderIdentity),
-					LeaseDurationSeconds: ptr.To(duration),
-					AcquireTime:          &mt,
-					RenewTime:            &mt,
-					LeaseTransitions:     ptr.To[int32](0),
-				},
+		plan.want = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{leaseOwnerRef(node)}},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(LeaseHolderIdentity),
+				LeaseDurationSeconds: ptr.To(duration),
+				AcquireTime:          &mt,
+				RenewTime:            &mt,
+				LeaseTransitions:     ptr.To[int32](0),
 			},
-			held:    true,
-			renewAt: now.Add(LeaseDuration / 2),
 		}
+		return plan
 	}
-	holder := leaseHolder(cur)
-	expires := leaseExpiry(cur)
-	if holder == LeaseHolderIdentity {
-		renewAt := expires.Add(-LeaseDuration / 2)
-		if ptr.Deref(cur.Spec.LeaseDurationSeconds, 0) == duration && now.Before(renewAt) {
-			if hasNodeOwnerRef(cur.OwnerReferences, node) {
-				return leasePlan{held: true, renewAt: renewAt}
-			}
-			l := cur.DeepCopy()
-			l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
-			return leasePlan{want: l, held: true, renewAt: renewAt}
+	holder, expires := leaseHolder(cur), leaseExpiry(cur)
+	l := cur.DeepCopy()
+	l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
+	switch renewAt := expires.Add(-LeaseDuration / 2); {
+	case holder == LeaseHolderIdentity && ptr.Deref(cur.Spec.LeaseDurationSeconds, 0) == duration && now.Before(renewAt):
+		if hasNodeOwnerRef(cur.OwnerReferences, node) {
+			return leasePlan{held: true, renewAt: renewAt}
 		}
-		l := cur.DeepCopy()
-		l.Spec.LeaseDurationSeconds = ptr.To(duration)
-		l.Spec.RenewTime = &mt
+		return leasePlan{want: l, held: true, renewAt: renewAt}
+	case holder == LeaseHolderIdentity: // renew
 		if l.Spec.AcquireTime == nil {
 			l.Spec.AcquireTime = &mt
 		}
-		l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
-		return leasePlan{want: l, held: true, renewAt: now.Add(LeaseDuration / 2)}
-	}
-	if holder != "" && now.Before(expires) {
+	case holder != "" && now.Before(expires):
 		return leasePlan{holder: holder, expires: expires}
+	default: // free (released) or expired: take it over
+		l.Spec.HolderIdentity = ptr.To(LeaseHolderIdentity)
+		l.Spec.AcquireTime = &mt
+		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(cur.Spec.LeaseTransitions, 0) + 1)
 	}
-	// Free (released) or expired: take it over.
-	l := cur.DeepCopy()
-	l.Spec.HolderIdentity = ptr.To(LeaseHolderIdentity)
 	l.Spec.LeaseDurationSeconds = ptr.To(duration)
-	l.Spec.AcquireTime = &mt
 	l.Spec.RenewTime = &mt
-	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(cur.Spec.LeaseTransitions, 0) + 1)
-	l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
-	return leasePlan{want: l, held: true, renewAt: now.Add(LeaseDuration / 2)}
+	plan.want = l
+	return plan
 }
 
 // leaseVerdict is what the maintenance does after looking at the lease.
 type leaseVerdict int
 
 const (
-	// leaseProceed: the lease is held; maintain the node.
-	leaseProceed leaseVerdict = iota
-	// leaseWait: another holder has it and the drain has not started:
-	// stay Running, touch nothing, look again when its lease expires.
-	leaseWait
-	// leaseRetry: another holder took it after the drain started: count the
-	// attempt and look again after a backoff; the node is left as it is.
-	leaseRetry
-	// leaseFail: too many attempts: release the node, fail the maintenance
-	// and look again when the other lease expires.
-	leaseFail
-	// leaseStayFailed: failed earlier for the lease, which is still held by
-	// another: keep the node released and wait for the lease.
-	leaseStayFailed
+	leaseProceed    leaseVerdict = iota // held: maintain the node
+	leaseWait                           // another's, drain not started: stay Running, touch nothing
+	leaseRetry                          // another's after the drain started: count the attempt, back off
+	leaseFail                           // too many attempts: release the node, fail the maintenance
+	leaseStayFailed                     // failed for the lease, still another's: keep the node released
 )
 
 // Prefixes of the lastError messages about the lease (cleared once it is held).
@@ -391,28 +343,20 @@ const (
 )
 
 func isLeaseMessage(s string) bool {
-	for _, p := range []string{leaseWaitMessage, leaseRetryMessage, leaseFailMessage, leaseErrorMessage} {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{leaseWaitMessage, leaseRetryMessage, leaseFailMessage, leaseErrorMessage},
+		func(p string) bool { return strings.HasPrefix(s, p) })
 }
 
-// failedForLease tells a maintenance failed because another holder kept the
-// lease (it restarts once the lease is free).
+// failedForLease tells a maintenance failed because another holder kept the lease.
 func failedForLease(st *nmv1beta1.NodeMaintenanceStatus) bool {
 	return st.Phase == nmv1beta1.MaintenanceFailed && st.ErrorOnLeaseCount > MaxLeaseErrors
 }
 
-// decideLease updates st for the outcome of planLease (the lease ref is
-// "namespace/name", for messages) and says what follows; after is when to
-// look again (held: when to renew; other holder: its expiry, or the retry
-// backoff, base doubled at each attempt, whichever comes first).
-//
-// The drain has started when drainProgress > 0 (medik8s's rule). Unlike
-// medik8s, a maintenance failed for the lease restarts from scratch as soon
-// as the lease is free again (phase Running, errorOnLeaseCount 0).
+// decideLease updates st for planLease's outcome (ref "namespace/name" for
+// messages) and says what follows and when to look again (the renewal; the
+// other's expiry or the retry backoff, base doubling, whichever is first).
+// The drain has started when drainProgress > 0 (medik8s's rule); a failed
+// maintenance restarts from scratch once the lease is free (docs/openshift.md).
 func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, ref string, now time.Time, base time.Duration) (leaseVerdict, time.Duration) {
 	if p.held {
 		if failedForLease(st) {
@@ -451,8 +395,7 @@ func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, ref string, n
 	return leaseRetry, min(base<<(st.ErrorOnLeaseCount-1), untilExpiry)
 }
 
-// leaseFailedText names no expiry time: a holder renewing its lease does not
-// rewrite the status of a failed maintenance.
+// leaseFailedText names no expiry: another's renewals do not rewrite a failed status.
 func leaseFailedText(attempts int, ref, holder string) string {
 	return fmt.Sprintf("%s after %d attempts: lease %s is held by %q; the node was released, and the maintenance restarts once the lease expires or is released",
 		leaseFailMessage, attempts, ref, holder)

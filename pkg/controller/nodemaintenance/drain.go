@@ -22,23 +22,16 @@ import (
 // maxPodsInMessage bounds the pods named in lastError.
 const maxPodsInMessage = 10
 
-// drainHelper configures kubectl's drain helper: eviction API (PDBs
-// honoured), DaemonSet pods ignored, emptyDir data deleted, unmanaged pods
-// included. Only its listing, EvictPod and DeletePod are used: this
-// controller never waits inside a reconcile.
-func (r *Reconciler) drainHelper(ctx context.Context) *drain.Helper {
-	return drainer.NewHelper(ctx, r.kube, log.FromContext(ctx))
-}
-
 // drainPass makes one eviction pass over the pods to evict (or, once the
-// drain timeout expired, deletes them) and fills the progress into st.
+// drain timeout expired, deletes them) and fills the progress into st. Only
+// the drain helper's listing, EvictPod and DeletePod are used: no reconcile waits.
 func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenance, st *nmv1beta1.NodeMaintenanceStatus, pods []corev1.Pod) (ctrl.Result, error) {
 	nodeName := nm.Spec.NodeName
 	if len(pods) == 0 {
 		r.succeed(st, "")
 		return ctrl.Result{}, nil
 	}
-	h := r.drainHelper(ctx)
+	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx))
 	withStart := *nm
 	withStart.Status.DrainStartTime = st.DrainStartTime
 	deadline, bounded := drainDeadline(&withStart)
@@ -75,8 +68,7 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		if p.DeletionTimestamp != nil {
 			continue // already terminating
 		}
-		err := h.EvictPod(p, gv)
-		switch {
+		switch err := h.EvictPod(p, gv); {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
 			blocked = append(blocked, p.Namespace+"/"+p.Name)
@@ -116,13 +108,10 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	st.LastError = patch.Truncate(msg, 1024)
 	log.FromContext(ctx).V(1).Info("drain pass did not finish", "remainingPods", len(remaining))
 
-	after := r.poll
-	if bounded {
-		if until := deadline.Sub(now); until < after {
-			after = max(until, 0) + 10*time.Millisecond
-		}
+	if until := deadline.Sub(now); bounded && until < r.poll {
+		return ctrl.Result{RequeueAfter: max(until, 0) + 10*time.Millisecond}, nil
 	}
-	return ctrl.Result{RequeueAfter: after}, nil
+	return ctrl.Result{RequeueAfter: r.poll}, nil
 }
 
 // succeed marks the drain done; note (may be empty) goes to lastError.
@@ -139,5 +128,3 @@ func listNames(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-// logWriter turns the drain helper's output into log lines.

@@ -1,16 +1,13 @@
 package nodemaintenance
 
-// The node lease is how medik8s's operators coordinate on a node: a
-// NodeMaintenance holds coordination.k8s.io/v1 Lease "node-<nodeName>" in
-// the lease namespace (holder "node-maintenance") while it maintains the
-// node, and NodeHealthCheck / Self Node Remediation hold the same lease while
-// they remediate it. Whoever holds a valid lease has the node; an expired
-// one may be taken over. The decisions are in decide.go (planLease,
-// decideLease); this file reads and writes.
+// The node lease, shared with NodeHealthCheck and Self Node Remediation, says
+// who has the node (docs/architecture.md); planLease and decideLease decide,
+// this file reads and writes.
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,21 +28,17 @@ func LeaseName(nodeName string) string { return LeaseNamePrefix + nodeName }
 func (r *Reconciler) leaseRef(nodeName string) string { return r.leaseNS + "/" + LeaseName(nodeName) }
 
 // takeLease creates, renews or takes over the node's lease as planLease
-// decides, and returns the plan (held, or who else holds it). The lease is
-// read from the API server and written with its resourceVersion; a
-// concurrent change is re-read. The lease namespace is the install's to
-// create (this controller may not create namespaces): a missing one is an
-// error that says so.
+// decides (read uncached, written under its resourceVersion) and returns the
+// plan. The lease namespace is the install's to create.
 func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePlan, error) {
 	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
 	name := LeaseName(node.Name)
 	var plan leasePlan
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cur, err := leases.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
+		if apierrors.IsNotFound(err) {
 			cur = nil
-		case err != nil:
+		} else if err != nil {
 			return err
 		}
 		plan = planLease(cur, r.leaseNS, name, node, r.now())
@@ -61,8 +54,7 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 			return fmt.Errorf("namespace %s does not exist: the Machine API install creates it and the Role that lets this controller hold leases there; create both, or point --lease-namespace at a namespace that has them: %w",
 				r.leaseNS, err)
 		}
-		if apierrors.IsAlreadyExists(err) {
-			// Created meanwhile by someone else: look again.
+		if apierrors.IsAlreadyExists(err) { // created meanwhile: look again
 			return apierrors.NewConflict(coordinationv1.Resource("leases"), name, err)
 		}
 		if err == nil {
@@ -76,9 +68,8 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 	return plan, nil
 }
 
-// releaseLease deletes the node's lease if this controller holds it (only
-// that version: a lease taken meanwhile is re-read). A lease held by
-// someone else, or none, is left alone.
+// releaseLease deletes the node's lease if this controller holds it (that
+// version only: one taken meanwhile is re-read and left alone).
 func (r *Reconciler) releaseLease(ctx context.Context, nodeName string) error {
 	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
 	name := LeaseName(nodeName)
@@ -99,15 +90,12 @@ func (r *Reconciler) releaseLease(ctx context.Context, nodeName string) error {
 	return nil
 }
 
-// leaseStep holds the node's lease before maintenance touches the node, and
-// fills the outcome into st (see decideLease). proceed is false when the
-// node must be left alone for now; res says when to look again (with
-// proceed, when to renew the lease).
+// leaseStep holds the node's lease before maintenance touches the node and
+// fills the outcome into st (decideLease); proceed is false when the node is
+// to be left alone; res says when to look again (or renew).
 func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenance, node *corev1.Node, st *nmv1beta1.NodeMaintenanceStatus) (res ctrl.Result, proceed bool, err error) {
 	plan, err := r.takeLease(ctx, node)
-	if err != nil {
-		// An API error is retried with backoff; it is not another holder and
-		// does not count towards failing the maintenance.
+	if err != nil { // retried with backoff; it does not count towards failing
 		LeaseFailuresTotal.WithLabelValues(LeaseFailureError).Inc()
 		if st.Phase == "" {
 			st.Phase = nmv1beta1.MaintenanceRunning
@@ -139,30 +127,21 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	return res, false, nil
 }
 
-// keepLeaseFor reports whether another NodeMaintenance of the node, not
-// being deleted, remains: it keeps the (shared) lease, which a deleted one
-// must then not release.
+// keepLeaseFor reports whether another NodeMaintenance of the node, not being
+// deleted, remains to keep the lease.
 func (r *Reconciler) keepLeaseFor(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (bool, error) {
 	list := &nmv1beta1.NodeMaintenanceList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{NodeNameField: nm.Spec.NodeName}); err != nil {
 		return false, fmt.Errorf("listing NodeMaintenances of node %s: %w", nm.Spec.NodeName, err)
 	}
-	for i := range list.Items {
-		if o := &list.Items[i]; o.Name != nm.Name && o.Spec.NodeName == nm.Spec.NodeName && o.DeletionTimestamp.IsZero() {
-			return true, nil
-		}
-	}
-	return false, nil
+	return slices.ContainsFunc(list.Items, func(o nmv1beta1.NodeMaintenance) bool {
+		return o.Name != nm.Name && o.Spec.NodeName == nm.Spec.NodeName && o.DeletionTimestamp.IsZero()
+	}), nil
 }
 
 // soonest merges two results: the earlier requeue wins.
 func soonest(a, b ctrl.Result) ctrl.Result {
-	switch {
-	case a.RequeueAfter <= 0:
-		return b
-	case b.RequeueAfter <= 0:
-		return a
-	case b.RequeueAfter < a.RequeueAfter:
+	if a.RequeueAfter <= 0 || (b.RequeueAfter > 0 && b.RequeueAfter < a.RequeueAfter) {
 		return b
 	}
 	return a

@@ -9,8 +9,7 @@ import (
 )
 
 var (
-	// PhaseGauge is 1 for the current phase of each NodeMaintenance (one
-	// series per object; removed when the object is gone).
+	// PhaseGauge is 1 for the current phase of each NodeMaintenance.
 	PhaseGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "machine_api_nodemaintenance_phase",
 		Help: "Current phase of each NodeMaintenance (1 for the phase it is in).",
@@ -22,8 +21,7 @@ var (
 		Help: "NodeMaintenance phase transitions, by the phase entered.",
 	}, []string{"phase"})
 
-	// LeaseFailuresTotal counts the attempts to take or keep a node lease
-	// that failed, by reason (LeaseFailureHeld, LeaseFailureError).
+	// LeaseFailuresTotal counts failed attempts to take or keep a node lease.
 	LeaseFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_nodemaintenance_lease_failures_total",
 		Help: "Failed attempts to take or keep a node lease, by reason (held: another holder has a valid lease; error: API error).",
@@ -36,8 +34,7 @@ const (
 	LeaseFailureError = "error"
 )
 
-// RegisterMetrics registers the metrics with controller-runtime's registry.
-// Safe to call many times (NewReconciler calls it).
+// RegisterMetrics registers the metrics (idempotent; NewReconciler calls it).
 func RegisterMetrics() {
 	mapimetrics.Register(PhaseGauge, PhaseTransitionsTotal, LeaseFailuresTotal)
 }

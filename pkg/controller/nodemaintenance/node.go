@@ -21,18 +21,15 @@ func (e *heldError) Error() string {
 	return fmt.Sprintf("node %s is already in maintenance by NodeMaintenance %s", e.node, e.owner)
 }
 
-// applyNode cordons, taints and labels the node for maintenance nmName,
-// recording what it added in the same write. It refuses (heldError) when
-// the node's OwnerAnnotation names another NodeMaintenance that exists: this
-// closes the race of two maintenances created at once, before either is in
-// the other's cache.
+// applyNode cordons, taints and labels the node for maintenance nmName. It
+// refuses (heldError) when OwnerAnnotation names another existing
+// NodeMaintenance: two created at once may not see each other in the cache.
 func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) error {
 	_, err := r.updateNode(ctx, nodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
 		if o := n.Annotations[OwnerAnnotation]; o != "" && o != nmName {
 			other := &nmv1beta1.NodeMaintenance{}
 			switch err := r.apiReader().Get(ctx, client.ObjectKey{Name: o}, other); {
-			case apierrors.IsNotFound(err):
-				// A stale record: taken over by planMaintenance.
+			case apierrors.IsNotFound(err): // a stale record: planMaintenance takes it over
 			case err != nil:
 				return nil, false, fmt.Errorf("getting NodeMaintenance %s named by node %s: %w", o, nodeName, err)
 			case other.Spec.NodeName == nodeName:
@@ -45,8 +42,7 @@ func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) err
 	return err
 }
 
-// releaseNode undoes what maintenance nm recorded on its node. A missing
-// node, or one not owned by nm, is left alone. changed reports a write.
+// releaseNode undoes what nm recorded on its node (if any); it reports a write.
 func (r *Reconciler) releaseNode(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (bool, error) {
 	changed, err := r.updateNode(ctx, nm.Spec.NodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
 		want, changed := planRelease(n, nm.Name)
@@ -58,10 +54,8 @@ func (r *Reconciler) releaseNode(ctx context.Context, nm *nmv1beta1.NodeMaintena
 	return changed, err
 }
 
-// updateNode reads the node fresh from the API server, applies plan and
-// writes the result with the read's resourceVersion (optimistic locking: a
-// concurrent change of the taints or labels is re-read, never overwritten),
-// retrying on conflicts.
+// updateNode reads the node uncached, applies plan and writes the result
+// under the read's resourceVersion, re-reading on conflicts.
 func (r *Reconciler) updateNode(ctx context.Context, nodeName string, plan func(*corev1.Node) (*corev1.Node, bool, error)) (bool, error) {
 	changed := false
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {

@@ -26,14 +26,10 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
-// SetupWithManager registers the controller. It watches NodeMaintenances
-// (a create or delete also wakes the others naming the same node, for the
-// one-maintenance-per-node rule), Nodes (a node that appears, or whose
-// scheduling fields change, wakes the NodeMaintenances naming it) and the
-// node leases (a lease released or taken by another holder wakes the
-// NodeMaintenances of its node), through a cache of the lease namespace only
-// (the manager's cache is not used: it would hold every Lease of the
-// cluster, kube-node-lease's heartbeats included, or none of this namespace).
+// SetupWithManager registers the controller. It watches NodeMaintenances (a
+// create or delete wakes the others of its node), Nodes and the node leases,
+// each mapped to the NodeMaintenances of the node; the leases through a cache
+// of their namespace only (the manager's would hold every Lease or none).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -54,9 +50,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := IndexByNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if r.leaseNS == "" {
-		r.leaseNS = DefaultLeaseNamespace
-	}
 	leaseCache, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:        mgr.GetHTTPClient(),
 		Scheme:            mgr.GetScheme(),
@@ -72,27 +65,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodemaintenance").
 		For(&nmv1beta1.NodeMaintenance{}, builder.WithPredicates(nmPredicate())).
-		Watches(&nmv1beta1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.siblings), builder.WithPredicates(createOrDelete())).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMaintenances), builder.WithPredicates(nodePredicate())).
+		Watches(&nmv1beta1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.siblings), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMaintenances),
+			builder.WithPredicates(updates.Matter(func(o, n *corev1.Node) bool { return !nodeMaintenanceFieldsEqual(o, n) }))).
 		WatchesRawSource(source.Kind(leaseCache, &coordinationv1.Lease{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.leaseToMaintenances), leasePredicate())).
 		WithOptions(opts).
 		Complete(r)
 }
 
-// IndexByNodeName adds the NodeNameField index. When the cache already has
-// an index of that name on NodeMaintenances (another controller in the same
-// manager registered it), it is left as it is: see index.Register.
+// IndexByNodeName adds the NodeNameField index (kept if registered already: index.Register).
 func IndexByNodeName(ctx context.Context, indexer client.FieldIndexer) error {
-	return index.Register(ctx, indexer, index.Index{Object: &nmv1beta1.NodeMaintenance{}, Name: NodeNameField, Extract: nodeMaintenanceNodeName})
-}
-
-func nodeMaintenanceNodeName(o client.Object) []string {
-	nm, ok := o.(*nmv1beta1.NodeMaintenance)
-	if !ok || nm.Spec.NodeName == "" {
-		return nil
-	}
-	return []string{nm.Spec.NodeName}
+	return index.Register(ctx, indexer, index.Index{Object: &nmv1beta1.NodeMaintenance{}, Name: NodeNameField,
+		Extract: func(o client.Object) []string {
+			if nm, ok := o.(*nmv1beta1.NodeMaintenance); ok && nm.Spec.NodeName != "" {
+				return []string{nm.Spec.NodeName}
+			}
+			return nil
+		}})
 }
 
 func (r *Reconciler) byNodeName(ctx context.Context, nodeName string) []reconcile.Request {
@@ -109,11 +102,10 @@ func (r *Reconciler) byNodeName(ctx context.Context, nodeName string) []reconcil
 }
 
 func (r *Reconciler) siblings(ctx context.Context, o client.Object) []reconcile.Request {
-	nm, ok := o.(*nmv1beta1.NodeMaintenance)
-	if !ok {
-		return nil
+	if nm, ok := o.(*nmv1beta1.NodeMaintenance); ok {
+		return r.byNodeName(ctx, nm.Spec.NodeName)
 	}
-	return r.byNodeName(ctx, nm.Spec.NodeName)
+	return nil
 }
 
 func (r *Reconciler) nodeToMaintenances(ctx context.Context, o client.Object) []reconcile.Request {
@@ -121,15 +113,13 @@ func (r *Reconciler) nodeToMaintenances(ctx context.Context, o client.Object) []
 }
 
 func (r *Reconciler) leaseToMaintenances(ctx context.Context, l *coordinationv1.Lease) []reconcile.Request {
-	nodeName, ok := strings.CutPrefix(l.Name, LeaseNamePrefix)
-	if !ok || nodeName == "" {
-		return nil
+	if nodeName, ok := strings.CutPrefix(l.Name, LeaseNamePrefix); ok && nodeName != "" {
+		return r.byNodeName(ctx, nodeName)
 	}
-	return r.byNodeName(ctx, nodeName)
+	return nil
 }
 
-// leasePredicate passes the node leases' creations and deletions and the
-// changes of their spec (holder, times, duration).
+// leasePredicate passes the node leases' creations, deletions and spec changes.
 func leasePredicate() predicate.TypedPredicate[*coordinationv1.Lease] {
 	isNodeLease := func(l *coordinationv1.Lease) bool { return strings.HasPrefix(l.Name, LeaseNamePrefix) }
 	return predicate.TypedFuncs[*coordinationv1.Lease]{
@@ -152,17 +142,4 @@ func nmPredicate() predicate.Funcs {
 				!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers())
 		},
 	}
-}
-
-func createOrDelete() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
-}
-
-// nodePredicate passes node creations and deletions and changes of the
-// fields maintenance manages; status heartbeats are ignored.
-func nodePredicate() predicate.Funcs {
-	return updates.Matter(func(o, n *corev1.Node) bool { return !nodeMaintenanceFieldsEqual(o, n) })
 }
