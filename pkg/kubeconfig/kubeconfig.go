@@ -1,5 +1,4 @@
-// Package kubeconfig loads the client configuration of every binary of this
-// project, in the order kubectl users expect of a controller.
+// Package kubeconfig loads every binary's client configuration.
 package kubeconfig
 
 import (

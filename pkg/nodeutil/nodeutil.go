@@ -1,6 +1,5 @@
-// Package nodeutil reads a Node's Ready condition, the one place the
-// controllers, the provider and the tests look it up. It depends on the core
-// API types only, so every binary and test may import it.
+// Package nodeutil reads and sets a Node's Ready condition (core types only,
+// so every binary and test may import it).
 package nodeutil
 
 import corev1 "k8s.io/api/core/v1"
@@ -25,8 +24,7 @@ func IsReady(n *corev1.Node) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// SetReadyCondition puts c (whose Type is taken to be Ready) in n's status,
-// replacing the Ready condition n has.
+// SetReadyCondition sets c as n's Ready condition (c's Type is ignored).
 func SetReadyCondition(n *corev1.Node, c corev1.NodeCondition) {
 	c.Type = corev1.NodeReady
 	if cur := ReadyCondition(n); cur != nil {

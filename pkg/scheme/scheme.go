@@ -1,6 +1,4 @@
-// Package scheme builds the runtime.Scheme shared by the operator, the operands
-// and the tests: the Kubernetes built-in types plus the OpenShift config and
-// machine APIs and this project's NodeMaintenance and MachineDeployment APIs.
+// Package scheme builds the runtime.Scheme of the operator, operands and tests.
 package scheme
 
 import (
@@ -15,8 +13,8 @@ import (
 	nodemaintenancev1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 )
 
-// New returns a new scheme with every API group the project uses registered.
-// Each caller gets its own instance, so nothing is shared or mutated globally.
+// New returns a new scheme with every API group the project uses (a fresh
+// one per caller: no global mutable state).
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))

@@ -21,12 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// An informer stores an event in its cache before another goroutine hands it
-// to each event handler, so a cache that has caught up does not mean the
-// controller has seen the change. deliveryCache records, per registered
-// handler, the resourceVersion of every object it was last handed (after the
-// handler returned, so any enqueue it made is done), and delivered compares
-// that with what each informer stores.
+// deliveryCache records, per event handler, the resourceVersion of every
+// object it was last handed (once it returned): an informer stores an event
+// before handing it on, so a cache caught up does not mean the controller saw it.
 type deliveryCache struct {
 	cache.Cache
 	scheme    *runtime.Scheme
@@ -40,9 +37,8 @@ type informerKey struct {
 	metadata bool
 }
 
-// NewCache has the signature of manager.Options.NewCache: controller-runtime's
-// cache, with every event handler's deliveries recorded for CaughtUp.
-// Env.NewManager uses it.
+// NewCache is a manager.Options.NewCache: controller-runtime's cache, with
+// event handlers' deliveries recorded for CaughtUp.
 func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	c, err := cache.New(cfg, opts)
 	if err != nil {
@@ -83,14 +79,12 @@ func (c *deliveryCache) track(k informerKey, i cache.Informer) cache.Informer {
 		h = &handlerSet{m: map[toolscache.ResourceEventHandlerRegistration]*deliveries{}}
 		c.informers[k] = h
 	}
-	// A multi-namespace cache returns a new wrapper of the same informers
-	// on each call: handlers are tracked per kind.
+	// Per kind: a multi-namespace cache wraps its informers anew on each call.
 	return &trackedInformer{Informer: i, handlers: h}
 }
 
-// delivered returns nil when the informer of list's kind has an event
-// handler, and every handler of every informer has been handed exactly what
-// its informer stores.
+// delivered returns nil when list's kind has an event handler and every
+// handler was handed exactly what its informer stores.
 func (c *deliveryCache) delivered(ctx context.Context, list client.ObjectList) error {
 	gvk, err := apiutil.GVKForObject(list, c.scheme)
 	if err != nil {
@@ -141,22 +135,28 @@ type trackedInformer struct {
 }
 
 func (t *trackedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	d := &deliveries{next: h, versions: map[string]string{}}
-	return t.handlers.add(d)(t.Informer.AddEventHandler(d))
+	return t.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{})
 }
 
 func (t *trackedInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, p time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
-	d := &deliveries{next: h, versions: map[string]string{}}
-	return t.handlers.add(d)(t.Informer.AddEventHandlerWithResyncPeriod(d, p))
+	return t.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{ResyncPeriod: &p})
 }
 
 func (t *trackedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	d := &deliveries{next: h, versions: map[string]string{}}
-	return t.handlers.add(d)(t.Informer.AddEventHandlerWithOptions(d, o))
+	r, err := t.Informer.AddEventHandlerWithOptions(d, o)
+	if err == nil {
+		t.handlers.mu.Lock()
+		t.handlers.m[r] = d
+		t.handlers.mu.Unlock()
+	}
+	return r, err
 }
 
 func (t *trackedInformer) RemoveEventHandler(r toolscache.ResourceEventHandlerRegistration) error {
-	t.handlers.remove(r)
+	t.handlers.mu.Lock()
+	delete(t.handlers.m, r)
+	t.handlers.mu.Unlock()
 	return t.Informer.RemoveEventHandler(r)
 }
 
@@ -164,23 +164,6 @@ func (t *trackedInformer) RemoveEventHandler(r toolscache.ResourceEventHandlerRe
 type handlerSet struct {
 	mu sync.Mutex
 	m  map[toolscache.ResourceEventHandlerRegistration]*deliveries
-}
-
-func (s *handlerSet) add(d *deliveries) func(toolscache.ResourceEventHandlerRegistration, error) (toolscache.ResourceEventHandlerRegistration, error) {
-	return func(r toolscache.ResourceEventHandlerRegistration, err error) (toolscache.ResourceEventHandlerRegistration, error) {
-		if err == nil {
-			s.mu.Lock()
-			s.m[r] = d
-			s.mu.Unlock()
-		}
-		return r, err
-	}
-}
-
-func (s *handlerSet) remove(r toolscache.ResourceEventHandlerRegistration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, r)
 }
 
 func (s *handlerSet) len() int {
@@ -206,7 +189,7 @@ func (s *handlerSet) handed(stored map[string]string) error {
 }
 
 // deliveries passes events on to a handler and records, once it returned,
-// the resourceVersion each object was last handed at.
+// each object's last resourceVersion handed.
 type deliveries struct {
 	next     toolscache.ResourceEventHandler
 	mu       sync.Mutex
@@ -252,9 +235,7 @@ func (d *deliveries) snapshot() map[string]string {
 	return maps.Clone(d.versions)
 }
 
-// trackedManager is a manager whose client can be traced back to its
-// deliveryCache, so that CaughtUp(live, mgr.GetClient(), ...) can check
-// deliveries.
+// trackedManager's client leads CaughtUp to its deliveryCache.
 type trackedManager struct {
 	manager.Manager
 	client trackedClient

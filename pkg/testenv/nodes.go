@@ -12,9 +12,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
-// SetNodeReady sets the Ready condition of the Node name to status, changed
-// at since, with a heartbeat now (a merge patch of the status subresource;
-// the Node's other conditions are kept).
+// SetNodeReady sets the Node's Ready condition to status since since, with
+// a heartbeat now; its other conditions are kept.
 func SetNodeReady(ctx context.Context, c client.Client, name string, status corev1.ConditionStatus, since time.Time) error {
 	n := &corev1.Node{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {

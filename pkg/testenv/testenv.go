@@ -1,20 +1,10 @@
-// Package testenv starts a real kube-apiserver and etcd (controller-runtime
-// envtest, using the binaries `make tools` builds into bin/) with the project's
-// CRDs installed. Every test that talks to the Kubernetes API uses it.
-//
-// A package typically starts one API server for all its tests:
-//
-//	var env *testenv.Env
+// Package testenv starts a real kube-apiserver and etcd (envtest, from bin/)
+// with the project's CRDs, typically once per package:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m, &env) }
 //
-// The binaries are required: when they are missing the tests fail with
-// "run make tools"; nothing is skipped silently.
-//
-// Tests wait with package poll (a condition and a timeout, never a fixed
-// sleep). A test that must show that a controller did nothing waits for the
-// controller to have handled the change instead (WorkTracker, Quiescent,
-// CaughtUp), then checks the outcome.
+// Without the binaries tests fail ("run make tools"), never skip. To show a
+// controller did nothing, wait until it handled the change (WorkTracker).
 package testenv
 
 import (
@@ -43,20 +33,14 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
-// requiredBinaries are the files envtest needs in its assets directory.
-var requiredBinaries = []string{"kube-apiserver", "etcd"}
-
 // Options configure an Env.
 type Options struct {
-	// ExtraCRDs are installed in addition to the machine, config,
-	// nodemaintenance and machinedeployment CRDs.
+	// ExtraCRDs are installed besides the project's.
 	ExtraCRDs []*apiextensionsv1.CustomResourceDefinition
-	// APIServerArgs are extra kube-apiserver flags ("--name=value" form is not
-	// used; give the name without dashes and its value).
+	// APIServerArgs are extra kube-apiserver flags: name without dashes → value.
 	APIServerArgs map[string]string
-	// LogEnv names an environment variable (FOO_TEST_LOG): when it is set,
-	// the controllers' logs (controller-runtime's logger, verbosity 4) go to
-	// stderr; otherwise they are discarded. Empty leaves the logger alone.
+	// LogEnv names an environment variable that, when set, sends the
+	// controllers' logs (V(4)) to stderr; else they are discarded.
 	LogEnv string
 }
 
@@ -86,7 +70,7 @@ func BinDir() (string, error) {
 		}
 		dir = filepath.Join(root, "bin")
 	}
-	for _, name := range requiredBinaries {
+	for _, name := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			return "", fmt.Errorf("%w (looked for %s in %s)", ErrMissingBinaries, name, dir)
 		}
@@ -94,15 +78,16 @@ func BinDir() (string, error) {
 	return dir, nil
 }
 
-// RepoRoot finds the repository root by walking up from the working directory
-// to the directory holding go.mod and the Makefile.
+// RepoRoot walks up from the working directory to the one holding go.mod
+// and the Makefile.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("finding the repository root: %w", err)
 	}
 	for {
-		if fileExists(filepath.Join(dir, "go.mod")) && fileExists(filepath.Join(dir, "Makefile")) {
+		_, errMod := os.Stat(filepath.Join(dir, "go.mod"))
+		if _, errMake := os.Stat(filepath.Join(dir, "Makefile")); errMod == nil && errMake == nil {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
@@ -111,11 +96,6 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // New starts an API server and installs the CRDs. Call Stop when done.
@@ -185,9 +165,8 @@ func Start(t testing.TB, opts Options) *Env {
 	return e
 }
 
-// Main is a TestMain body: it starts one Env for the package's tests, stores
-// it in *env, runs the tests and stops the Env. A start failure fails the
-// package with the reason (for example "run make tools").
+// Main is a TestMain body: it starts one Env into *env, runs the tests and
+// stops it. A start failure fails the package with the reason.
 func Main(m *testing.M, env **Env) {
 	os.Exit(runMain(m, env, Options{}))
 }
@@ -221,15 +200,14 @@ func runMain(m *testing.M, env **Env, opts Options) int {
 	return code
 }
 
-// Runnable is what Run runs: a controller-runtime manager or cache, anything
-// that runs until its context ends.
+// Runnable is what Run runs: a manager or cache, anything that runs until
+// its context ends.
 type Runnable interface {
 	Start(ctx context.Context) error
 }
 
-// Run starts r in the background and returns stop, which ends r and waits
-// until it has returned; an error r returns fails the test. stop also runs
-// when the test ends; calling it again does nothing.
+// Run starts r in the background and returns stop, which ends r and waits for
+// it (also at the test's end; idempotent); an error r returns fails the test.
 func Run(t testing.TB, r Runnable) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -246,10 +224,9 @@ func Run(t testing.TB, r Runnable) (stop func()) {
 	return stop
 }
 
-// NewManager returns a controller-runtime manager for cfg (the Env's admin
-// config when nil) with the Env's scheme, the cache options c, and no
-// metrics or health probe endpoints. Its client and cache record what its
-// event handlers were handed, for CaughtUp. Start it with Run.
+// NewManager returns a manager for cfg (default: the Env's) with the Env's
+// scheme, cache options c and no endpoints; its client works with CaughtUp.
+// Start it with Run.
 func (e *Env) NewManager(t testing.TB, cfg *rest.Config, c cache.Options) manager.Manager {
 	t.Helper()
 	if cfg == nil {

@@ -17,9 +17,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
-// WorkTracker observes a controller's work queue, so that a test can wait
-// until the controller has handled everything it was given instead of
-// sleeping and hoping. Pass NewQueue as controller.Options.NewQueue:
+// WorkTracker observes a controller's work queue, so a test can wait until
+// the controller has handled everything it was given:
 //
 //	wt := testenv.NewWorkTracker()
 //	r.SetupWithManager(mgr, controller.Options{NewQueue: wt.NewQueue})
@@ -27,19 +26,12 @@ import (
 //	poll.Eventually(t, timeout, "controller settled", wt.Quiescent(10*time.Second,
 //		testenv.CaughtUp(env.Client, mgr.GetClient(), &machinev1beta1.MachineList{}, client.InNamespace(ns))))
 type WorkTracker struct {
-	mu sync.Mutex
-	// pending: requests queued and not handed to a worker since, with the
-	// earliest time each is due (later than now for requeues after a delay).
-	pending map[reconcile.Request]time.Time
-	// unscheduled: rate-limited adds whose delay the queue has not asked
-	// the rate limiter for yet (it does so asynchronously).
-	unscheduled map[reconcile.Request]int
-	// inFlight: requests handed to a worker and not Done yet.
-	inFlight map[reconcile.Request]int
-	// done counts finished reconciles per request.
-	done map[reconcile.Request]int
-	// changes counts every add, hand-out and completion.
-	changes uint64
+	mu          sync.Mutex
+	pending     map[reconcile.Request]time.Time // queued, with the earliest time due
+	unscheduled map[reconcile.Request]int       // rate-limited adds whose delay is not known yet
+	inFlight    map[reconcile.Request]int       // handed to a worker, not Done
+	done        map[reconcile.Request]int       // finished reconciles
+	changes     uint64                          // every add, hand-out and completion
 }
 
 // NewWorkTracker returns a WorkTracker with no queue yet.
@@ -52,9 +44,8 @@ func NewWorkTracker() *WorkTracker {
 	}
 }
 
-// NewQueue has the signature of controller.Options.NewQueue: it returns
-// controller-runtime's default (priority) queue, observed by w. A new queue
-// (a restarted manager) starts with nothing pending.
+// NewQueue is a controller.Options.NewQueue: controller-runtime's priority
+// queue, observed by w. A new queue starts with nothing pending.
 func (w *WorkTracker) NewQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	w.mu.Lock()
 	clear(w.pending)
@@ -67,15 +58,13 @@ func (w *WorkTracker) NewQueue(name string, rl workqueue.TypedRateLimiter[reconc
 	return &trackedQueue{PriorityQueue: q, w: w}
 }
 
-// Idle returns nil when no reconcile is running and none is due within the
-// next `within` (a requeue scheduled further out does not count), and
-// otherwise an error naming the requests.
+// Idle returns nil when no reconcile is running or due within `within`, else
+// an error naming the requests.
 func (w *WorkTracker) Idle(within time.Duration) error {
 	_, err := w.idle(within)
 	return err
 }
 
-// idle is Idle, also returning the count of queue changes so far.
 func (w *WorkTracker) idle(within time.Duration) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -101,12 +90,8 @@ func (w *WorkTracker) Reconciles(req reconcile.Request) int {
 }
 
 // Quiescent returns a condition that holds when the controller is
-// Idle(within), every caughtUp check passes (typically CaughtUp: the
-// manager's cache has what the API server has and its event handlers were
-// handed all of it), and the controller took no work in between. Once it
-// holds, the controller has handled every change made before the wait
-// started: each such change reached the handlers, whose enqueues were all
-// handled by the first Idle.
+// Idle(within), every caughtUp check (typically CaughtUp) passes, and no work
+// came in between: then every change made before the wait was handled.
 func (w *WorkTracker) Quiescent(within time.Duration, caughtUp ...func(context.Context) error) poll.Condition {
 	return func(ctx context.Context) (bool, error) {
 		before, err := w.idle(within)
@@ -129,11 +114,9 @@ func (w *WorkTracker) Quiescent(within time.Duration, caughtUp ...func(context.C
 	}
 }
 
-// CaughtUp returns a check that passes when cached (the client of a manager
-// from Env.NewManager, or its cache) lists the objects of list's kind
-// selected by opts at the resourceVersions live (the API server) lists them
-// at, and every event handler of that manager's informers has been handed
-// what its informer stores.
+// CaughtUp returns a check that passes when cached (a manager from
+// Env.NewManager's client, or its cache) lists list's kind (with opts) at
+// live's resourceVersions and its event handlers were handed all of it.
 func CaughtUp(live, cached client.Reader, list client.ObjectList, opts ...client.ListOption) func(context.Context) error {
 	return func(ctx context.Context) error {
 		var dc *deliveryCache
@@ -160,8 +143,7 @@ func CaughtUp(live, cached client.Reader, list client.ObjectList, opts ...client
 	}
 }
 
-// versions lists list's kind and maps each object's namespace/name to its
-// resourceVersion.
+// versions maps each listed object's namespace/name to its resourceVersion.
 func versions(ctx context.Context, r client.Reader, list client.ObjectList, opts []client.ListOption) (map[string]string, error) {
 	l := list.DeepCopyObject().(client.ObjectList)
 	if err := r.List(ctx, l, opts...); err != nil {
@@ -191,8 +173,7 @@ func requestNames[V any](m map[reconcile.Request]V) []string {
 	return out
 }
 
-// added records items as due at the given time (the earliest wins, as in
-// the queue).
+// added records items as due at the given time (the earliest wins).
 func (w *WorkTracker) added(due time.Time, items ...reconcile.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -246,7 +227,6 @@ func (w *WorkTracker) finished(item reconcile.Request) {
 }
 
 // trackedQueue reports every add, hand-out and completion to its tracker.
-// A request added while queued is merged by the queue, as it is here.
 type trackedQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
 	w *WorkTracker
@@ -262,8 +242,6 @@ func (q *trackedQueue) AddAfter(item reconcile.Request, d time.Duration) {
 	q.PriorityQueue.AddAfter(item, d)
 }
 
-// AddRateLimited: the queue asks the rate limiter for the delay, and
-// trackedRateLimiter records it.
 func (q *trackedQueue) AddRateLimited(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
 }
@@ -271,10 +249,8 @@ func (q *trackedQueue) AddRateLimited(item reconcile.Request) {
 func (q *trackedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	if o.RateLimited {
 		q.w.awaitDelay(items...)
-		if o.After > 0 {
-			q.w.added(time.Now().Add(o.After), items...)
-		}
-	} else {
+	}
+	if !o.RateLimited || o.After > 0 {
 		q.w.added(time.Now().Add(o.After), items...)
 	}
 	q.PriorityQueue.AddWithOpts(o, items...)
@@ -297,8 +273,7 @@ func (q *trackedQueue) Done(item reconcile.Request) {
 	q.w.finished(item)
 }
 
-// trackedRateLimiter records the delay of each rate-limited add; the queue
-// asks for it before it inserts the item.
+// trackedRateLimiter records the delay the queue asks for a rate-limited add.
 type trackedRateLimiter struct {
 	workqueue.TypedRateLimiter[reconcile.Request]
 	w *WorkTracker

@@ -1,20 +1,7 @@
-// Package poll is the one way the project's tests wait for a condition: poll
-// it with a short, growing interval until it holds, and on timeout fail with
-// what was awaited and why it did not hold. It imports only the standard
-// library, so unit tests, envtests and the e2e and chaos suites share it.
-//
-//	poll.Eventually(t, 10*time.Second, "machine m is Running", func(ctx context.Context) (bool, error) {
-//		m := &machinev1beta1.Machine{}
-//		if err := c.Get(ctx, key, m); err != nil {
-//			return false, err // kept as the reason, polling goes on
-//		}
-//		if phase := ptr.Deref(m.Status.Phase, ""); phase != "Running" {
-//			return false, fmt.Errorf("phase %q", phase)
-//		}
-//		return true, nil
-//	})
-//
-// Tests wait on conditions with a timeout and never sleep for a fixed time.
+// Package poll is how the project's tests wait: poll a condition at a short,
+// growing interval until it holds, and on timeout fail saying what was
+// awaited and why it did not hold. Standard library only, so every suite
+// shares it.
 package poll
 
 import (
@@ -24,13 +11,9 @@ import (
 	"time"
 )
 
-// Condition reports whether what a test waits for holds. Unlike
-// k8s.io/apimachinery/pkg/util/wait, an error does not stop the polling: it
-// means "not yet" (a transient API error, or why the state is not the wanted
-// one). When the wait times out, the error of the last attempt is reported,
-// and none if that attempt returned nil: an error from early on (the object
-// did not exist yet) must not stand for a later, different state. ctx ends
-// when the wait does.
+// Condition reports whether what a test waits for holds. An error means "not
+// yet" (unlike package wait, polling goes on); on timeout only the last
+// attempt's error is reported, as an earlier one may describe another state.
 type Condition func(ctx context.Context) (bool, error)
 
 // Check adapts a check that returns nil when the condition holds and an
@@ -42,17 +25,15 @@ func Check(f func() error) Condition {
 	}
 }
 
-// Interval bounds: the first retry comes after MinInterval, each later one
-// waits 1.5 times longer, up to MaxInterval (fast in envtests, a few requests
-// a second against a real cluster).
+// Interval bounds: the retries' interval grows 1.5 times from MinInterval
+// up to MaxInterval.
 const (
 	MinInterval = 10 * time.Millisecond
 	MaxInterval = 250 * time.Millisecond
 )
 
-// Until polls cond until it holds, returning nil, or until timeout passes or
-// ctx ends, returning an error that carries cond's last error. A timeout of
-// zero or less means no timeout other than ctx's.
+// Until polls cond until it holds (nil), or until timeout (≤ 0: none) passes
+// or ctx ends (an error carrying cond's last one).
 func Until(ctx context.Context, timeout time.Duration, cond Condition) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -96,9 +77,8 @@ type T interface {
 	Fatalf(format string, args ...any)
 }
 
-// Eventually polls cond until it holds and fails the test (Fatalf, naming
-// what) when timeout passes first. It does not use the test's context, which
-// ends before t.Cleanup functions run, so cleanups may wait with it too.
+// Eventually polls cond until it holds and fails the test, naming what, when
+// timeout passes first. Not on the test's context, so cleanups may use it.
 func Eventually(t T, timeout time.Duration, what string, cond Condition) {
 	t.Helper()
 	if err := Until(context.Background(), timeout, cond); err != nil {

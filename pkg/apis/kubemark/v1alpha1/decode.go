@@ -15,19 +15,9 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// DecodeProviderSpec decodes the JSON of a providerSpec.value strictly,
-// applies the defaults and validates the result. fldPath is the path of the
-// value in the Machine (providerSpec.value); every error names the field:
-//
-//	providerSpec.value.cpus: Forbidden: unknown field (known: kind, apiVersion, cpu, ...)
-//	providerSpec.value.cpu: Invalid value: "-1": must be positive
-//	providerSpec.value.bootDelay: Invalid value: "soon": must be a duration such as "30s" or "5m"
-//	providerSpec.value.health.mode: Unsupported value: "Sometimes": supported values: "Once", "Periodic"
-//
-// Keys are matched exactly (case-sensitive); a key given twice is an error.
-// A quantity longer than 64 characters or with an exponent beyond ±100 is
-// refused before it is parsed (parsing such values takes seconds to minutes).
-// On errors the returned spec is nil.
+// DecodeProviderSpec decodes a providerSpec.value strictly (keys exact, none
+// twice), defaults and validates it; every error names its field below
+// fldPath. On errors the spec is nil.
 func DecodeProviderSpec(raw []byte, fldPath *field.Path) (*KubemarkMachineProviderSpec, field.ErrorList) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -51,9 +41,9 @@ func DecodeProviderSpec(raw []byte, fldPath *field.Path) (*KubemarkMachineProvid
 	return spec, nil
 }
 
-// checkTypedFields checks each quantity and duration on its own, every
-// occurrence of a key included: their UnmarshalJSON errors carry no path, and
-// a quantity must pass the length guard before anything parses it.
+// checkTypedFields checks each quantity and duration (every occurrence):
+// their UnmarshalJSON errors carry no path, and a quantity must pass
+// costlyQuantity before anything parses it.
 func checkTypedFields(raw []byte, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	check := func(v json.RawMessage, p *field.Path, into any, hint string) {
@@ -89,8 +79,8 @@ func checkTypedFields(raw []byte, p *field.Path) field.ErrorList {
 
 const durationHint = `must be a duration such as "30s" or "5m"`
 
-// members returns the keys and values of the JSON object raw in order,
-// duplicates included; nothing if raw is not an object.
+// members returns the JSON object's keys and values in order, duplicates
+// included; nothing if raw is not an object.
 func members(raw []byte) (keys []string, values []json.RawMessage) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -110,8 +100,7 @@ func members(raw []byte) (keys []string, values []json.RawMessage) {
 	return keys, values
 }
 
-// decodeError turns the error sigsjson.UnmarshalStrict stopped at into a
-// field error.
+// decodeError turns sigsjson.UnmarshalStrict's error into a field error.
 func decodeError(raw []byte, err error, p *field.Path) *field.Error {
 	if ok, offset := sigsjson.SyntaxErrorOffset(err); ok {
 		return field.Invalid(p, shorten(raw), fmt.Sprintf("is not valid JSON at byte offset %d: %v", offset, err))
@@ -121,8 +110,7 @@ func decodeError(raw []byte, err error, p *field.Path) *field.Error {
 		return field.Invalid(p, shorten(raw), err.Error())
 	}
 	value := raw
-	if typeErr.Field != "" {
-		// The inlined TypeMeta shows in the Go path, not in the JSON one.
+	if typeErr.Field != "" { // the inlined TypeMeta is not in the JSON path
 		for _, k := range strings.Split(strings.TrimPrefix(typeErr.Field, "TypeMeta."), ".") {
 			keys, values := members(value)
 			value = nil
@@ -141,8 +129,7 @@ func decodeError(raw []byte, err error, p *field.Path) *field.Error {
 	return field.Invalid(p, badValue(value), detail)
 }
 
-// strictErrors turns sigsjson's unknown and duplicate field errors (their
-// paths dotted) into field errors.
+// strictErrors turns sigsjson's unknown and duplicate field errors into field errors.
 func strictErrors(strict []error, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, se := range strict {
@@ -165,16 +152,15 @@ func strictErrors(strict []error, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// Bounds of a quantity's text, checked before resource.ParseQuantity, whose
-// time grows steeply with the number of digits and the exponent (seconds for
-// a million digits, minutes for "1e-99999999"). No capacity needs more.
+// Bounds of a quantity's text, checked before resource.ParseQuantity, which
+// takes seconds to minutes on a million digits or "1e-99999999".
 const (
 	maxQuantityLength   = 64
 	maxQuantityExponent = 100
 )
 
-// costlyQuantity says why the JSON value raw (a string or a number) is too
-// long or has too large an exponent to be parsed as a quantity, or "".
+// costlyQuantity says why the JSON value raw is too costly to parse as a
+// quantity, or "".
 func costlyQuantity(raw []byte) string {
 	var text string
 	if err := json.Unmarshal(raw, &text); err != nil {
@@ -183,7 +169,6 @@ func costlyQuantity(raw []byte) string {
 	if len(text) > maxQuantityLength {
 		return fmt.Sprintf("must be a quantity of at most %d characters", maxQuantityLength)
 	}
-	// The decimal exponent form: <number>e<signed number> (or E).
 	if i := strings.IndexAny(text, "eE"); i >= 0 {
 		digits := strings.TrimLeft(text[i+1:], "+-")
 		n, err := strconv.ParseUint(digits, 10, 64)
@@ -194,8 +179,7 @@ func costlyQuantity(raw []byte) string {
 	return ""
 }
 
-// badValue returns a JSON value for an error message: a JSON string as its
-// text, anything else as JSON, cut to a length that fits in a message.
+// badValue returns a JSON value for a message: a string's text, else shortened JSON.
 func badValue(raw []byte) string {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
@@ -204,7 +188,7 @@ func badValue(raw []byte) string {
 	return shorten(raw)
 }
 
-// shorten returns raw as a string, cut to a length that fits in a message.
+// shorten returns raw as a string cut to fit in a message.
 func shorten(raw []byte) string {
 	const limit = 80
 	s := string(bytes.TrimSpace(raw))

@@ -5,14 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Default fills every field left out with its default, so that after Default
-// no pointer field is nil:
-//
-//	cpu 2, memory 4Gi, pods 110, bootDelay 0s,
-//	health {unhealthyAfter 0s (never), mode Once},
-//	and in Periodic mode unhealthyFor = unhealthyAfter.
-//
-// It does not touch apiVersion and kind.
+// Default fills every field left out but apiVersion and kind (see types.go),
+// so that no pointer field is nil.
 func (s *KubemarkMachineProviderSpec) Default() {
 	if s.CPU == nil {
 		s.CPU = new(resource.MustParse(DefaultCPU))
@@ -32,8 +26,7 @@ func (s *KubemarkMachineProviderSpec) Default() {
 	s.Health.Default()
 }
 
-// Default fills the health policy's defaults: unhealthyAfter 0s, mode Once,
-// and in Periodic mode unhealthyFor = unhealthyAfter.
+// Default fills the health policy's defaults (see types.go).
 func (h *HealthPolicy) Default() {
 	if h.UnhealthyAfter == nil {
 		h.UnhealthyAfter = &metav1.Duration{}

@@ -1,10 +1,5 @@
-// Package v1alpha1 holds the kubemark provider's own API: the providerSpec and
-// providerStatus of a Machine that the built-in kubemark provider runs.
-//
-// These types are not CRDs. They travel inside a Machine
-// (machine.openshift.io/v1beta1) as spec.providerSpec.value and
-// status.providerStatus, each with apiVersion
-// kubemark.machine-api-operator.io/v1alpha1 and its kind.
+// Package v1alpha1 holds the kubemark provider's providerSpec and
+// providerStatus, which travel inside a Machine (they are not CRDs).
 //
 // +kubebuilder:object:generate=true
 // +groupName=kubemark.machine-api-operator.io

@@ -6,27 +6,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Validate checks a providerSpec after Default. fldPath is the path of the
-// providerSpec itself (providerSpec.value); every error names the offending
-// field below it.
+// Validate checks a providerSpec after Default; errors name fields below fldPath.
 func (s *KubemarkMachineProviderSpec) Validate(fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	want := GroupVersion.String()
-	switch s.APIVersion {
-	case want:
-	case "":
-		errs = append(errs, field.Required(fldPath.Child("apiVersion"), "must be "+want))
-	default:
-		errs = append(errs, field.Invalid(fldPath.Child("apiVersion"), s.APIVersion, "must be "+want))
-	}
-	switch s.Kind {
-	case ProviderSpecKind:
-	case "":
-		errs = append(errs, field.Required(fldPath.Child("kind"), "must be "+ProviderSpecKind))
-	default:
-		errs = append(errs, field.Invalid(fldPath.Child("kind"), s.Kind, "must be "+ProviderSpecKind))
-	}
-
+	errs := append(exactly(s.APIVersion, GroupVersion.String(), fldPath.Child("apiVersion")),
+		exactly(s.Kind, ProviderSpecKind, fldPath.Child("kind"))...)
 	errs = append(errs, positive(s.CPU, fldPath.Child("cpu"))...)
 	errs = append(errs, positive(s.Memory, fldPath.Child("memory"))...)
 	if errs2 := positive(s.Pods, fldPath.Child("pods")); len(errs2) > 0 {
@@ -63,6 +46,17 @@ func (h *HealthPolicy) Validate(fldPath *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(fldPath.Child("mode"), h.Mode, []HealthMode{HealthModeOnce, HealthModePeriodic}))
 	}
 	return errs
+}
+
+// exactly requires got to be want.
+func exactly(got, want string, p *field.Path) field.ErrorList {
+	switch got {
+	case want:
+		return nil
+	case "":
+		return field.ErrorList{field.Required(p, "must be "+want)}
+	}
+	return field.ErrorList{field.Invalid(p, got, "must be "+want)}
 }
 
 func positive(q *resource.Quantity, p *field.Path) field.ErrorList {
