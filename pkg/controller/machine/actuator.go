@@ -1,6 +1,5 @@
-// Package machine is the machine controller: it drives each Machine through
-// a provider (Actuator) from creation to deletion, draining its node and
-// honouring lifecycle hooks on the way out.
+// Package machine is the machine controller: it drives each Machine through a provider (Actuator) from
+// creation to deletion, draining its node and honouring lifecycle hooks on the way out.
 package machine
 
 import (
@@ -12,45 +11,25 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
 
-// Actuator is what a provider implements to plug into the machine
-// controller. Every method must be idempotent: the controller calls them again
-// after errors, restarts and leader changes.
+// Actuator is what a provider implements. Every method must be idempotent: the controller calls them
+// again after errors, restarts and leader changes.
 //
-// What the provider writes, and what the controller writes:
+// Create and Update may set, on the Machine they get, spec.providerID (stable and unique),
+// status.addresses (at least the Node's InternalIP) and status.providerStatus; the controller persists
+// exactly these, and alone writes phase, conditions, errors, lastUpdated and the finalizer.
 //
-//   - Create and Update receive the Machine and may set, on that object,
-//     spec.providerID (a stable, unique ID of the instance, e.g.
-//     "kubemark://<namespace>/<name>"), status.addresses (at least the
-//     InternalIP the Node will report) and status.providerStatus. The
-//     controller persists exactly these three fields after the call (the
-//     provider needs no write access to Machines). Nothing else the provider
-//     changes on the object is persisted.
-//   - The controller alone writes status.phase, status.conditions,
-//     status.errorReason/errorMessage, status.lastUpdated, the finalizer, and
-//     deletes the Node. Nodelink writes status.nodeRef.
-//
-// Errors:
-//   - InvalidConfiguration (a *MachineError with Reason InvalidConfiguration)
-//     from Create marks the Machine Failed with errorReason/errorMessage;
-//     retrying cannot help. Messages must name the offending field.
-//   - A *RequeueAfterError asks to be called again after a provider-side wait
-//     (an instance still booting or terminating); it is not an error.
-//   - Any other error is retried with exponential backoff.
-//
-// A provider should also implement ProviderSpecServer: the controller then
-// never calls it for a Machine whose providerSpec is another provider's, and
-// leaves that Machine untouched instead of letting the provider fail it.
+// Errors: an InvalidConfiguration MachineError from Create fails the Machine (retrying cannot help; name
+// the field); a *RequeueAfterError is a provider-side wait, not an error; any other is retried with backoff.
+// A provider should also implement ProviderSpecServer, so it never gets another provider's Machine.
 type Actuator interface {
 	// Create creates the instance. Called only when Exists reported false.
 	Create(ctx context.Context, machine *machinev1beta1.Machine) error
-	// Update brings an existing instance in line with the Machine and
-	// refreshes providerID, addresses and providerStatus.
+	// Update brings an existing instance in line with the Machine and refreshes providerID, addresses
+	// and providerStatus.
 	Update(ctx context.Context, machine *machinev1beta1.Machine) error
-	// Exists reports whether the instance exists. It must answer false only
-	// when the instance is certainly gone (or was never created).
+	// Exists reports whether the instance exists: false only when it is certainly gone (or never created).
 	Exists(ctx context.Context, machine *machinev1beta1.Machine) (bool, error)
-	// Delete starts or completes deleting the instance. Returning nil does
-	// not mean it is gone: the controller calls Exists until it is false.
+	// Delete starts or completes deleting the instance; the controller calls Exists until it is false.
 	Delete(ctx context.Context, machine *machinev1beta1.Machine) error
 }
 
@@ -62,24 +41,29 @@ type MachineError struct {
 
 func (e *MachineError) Error() string { return fmt.Sprintf("%s: %s", e.Reason, e.Message) }
 
-// InvalidConfiguration reports a providerSpec that cannot work; the Machine
-// becomes Failed. The message should name the field and say what is wrong.
+// InvalidConfiguration reports a providerSpec that cannot work; the Machine becomes Failed. The message
+// should name the field and say what is wrong.
 func InvalidConfiguration(format string, args ...any) *MachineError {
 	return &MachineError{Reason: machinev1beta1.InvalidConfigurationMachineError, Message: fmt.Sprintf(format, args...)}
 }
 
-// IsInvalidConfiguration reports whether err (or an error it wraps) is an
-// InvalidConfiguration MachineError.
+// IsInvalidConfiguration reports whether err (or an error it wraps) is an InvalidConfiguration MachineError.
 func IsInvalidConfiguration(err error) bool {
+	me := asMachineError(err)
+	return me != nil && me.Reason == machinev1beta1.InvalidConfigurationMachineError
+}
+
+// asMachineError returns the *MachineError in err's chain, or nil.
+func asMachineError(err error) *MachineError {
 	var me *MachineError
-	return errors.As(err, &me) && me.Reason == machinev1beta1.InvalidConfigurationMachineError
+	errors.As(err, &me)
+	return me
 }
 
 // RequeueAfterError asks the controller to come back after After.
 type RequeueAfterError struct {
-	After time.Duration
-	// Reason is logged and shown in conditions ("instance is booting").
-	Reason string
+	After  time.Duration
+	Reason string // logged and shown in conditions ("instance is booting")
 }
 
 func (e *RequeueAfterError) Error() string {
@@ -94,8 +78,24 @@ func RequeueAfter(after time.Duration, reason string) error {
 // AsRequeueAfter returns the RequeueAfterError in err's chain, if any.
 func AsRequeueAfter(err error) (*RequeueAfterError, bool) {
 	var r *RequeueAfterError
-	if errors.As(err, &r) {
-		return r, true
-	}
-	return nil, false
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+// Instance is one provider instance, as an InstanceLister reports it.
+type Instance struct {
+	ProviderID string    // the owning Machine's spec.providerID, now or to be
+	Name       string    // for this project's providers, the name of the Machine it was created for
+	CreatedAt  time.Time // zero when the provider cannot tell: such an instance is never collected
+}
+
+// InstanceLister is an optional provider interface for the orphan instance collection of package safety
+// (docs/safety.md).
+type InstanceLister interface {
+	// ListInstances lists the instances that Machines of namespace own or would own (the whole
+	// cluster's when namespace is empty or the provider cannot tell namespaces apart).
+	ListInstances(ctx context.Context, namespace string) ([]Instance, error)
+	// DeleteInstance deletes inst, and nothing when the instance named inst.Name is no longer the one
+	// of inst.ProviderID; a missing instance counts as deleted.
+	DeleteInstance(ctx context.Context, inst Instance) error
 }

@@ -1,20 +1,16 @@
 package machine
 
-// Machines another API is authoritative for (OpenShift's MachineAPIMigration
-// feature gate): no provider call, no finalizer, no phase; only
-// status.authoritativeAPI (when nobody set it yet) or the Paused condition
-// is written. See package internal/authority for the rules.
+// Machines another API is authoritative for (OpenShift's MachineAPIMigration gate): only
+// status.authoritativeAPI (when unset) or the Paused condition is written. See package internal/authority.
 
 import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // leaveToAuthority carries out a decision other than Reconcile.
@@ -27,8 +23,7 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority
 		logger.Info("status.authoritativeAPI is not set yet: setting it to spec.authoritativeAPI", "authoritativeAPI", d.InitTo)
 		desired.Status.AuthoritativeAPI = d.InitTo
 	case authority.Pause:
-		if c := conditions.Get(desired.Status.Conditions, authority.PausedCondition); c != nil &&
-			c.Status == d.Paused.Status && c.Reason == d.Paused.Reason && c.Message == d.Paused.Message {
+		if sameCondition(desired.Status.Conditions, *d.Paused) {
 			return nil
 		}
 		logger.Info("another API is authoritative for this Machine: pausing", "authoritativeAPI", desired.Status.AuthoritativeAPI)
@@ -37,13 +32,8 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority
 		logger.Info("status.authoritativeAPI has an unknown value: leaving the Machine alone", "authoritativeAPI", desired.Status.AuthoritativeAPI)
 		return nil
 	}
-	if err := patch.Status(ctx, r.client, r.freshReader(), s.base, desired); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
+	if err := r.patchStatusAlone(ctx, s, desired); err != nil {
 		return fmt.Errorf("writing the Machine's authority (%s): %w", d.Step, err)
 	}
-	*s.m = *desired
-	s.base = desired.DeepCopy()
 	return nil
 }

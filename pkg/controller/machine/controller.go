@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -23,64 +24,41 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
-// Default timings. Waits that depend on the provider or on pods use
-// per-Machine exponential backoff instead of fixed polling.
+// Waits on the provider or on pods are per-Machine exponential backoffs, never fixed polling. A drain
+// comes back after one eviction pass, doubling while nothing new is evicted: see docs/architecture.md.
 const (
-	defaultWaitBackoffBase = time.Second
-	defaultWaitBackoffMax  = 2 * time.Minute
-
-	// A drain makes one eviction pass per reconcile and comes back after
-	// defaultDrainBackoffBase, doubling while a pass evicts nothing new, up
-	// to defaultDrainBackoffMax: a blocked drain costs a few requests every
-	// few seconds and never holds a worker.
+	defaultWaitBackoffBase  = time.Second
+	defaultWaitBackoffMax   = 2 * time.Minute
 	defaultDrainBackoffBase = time.Second
 	defaultDrainBackoffMax  = 5 * time.Second
 )
 
-// DefaultMaxConcurrentReconciles is how many Machines the controller
-// reconciles at once when controller.Options.MaxConcurrentReconciles is 0
-// (machine-controller-manager's --max-concurrent-reconciles default). A
-// reconcile never waits for pods or instances, so a drain blocked by a
-// PodDisruptionBudget occupies a worker only for one eviction pass.
+// DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles: a reconcile never
+// waits for pods or instances, so a blocked drain holds a worker for one eviction pass only.
 const DefaultMaxConcurrentReconciles = 50
 
 // Options configure a Reconciler.
 type Options struct {
-	// Client reads and writes Machines and Nodes (normally the manager's
-	// cached client).
+	// Client reads and writes Machines and Nodes (normally the manager's cached client).
 	Client client.Client
-	// APIReader (optional) reads uncached: before Create the controller
-	// re-reads the Machine to make sure a stale cache does not hide a
-	// providerID written moments ago. SetupWithManager defaults it to the
-	// manager's API reader.
+	// APIReader (optional, default the manager's) re-reads the Machine uncached before Create, so
+	// a stale cache cannot hide a providerID written moments ago.
 	APIReader client.Reader
-	// Actuator is the provider. If it implements ProviderSpecServer, Machines
-	// of other providers are left untouched.
+	// Actuator is the provider; if it implements ProviderSpecServer, other providers' Machines are left alone.
 	Actuator Actuator
-	// Recorder (optional) receives events; SetupWithManager defaults it to
-	// the manager's recorder named "machine-controller".
+	// Recorder (optional, default the manager's recorder ControllerName) receives events.
 	Recorder events.EventRecorder
-	// NodeDrainTimeout bounds a drain; 0 waits forever. The Machine
-	// annotation machine.openshift.io/node-drain-timeout overrides it.
+	// NodeDrainTimeout bounds a drain (0 waits forever); NodeDrainTimeoutAnnotation overrides it.
 	NodeDrainTimeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// Namespace (optional) restricts the controller to Machines of one
-	// namespace; empty means every namespace the cache sees.
+	// Namespace (optional) restricts the controller to the Machines of one namespace.
 	Namespace string
-
-	// MachineAPIMigration is OpenShift's feature gate of that name: when set,
-	// a Machine whose status.authoritativeAPI is not MachineAPI is left
-	// alone with Paused=True (package internal/authority).
+	// MachineAPIMigration is OpenShift's feature gate of that name (package internal/authority).
 	MachineAPIMigration bool
-
-	// Gate (optional) holds back instance creations and deletions while it
-	// is frozen (package safety's API-server check).
+	// Gate (optional) holds back instance creations and deletions while it is frozen.
 	Gate Gate
-
-	// KubeClient is the clientset the drain uses (kubectl's drain helper
-	// needs one). SetupWithManager builds it from the manager's config when
-	// nil; a Reconciler used without a manager must set it to drain.
+	// KubeClient is the clientset the drain uses; SetupWithManager builds it when nil.
 	KubeClient kubernetes.Interface
 }
 
@@ -102,13 +80,13 @@ type Reconciler struct {
 	drainBackoff workqueue.TypedRateLimiter[types.NamespacedName]
 
 	writes *readyourwrites.Memo
-	// cpMu serializes the one-control-plane-drain-at-a-time check and cordon.
-	cpMu sync.Mutex
+	cpMu   sync.Mutex // serializes the one-control-plane-drain-at-a-time check and cordon
 }
 
 // NewReconciler returns a machine controller. It registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
+	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName]
 	r := &Reconciler{
 		client:           opts.Client,
 		apiReader:        opts.APIReader,
@@ -120,8 +98,8 @@ func NewReconciler(opts Options) *Reconciler {
 		namespace:        opts.Namespace,
 		migration:        opts.MachineAPIMigration,
 		gate:             opts.Gate,
-		waitBackoff:      workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultWaitBackoffBase, defaultWaitBackoffMax),
-		drainBackoff:     workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](defaultDrainBackoffBase, defaultDrainBackoffMax),
+		waitBackoff:      backoff(defaultWaitBackoffBase, defaultWaitBackoffMax),
+		drainBackoff:     backoff(defaultDrainBackoffBase, defaultDrainBackoffMax),
 		writes:           readyourwrites.New(),
 	}
 	if r.now == nil {
@@ -130,24 +108,16 @@ func NewReconciler(opts Options) *Reconciler {
 	return r
 }
 
-// scope is one Reconcile's view of a Machine: m is the working copy, base the
-// last state written to (or read from) the API server; status patches are
-// merge patches from base, so fields the controller did not change (nodelink's
-// nodeRef) are never sent.
+// scope is one Reconcile's view of a Machine: m is the working copy, base the last state read or
+// written; status patches diff from base, so fields we did not change (nodelink's nodeRef) are never sent.
 type scope struct {
-	m    *machinev1beta1.Machine
-	base *machinev1beta1.Machine
-	key  types.NamespacedName
-	// gone: the finalizer was removed, or the Machine is not ours (another
-	// provider's, or another API's); patchStatus writes nothing.
+	m, base *machinev1beta1.Machine
+	key     types.NamespacedName
+	// gone: the finalizer was removed, or the Machine is not ours; patchStatus writes nothing.
 	gone bool
-	// fresh: a write of this reconcile under an optimistic lock succeeded, so
-	// the object it was based on (and m, updated from the response) was the
-	// API server's current one: no uncached read is needed to trust it.
+	// fresh: a write under an optimistic lock succeeded, so m is the API server's current object.
 	fresh bool
-	// behind lists the resourceVersions this reconcile's writes left behind
-	// (the one read, then each write's result but the last): a later
-	// reconcile that reads one of them from the cache waits for the cache.
+	// behind lists the resourceVersions this reconcile's writes left behind (package readyourwrites).
 	behind []string
 }
 
@@ -156,19 +126,12 @@ func (s *scope) wrote(prev string) {
 	s.behind = append(s.behind, prev)
 }
 
-func phaseOf(m *machinev1beta1.Machine) string {
-	if m.Status.Phase == nil {
-		return ""
-	}
-	return *m.Status.Phase
-}
+func phaseOf(m *machinev1beta1.Machine) string { return ptr.Deref(m.Status.Phase, "") }
 
-func setPhase(m *machinev1beta1.Machine, phase string) {
-	m.Status.Phase = &phase
-}
+func setPhase(m *machinev1beta1.Machine, phase string) { m.Status.Phase = &phase }
 
-// Reconcile drives one Machine: observe (the cached Machine), decide and act
-// (reconcile), report (one status patch, only when the status changed).
+// Reconcile drives one Machine: observe (the cached Machine), decide and act (reconcile), report
+// (one status patch, only when the status changed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.namespace != "" && req.Namespace != r.namespace {
 		return ctrl.Result{}, nil
@@ -176,18 +139,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	m := &machinev1beta1.Machine{}
 	if err := r.client.Get(ctx, req.NamespacedName, m); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.waitBackoff.Forget(req.NamespacedName)
-			r.drainBackoff.Forget(req.NamespacedName)
-			r.events.Forget(req.NamespacedName)
-			r.writes.Forget(req.NamespacedName)
-			deleteInstanceFailedMetrics(req.Name, req.Namespace)
+			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.now()) {
-		// Our own last write is not in the cache yet (its event does not
-		// wake us: see machinePredicate).
+		// Our own last write is not in the cache yet, and its event does not wake us (machinePredicate).
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
@@ -203,13 +161,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Even after a failed status write: the instance is there.
 	err = errors.Join(err, r.persistProviderID(ctx, s, providerID))
 	if err != nil {
-		// An error means controller-runtime's backoff; a RequeueAfterError
-		// was already turned into res.RequeueAfter.
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // a RequeueAfterError was already turned into res.RequeueAfter
 	}
 	return res, nil
 }
 
+// forget drops what the controller remembers of a Machine that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.waitBackoff.Forget(key)
+	r.drainBackoff.Forget(key)
+	r.events.Forget(key)
+	r.writes.Forget(key)
+	deleteInstanceFailedMetrics(key.Name, key.Namespace)
+}
+
+// reconcile leaves the Machine to another API or provider, or sets the hook conditions and goes on to
+// the deletion pipeline or to provisioning.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
 	d := authority.Decide(r.migration, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
@@ -231,12 +198,21 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	if !m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) {
-		if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
-			controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer)
-		}); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
+	if err := r.addFinalizer(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.reconcileNormal(ctx, s)
+}
+
+// addFinalizer adds ours, under an optimistic lock: others edit the list too.
+func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) error {
+	if controllerutil.ContainsFinalizer(s.m, machinev1beta1.MachineFinalizer) {
+		return nil
+	}
+	if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
+		controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer)
+	}); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	return nil
 }

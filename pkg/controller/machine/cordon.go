@@ -1,7 +1,5 @@
 package machine
 
-// Cordoning for a drain, one control-plane node at a time.
-
 import (
 	"context"
 	"fmt"
@@ -13,12 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// cordonForDrain cordons the node and marks it with DrainingAnnotation. A
-// control-plane node is not cordoned while another control-plane node is
-// being drained by us (its DrainingAnnotation names a Machine that exists and
-// is being deleted); the other node's name is returned then. The check and
-// the cordon are serialized and use uncached reads, so two concurrent
-// reconciles cannot both start a control-plane drain.
+// cordonForDrain cordons the node with DrainingAnnotation, unless it is a control-plane node and another
+// one is being drained by us: that one's name is returned then. The check and cordon are serialized and
+// read uncached, so two concurrent reconciles cannot both start a control-plane drain.
 func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *machinev1beta1.Machine) (string, error) {
 	want := m.Namespace + "/" + m.Name
 	if node.Spec.Unschedulable && node.Annotations[DrainingAnnotation] == want {
@@ -27,10 +22,7 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 	if isControlPlaneNode(node) {
 		r.cpMu.Lock()
 		defer r.cpMu.Unlock()
-		var reader client.Reader = r.client
-		if r.apiReader != nil {
-			reader = r.apiReader
-		}
+		reader := r.freshReader()
 		nodes := &corev1.NodeList{}
 		if err := reader.List(ctx, nodes); err != nil {
 			return "", fmt.Errorf("listing nodes: %w", err)
@@ -64,9 +56,7 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 	return "", nil
 }
 
-// drainOwnerActive reports whether the Machine a DrainingAnnotation value
-// ("<namespace>/<name>") names still exists and is being deleted, i.e. the
-// annotation is not stale.
+// drainOwnerActive reports whether the Machine a DrainingAnnotation names exists and is being deleted.
 func drainOwnerActive(ctx context.Context, reader client.Reader, owner string) (bool, error) {
 	ns, name, ok := strings.Cut(owner, "/")
 	if !ok || ns == "" || name == "" {

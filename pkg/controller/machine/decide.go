@@ -1,10 +1,9 @@
 package machine
 
-// Pure decision logic of the machine controller: no API calls here, so each
-// rule is covered by table tests (decide_test.go). The drain's decisions are
-// in drain_decide.go.
+// Pure decisions, table-tested (decide_test.go); the drain's are in drain_decide.go.
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -14,49 +13,30 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// IsProvisioned reports whether the provider has ever reported an instance
-// for the Machine: it has a providerID or addresses.
+// IsProvisioned reports whether the provider has ever reported an instance for the Machine: it has a
+// providerID or addresses.
 func IsProvisioned(m *machinev1beta1.Machine) bool {
 	return (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
 }
 
-// provisioningStep is what to do with a Machine that is not being deleted,
-// once the provider has answered Exists.
+// provisioningStep is what to do with a Machine that is not being deleted, once Exists answered.
 type provisioningStep struct {
-	// Phase is the phase the Machine should have.
-	Phase string
-	// Create: call Actuator.Create (the instance does not exist yet).
-	Create bool
-	// Update: call Actuator.Update (the instance exists).
-	Update bool
-	// InstanceMissing: a provisioned instance disappeared; the Machine fails.
-	InstanceMissing bool
+	Phase           string
+	Create          bool // call Actuator.Create
+	Update          bool // call Actuator.Update
+	InstanceMissing bool // a provisioned instance disappeared: the Machine fails
 }
 
-// decideProvisioning maps (current phase, Exists answer, provisioned, nodeRef)
-// to the next step. Failed is terminal and handled before this is called.
-//
-//	exists  provisioned  nodeRef → phase
-//	yes     yes          yes       Running
-//	yes     yes          no        Provisioned; Running stays Running (a phase never goes back)
-//	yes     no           -         current phase (Provisioning when empty); Update fills providerID/addresses
-//	no      yes          -         Failed (InstanceMissing)
-//	no      no           -         Provisioning, then Create
+// decideProvisioning maps (phase, Exists, provisioned, nodeRef) to the next step; a phase never goes
+// back from Running. Failed is terminal and handled before this is called.
 func decideProvisioning(phase string, exists, provisioned, hasNodeRef bool) provisioningStep {
 	switch {
-	case exists && provisioned && hasNodeRef:
-		return provisioningStep{Phase: machinev1beta1.PhaseRunning, Update: true}
-	case exists && provisioned && phase == machinev1beta1.PhaseRunning:
-		// A Running Machine without a nodeRef (cleared by hand or by
-		// another controller) is still running: its instance exists.
+	case exists && provisioned && (hasNodeRef || phase == machinev1beta1.PhaseRunning):
 		return provisioningStep{Phase: machinev1beta1.PhaseRunning, Update: true}
 	case exists && provisioned:
 		return provisioningStep{Phase: machinev1beta1.PhaseProvisioned, Update: true}
 	case exists:
-		if phase == "" {
-			phase = machinev1beta1.PhaseProvisioning
-		}
-		return provisioningStep{Phase: phase, Update: true}
+		return provisioningStep{Phase: cmp.Or(phase, machinev1beta1.PhaseProvisioning), Update: true}
 	case provisioned:
 		return provisioningStep{Phase: machinev1beta1.PhaseFailed, InstanceMissing: true}
 	default:
@@ -64,17 +44,8 @@ func decideProvisioning(phase string, exists, provisioned, hasNodeRef bool) prov
 	}
 }
 
-// phaseAfterUpdate is the phase once Update ran: Update may have set the
-// providerID/addresses that make the instance provisioned.
-func phaseAfterUpdate(current string, provisioned, hasNodeRef bool) string {
-	return decideProvisioning(current, true, provisioned, hasNodeRef).Phase
-}
-
-// phaseAfterCreate is the phase once Create succeeded, and whether the
-// instance counts as existing: a Create that reported providerID or
-// addresses made an instance that exists, so the Machine goes straight to
-// Provisioned (Running with a nodeRef) in the reconcile's one status write;
-// otherwise it stays Provisioning until Update sees the instance.
+// phaseAfterCreate is the phase once Create succeeded, and whether the instance counts as existing:
+// one that reported providerID or addresses goes straight to Provisioned (or Running) in the one status write.
 func phaseAfterCreate(provisioned, hasNodeRef bool) (phase string, exists bool) {
 	if !provisioned {
 		return machinev1beta1.PhaseProvisioning, false
@@ -86,24 +57,13 @@ func phaseAfterCreate(provisioned, hasNodeRef bool) (phase string, exists bool) 
 type deletionStage int
 
 const (
-	// stageDrain: the Drained condition is not True yet.
-	stageDrain deletionStage = iota
-	// stageWaitPreTerminate: drained, but preTerminate hooks hold the instance.
-	stageWaitPreTerminate
-	// stageDeleteInstance: call Delete, wait for Exists=false, delete the
-	// Node, remove the finalizer.
-	stageDeleteInstance
+	stageDrain            deletionStage = iota // Drained is not True yet
+	stageWaitPreTerminate                      // drained; preTerminate hooks hold the instance
+	stageDeleteInstance                        // Delete, wait for Exists=false, delete the Node, remove the finalizer
 )
 
 func (s deletionStage) String() string {
-	switch s {
-	case stageDrain:
-		return "Drain"
-	case stageWaitPreTerminate:
-		return "WaitPreTerminate"
-	default:
-		return "DeleteInstance"
-	}
+	return [...]string{"Drain", "WaitPreTerminate", "DeleteInstance"}[s]
 }
 
 // decideDeletionStage returns where a deleting Machine is in the pipeline.

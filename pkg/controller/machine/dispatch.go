@@ -8,21 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Providers is an Actuator that serves several providers from one binary:
-// each Machine goes to the provider whose ProviderSpecKinds cover its
-// providerSpec.value, so a provider is never called for another's Machine.
-// It serves the union of their kinds, so the controller leaves Machines of
-// any other type untouched (ProviderSupported=False).
-//
-// A providerSpec.value without a parsable apiVersion belongs to no provider
-// for sure; it goes to the first one, which reports what is wrong with it
-// (as it did when it was the binary's only provider).
+// Providers is an Actuator serving several providers from one binary: each Machine goes to the provider
+// whose ProviderSpecKinds cover its providerSpec.value, and the controller leaves Machines of any other
+// type untouched. A providerSpec.value without a parsable apiVersion goes to the first provider, which
+// reports what is wrong with it.
 type Providers struct {
 	providers []ProviderActuator
 }
 
-// ProviderActuator is an Actuator that names the providerSpec types it
-// serves; Providers needs both.
+// ProviderActuator is an Actuator that names the providerSpec types it serves.
 type ProviderActuator interface {
 	Actuator
 	ProviderSpecServer
@@ -30,8 +24,8 @@ type ProviderActuator interface {
 
 var _ ProviderActuator = &Providers{}
 
-// NewProviders returns an Actuator dispatching to providers; the first is
-// the default for Machines whose providerSpec names no type.
+// NewProviders returns an Actuator dispatching to providers; the first is the default for Machines whose
+// providerSpec names no type.
 func NewProviders(providers ...ProviderActuator) *Providers {
 	return &Providers{providers: providers}
 }
@@ -59,8 +53,7 @@ func (p *Providers) providerFor(m *machinev1beta1.Machine) (Actuator, error) {
 			return a, nil
 		}
 	}
-	// The controller filters foreign Machines before calling: only a
-	// caller that does not reaches this.
+	// Only a caller that does not filter foreign Machines, as the controller does, gets here.
 	return nil, fmt.Errorf("no provider serves providerSpec kind %s (apiVersion %s); this machine controller serves %s",
 		t.Kind, t.APIVersion, describeKinds(p.ProviderSpecKinds()))
 }

@@ -1,13 +1,5 @@
 package machine
 
-// The drain: one eviction pass per reconcile. A reconcile cordons the node,
-// evicts every pod that is not terminating yet once, and returns: it never
-// waits for pods to terminate nor retries a refused eviction, so a drain
-// blocked by a PodDisruptionBudget holds a worker for a few requests, not for
-// the drain. The Machine is requeued (drainBackoff: 1s, doubling while
-// nothing new is evicted, up to 5s) until no pod is left, or until the drain
-// timeout, measured from DrainStartedAnnotation, deletes the rest.
-
 import (
 	"context"
 	"errors"
@@ -29,17 +21,12 @@ import (
 )
 
 const (
-	// maxConditionMessage bounds condition messages written by the drain.
-	maxConditionMessage = 2048
-	// drainPassTimeout bounds the API calls of one eviction pass, so that a
-	// slow API server cannot hold a worker either.
-	drainPassTimeout = 10 * time.Second
-	// evictionParallelism bounds the concurrent eviction requests of a pass.
-	evictionParallelism = 8
+	maxConditionMessage = 2048             // bounds the condition messages the controller writes
+	drainPassTimeout    = 10 * time.Second // bounds one eviction pass's API calls: a slow API server holds no worker either
+	evictionParallelism = 8                // concurrent eviction requests of a pass
 )
 
-// drainStage runs the drain stage of the deletion pipeline. done reports that
-// the Machine is drained (Drained=True) and the pipeline may continue.
+// drainStage runs the drain stage of the deletion pipeline; done: Drained=True, the pipeline goes on.
 func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result, done bool, err error) {
 	m := s.m
 	var node *corev1.Node
@@ -49,15 +36,11 @@ func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result,
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return ctrl.Result{}, false, fmt.Errorf("getting node %s: %w", ref.Name, err)
-		case ref.UID != "" && n.UID != ref.UID:
-			// A new node reuses the name: the Machine's node is gone.
-		default:
+		case ref.UID == "" || n.UID == ref.UID: // else a new node reuses the name: the Machine's is gone
 			node = n
 		}
 	}
-
-	dec := decideDrain(m, node)
-	switch dec.Action {
+	switch dec := decideDrain(m, node); dec.Action {
 	case drainBlocked:
 		r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionFalse, ReasonDrainBlocked, machinev1beta1.ConditionSeverityInfo, dec.Message),
 			corev1.EventTypeNormal, EventDrainBlocked)
@@ -70,8 +53,8 @@ func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result,
 	return r.drain(ctx, s, node)
 }
 
-// drain cordons the node and makes one eviction pass, or deletes the
-// remaining pods once the drain timeout expired.
+// drain cordons the node and makes one eviction pass, or deletes the remaining pods once the drain
+// timeout expired. It never waits for pods: see docs/architecture.md.
 func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ctrl.Result, bool, error) {
 	m := s.m
 	if r.kube == nil {
@@ -82,8 +65,6 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	if timeoutErr != nil {
 		note = fmt.Sprintf("; %v; using the default timeout (%s)", timeoutErr, describeTimeout(timeout))
 	}
-
-	// Cordon, keeping control-plane drains one at a time.
 	if blocker, err := r.cordonForDrain(ctx, node, m); err != nil {
 		return ctrl.Result{}, false, err
 	} else if blocker != "" {
@@ -97,20 +78,14 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	if timeout > 0 && r.now().Sub(started) >= timeout {
 		return r.forceDrain(ctx, s, node, timeout, started, note)
 	}
-
 	results, pdbs, err := r.evictionPass(ctx, node)
-	if !recorded {
-		if remaining, _, _ := passOutcome(results); err != nil || remaining > 0 {
-			// The drain takes more than one pass: its start must survive a
-			// restart, for the timeout. (A drain done in its first pass
-			// records nothing: no Machine write, no DrainProceeds event.)
-			if perr := r.recordDrainStart(ctx, s, node, started); perr != nil {
-				return ctrl.Result{}, false, perr
-			}
+	if remaining, _, _ := passOutcome(results); !recorded && (err != nil || remaining > 0) {
+		// A drain that takes more than one pass records its start, for the timeout to survive restarts.
+		if perr := r.recordDrainStart(ctx, s, node, started); perr != nil {
+			return ctrl.Result{}, false, perr
 		}
 	}
-	if err != nil {
-		// Listing the pods failed: nothing was evicted.
+	if err != nil { // listing the pods failed: nothing was evicted
 		log.FromContext(ctx).Error(err, "drain pass failed", "node", node.Name)
 		r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, machinev1beta1.ConditionSeverityWarning,
 			patch.Truncate(fmt.Sprintf("draining node %s: %v%s", node.Name, err, note), maxConditionMessage)), "", "")
@@ -125,8 +100,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 		return ctrl.Result{}, true, nil
 	}
 	if progress {
-		// Something was evicted: look again soon.
-		r.drainBackoff.Forget(s.key)
+		r.drainBackoff.Forget(s.key) // something was evicted: look again soon
 	}
 	log.FromContext(ctx).V(1).Info("eviction pass done", "node", node.Name, "drained", c.Message)
 	r.setDrained(s, c, "", "")
@@ -145,41 +119,30 @@ func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.
 	return ctrl.Result{RequeueAfter: after}
 }
 
-// drainStart returns the drain start: DrainStartedAnnotation when the
-// Machine has a valid one (recorded), else now (not before the deletion, so
-// drainStartOf accepts it once written).
+// drainStart returns DrainStartedAnnotation when valid (recorded), else now, but not before the
+// deletion (our clock may be behind the API server's), or drainStartOf would reject it.
 func (r *Reconciler) drainStart(s *scope) (start time.Time, recorded bool) {
 	if t, ok := drainStartOf(s.m); ok {
 		return t, true
 	}
 	start = r.now()
 	if dt := s.m.DeletionTimestamp; dt != nil && start.Before(dt.Time) {
-		// Our clock is behind the API server's: a start before the deletion
-		// would not be accepted by drainStartOf (and rewritten every pass).
 		start = dt.Time
 	}
 	return start.UTC().Truncate(time.Second), false
 }
 
-// recordDrainStart persists DrainStartedAnnotation, so the drain timeout is
-// measured from a start that survives restarts, and records the start as a
-// DrainProceeds event.
+// recordDrainStart persists DrainStartedAnnotation and records a DrainProceeds event.
 func (r *Reconciler) recordDrainStart(ctx context.Context, s *scope, node *corev1.Node, start time.Time) error {
-	if err := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[DrainStartedAnnotation] = start.Format(time.RFC3339)
-	}); err != nil {
+	if err := r.annotate(ctx, s, DrainStartedAnnotation, start.Format(time.RFC3339)); err != nil {
 		return fmt.Errorf("recording the drain start (%s annotation): %w", DrainStartedAnnotation, err)
 	}
 	r.events.Eventf(s.m, nil, corev1.EventTypeNormal, EventDrainProceeds, "Drain", "draining node %s", node.Name)
 	return nil
 }
 
-// forceDrain ends a drain whose timeout expired: the remaining pods are
-// deleted (no eviction, so PodDisruptionBudgets no longer hold them) and the
-// deletion proceeds without waiting for them to terminate.
+// forceDrain ends a drain whose timeout expired: the remaining pods are deleted without eviction
+// (PodDisruptionBudgets no longer hold them), and the deletion goes on without waiting for them.
 func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node, timeout time.Duration, started time.Time, note string) (ctrl.Result, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, drainPassTimeout)
 	defer cancel()
@@ -217,8 +180,8 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 	return ctrl.Result{}, true, nil
 }
 
-// setDrained sets the Drained condition and, when its status or reason
-// changes, records the event (eventReason may be empty for none).
+// setDrained sets the Drained condition and, when its status or reason changes, records the event
+// (none when eventReason is empty).
 func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType, eventReason string) {
 	if eventReason != "" && conditions.Changed(s.m.Status.Conditions, c) {
 		r.events.Eventf(s.m, nil, eventType, eventReason, "Drain", "%s", c.Message)
@@ -232,5 +195,3 @@ func describeTimeout(d time.Duration) string {
 	}
 	return d.String()
 }
-
-// logWriter turns the drain helper's progress output into log lines.

@@ -1,11 +1,9 @@
 package machine
 
-// Pure decisions of the drain: no API calls here, so each rule is covered by
-// table tests (drain_decide_test.go, decide_test.go).
+// Pure decisions of the drain, table-tested (drain_decide_test.go, decide_test.go).
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -20,12 +18,9 @@ import (
 type drainAction int
 
 const (
-	// drainBlocked: do not start; Drained=False/DrainBlocked (preDrain hooks).
-	drainBlocked drainAction = iota
-	// drainSkip: Drained=True/DrainSkipped without touching the node.
-	drainSkip
-	// drainRun: cordon and evict.
-	drainRun
+	drainBlocked drainAction = iota // do not start: Drained=False/DrainBlocked (preDrain hooks)
+	drainSkip                       // Drained=True/DrainSkipped without touching the node
+	drainRun                        // cordon and evict
 )
 
 // drainDecision is the outcome of decideDrain.
@@ -34,13 +29,8 @@ type drainDecision struct {
 	Message string
 }
 
-// decideDrain decides whether to drain the Machine's node. node is nil when
-// the Machine has no nodeRef or the Node does not exist.
-//
-// preDrain hooks block everything after them, including a skipped drain: the
-// API documents that they "also block further lifecycle events, such as
-// termination", so they are checked first (unlike upstream, which ignores
-// them when the drain is skipped).
+// decideDrain decides whether to drain the Machine's node (nil: no nodeRef or no Node). preDrain hooks
+// come first, blocking even a skipped drain: the API says they "also block further lifecycle events".
 func decideDrain(m *machinev1beta1.Machine, node *corev1.Node) drainDecision {
 	if hooks := m.Spec.LifecycleHooks.PreDrain; len(hooks) > 0 {
 		return drainDecision{Action: drainBlocked, Message: "blocked by pre-drain hook(s): " + hookNames(hooks)}
@@ -57,9 +47,8 @@ func decideDrain(m *machinev1beta1.Machine, node *corev1.Node) drainDecision {
 	return drainDecision{Action: drainRun}
 }
 
-// effectiveDrainTimeout returns the drain timeout for a Machine: the
-// NodeDrainTimeoutAnnotation when present and valid, else def. 0 means wait
-// forever. An invalid annotation returns def and an error naming it.
+// effectiveDrainTimeout is NodeDrainTimeoutAnnotation when present and valid, else def (0: wait
+// forever); an invalid annotation also returns an error naming it.
 func effectiveDrainTimeout(annotations map[string]string, def time.Duration) (time.Duration, error) {
 	v, ok := annotations[NodeDrainTimeoutAnnotation]
 	if !ok {
@@ -82,22 +71,15 @@ func isControlPlaneNode(n *corev1.Node) bool {
 	return cp || master
 }
 
-// cordonedByUs reports whether the node was cordoned by the machine
-// controller for a drain (unschedulable and carrying DrainingAnnotation).
+// cordonedByUs reports whether we cordoned the node for a drain (unschedulable, DrainingAnnotation).
 func cordonedByUs(n *corev1.Node) bool {
 	_, ok := n.Annotations[DrainingAnnotation]
 	return ok && n.Spec.Unschedulable
 }
 
-// controlPlaneDrainAllowed implements "one control-plane drain at a time":
-// a worker may always be drained; a control-plane node may be drained when
-// it is already being drained by us, or when no other control-plane node is
-// being drained by us. A node counts as being drained by us only when it is
-// cordoned, carries DrainingAnnotation and the Machine the annotation names
-// is in activeOwners (it exists and is being deleted): a stale annotation
-// left by a Machine that is gone, or not deleting, does not block drains.
-// Nodes cordoned by someone else (no DrainingAnnotation) do not count either.
-// It returns the blocking node's name when not allowed.
+// controlPlaneDrainAllowed implements "one control-plane drain at a time". A node counts as drained by
+// us when cordonedByUs and its annotation's Machine is in activeOwners (exists and is being deleted), so
+// stale annotations and others' cordons block nothing. It returns the blocking node when not allowed.
 func controlPlaneDrainAllowed(node *corev1.Node, nodes []corev1.Node, activeOwners map[string]bool) (bool, string) {
 	drainedByUs := func(n *corev1.Node) bool {
 		return cordonedByUs(n) && activeOwners[n.Annotations[DrainingAnnotation]]
@@ -105,31 +87,24 @@ func controlPlaneDrainAllowed(node *corev1.Node, nodes []corev1.Node, activeOwne
 	if !isControlPlaneNode(node) || drainedByUs(node) {
 		return true, ""
 	}
-	names := make([]string, 0, len(nodes))
+	blocker := "" // the first by name, so the message is stable
 	for i := range nodes {
 		n := &nodes[i]
-		if n.Name == node.Name || !isControlPlaneNode(n) || !drainedByUs(n) || n.DeletionTimestamp != nil {
-			continue
+		if n.Name != node.Name && isControlPlaneNode(n) && drainedByUs(n) && n.DeletionTimestamp == nil &&
+			(blocker == "" || n.Name < blocker) {
+			blocker = n.Name
 		}
-		names = append(names, n.Name)
 	}
-	if len(names) == 0 {
-		return true, ""
-	}
-	sort.Strings(names)
-	return false, names[0]
+	return blocker == "", blocker
 }
 
-// nodeUnreachable reports whether the node's Ready condition is Unknown (the
-// kubelet stopped reporting): pods cannot terminate gracefully there.
+// nodeUnreachable reports whether the node's Ready condition is Unknown: pods cannot terminate gracefully.
 func nodeUnreachable(n *corev1.Node) bool {
 	c := nodeutil.ReadyCondition(n)
 	return c != nil && c.Status == corev1.ConditionUnknown
 }
 
-// waitingForControlPlaneDrain reports whether a deleting Machine's drain waits
-// for another control-plane node to finish draining: its Drained condition
-// has reason WaitingForControlPlaneDrain.
+// waitingForControlPlaneDrain reports whether a deleting Machine's drain waits for another control-plane node.
 func waitingForControlPlaneDrain(m *machinev1beta1.Machine) bool {
 	if m.DeletionTimestamp.IsZero() {
 		return false
@@ -138,11 +113,8 @@ func waitingForControlPlaneDrain(m *machinev1beta1.Machine) bool {
 	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonWaitingForControlPlaneDrain
 }
 
-// drainStartOf returns when the drain of a deleting Machine started: its
-// DrainStartedAnnotation, when that parses and does not predate the
-// Machine's deletionTimestamp (a drain cannot start before the deletion: an
-// older value was copied from another object and would expire the drain
-// timeout at once).
+// drainStartOf returns a deleting Machine's DrainStartedAnnotation when it parses and does not predate
+// the deletion (an older value was copied from another object and would expire the timeout at once).
 func drainStartOf(m *machinev1beta1.Machine) (time.Time, bool) {
 	v, ok := m.Annotations[DrainStartedAnnotation]
 	if !ok || m.DeletionTimestamp.IsZero() {

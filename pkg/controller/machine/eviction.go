@@ -1,11 +1,12 @@
 package machine
 
-// Eviction results: what one eviction pass did with each pod, and the
-// Drained=False message built from them. Pure, table-tested in
-// drain_decide_test.go; the pass itself is evictionPass (drain.go).
+// Eviction results: what one pass did with each pod, and the Drained message built from them. Pure,
+// table-tested in drain_decide_test.go; the pass itself is evictionPass (evictpass.go).
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,10 +22,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// needsEviction reports whether an eviction pass evicts the pod: every pod
-// that is not terminating yet and, on an unreachable node (where the drain
-// uses a 1s grace period), a terminating pod whose grace period is longer, so
-// that eviction shortens it.
+// needsEviction reports whether a pass evicts the pod: one not terminating yet or, on an unreachable node
+// (where the drain uses a 1s grace period), one terminating with a longer grace period, to shorten it.
 func needsEviction(p *corev1.Pod, unreachable bool) bool {
 	if p.DeletionTimestamp == nil {
 		return true
@@ -36,15 +35,10 @@ func needsEviction(p *corev1.Pod, unreachable bool) bool {
 type evictionOutcome int
 
 const (
-	// podBlocked: the eviction was refused (429) because a
-	// PodDisruptionBudget allows no disruption now.
-	podBlocked evictionOutcome = iota
-	// podEvictionFailed: the eviction failed for another reason.
-	podEvictionFailed
-	// podTerminating: evicted (this pass or before) and not gone yet.
-	podTerminating
-	// podGone: the pod no longer exists.
-	podGone
+	podBlocked        evictionOutcome = iota // refused (429): a PodDisruptionBudget allows no disruption now
+	podEvictionFailed                        // the eviction failed for another reason
+	podTerminating                           // evicted (this pass or before) and not gone yet
+	podGone                                  // the pod no longer exists
 )
 
 // podEviction is one pod's result of an eviction pass.
@@ -52,15 +46,11 @@ type podEviction struct {
 	Namespace, Name string
 	Labels          map[string]string
 	Outcome         evictionOutcome
-	// Evicted: the eviction was accepted in this pass.
-	Evicted bool
-	// Detail is the API server's explanation of a blocked eviction (the
-	// DisruptionBudget cause) or the error of a failed one.
-	Detail string
+	Evicted         bool   // the eviction was accepted in this pass
+	Detail          string // why an eviction was blocked (the DisruptionBudget cause) or failed
 }
 
-// classifyEviction maps the eviction API's answer for a pod to an outcome.
-// terminating says the pod already had a deletionTimestamp.
+// classifyEviction maps the eviction API's answer to an outcome; terminating: the pod had a deletionTimestamp.
 func classifyEviction(err error, terminating bool) (evictionOutcome, string) {
 	switch {
 	case err == nil:
@@ -77,19 +67,14 @@ func classifyEviction(err error, terminating bool) (evictionOutcome, string) {
 		}
 		return podBlocked, err.Error()
 	case terminating && apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		// Its namespace is going away and it is already terminating.
-		return podTerminating, ""
+		return podTerminating, "" // its namespace is going away
 	default:
 		return podEvictionFailed, err.Error()
 	}
 }
 
-// passCondition decides, from an eviction pass's results, the Drained
-// condition: True/Drained when no pod is left (done), else
-// False/DrainInProgress with describeEvictionPass's account and, with a
-// timeout, when the rest will be deleted; Warning severity when a pod is
-// blocked or its eviction failed, Info when pods only terminate. progress
-// reports that the pass evicted a pod.
+// passCondition decides the Drained condition from a pass's results: True/Drained when no pod is left
+// (done), else False/DrainInProgress, a Warning when a pod is blocked or failed. progress: a pod was evicted.
 func passCondition(node string, results []podEviction, pdbs []policyv1.PodDisruptionBudget, timeout time.Duration, started time.Time) (c machinev1beta1.Condition, done, progress bool) {
 	remaining, progress, warn := passOutcome(results)
 	if remaining == 0 {
@@ -106,8 +91,7 @@ func passCondition(node string, results []podEviction, pdbs []policyv1.PodDisrup
 	return conditions.New(DrainedCondition, corev1.ConditionFalse, ReasonDrainInProgress, severity, msg), false, progress
 }
 
-// passOutcome counts the pods an eviction pass left, whether it evicted any
-// (progress), and whether any is blocked or failed (a Warning).
+// passOutcome counts the pods a pass left, whether it evicted any, and whether any is blocked or failed.
 func passOutcome(results []podEviction) (remaining int, evicted, warn bool) {
 	for _, p := range results {
 		evicted = evicted || p.Evicted
@@ -120,23 +104,14 @@ func passOutcome(results []podEviction) (remaining int, evicted, warn bool) {
 	return remaining, evicted, warn
 }
 
-// maxPodsInMessage bounds how many pods a Drained message names.
-const maxPodsInMessage = 5
+const (
+	maxPodsInMessage  = 5   // pods a Drained message names
+	maxErrorInMessage = 300 // bytes of an eviction error quoted in a Drained message
+)
 
-// maxErrorInMessage bounds an eviction error quoted in a Drained message.
-const maxErrorInMessage = 300
-
-// describeEvictionPass summarizes an eviction pass for the Drained=False
-// message: how many pods remain and why, then up to maxPodsInMessage pods
-// (blocked ones first), each with the PodDisruptionBudget(s) that block it,
-// e.g.
-//
-//	3 pod(s) remaining (1 blocked by a PodDisruptionBudget, 2 terminating): evicting default/web-1: blocked by
-//	PodDisruptionBudget default/web (0 disruptions allowed); default/a: terminating; default/b: terminating
-//
-// The text depends only on the pods' state, not on when the pass ran, so
-// passes that find the same state write nothing. pdbs may hold budgets of any
-// namespace; only those selecting a blocked pod are named.
+// describeEvictionPass summarizes a pass: how many pods remain and why, then up to maxPodsInMessage pods
+// (blocked first) with the PodDisruptionBudgets that select them. It depends only on the pods' state, so
+// passes that find the same state write nothing.
 func describeEvictionPass(results []podEviction, pdbs []policyv1.PodDisruptionBudget) string {
 	var remaining []podEviction
 	counts := map[evictionOutcome]int{}
@@ -147,23 +122,14 @@ func describeEvictionPass(results []podEviction, pdbs []policyv1.PodDisruptionBu
 		remaining = append(remaining, r)
 		counts[r.Outcome]++
 	}
-	sort.Slice(remaining, func(i, j int) bool {
-		a, b := remaining[i], remaining[j]
-		if a.Outcome != b.Outcome {
-			return a.Outcome < b.Outcome
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
+	slices.SortFunc(remaining, func(a, b podEviction) int {
+		return cmp.Or(cmp.Compare(a.Outcome, b.Outcome), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	var why []string
-	for _, c := range []struct {
-		o    evictionOutcome
-		text string
-	}{{podBlocked, "blocked by a PodDisruptionBudget"}, {podEvictionFailed, "eviction failed"}, {podTerminating, "terminating"}} {
-		if n := counts[c.o]; n > 0 {
-			why = append(why, fmt.Sprintf("%d %s", n, c.text))
+	for o, text := range [...]string{podBlocked: "blocked by a PodDisruptionBudget", podEvictionFailed: "eviction failed",
+		podTerminating: "terminating"} {
+		if n := counts[evictionOutcome(o)]; n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", n, text))
 		}
 	}
 	msg := fmt.Sprintf("%d pod(s) remaining", len(remaining))
@@ -199,8 +165,7 @@ func describePodEviction(r *podEviction, pdbs []policyv1.PodDisruptionBudget) st
 	}
 }
 
-// selectingPDBs names the PodDisruptionBudgets of the pod's namespace whose
-// selector matches it.
+// selectingPDBs names the PodDisruptionBudgets of the pod's namespace whose selector matches it.
 func selectingPDBs(r *podEviction, pdbs []policyv1.PodDisruptionBudget) []string {
 	var out []string
 	for i := range pdbs {

@@ -1,15 +1,15 @@
 package machine
 
-// One eviction pass: list the pods the drain must remove, evict each once,
-// report per pod what happened (eviction.go turns that into the Drained
-// message). Nothing here waits for a pod to terminate.
+// One eviction pass: list the pods the drain must remove, evict each once, report per pod what happened.
+// Nothing here waits for a pod to terminate.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +20,9 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 )
 
-// evictionPass lists the node's pods that the drain must remove and evicts,
-// once, each one that is not terminating yet (needsEviction). When it evicted
-// any, it lists again to see which are gone already. For blocked pods it
-// lists the PodDisruptionBudgets of their namespaces, to name them. The error
-// is for a failed listing of the pods; an eviction error is a result.
+// evictionPass evicts, once, each of the node's pods that needsEviction; when it evicted any, it lists
+// again to see which are gone already, and for blocked pods it lists their namespaces' budgets, to name
+// them. The error is a failed listing of the pods; an eviction error is a result.
 func (r *Reconciler) evictionPass(ctx context.Context, node *corev1.Node) ([]podEviction, []policyv1.PodDisruptionBudget, error) {
 	ctx, cancel := context.WithTimeout(ctx, drainPassTimeout)
 	defer cancel()
@@ -35,24 +33,22 @@ func (r *Reconciler) evictionPass(ctx context.Context, node *corev1.Node) ([]pod
 	}
 	unreachable := nodeUnreachable(node)
 	results := make([]podEviction, len(pods))
-	sem := make(chan struct{}, evictionParallelism)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(evictionParallelism)
 	for i := range pods {
 		p := &pods[i]
 		results[i] = podEviction{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels, Outcome: podTerminating}
 		if !needsEviction(p, unreachable) {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			err := h.EvictPod(*p, policyv1.SchemeGroupVersion)
 			results[i].Evicted = err == nil
 			results[i].Outcome, results[i].Detail = classifyEviction(err, p.DeletionTimestamp != nil)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the goroutines report in results
 
 	if _, evicted, _ := passOutcome(results); evicted {
 		// Pods with no grace period are gone at once: see which.
@@ -61,9 +57,8 @@ func (r *Reconciler) evictionPass(ctx context.Context, node *corev1.Node) ([]pod
 		}
 	}
 	var pdbs []policyv1.PodDisruptionBudget
-	if hasBlocked(results) {
-		pdbs, err = r.listPDBs(ctx, results)
-		if err != nil {
+	if slices.ContainsFunc(results, func(p podEviction) bool { return p.Outcome == podBlocked }) {
+		if pdbs, err = r.listPDBs(ctx, results); err != nil {
 			log.FromContext(ctx).Error(err, "listing PodDisruptionBudgets to explain a blocked drain")
 		}
 	}
@@ -92,15 +87,6 @@ func markGone(results []podEviction, left []corev1.Pod) {
 	}
 }
 
-func hasBlocked(results []podEviction) bool {
-	for _, p := range results {
-		if p.Outcome == podBlocked {
-			return true
-		}
-	}
-	return false
-}
-
 // listPDBs lists the PodDisruptionBudgets of the blocked pods' namespaces.
 func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]policyv1.PodDisruptionBudget, error) {
 	seen := map[string]bool{}
@@ -121,11 +107,8 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]pol
 	return out, errors.Join(errs...)
 }
 
-// drainHelper configures kubectl's drain helper, used to list the pods to
-// remove and to evict or delete one: eviction API (PDBs honoured), DaemonSet
-// pods ignored, mirror pods skipped, emptyDir data deleted, unmanaged pods
-// removed too; on an unreachable node pods get a 1s grace period and pods
-// terminating for over 1s past their deadline are not listed.
+// drainHelper configures kubectl's drain helper (package internal/drainer); on an unreachable node pods
+// get a 1s grace period and those terminating for over 1s past their deadline are not listed.
 func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.Helper {
 	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx).WithValues("node", node.Name))
 	if nodeUnreachable(node) {

@@ -1,10 +1,8 @@
 package machine
 
-// Patching: the controller's only writes to the Machine are a metadata/spec
-// merge patch (finalizer, providerID, annotations) and one status patch per
-// reconcile, sent only when the status changed. The status patch carries only
-// what this controller changed, conditions one by one (package
-// internal/patch), so another writer's condition survives.
+// The controller's only writes to the Machine: a metadata/spec merge patch (finalizer, providerID,
+// annotations) and one status patch per reconcile, only when the status changed, carrying only what
+// this controller changed (package internal/patch, docs/architecture.md).
 
 import (
 	"context"
@@ -20,9 +18,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// patchObject changes metadata/spec with a merge patch (optionally with an
-// optimistic lock, for lists such as finalizers that others also edit) and
-// keeps the in-memory status as it is.
+// patchObject changes metadata/spec with a merge patch, with an optimistic lock for lists others edit
+// too (finalizers), and keeps the in-memory status as it is.
 func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock bool, mutate func(*machinev1beta1.Machine)) error {
 	before := s.m.DeepCopy()
 	after := s.m.DeepCopy()
@@ -30,8 +27,7 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 	if equality.Semantic.DeepEqual(before.ObjectMeta, after.ObjectMeta) && equality.Semantic.DeepEqual(before.Spec, after.Spec) {
 		return nil
 	}
-	// Diff only metadata and spec: status is the same on both sides.
-	after.Status = before.Status
+	after.Status = before.Status // diff only metadata and spec
 	var patch client.Patch = client.MergeFrom(before)
 	if optimisticLock {
 		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
@@ -41,9 +37,7 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 		return err
 	}
 	s.wrote(prev)
-	if optimisticLock {
-		s.fresh = true
-	}
+	s.fresh = s.fresh || optimisticLock
 	s.m.ObjectMeta = *after.ObjectMeta.DeepCopy()
 	s.m.Spec = *after.Spec.DeepCopy()
 	s.base.ObjectMeta = *after.ObjectMeta.DeepCopy()
@@ -51,9 +45,18 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 	return nil
 }
 
-// patchStatus writes the status when it differs from what was last read or
-// written; lastUpdated changes only then. errorReason/errorMessage exist only
-// in phase Failed.
+// annotate sets a Machine annotation (no request when it has that value already).
+func (r *Reconciler) annotate(ctx context.Context, s *scope, key, value string) error {
+	return r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) {
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		m.Annotations[key] = value
+	})
+}
+
+// patchStatus writes the status when it differs from what was last read or written; lastUpdated changes
+// only then. errorReason/errorMessage exist only in phase Failed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.gone {
 		return nil
@@ -88,6 +91,17 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		}
 		log.FromContext(ctx).Info("phase changed", "from", from, "to", to)
 	}
+	return nil
+}
+
+// patchStatusAlone writes desired's status for a Machine the controller otherwise leaves alone; a
+// Machine deleted meanwhile is no error.
+func (r *Reconciler) patchStatusAlone(ctx context.Context, s *scope, desired *machinev1beta1.Machine) error {
+	if err := patch.Status(ctx, r.client, r.freshReader(), s.base, desired); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	*s.m = *desired
+	s.base = desired.DeepCopy()
 	return nil
 }
 

@@ -1,7 +1,7 @@
 package machine
 
-// Provider results: calling the Actuator, persisting what it may set, and
-// turning its answers into requeues, errors and metrics.
+// Calling the provider: keeping what it may set, counting its failures, and the Gate that holds back
+// creations and deletions.
 
 import (
 	"bytes"
@@ -9,14 +9,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// requeueOrError turns a RequeueAfterError into a timed requeue and leaves
-// other errors to controller-runtime's exponential backoff.
+// Gate holds back the provider calls that create or delete instances while Frozen (package safety's
+// API-server freeze), so none happens on a view of the cluster the controller cannot update.
+type Gate interface {
+	Frozen() bool
+}
+
+// gateRequeueAfter is how soon a Machine held back by the Gate is looked at again.
+const gateRequeueAfter = 10 * time.Second
+
+// heldByGate reports whether the Gate holds back op (create or delete).
+func (r *Reconciler) heldByGate(ctx context.Context, op string) bool {
+	if r.gate == nil || !r.gate.Frozen() {
+		return false
+	}
+	log.FromContext(ctx).V(1).Info("not calling the provider: the machine controller is frozen while the API server is unreachable",
+		"operation", op, "requeueAfter", gateRequeueAfter)
+	return true
+}
+
+// requeueOrError turns a RequeueAfterError into a timed requeue and leaves other errors to
+// controller-runtime's exponential backoff.
 func requeueOrError(err error) (ctrl.Result, error) {
 	if ra, ok := AsRequeueAfter(err); ok {
 		return ctrl.Result{RequeueAfter: ra.After}, nil
@@ -32,10 +53,8 @@ func (r *Reconciler) exists(ctx context.Context, s *scope) (bool, error) {
 	return ok, err
 }
 
-// callProvider calls Create/Update/Delete on a copy of the Machine and then
-// keeps exactly what the Actuator contract lets the provider set:
-// status.addresses and status.providerStatus (written with the status
-// patch) and spec.providerID (patched right after it).
+// callProvider calls Create/Update/Delete on a copy of the Machine and keeps exactly what the Actuator
+// may set: status.addresses and providerStatus (status patch) and spec.providerID (persistProviderID).
 func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call func(context.Context, *machinev1beta1.Machine) error) error {
 	ProviderCallsTotal.WithLabelValues(op).Inc()
 	c := s.m.DeepCopy()
@@ -45,22 +64,17 @@ func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call
 		return err
 	}
 	s.m.Status.Addresses = c.Status.Addresses
-	// Compare providerStatus by meaning, not bytes: the API server returns
-	// it with sorted keys, so a provider's field order must not look like a
-	// change (which would write lastUpdated on every reconcile).
+	// The API server returns providerStatus with sorted keys: a provider's field order is no change.
 	if !sameJSON(s.m.Status.ProviderStatus, c.Status.ProviderStatus) {
 		s.m.Status.ProviderStatus = c.Status.ProviderStatus
 	}
-	// spec.providerID is persisted after the reconcile's status write
-	// (persistProviderID): written first, it would let nodelink match the
-	// Machine and write its nodeRef between our two writes, and the first
-	// status write of a Machine is under an optimistic lock.
 	s.m.Spec.ProviderID = c.Spec.ProviderID
 	return err
 }
 
-// persistProviderID patches spec.providerID when the provider changed it in
-// this reconcile (s.m differs from s.base).
+// persistProviderID patches spec.providerID when the provider changed it. It goes after the status write:
+// written first, nodelink could write its nodeRef between our two writes, and a Machine's first status
+// write is under an optimistic lock.
 func (r *Reconciler) persistProviderID(ctx context.Context, s *scope, id *string) error {
 	if s.gone || reflect.DeepEqual(s.base.Spec.ProviderID, id) {
 		return nil
@@ -72,18 +86,13 @@ func (r *Reconciler) persistProviderID(ctx context.Context, s *scope, id *string
 	return nil
 }
 
-// countProviderError counts a failed provider call (machine_api_provider_
-// errors_total, and OpenShift's mapi_instance_{create,update,delete}_failed
-// for the Machine); a RequeueAfterError is a provider-side wait, not a failure.
+// countProviderError counts a failed provider call; a RequeueAfterError is a wait, not a failure.
 func countProviderError(m *machinev1beta1.Machine, op string, err error) {
-	if err == nil {
-		return
-	}
-	if _, ok := AsRequeueAfter(err); ok {
+	if _, wait := AsRequeueAfter(err); err == nil || wait {
 		return
 	}
 	ProviderErrorsTotal.WithLabelValues(op).Inc()
-	if c := instanceFailed(op); c != nil {
+	if c := instanceFailed[op]; c != nil {
 		c.WithLabelValues(m.Name, m.Namespace, failureReason(err)).Inc()
 	}
 }

@@ -1,12 +1,11 @@
 package machine
 
-// Provisioning: a Machine that is not being deleted is created through the
-// provider, then updated until it is Running; Failed is terminal.
+// Provisioning: a Machine that is not being deleted is created through the provider, then updated
+// until it is Running; Failed is terminal.
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -23,78 +22,65 @@ import (
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
 	if phaseOf(m) == machinev1beta1.PhaseFailed {
-		// Terminal: only deletion is processed.
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil // terminal: only deletion is processed
 	}
-
 	exists, err := r.exists(ctx, s)
 	if err != nil {
 		if IsInvalidConfiguration(err) && !IsProvisioned(m) {
-			// Retrying cannot help a providerSpec the provider cannot read.
-			r.fail(ctx, s, err, "")
+			r.fail(ctx, s, err, "") // retrying cannot help a providerSpec the provider cannot read
 			return ctrl.Result{}, nil
 		}
 		if ra, ok := AsRequeueAfter(err); ok {
-			// A provider-side wait, not a failure: conditions stay as they are.
-			return ctrl.Result{RequeueAfter: ra.After}, nil
+			return ctrl.Result{RequeueAfter: ra.After}, nil // a provider-side wait: conditions stay
 		}
-		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionUnknown,
-			ReasonErrorCheckingProvider, "", "failed to check whether the instance exists: "+err.Error()), r.now())
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, "",
+			"failed to check whether the instance exists: "+err.Error())
 		return ctrl.Result{}, err
 	}
-
 	step := decideProvisioning(phaseOf(m), exists, IsProvisioned(m), m.Status.NodeRef != nil)
 	switch {
 	case step.InstanceMissing:
-		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
-			ReasonInstanceMissing, machinev1beta1.ConditionSeverityWarning, "the provisioned instance no longer exists on the provider"), r.now())
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceMissing,
+			machinev1beta1.ConditionSeverityWarning, "the provisioned instance no longer exists on the provider")
 		r.fail(ctx, s, nil, "the instance was not found on the provider: it was deleted outside the Machine API")
 		return ctrl.Result{}, nil
-
 	case step.Create:
 		return r.create(ctx, s)
-
 	default:
 		return r.update(ctx, s)
 	}
 }
 
-// update handles a Machine whose instance exists: the provider's Update,
-// then the phase the instance's state gives (Provisioned, Running).
+// setCondition sets a condition on the working copy.
+func (r *Reconciler) setCondition(m *machinev1beta1.Machine, t machinev1beta1.ConditionType, status corev1.ConditionStatus,
+	reason string, severity machinev1beta1.ConditionSeverity, msg string) {
+	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.now())
+}
+
+// update runs the provider's Update on an existing instance, then sets the phase its state gives.
 func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
 	updateErr := r.callProvider(ctx, s, OperationUpdate, r.actuator.Update)
-	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionTrue,
-		ReasonInstanceExists, "", "the instance exists on the provider"), r.now())
-	// A RequeueAfter from Update is a "call me again then" (health
-	// checks, slow refreshes), not a failure: the phase still advances.
+	r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", "the instance exists on the provider")
+	// A RequeueAfter from Update (health checks, slow refreshes) is not a failure: the phase still advances.
 	providerWait, isWait := AsRequeueAfter(updateErr)
 	if updateErr != nil && !isWait {
 		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
-		if IsInvalidConfiguration(updateErr) {
-			// The providerSpec went invalid after creation: the instance
-			// exists, so not Failed; ProviderUpdated=False says so. Only a
-			// spec change (which wakes us) can help: no error, no requeue.
-			msg := updateErr.Error()
-			var me *MachineError
-			if errors.As(updateErr, &me) {
-				msg = me.Message
-			}
-			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(ProviderUpdatedCondition, corev1.ConditionFalse,
-				ReasonInvalidConfiguration, machinev1beta1.ConditionSeverityWarning, patch.Truncate(msg, maxConditionMessage)), r.now())
-			return ctrl.Result{}, nil
+		if !IsInvalidConfiguration(updateErr) {
+			return ctrl.Result{}, updateErr
 		}
-		return requeueOrError(updateErr)
+		// The instance exists, so not Failed. Only a spec change (which wakes us) can help: no requeue.
+		r.setCondition(m, ProviderUpdatedCondition, corev1.ConditionFalse, ReasonInvalidConfiguration,
+			machinev1beta1.ConditionSeverityWarning, patch.Truncate(asMachineError(updateErr).Message, maxConditionMessage))
+		return ctrl.Result{}, nil
 	}
 	r.events.Clear(s.key, "", EventFailedUpdate)
 	if conditions.Get(m.Status.Conditions, ProviderUpdatedCondition) != nil {
-		// Only set once an update was rejected: then cleared here.
-		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(ProviderUpdatedCondition, corev1.ConditionTrue,
-			ReasonProviderUpdated, "", "the provider accepted the Machine's configuration"), r.now())
+		r.setCondition(m, ProviderUpdatedCondition, corev1.ConditionTrue, ReasonProviderUpdated, "",
+			"the provider accepted the Machine's configuration")
 	}
-	setPhase(m, phaseAfterUpdate(phaseOf(m), IsProvisioned(m), m.Status.NodeRef != nil))
+	setPhase(m, decideProvisioning(phaseOf(m), true, IsProvisioned(m), m.Status.NodeRef != nil).Phase)
 	if !IsProvisioned(m) {
-		// The provider has not reported providerID/addresses yet.
 		after := r.waitBackoff.When(s.key)
 		if isWait {
 			after = providerWait.After
@@ -110,19 +96,16 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 	return ctrl.Result{}, nil
 }
 
-// create handles a Machine whose instance does not exist and was never
-// provisioned: phase Provisioning (persisted first), then Create.
+// create runs the provider's Create for a Machine whose instance does not exist and was never
+// provisioned. Provisioning is written with the reconcile's one status write, after Create: the
+// finalizer, already persisted, is what keeps an instance from being lost.
 func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
-	notCreated := conditions.New(InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated,
-		machinev1beta1.ConditionSeverityWarning, "the instance has not been created yet")
+	msg := "the instance has not been created yet"
 	if c := conditions.Get(m.Status.Conditions, InstanceExistsCondition); c != nil && c.Reason == ReasonInstanceNotCreated {
-		notCreated.Message = c.Message // keep the last create error until the next outcome
+		msg = c.Message // keep the last create error until the next outcome
 	}
-	m.Status.Conditions = conditions.Set(m.Status.Conditions, notCreated, r.now())
-	// Provisioning is written with the reconcile's one status write, after
-	// Create: the finalizer (already persisted) is what keeps an instance
-	// from being lost, not the phase.
+	r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityWarning, msg)
 	setPhase(m, machinev1beta1.PhaseProvisioning)
 	if m.Spec.ProviderSpec.Value == nil {
 		err := InvalidConfiguration("spec.providerSpec.value is required: the provider needs its configuration to create an instance")
@@ -131,9 +114,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, nil
 	}
 	if r.apiReader != nil && !s.fresh {
-		// Guard against a stale cache: never create for an old view. Not
-		// needed when this reconcile's locked write (the finalizer) proved
-		// the view current.
+		// Never create for a stale cached view; this reconcile's locked write (the finalizer) proves it current.
 		live := &machinev1beta1.Machine{}
 		if err := r.apiReader.Get(ctx, s.key, live); err != nil {
 			return ctrl.Result{}, err
@@ -147,56 +128,46 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 
 	err := r.callProvider(ctx, s, OperationCreate, r.actuator.Create)
-	switch {
-	case err == nil:
-		phase, exists := phaseAfterCreate(IsProvisioned(m), m.Status.NodeRef != nil)
-		setPhase(m, phase)
-		if exists {
-			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionTrue,
-				ReasonInstanceExists, "", "the instance exists on the provider"), r.now())
-			r.waitBackoff.Forget(s.key)
-		} else {
-			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
-				ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityInfo, "the instance is being created"), r.now())
-		}
-		r.events.Clear(s.key, "", EventFailedCreate)
-		r.events.Eventf(m, nil, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
-		if exists {
-			// Provisioned in this reconcile's status write; the nodeRef
-			// (nodelink) or a Node change wakes us for Running.
-			return ctrl.Result{}, nil
-		}
-		if m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
-			// The providerID patch (a spec change) wakes us; addresses
-			// alone (status) would not.
-			return ctrl.Result{}, nil
-		}
-		// Nothing to be woken by: come back to look at the instance.
-		return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil
-	case IsInvalidConfiguration(err):
+	if IsInvalidConfiguration(err) {
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())
 		r.fail(ctx, s, err, "")
 		return ctrl.Result{}, nil
-	default:
-		if ra, ok := AsRequeueAfter(err); ok {
-			m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
-				ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityInfo, "the instance is being created: "+ra.Reason), r.now())
-			return ctrl.Result{RequeueAfter: ra.After}, nil
-		}
-		msg := "the instance has not been created: the last create attempt failed: " + err.Error()
-		m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(InstanceExistsCondition, corev1.ConditionFalse,
-			ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityWarning, msg), r.now())
+	}
+	if ra, ok := AsRequeueAfter(err); ok {
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated,
+			machinev1beta1.ConditionSeverityInfo, "the instance is being created: "+ra.Reason)
+		return ctrl.Result{RequeueAfter: ra.After}, nil
+	}
+	if err != nil {
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityWarning,
+			"the instance has not been created: the last create attempt failed: "+err.Error())
 		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedCreate, "Create", err.Error())
 		return ctrl.Result{}, err
 	}
+	phase, exists := phaseAfterCreate(IsProvisioned(m), m.Status.NodeRef != nil)
+	setPhase(m, phase)
+	if exists {
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", "the instance exists on the provider")
+		r.waitBackoff.Forget(s.key)
+	} else {
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated,
+			machinev1beta1.ConditionSeverityInfo, "the instance is being created")
+	}
+	r.events.Clear(s.key, "", EventFailedCreate)
+	r.events.Eventf(m, nil, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
+	if exists || m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
+		// Provisioned now: nodelink's nodeRef or a Node change wakes us for Running. A providerID patch
+		// (spec) wakes us too; addresses alone (status) would not.
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil // nothing will wake us: look again
 }
 
-// fail marks the Machine Failed (terminal). reasonErr, when a *MachineError,
-// gives errorReason and errorMessage; otherwise message is used.
+// fail marks the Machine Failed (terminal). reasonErr, when a *MachineError, gives errorReason and
+// errorMessage; otherwise message is used.
 func (r *Reconciler) fail(ctx context.Context, s *scope, reasonErr error, message string) {
 	m := s.m
-	var me *MachineError
-	if errors.As(reasonErr, &me) {
+	if me := asMachineError(reasonErr); me != nil {
 		reason := me.Reason
 		m.Status.ErrorReason = &reason
 		message = me.Message
@@ -209,26 +180,16 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, reasonErr error, messag
 	}
 	setPhase(m, machinev1beta1.PhaseFailed)
 	m.Status.ProviderStatus = unknownInstanceState(m.Status.ProviderStatus)
-	if m.Annotations[InstanceStateAnnotation] != "Unknown" {
-		if err := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) {
-			if m.Annotations == nil {
-				m.Annotations = map[string]string{}
-			}
-			m.Annotations[InstanceStateAnnotation] = "Unknown"
-		}); err != nil {
-			log.FromContext(ctx).Error(err, "setting the instance-state annotation")
-		}
+	if err := r.annotate(ctx, s, InstanceStateAnnotation, "Unknown"); err != nil {
+		log.FromContext(ctx).Error(err, "setting the instance-state annotation")
 	}
 }
 
-// unknownInstanceState sets instanceState/vmState to "Unknown" in a provider
-// status that has one of them (the convention of the cloud providers).
+// unknownInstanceState sets instanceState/vmState to "Unknown" in a provider status that has one of
+// them (the cloud providers' convention).
 func unknownInstanceState(ps *runtime.RawExtension) *runtime.RawExtension {
-	if ps == nil || len(ps.Raw) == 0 {
-		return ps
-	}
 	var obj map[string]any
-	if err := json.Unmarshal(ps.Raw, &obj); err != nil {
+	if ps == nil || json.Unmarshal(ps.Raw, &obj) != nil {
 		return ps
 	}
 	changed := false
@@ -238,12 +199,8 @@ func unknownInstanceState(ps *runtime.RawExtension) *runtime.RawExtension {
 			changed = true
 		}
 	}
-	if !changed {
-		return ps
+	if raw, err := json.Marshal(obj); changed && err == nil {
+		return &runtime.RawExtension{Raw: raw}
 	}
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return ps
-	}
-	return &runtime.RawExtension{Raw: raw}
+	return ps
 }

@@ -23,15 +23,12 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
-// ControllerName is the name events are recorded under; the controller
-// itself is named "machine" (logs and metrics).
+// ControllerName is the name events are recorded under; the controller itself is named "machine".
 const ControllerName = "machine-controller"
 
-// SetupWithManager registers the controller: it watches Machines (in the
-// cache's namespaces, or Options.Namespace) and Nodes, mapping a Node to the
-// Machine whose status.nodeRef names it through a field index, so node
-// changes wake the controller without polling. opts.MaxConcurrentReconciles
-// 0 means DefaultMaxConcurrentReconciles.
+// SetupWithManager registers the controller: it watches Machines and Nodes, a Node mapped to its
+// Machine through the NodeRefNameField index, so node changes wake the Machine without polling.
+// opts.MaxConcurrentReconciles 0 means DefaultMaxConcurrentReconciles.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -58,14 +55,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machine").
 		For(&machinev1beta1.Machine{}, builder.WithPredicates(r.machinePredicate())).
-		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(nodePredicate())).
+		Watches(&corev1.Node{}, r.nodeHandler(), builder.WithPredicates(updates.Matter(nodeChangeMatters))).
 		WithOptions(opts).
 		Complete(r)
 }
 
-// IndexMachinesByNodeRef adds the NodeRefNameField index. When the cache
-// already has an index of that name on Machines (another controller in the
-// same manager registered it), it is left as it is: see index.Register.
+// IndexMachinesByNodeRef adds the NodeRefNameField index, unless another controller of the same
+// manager did (index.Register).
 func IndexMachinesByNodeRef(ctx context.Context, indexer client.FieldIndexer) error {
 	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: NodeRefNameField, Extract: machineNodeRefName})
 }
@@ -78,28 +74,41 @@ func machineNodeRefName(o client.Object) []string {
 	return []string{m.Status.NodeRef.Name}
 }
 
-// nodeToMachines maps a Node to the Machines whose nodeRef names it.
-func (r *Reconciler) nodeToMachines(ctx context.Context, o client.Object) []reconcile.Request {
+// machineRequests lists our Machines from the cache and returns those keep accepts; a failure is logged.
+func (r *Reconciler) machineRequests(ctx context.Context, keep func(*machinev1beta1.Machine) bool, failure string,
+	keysAndValues []any, opts ...client.ListOption) []reconcile.Request {
 	list := &machinev1beta1.MachineList{}
-	opts := []client.ListOption{client.MatchingFields{NodeRefNameField: o.GetName()}}
 	if r.namespace != "" {
 		opts = append(opts, client.InNamespace(r.namespace))
 	}
 	if err := r.client.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "mapping a node to machines", "node", o.GetName())
+		ctrl.LoggerFrom(ctx).Error(err, failure, keysAndValues...)
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
+	var reqs []reconcile.Request
 	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		if keep(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return reqs
 }
 
-// nodeHandler enqueues the Machines of a Node (nodeToMachines) and, when a
-// control-plane drain of ours ends (the Node is deleted, uncordoned or loses
-// DrainingAnnotation), the deleting Machines waiting for it, so they do not
-// sit out their drain backoff.
+// nodeToMachines maps a Node to the Machines whose nodeRef names it.
+func (r *Reconciler) nodeToMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	all := func(*machinev1beta1.Machine) bool { return true }
+	return r.machineRequests(ctx, all, "mapping a node to machines", []any{"node", o.GetName()},
+		client.MatchingFields{NodeRefNameField: o.GetName()})
+}
+
+// machinesWaitingForControlPlaneDrain lists the deleting Machines whose drain waits for another
+// control-plane drain.
+func (r *Reconciler) machinesWaitingForControlPlaneDrain(ctx context.Context) []reconcile.Request {
+	return r.machineRequests(ctx, waitingForControlPlaneDrain, "listing machines waiting for a control-plane drain", nil)
+}
+
+// nodeHandler enqueues the Machines of a Node and, when a control-plane drain of ours ends, the Machines
+// waiting for it, so they do not sit out their drain backoff.
 func (r *Reconciler) nodeHandler() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	add := func(q queue, reqs []reconcile.Request) {
@@ -131,9 +140,8 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 	}
 }
 
-// controlPlaneDrainEnded reports whether a control-plane node we cordoned
-// for a drain (oldN) stopped counting as drained by us: newN is nil (the Node
-// was deleted), being deleted, uncordoned or no longer annotated.
+// controlPlaneDrainEnded reports whether a control-plane node we cordoned for a drain (oldN) stopped
+// counting as drained by us: deleted (newN nil), being deleted, uncordoned or no longer annotated.
 func controlPlaneDrainEnded(oldN, newN *corev1.Node) bool {
 	if !isControlPlaneNode(oldN) || !cordonedByUs(oldN) || oldN.DeletionTimestamp != nil {
 		return false
@@ -141,53 +149,16 @@ func controlPlaneDrainEnded(oldN, newN *corev1.Node) bool {
 	return newN == nil || newN.DeletionTimestamp != nil || !cordonedByUs(newN)
 }
 
-// machinesWaitingForControlPlaneDrain lists (from the cache) the deleting
-// Machines whose drain waits for another control-plane drain.
-func (r *Reconciler) machinesWaitingForControlPlaneDrain(ctx context.Context) []reconcile.Request {
-	list := &machinev1beta1.MachineList{}
-	var opts []client.ListOption
-	if r.namespace != "" {
-		opts = append(opts, client.InNamespace(r.namespace))
-	}
-	if err := r.client.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing machines waiting for a control-plane drain")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		if waitingForControlPlaneDrain(&list.Items[i]) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
-}
-
-// machinePredicate drops events of other namespaces (Options.Namespace) and
-// updates that only change status fields the controller itself writes (or
-// its DrainStartedAnnotation), so its own writes do not wake it again. Every
-// other change (spec, metadata, nodelink's nodeRef) does.
+// machinePredicate drops events of other namespaces and updates that change only what the controller
+// itself writes, so its own writes do not wake it again.
 func (r *Reconciler) machinePredicate() predicate.Predicate {
-	inNamespace := func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace }
-	return predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return inNamespace(e.Object) },
-		DeleteFunc:  func(e event.DeleteEvent) bool { return inNamespace(e.Object) },
-		GenericFunc: func(e event.GenericEvent) bool { return inNamespace(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			if !inNamespace(e.ObjectNew) {
-				return false
-			}
-			oldM, ok1 := e.ObjectOld.(*machinev1beta1.Machine)
-			newM, ok2 := e.ObjectNew.(*machinev1beta1.Machine)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return !onlyOwnStatusChanged(oldM, newM)
-		},
-	}
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace })
+	notOurs := updates.Matter(func(oldM, newM *machinev1beta1.Machine) bool { return !onlyOwnStatusChanged(oldM, newM) })
+	return predicate.And(inNamespace, notOurs)
 }
 
-// onlyOwnStatusChanged reports whether old and new differ only in fields the
-// machine controller writes to the status, and its DrainStartedAnnotation.
+// onlyOwnStatusChanged reports whether old and new differ only in the status fields the machine
+// controller writes and its DrainStartedAnnotation.
 func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 	strip := func(m *machinev1beta1.Machine) *machinev1beta1.Machine {
 		c := m.DeepCopy()
@@ -197,25 +168,16 @@ func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 		if len(c.Annotations) == 0 {
 			c.Annotations = nil
 		}
-		c.Status.Phase = nil
-		c.Status.Conditions = nil
-		c.Status.LastUpdated = nil
-		c.Status.ErrorReason = nil
-		c.Status.ErrorMessage = nil
-		c.Status.Addresses = nil
-		c.Status.ProviderStatus = nil
+		c.Status.Phase, c.Status.Conditions, c.Status.LastUpdated = nil, nil, nil
+		c.Status.ErrorReason, c.Status.ErrorMessage = nil, nil
+		c.Status.Addresses, c.Status.ProviderStatus = nil, nil
 		return c
 	}
 	return equality.Semantic.DeepEqual(strip(oldM), strip(newM))
 }
 
-// nodePredicate passes Node events that matter to a Machine: creation,
-// deletion, readiness (Ready status) changes, cordon changes and our drain
-// annotation; heartbeats and other status updates are dropped.
-func nodePredicate() predicate.Predicate {
-	return updates.Matter(nodeChangeMatters)
-}
-
+// nodeChangeMatters passes the Node changes that matter to a Machine: readiness, cordon, our drain
+// annotation, deletion, replacement; heartbeats and other status updates are dropped.
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 	return readyStatus(oldN) != readyStatus(newN) ||
 		oldN.Spec.Unschedulable != newN.Spec.Unschedulable ||
