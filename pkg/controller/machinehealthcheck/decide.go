@@ -2,6 +2,7 @@ package machinehealthcheck
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,36 +13,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Health classifies one target.
+// Health classifies one target. Only Unhealthy counts against maxUnhealthy.
 type Health int
 
+// The health of a target.
 const (
-	// Healthy: the Machine has a Node and no unhealthy condition holds.
-	Healthy Health = iota
-	// Starting: no Node yet, inside the startup window (or the startup
-	// timeout is disabled). Not counted unhealthy.
-	Starting
-	// Suspect: an unhealthy condition holds but its timeout has not expired
-	// yet. Not counted unhealthy.
-	Suspect
-	// Unhealthy: to be remediated; counts against maxUnhealthy.
-	Unhealthy
-	// Deleting: the Machine is being deleted; not a target.
-	Deleting
+	Healthy   Health = iota // a Node and no unhealthy condition
+	Starting                // no Node yet, inside the startup window (or no startup timeout)
+	Suspect                 // an unhealthy condition holds, its timeout not expired yet
+	Unhealthy               // to be remediated
+	Deleting                // being deleted; not a target
 )
 
 func (h Health) String() string {
-	switch h {
-	case Healthy:
-		return "Healthy"
-	case Starting:
-		return "Starting"
-	case Suspect:
-		return "Suspect"
-	case Unhealthy:
-		return "Unhealthy"
-	case Deleting:
-		return "Deleting"
+	if names := [...]string{"Healthy", "Starting", "Suspect", "Unhealthy", "Deleting"}; h >= 0 && int(h) < len(names) {
+		return names[h]
 	}
 	return fmt.Sprintf("Health(%d)", int(h))
 }
@@ -49,33 +35,25 @@ func (h Health) String() string {
 // verdict is the decision on one target.
 type verdict struct {
 	Health Health
-	// Reason says why the target is not healthy, in words that do not
-	// change while the state does not (it is an event note).
+	// Reason says why the target is not healthy; stable while the state is (an event note).
 	Reason string
-	// Cause classifies an Unhealthy verdict in words that are the same for
-	// every Machine (CauseFailed, CauseNodeGone, CauseNodeStartupTimeout,
-	// CauseNodeConditionPrefix+type): the backoff of repeated remediation
-	// compares it.
+	// Cause classifies an Unhealthy verdict (Cause*), the same for every Machine.
 	Cause string
-	// Recheck > 0 is when the verdict changes by the passing of time alone
-	// (a timeout expiring).
+	// Recheck > 0 is when the verdict changes by time alone.
 	Recheck time.Duration
 }
 
 // StartupClock names the moment spec.nodeStartupTimeout runs from.
 type StartupClock string
 
+// The startup clocks: the Machine's creationTimestamp (default) or, as
+// OpenShift, its status.lastUpdated (not timed until set). See docs/openshift.md.
 const (
-	// StartupFromCreation: the Machine's creationTimestamp (the default;
-	// docs/openshift.md says why).
-	StartupFromCreation StartupClock = "creation"
-	// StartupFromLastUpdated: the Machine's status.lastUpdated, as
-	// OpenShift's controller does; a Machine without it is not timed yet.
+	StartupFromCreation    StartupClock = "creation"
 	StartupFromLastUpdated StartupClock = "lastUpdated"
 )
 
-// healthParams is what the MachineHealthCheck spec (and the controller's
-// startup clock) say about health.
+// healthParams is what the spec and the startup clock say about health.
 type healthParams struct {
 	conditions     []machinev1beta1.UnhealthyCondition
 	startupTimeout time.Duration // 0 disables the startup check
@@ -105,9 +83,7 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 		}
 		since, what := m.CreationTimestamp.Time, "creation"
 		if p.startupFrom == StartupFromLastUpdated {
-			if m.Status.LastUpdated == nil {
-				// OpenShift's rule: not timed until the status is written;
-				// that write wakes the controller (machinePredicate).
+			if m.Status.LastUpdated == nil { // its write wakes us (machinePredicate)
 				return verdict{Health: Starting, Reason: "no Node yet (status.lastUpdated not set)"}
 			}
 			since, what = m.Status.LastUpdated.Time, "the last status update"
@@ -146,10 +122,8 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 }
 
 func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return &n.Status.Conditions[i]
-		}
+	if i := slices.IndexFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == t }); i >= 0 {
+		return &n.Status.Conditions[i]
 	}
 	return nil
 }
@@ -181,17 +155,16 @@ func maxUnhealthyValue(v *intstr.IntOrString, total int) (int, error) {
 	return max(n, 0), nil
 }
 
-// summary is the decision on a whole MachineHealthCheck.
+// summary is the decision on a whole MachineHealthCheck: Allowed when
+// Unhealthy <= MaxUnhealthy; MaxErr (no remediation) when maxUnhealthy is
+// unusable; Requeue > 0 when a verdict changes by time alone.
 type summary struct {
 	Expected, Healthy, Unhealthy int
 	MaxUnhealthy                 int
-	// MaxErr is set when maxUnhealthy cannot be resolved: no remediation.
-	MaxErr error
-	// Allowed: Unhealthy <= MaxUnhealthy, remediation may proceed.
-	Allowed             bool
-	RemediationsAllowed int32
-	// Requeue > 0 is the earliest moment a verdict changes by time alone.
-	Requeue time.Duration
+	MaxErr                       error
+	Allowed                      bool
+	RemediationsAllowed          int32
+	Requeue                      time.Duration
 }
 
 // summarize counts the verdicts. Machines being deleted are not expected;
@@ -223,11 +196,17 @@ func summarize(vs []verdict, maxSpec *intstr.IntOrString) summary {
 func nextRequeue(vs []verdict) time.Duration {
 	var d time.Duration
 	for _, v := range vs {
-		if v.Recheck > 0 && (d == 0 || v.Recheck < d) {
-			d = v.Recheck
-		}
+		d = earliest(d, max(v.Recheck, 0))
 	}
 	return d
+}
+
+// earliest is the smallest positive of a and b, 0 when neither is.
+func earliest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // restrictedMessage is the RemediationAllowed=False/TooManyUnhealthy message.
@@ -243,25 +222,20 @@ func maxUnhealthyString(v *intstr.IntOrString) string {
 	return v.String()
 }
 
-// excludedNode reports why node must not be remediated ("" if it may be):
-// the medik8s exclusion label, or a node maintenance's drain taint.
+// excludedNode reports why node must not be remediated ("" if it may be).
 func excludedNode(node *corev1.Node) string {
-	if node == nil {
+	switch {
+	case node == nil:
 		return ""
-	}
-	if node.Labels[ExcludeFromRemediationLabel] == "true" {
+	case node.Labels[ExcludeFromRemediationLabel] == "true":
 		return fmt.Sprintf("Node %s is labelled %s=true", node.Name, ExcludeFromRemediationLabel)
-	}
-	for _, t := range node.Spec.Taints {
-		if t.Key == NodeMaintenanceTaint {
-			return fmt.Sprintf("Node %s is under maintenance (taint %s)", node.Name, NodeMaintenanceTaint)
-		}
+	case slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == NodeMaintenanceTaint }):
+		return fmt.Sprintf("Node %s is under maintenance (taint %s)", node.Name, NodeMaintenanceTaint)
 	}
 	return ""
 }
 
-// requestKind is the kind of the request a remediation template of kind
-// templateKind makes: the kind without its "Template" suffix.
+// requestKind is templateKind without its "Template" suffix.
 func requestKind(templateKind string) (string, error) {
 	k, ok := strings.CutSuffix(templateKind, "Template")
 	if !ok || k == "" {
@@ -270,9 +244,8 @@ func requestKind(templateKind string) (string, error) {
 	return k, nil
 }
 
-// sameNode reports whether node (read by the name in ref) is the Node ref
-// names: a Node recreated under that name (another UID) is not, so the
-// Machine's own Node is gone. A ref without a UID matches by name.
+// sameNode reports whether node (read by ref's name) is ref's Node: one
+// recreated under the name (another UID) is not. A ref without a UID matches.
 func sameNode(ref *corev1.ObjectReference, node *corev1.Node) bool {
 	return ref.UID == "" || ref.UID == node.UID
 }
@@ -281,31 +254,17 @@ func sameNode(ref *corev1.ObjectReference, node *corev1.Node) bool {
 type remediation int
 
 const (
-	// remediateSkipExcluded: its Node is excluded or under maintenance.
-	remediateSkipExcluded remediation = iota
-	// remediateRequest: create an external remediation request from
-	// spec.remediationTemplate.
-	remediateRequest
-	// remediateAnnotate: annotate the Machine with
-	// ExternalRemediationAnnotation for the baremetal provider.
-	remediateAnnotate
-	// remediateAnnotated: the annotation is there; the provider is at work.
-	remediateAnnotated
-	// remediateSkipNoController: nothing would replace the Machine.
-	remediateSkipNoController
-	// remediateDelete: delete the Machine (its controller replaces it).
-	remediateDelete
+	remediateSkipExcluded     remediation = iota // Node excluded or under maintenance
+	remediateRequest                             // create a request from spec.remediationTemplate
+	remediateAnnotate                            // annotate for the baremetal provider
+	remediateAnnotated                           // annotated already: the provider is at work
+	remediateSkipNoController                    // nothing would replace the Machine
+	remediateDelete                              // delete it; its controller replaces it
 )
 
-// decideRemediation says how to remediate the Unhealthy Machine m whose
-// Node is node (nil: none or gone), following OpenShift's order: a
-// remediationTemplate wins; else the external-baremetal strategy annotates
-// a Machine that is not Failed (whatever its owner); else a Machine with a
-// controller owner is deleted. Control-plane Machines are treated like any
-// other (OpenShift's rule: their owner, the ControlPlaneMachineSet, replaces
-// them; etcd guards itself with lifecycle hooks). Before all that, a Node
-// excluded from remediation or under maintenance is left alone (medik8s'
-// convention, this project's addition).
+// decideRemediation says how to remediate the Unhealthy Machine m (node nil:
+// none or gone) in OpenShift's order, control-plane Machines included, after
+// medik8s' exclusions (docs/openshift.md).
 func decideRemediation(mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, node *corev1.Node) remediation {
 	switch {
 	case excludedNode(node) != "":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,12 +24,9 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// externalRemediation creates remediation requests from the template of one
-// MachineHealthCheck during one reconcile. The template is read once (on
-// first use) and the outcome is recorded in the status conditions
-// ExternalRemediationTemplateAvailable and
-// ExternalRemediationRequestAvailable, which are persisted with the rest of
-// the status.
+// externalRemediation creates the remediation requests of one
+// MachineHealthCheck in one reconcile, reading the template once; the outcome
+// goes to the ExternalRemediation{Template,Request}Available conditions.
 type externalRemediation struct {
 	r        *Reconciler
 	mhc      *machinev1beta1.MachineHealthCheck
@@ -43,58 +41,63 @@ type externalRemediation struct {
 // ExternalRemediationTemplateAvailable.
 func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) *externalRemediation {
 	e := &externalRemediation{r: r, mhc: mhc, st: st, now: now}
-	ref := mhc.Spec.RemediationTemplate
+	key := client.ObjectKeyFromObject(mhc)
 	tmpl, gvk, err := r.readTemplate(ctx, mhc)
 	if err != nil {
+		ref := mhc.Spec.RemediationTemplate
 		msg := fmt.Sprintf("Remediation template %s %s is not usable: %v", ref.Kind, ref.Name, err)
 		st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionFalse,
 			machinev1beta1.ExternalRemediationTemplateNotFound, machinev1beta1.ConditionSeverityError, msg), now)
-		if r.events.First(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound, msg) {
-			r.events.Eventf(mhc, nil, corev1.EventTypeWarning, EventTemplateNotFound, "Remediate", "%s", msg)
-		}
+		r.events.Once(key, "", mhc, corev1.EventTypeWarning, EventTemplateNotFound, "Remediate", msg)
 		ctrl.LoggerFrom(ctx).Info("remediation template unusable", "error", err)
 		return e
 	}
-	r.events.Clear(client.ObjectKeyFromObject(mhc), "", EventTemplateNotFound)
+	r.events.Clear(key, "", EventTemplateNotFound)
 	st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionTrue,
 		ReasonTemplateAvailable, "", ""), now)
 	e.template, e.gvk = tmpl, gvk
 	return e
 }
 
-// readTemplate reads mhc's remediation template (from its namespace, or the
-// MachineHealthCheck's when it names none) and returns it with the kind of
-// the requests it makes.
-func (r *Reconciler) readTemplate(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck) (*unstructured.Unstructured, schema.GroupVersionKind, error) {
-	ref := mhc.Spec.RemediationTemplate
+// requestGVK is the kind of the requests a remediation template makes.
+func requestGVK(ref *corev1.ObjectReference) (schema.GroupVersionKind, error) {
 	kind, err := requestKind(ref.Kind)
 	if err != nil {
-		return nil, schema.GroupVersionKind{}, err
+		return schema.GroupVersionKind{}, err
 	}
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	if err != nil {
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q: %w", ref.APIVersion, err)
+		return schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q: %w", ref.APIVersion, err)
+	}
+	return gv.WithKind(kind), nil
+}
+
+// readTemplate reads mhc's remediation template (from the MachineHealthCheck's
+// namespace when it names none) and returns it with the kind of its requests.
+func (r *Reconciler) readTemplate(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck) (*unstructured.Unstructured, schema.GroupVersionKind, error) {
+	ref := mhc.Spec.RemediationTemplate
+	gvk, err := requestGVK(ref)
+	if err != nil {
+		return nil, gvk, err
 	}
 	ns := ref.Namespace
 	if ns == "" {
 		ns = mhc.Namespace
 	}
 	tmpl := &unstructured.Unstructured{}
-	tmpl.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	tmpl.SetGroupVersionKind(gvk.GroupVersion().WithKind(ref.Kind))
 	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
 	}
-	return tmpl, gv.WithKind(kind), nil
+	return tmpl, gvk, nil
 }
 
-// request makes sure an external remediation request for m exists. A
-// missing one is created only if admit (the pacing) allows it now; created
-// reports whether it was.
+// request makes sure an external remediation request for m exists, creating a
+// missing one only if admit (the pacing) allows; created reports a creation.
 func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Machine, admit func() bool) (created bool, err error) {
 	if e.template == nil {
 		return false, nil // reported by ExternalRemediationTemplateAvailable=False; a template change requeues
 	}
-	key := client.ObjectKeyFromObject(e.mhc)
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(e.gvk)
 	err = e.r.apiReader.Get(ctx, client.ObjectKeyFromObject(m), existing)
@@ -108,13 +111,12 @@ func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Mac
 	if !admit() {
 		return false, nil
 	}
-	req := buildRequest(e.template, e.gvk, m)
-	if err := e.r.client.Create(ctx, req); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := e.r.client.Create(ctx, buildRequest(e.template, e.gvk, m)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, e.fail(m, fmt.Errorf("creating %s %s/%s: %w", e.gvk.Kind, m.Namespace, m.Name, err))
 	}
 	e.setRequestCondition()
 	RemediationSuccessTotal.WithLabelValues(e.mhc.Name, e.mhc.Namespace).Inc()
-	e.r.machineEventOnce(key, m, corev1.EventTypeNormal, EventRequestCreated,
+	e.r.machineEventOnce(client.ObjectKeyFromObject(e.mhc), m, corev1.EventTypeNormal, EventRequestCreated,
 		fmt.Sprintf("Created %s %s/%s for unhealthy Machine %s", e.gvk.Kind, m.Namespace, m.Name, m.Name))
 	return true, nil
 }
@@ -128,17 +130,15 @@ func (e *externalRemediation) fail(m *machinev1beta1.Machine, err error) error {
 }
 
 func (e *externalRemediation) setRequestCondition() {
-	if len(e.failed) > 0 {
-		return
+	if len(e.failed) == 0 {
+		e.st.Conditions = conditions.Set(e.st.Conditions, conditions.New(machinev1beta1.ExternalRemediationRequestAvailable, corev1.ConditionTrue,
+			ReasonRequestAvailable, "", ""), e.now)
 	}
-	e.st.Conditions = conditions.Set(e.st.Conditions, conditions.New(machinev1beta1.ExternalRemediationRequestAvailable, corev1.ConditionTrue,
-		ReasonRequestAvailable, "", ""), e.now)
 }
 
-// buildRequest makes the request object for m from the template: same
-// apiVersion, the request kind, m's namespace and name, spec =
-// template.spec.template.spec, labels and annotations from
-// template.spec.template.metadata, owned by m (not as controller).
+// buildRequest makes m's request from the template: the request kind, m's
+// namespace and name, spec and labels/annotations from template.spec.template,
+// owned by m (not as controller).
 func buildRequest(tmpl *unstructured.Unstructured, gvk schema.GroupVersionKind, m *machinev1beta1.Machine) *unstructured.Unstructured {
 	req := &unstructured.Unstructured{Object: map[string]any{}}
 	req.SetGroupVersionKind(gvk)
@@ -166,16 +166,10 @@ func buildRequest(tmpl *unstructured.Unstructured, gvk schema.GroupVersionKind, 
 
 // cleanupRequests deletes the remediation requests of healthy targets.
 func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target) error {
-	ref := mhc.Spec.RemediationTemplate
-	kind, err := requestKind(ref.Kind)
+	gvk, err := requestGVK(mhc.Spec.RemediationTemplate)
 	if err != nil {
 		return nil // reported when remediating
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return nil
-	}
-	gvk := gv.WithKind(kind)
 	var healthy []*machinev1beta1.Machine
 	for _, t := range targets {
 		if t.verdict.Health == Healthy {
@@ -186,12 +180,12 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 		return nil
 	}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(kind + "List"))
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err := r.apiReader.List(ctx, list, client.InNamespace(mhc.Namespace)); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil
 		}
-		return fmt.Errorf("listing %s in %s: %w", kind, mhc.Namespace, err)
+		return fmt.Errorf("listing %s in %s: %w", gvk.Kind, mhc.Namespace, err)
 	}
 	byName := map[string]*unstructured.Unstructured{}
 	for i := range list.Items {
@@ -200,24 +194,39 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 	var errs []error
 	for _, m := range healthy {
 		req, ok := byName[m.Name]
-		if !ok || req.GetDeletionTimestamp() != nil || !ownedBy(req, m) {
+		if !ok || req.GetDeletionTimestamp() != nil ||
+			!slices.ContainsFunc(req.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == m.UID }) {
 			continue
 		}
 		if err := r.client.Delete(ctx, req, client.Preconditions{UID: ptr.To(req.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", kind, req.GetNamespace(), req.GetName(), err))
+			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, req.GetNamespace(), req.GetName(), err))
 			continue
 		}
 		r.events.Eventf(m, nil, corev1.EventTypeNormal, EventRequestDeleted, "Remediate",
-			"Machine %s is healthy again; deleted %s %s", m.Name, kind, req.GetName())
+			"Machine %s is healthy again; deleted %s %s", m.Name, gvk.Kind, req.GetName())
 	}
 	return errors.Join(errs...)
 }
 
-func ownedBy(o *unstructured.Unstructured, m *machinev1beta1.Machine) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == m.UID {
-			return true
-		}
+// annotateForBaremetal adds ExternalRemediationAnnotation to m for OpenShift's
+// baremetal provider (docs/openshift.md); done reports whether it added it.
+func (r *Reconciler) annotateForBaremetal(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, why string) (done bool, err error) {
+	ctrl.LoggerFrom(ctx).Info("annotating unhealthy Machine for external remediation", "machine", m.Name, "reason", why)
+	patched := m.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
 	}
-	return false
+	patched.Annotations[ExternalRemediationAnnotation] = ""
+	// A merge patch of one key undoes no concurrent change: no lock needed.
+	if err := r.client.Patch(ctx, patched, client.MergeFrom(m)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		r.machineEventOnce(client.ObjectKeyFromObject(mhc), m, corev1.EventTypeWarning, EventExternalAnnotationFailed,
+			fmt.Sprintf("Requesting external remediation of Machine %s failed: annotating it %s: %v", m.Name, ExternalRemediationAnnotation, err))
+		return false, fmt.Errorf("annotating unhealthy Machine %s/%s with %s: %w", m.Namespace, m.Name, ExternalRemediationAnnotation, err)
+	}
+	r.events.Eventf(m, mhc, corev1.EventTypeNormal, EventExternalAnnotationAdded, "Remediate",
+		"Requested external remediation of Machine %s (%s): annotated %s for the baremetal provider to power-cycle its host", m.Name, why, ExternalRemediationAnnotation)
+	return true, nil
 }

@@ -27,44 +27,29 @@ import (
 
 // Options configure a Reconciler.
 type Options struct {
-	// Namespace (optional) restricts the controller to MachineHealthChecks
-	// and Machines of one namespace; empty means every namespace the cache
-	// sees.
+	// Namespace (optional) restricts the controller to one namespace.
 	Namespace string
-	// Client reads MachineHealthChecks, Machines and Nodes (from a cache
-	// with the machine.NodeRefNameField index, which SetupWithManager
-	// registers) and writes. Default: the manager's client.
+	// Client reads through a cache with the machine.NodeRefNameField index
+	// (SetupWithManager registers it) and writes. Default: the manager's.
 	Client client.Client
-	// APIReader reads uncached: it confirms that a Node missing from the
-	// cache is gone, and reads remediation templates and requests (kinds
-	// the cache does not watch). Default: the manager's API reader.
+	// APIReader reads uncached: Nodes missing from the cache, remediation
+	// templates and requests. Default: the manager's.
 	APIReader client.Reader
-	// Recorder (optional) receives events. Default: the manager's recorder
-	// named ControllerName.
+	// Recorder (optional) receives events. Default: the manager's, named ControllerName.
 	Recorder events.EventRecorder
-	// Clock (optional) is the time source; tests use a fake one.
+	// Clock (optional) is the time source.
 	Clock clock.PassiveClock
-	// RemediationBurst and RemediationInterval limit the remediations
-	// (Machine deletions, external remediation requests created, Machines
-	// annotated for external-baremetal) of each MachineHealthCheck with a
-	// token bucket: at most RemediationBurst at once, then one per
-	// RemediationInterval. A RemediationBurst or RemediationInterval of 0
-	// disables the limit (the default, as OpenShift has none;
-	// --remediation-burst turns it on).
+	// RemediationBurst and RemediationInterval rate-limit each
+	// MachineHealthCheck's remediations (token bucket); 0 disables (default).
 	RemediationBurst    int
 	RemediationInterval time.Duration
-	// RemediationBackoff delays repeated remediation of one MachineSet's
-	// Machines (or one Machine) for the same cause (see the package
-	// documentation). Off by default, as OpenShift has none.
+	// RemediationBackoff delays repeated remediation for the same cause (off by default).
 	RemediationBackoff bool
-	// NodeStartupTimeoutFrom is when spec.nodeStartupTimeout starts:
-	// StartupFromCreation (also when empty) or StartupFromLastUpdated
-	// (OpenShift's).
+	// NodeStartupTimeoutFrom is when spec.nodeStartupTimeout starts (empty: StartupFromCreation).
 	NodeStartupTimeoutFrom StartupClock
 }
 
-// Validate rejects a negative RemediationBurst, and a limit
-// (RemediationBurst > 0) without a positive RemediationInterval.
+// Validate rejects a negative burst, a burst without a positive interval and an unknown clock.
 func (o Options) Validate() error {
 	if o.RemediationBurst < 0 {
 		return fmt.Errorf("the remediation burst (--remediation-burst) must not be negative, got %d", o.RemediationBurst)
@@ -92,7 +77,7 @@ type Reconciler struct {
 	backoff   backoffPolicy
 	backoffOn bool
 	pacing    *pacing
-	// startupFrom is when nodeStartupTimeout starts.
+
 	startupFrom StartupClock
 }
 
@@ -152,9 +137,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := r.clock.Now()
-	if r.writes.Stale(req.NamespacedName, mhc.ResourceVersion, now) {
-		// Our last status write is not in the cache yet: deciding on the
-		// old status would repeat it.
+	if r.writes.Stale(req.NamespacedName, mhc.ResourceVersion, now) { // deciding on it would repeat our last write
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
 
@@ -185,27 +168,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.ExpectedMachines = ptr.To(sum.Expected)
 	st.CurrentHealthy = ptr.To(sum.Healthy)
 	st.RemediationsAllowed = sum.RemediationsAllowed
+	notAllowed := func(reason string, sev machinev1beta1.ConditionSeverity, msg string) machinev1beta1.Condition {
+		return conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, reason, sev, msg)
+	}
 	allowed := conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionTrue, ReasonRemediationAllowed, "", "")
-	restricted := false
+	restricted := !paused && sum.MaxErr == nil && !sum.Allowed
 	switch {
 	case paused:
 		st.RemediationsAllowed = 0
-		allowed = conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonPaused,
-			machinev1beta1.ConditionSeverityInfo, fmt.Sprintf("The MachineHealthCheck is paused (annotation %s)", PausedAnnotation))
-	case sum.MaxErr != nil:
-		st.RemediationsAllowed = 0
-		allowed = conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, ReasonInvalidSpec,
-			machinev1beta1.ConditionSeverityError, sum.MaxErr.Error())
-	case !sum.Allowed:
-		restricted = true
-		allowed = conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse, machinev1beta1.TooManyUnhealthyReason,
-			machinev1beta1.ConditionSeverityWarning, restrictedMessage(sum, mhc.Spec.MaxUnhealthy))
+		allowed = notAllowed(ReasonPaused, machinev1beta1.ConditionSeverityInfo,
+			fmt.Sprintf("The MachineHealthCheck is paused (annotation %s)", PausedAnnotation))
+	case sum.MaxErr != nil: // RemediationsAllowed is 0
+		allowed = notAllowed(ReasonInvalidSpec, machinev1beta1.ConditionSeverityError, sum.MaxErr.Error())
+	case restricted:
+		allowed = notAllowed(machinev1beta1.TooManyUnhealthyReason, machinev1beta1.ConditionSeverityWarning,
+			restrictedMessage(sum, mhc.Spec.MaxUnhealthy))
 	}
-	wasRestricted := false
-	if c := conditions.Get(mhc.Status.Conditions, machinev1beta1.RemediationAllowedCondition); c != nil &&
-		c.Status == corev1.ConditionFalse && c.Reason == machinev1beta1.TooManyUnhealthyReason {
-		wasRestricted = true
-	}
+	c := conditions.Get(mhc.Status.Conditions, machinev1beta1.RemediationAllowedCondition)
+	wasRestricted := c != nil && c.Status == corev1.ConditionFalse && c.Reason == machinev1beta1.TooManyUnhealthyReason
 	st.Conditions = conditions.Set(st.Conditions, allowed, now)
 	if mhc.Spec.RemediationTemplate == nil {
 		st.Conditions = conditions.Remove(st.Conditions, machinev1beta1.ExternalRemediationTemplateAvailable)
@@ -235,19 +215,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(2).Info("remediation short-circuited", "message", allowed.Message)
 	}
 	setMetrics(mhc.Name, mhc.Namespace, sum.Expected, restricted)
-	statusErr := r.patchStatus(ctx, mhc, st, now)
-	if err := errors.Join(actErr, statusErr); err != nil {
+	if err := errors.Join(actErr, r.patchStatus(ctx, mhc, st, now)); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
-}
-
-// earliest is the smallest positive of a and b, 0 when neither is.
-func earliest(a, b time.Duration) time.Duration {
-	if a <= 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
 }
 
 // listTargets lists the Machines selected by mhc with their Nodes.
@@ -272,31 +243,20 @@ func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.Machin
 	return targets, nil
 }
 
-// getNode returns the Node ref names, nil when it is gone (deleted, or
-// replaced by another Node of that name: see sameNode). The cache is asked
-// first; what it lacks or holds under another UID is confirmed with the API
-// server, so a cache that has not seen a new Node yet (or its replacement)
-// never gets its Machine deleted.
+// getNode returns ref's Node, nil when it is gone (see sameNode). What the
+// cache lacks is confirmed uncached: a lagging cache never gets a Machine deleted.
 func (r *Reconciler) getNode(ctx context.Context, ref *corev1.ObjectReference) (*corev1.Node, error) {
-	node := &corev1.Node{}
-	err := r.client.Get(ctx, types.NamespacedName{Name: ref.Name}, node)
-	if err == nil && sameNode(ref, node) {
-		return node, nil
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading Node %s: %w", ref.Name, err)
-	}
-	node = &corev1.Node{}
-	if err := r.apiReader.Get(ctx, types.NamespacedName{Name: ref.Name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+	for _, rd := range []client.Reader{r.client, r.apiReader} {
+		node := &corev1.Node{}
+		err := rd.Get(ctx, types.NamespacedName{Name: ref.Name}, node)
+		switch {
+		case err == nil && sameNode(ref, node):
+			return node, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading Node %s: %w", ref.Name, err)
 		}
-		return nil, fmt.Errorf("reading Node %s: %w", ref.Name, err)
 	}
-	if !sameNode(ref, node) {
-		return nil, nil
-	}
-	return node, nil
+	return nil, nil
 }
 
 // reportTargets records DetectedUnhealthy once per Machine and state, and
@@ -308,11 +268,9 @@ func (r *Reconciler) reportTargets(mhc *machinev1beta1.MachineHealthCheck, targe
 		switch t.verdict.Health {
 		case Unhealthy, Suspect:
 			keep[t.machine.Name] = true
-			note := fmt.Sprintf("Machine %s/%s is unhealthy: %s", t.machine.Namespace, t.machine.Name, t.verdict.Reason)
-			if t.verdict.Health == Suspect {
-				note = fmt.Sprintf("Machine %s/%s may be unhealthy: %s", t.machine.Namespace, t.machine.Name, t.verdict.Reason)
-			}
-			r.machineEventOnce(key, t.machine, corev1.EventTypeNormal, EventDetectedUnhealthy, note)
+			verb := map[Health]string{Unhealthy: "is", Suspect: "may be"}[t.verdict.Health]
+			r.machineEventOnce(key, t.machine, corev1.EventTypeNormal, EventDetectedUnhealthy,
+				fmt.Sprintf("Machine %s/%s %s unhealthy: %s", t.machine.Namespace, t.machine.Name, verb, t.verdict.Reason))
 		case Deleting:
 			keep[t.machine.Name] = true // keep the memo until it is gone
 		}
@@ -328,8 +286,17 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 	var errs []error
 	var ext *externalRemediation
 	pass := r.newPacingPass(ctx, mhc, targets, now)
+	// record records the outcome of a remediation of t under bk.
+	record := func(t target, bk backoffKey) func(done bool, err error) {
+		return func(done bool, err error) {
+			if done {
+				pass.remediated(t, bk)
+			}
+			errs = append(errs, err)
+		}
+	}
 	for _, t := range unhealthyOldestFirst(targets) {
-		m := t.machine
+		m, why := t.machine, t.verdict.Reason
 		switch decideRemediation(mhc, m, t.node) {
 		case remediateSkipExcluded:
 			r.machineEventOnce(key, m, corev1.EventTypeNormal, EventSkippedExcluded, "Not remediating: "+excludedNode(t.node))
@@ -338,36 +305,18 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 				ext = r.newExternalRemediation(ctx, mhc, st, now)
 			}
 			bk := machineBackoffKey(m)
-			created, err := ext.request(ctx, m, func() bool { return pass.admit(t, bk) })
-			if created {
-				pass.remediated(t, bk)
-			}
-			errs = append(errs, err)
-		case remediateAnnotated:
-			// The baremetal provider is power-cycling the host.
+			record(t, bk)(ext.request(ctx, m, func() bool { return pass.admit(t, bk) }))
 		case remediateAnnotate:
-			bk := machineBackoffKey(m)
-			if !pass.admit(t, bk) {
-				continue
+			if bk := machineBackoffKey(m); pass.admit(t, bk) {
+				record(t, bk)(r.annotateForBaremetal(ctx, mhc, m, why))
 			}
-			done, err := r.annotateForBaremetal(ctx, mhc, m, t.verdict.Reason)
-			if done {
-				pass.remediated(t, bk)
-			}
-			errs = append(errs, err)
 		case remediateSkipNoController:
 			r.machineEventOnce(key, m, corev1.EventTypeWarning, EventSkippedNoController,
-				fmt.Sprintf("Not deleting Machine %s (%s): it has no controller owner to replace it", m.Name, t.verdict.Reason))
+				fmt.Sprintf("Not deleting Machine %s (%s): it has no controller owner to replace it", m.Name, why))
 		case remediateDelete:
-			bk := pass.ownerBackoffKey(metav1.GetControllerOf(m))
-			if !pass.admit(t, bk) {
-				continue
+			if bk := pass.ownerBackoffKey(metav1.GetControllerOf(m)); pass.admit(t, bk) {
+				record(t, bk)(r.deleteMachine(ctx, mhc, m, why))
 			}
-			deleted, err := r.deleteMachine(ctx, mhc, m, t.verdict.Reason)
-			if deleted {
-				pass.remediated(t, bk)
-			}
-			errs = append(errs, err)
 		}
 	}
 	return pass.done(), errors.Join(errs...)

@@ -9,40 +9,34 @@ import (
 var mhcLabels = []string{"name", "namespace"}
 
 var (
-	// NodesCovered is the number of Machines a MachineHealthCheck covers
-	// (status.expectedMachines; OpenShift's name).
+	// NodesCovered is status.expectedMachines (OpenShift's name).
 	NodesCovered = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mapi_machinehealthcheck_nodes_covered",
 		Help: "Number of nodes (machines) covered by a MachineHealthCheck.",
 	}, mhcLabels)
-	// RemediationSuccessTotal counts successful remediations (a Machine
-	// deleted or an external remediation request created).
+	// RemediationSuccessTotal counts Machines deleted and requests created.
 	RemediationSuccessTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mapi_machinehealthcheck_remediation_success_total",
 		Help: "Number of successful remediations performed by a MachineHealthCheck.",
 	}, mhcLabels)
-	// RemediationRateLimitedTotal counts the remediations the rate limit
-	// held back: each Machine once per wait (not once per reconcile).
+	// RemediationRateLimitedTotal counts each Machine once per rate-limit wait.
 	RemediationRateLimitedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mapi_machinehealthcheck_remediation_rate_limited_total",
 		Help: "Number of remediations held back by the remediation rate limit (--remediation-burst, --remediation-interval), each Machine counted once per wait.",
 	}, mhcLabels)
-	// RemediationBackoffTotal counts the repeated remediations the backoff
-	// delayed: each Machine once per wait.
+	// RemediationBackoffTotal counts each Machine once per backoff wait.
 	RemediationBackoffTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mapi_machinehealthcheck_remediation_backoff_total",
 		Help: "Number of repeated remediations (of the same MachineSet's Machines, or of the same Machine) delayed by the backoff, each Machine counted once per wait.",
 	}, mhcLabels)
-	// ShortCircuit is 1 while a MachineHealthCheck has more unhealthy
-	// Machines than maxUnhealthy allows, else 0.
+	// ShortCircuit is 1 while maxUnhealthy is exceeded, else 0.
 	ShortCircuit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "mapi_machinehealthcheck_short_circuit",
 		Help: "1 while remediation is short-circuited because maxUnhealthy is exceeded, else 0.",
 	}, mhcLabels)
 )
 
-// RegisterMetrics registers the controller's metrics with controller-runtime's
-// metrics.Registry. It is safe to call many times (NewReconciler calls it).
+// RegisterMetrics registers the metrics (idempotent; NewReconciler calls it).
 func RegisterMetrics() {
 	mapimetrics.Register(NodesCovered, RemediationSuccessTotal, RemediationRateLimitedTotal, RemediationBackoffTotal, ShortCircuit)
 }
@@ -57,9 +51,8 @@ func setMetrics(name, namespace string, covered int, shortCircuit bool) {
 }
 
 func deleteMetrics(name, namespace string) {
-	NodesCovered.DeleteLabelValues(name, namespace)
-	ShortCircuit.DeleteLabelValues(name, namespace)
-	RemediationSuccessTotal.DeleteLabelValues(name, namespace)
-	RemediationRateLimitedTotal.DeleteLabelValues(name, namespace)
-	RemediationBackoffTotal.DeleteLabelValues(name, namespace)
+	for _, v := range []interface{ DeleteLabelValues(...string) bool }{
+		NodesCovered, ShortCircuit, RemediationSuccessTotal, RemediationRateLimitedTotal, RemediationBackoffTotal} {
+		v.DeleteLabelValues(name, namespace)
+	}
 }

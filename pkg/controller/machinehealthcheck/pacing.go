@@ -7,35 +7,28 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Remediation pacing (see the package documentation): a token bucket per
-// MachineHealthCheck limits the rate of remediations, and an exponential
-// backoff per remediation key (a MachineSet's Machines for deletion, a
-// Machine for external remediation) delays repeated remediations. The
-// decisions are the pure functions of rateLimit and backoffPolicy; pacing
-// only holds their state.
+// Remediation pacing: a token bucket per MachineHealthCheck (rateLimit) and
+// an exponential backoff per key (backoffPolicy: a MachineSet for deletion, a
+// Machine for external remediation), pure functions over the state pacing
+// holds. Off by default, as in OpenShift; see docs/openshift.md.
 
-// Pacing is off by default, as in OpenShift (docs/openshift.md). These are
-// the values docs suggest when turning the rate limit on
-// (--remediation-burst=10), and the default --remediation-interval.
+// The suggested --remediation-burst and the default --remediation-interval.
 const (
 	SuggestedRemediationBurst  = 10
 	DefaultRemediationInterval = time.Minute
 )
 
-// The backoff of repeated remediation of one key.
+// The backoff of repeated remediation of one key: Base delays the second
+// remediation of a streak, each further one doubles it up to Max; a key with
+// no remediation for Reset starts afresh.
 const (
-	// RemediationBackoffBase is the delay of the second remediation of a
-	// key in a streak; each further one doubles it.
-	RemediationBackoffBase = time.Minute
-	// RemediationBackoffMax caps the delay.
-	RemediationBackoffMax = 30 * time.Minute
-	// RemediationBackoffReset ends a streak: a key with no remediation for
-	// this long starts afresh.
+	RemediationBackoffBase  = time.Minute
+	RemediationBackoffMax   = 30 * time.Minute
 	RemediationBackoffReset = 2 * RemediationBackoffMax
 )
 
-// rateLimit is a token bucket's parameters: burst tokens at most, one more
-// every interval. It is disabled when either is not positive.
+// rateLimit is a token bucket: burst tokens at most, one more every interval;
+// disabled when either is not positive.
 type rateLimit struct {
 	burst    int
 	interval time.Duration
@@ -43,17 +36,15 @@ type rateLimit struct {
 
 func (l rateLimit) enabled() bool { return l.burst > 0 && l.interval > 0 }
 
-// bucket is a token bucket's state: tokens were available at stamp (and the
-// next one comes at stamp+interval unless the bucket is full). The zero
-// bucket is full.
+// bucket is a token bucket's state: tokens at stamp (the next comes at
+// stamp+interval unless full). The zero bucket is full.
 type bucket struct {
 	tokens int
 	stamp  time.Time
 }
 
-// at returns b as of now: refilled by one token per whole interval since
-// its stamp, at most to burst. A full bucket is stamped now (a full bucket
-// does not save up refill time).
+// at returns b as of now: one token more per whole interval since its stamp,
+// at most burst; a full bucket is stamped now (it saves up no refill time).
 func (l rateLimit) at(b bucket, now time.Time) bucket {
 	if b.stamp.IsZero() || b.tokens >= l.burst {
 		return bucket{tokens: l.burst, stamp: now}
@@ -68,8 +59,7 @@ func (l rateLimit) at(b bucket, now time.Time) bucket {
 	return bucket{tokens: b.tokens + int(k), stamp: b.stamp.Add(time.Duration(k) * l.interval)}
 }
 
-// check returns b as of now and how long until it holds a token (0: it
-// holds one now).
+// check returns b as of now and how long until it holds a token (0: now).
 func (l rateLimit) check(b bucket, now time.Time) (bucket, time.Duration) {
 	b = l.at(b, now)
 	if b.tokens > 0 {
@@ -78,8 +68,7 @@ func (l rateLimit) check(b bucket, now time.Time) (bucket, time.Duration) {
 	return b, b.stamp.Add(l.interval).Sub(now)
 }
 
-// take returns b as of now with one token taken (the caller checked that
-// there was one).
+// take returns b as of now with one token taken.
 func (l rateLimit) take(b bucket, now time.Time) bucket {
 	b = l.at(b, now)
 	if b.tokens > 0 {
@@ -100,8 +89,7 @@ type backoffPolicy struct {
 
 var defaultBackoff = backoffPolicy{base: RemediationBackoffBase, max: RemediationBackoffMax, reset: RemediationBackoffReset}
 
-// delay is the wait of a remediation that follows n remediations of its
-// key in a streak: base, doubling with every one, at most max.
+// delay is the wait after n remediations in a streak: base, doubling, at most max.
 func (p backoffPolicy) delay(n int) time.Duration {
 	d := p.base
 	for i := 1; i < n && d < p.max; i++ {
@@ -110,22 +98,16 @@ func (p backoffPolicy) delay(n int) time.Duration {
 	return min(d, p.max)
 }
 
-// backoffState is the remediation history of one key in its current
-// streak.
+// backoffState is one key's history in its current streak: streak (≥ 1)
+// remediations for cause, the last at last.
 type backoffState struct {
-	// cause is the cause (verdict.Cause) of the streak's remediations.
-	cause string
-	// streak counts the remediations of the key in the streak (≥ 1).
+	cause  string
 	streak int
-	// last is the latest remediation of the key.
-	last time.Time
-	// members, for a MachineSet key, are its Machines when the streak
-	// began: they are not replacements, and their remediation does not
-	// wait (a MachineSet losing several Machines at once is paced by the
-	// rate limit only). Nil for a Machine key.
+	last   time.Time
+	// members (MachineSet key only) are its Machines when the streak began:
+	// not replacements, so they do not wait (the rate limit paces them).
 	members map[types.UID]bool
-	// due records since when each waiting Machine of the key has been due
-	// for remediation (its wait runs from then at the earliest).
+	// due is since when each waiting Machine has been due (its wait runs from then).
 	due map[types.UID]time.Time
 }
 
@@ -133,15 +115,9 @@ type backoffState struct {
 type backoffClass int
 
 const (
-	// backoffFirst: no history, a history older than the reset window, or
-	// a different cause: the remediation starts a new streak, no wait.
-	backoffFirst backoffClass = iota
-	// backoffMember: a Machine the MachineSet had when the streak began:
-	// no wait, the streak goes on.
-	backoffMember
-	// backoffRepeat: a further remediation of the key for the same cause:
-	// it waits.
-	backoffRepeat
+	backoffFirst  backoffClass = iota // no (recent) history or another cause: a new streak, no wait
+	backoffMember                     // a Machine the MachineSet had when the streak began: no wait
+	backoffRepeat                     // a further remediation for the same cause: it waits
 )
 
 // dueSince is since when uid has been due (now if it was not seen before).
@@ -168,10 +144,9 @@ func (p backoffPolicy) classify(s *backoffState, uid types.UID, cause string, du
 	return backoffRepeat
 }
 
-// decide says when Machine uid of the key with history s may be remediated
-// for cause at now: until (≤ now: at once) and the delay it waits (0: none).
-// A repeated remediation waits delay(streak) after both the key's last
-// remediation and the moment it became due.
+// decide says when Machine uid may be remediated for cause (until ≤ now: at
+// once): a repeat waits delay(streak) after both the last remediation and
+// the moment it became due.
 func (p backoffPolicy) decide(s *backoffState, uid types.UID, cause string, now time.Time) (cls backoffClass, until time.Time, delay time.Duration) {
 	due := s.dueSince(uid, now)
 	cls = p.classify(s, uid, cause, due)
@@ -188,18 +163,16 @@ func (p backoffPolicy) decide(s *backoffState, uid types.UID, cause string, now 
 
 // noteDue remembers that uid is due since now unless it already was.
 func (s *backoffState) noteDue(uid types.UID, now time.Time) {
-	if _, ok := s.due[uid]; ok {
-		return
-	}
 	if s.due == nil {
 		s.due = map[types.UID]time.Time{}
 	}
-	s.due[uid] = now
+	if _, ok := s.due[uid]; !ok {
+		s.due[uid] = now
+	}
 }
 
 // record returns the key's history after Machine uid was remediated for
-// cause at now. members (called only when a streak begins) lists the
-// MachineSet's Machines for a MachineSet key, nil for a Machine key.
+// cause at now; members (nil for a Machine key) is called when a streak begins.
 func (p backoffPolicy) record(s *backoffState, uid types.UID, cause string, now time.Time, members func() map[types.UID]bool) *backoffState {
 	switch p.classify(s, uid, cause, s.dueSince(uid, now)) {
 	case backoffFirst:
@@ -223,9 +196,8 @@ func (p backoffPolicy) record(s *backoffState, uid types.UID, cause string, now 
 	return s
 }
 
-// prune forgets the due times of Machines not in seen (no longer waiting),
-// and reports whether s can be forgotten: nothing waits and the streak is
-// over.
+// prune forgets the due times of Machines not in seen and reports whether s
+// can be forgotten (nothing waits, the streak is over).
 func (p backoffPolicy) prune(s *backoffState, seen map[types.UID]bool, now time.Time) bool {
 	for uid := range s.due {
 		if !seen[uid] {
@@ -235,9 +207,8 @@ func (p backoffPolicy) prune(s *backoffState, seen map[types.UID]bool, now time.
 	return len(s.due) == 0 && now.Sub(s.last) >= p.reset
 }
 
-// mhcPacing is the pacing state of one MachineHealthCheck. It is used by
-// that MachineHealthCheck's reconciles only, which the workqueue never runs
-// concurrently.
+// mhcPacing is one MachineHealthCheck's pacing state, used by its reconciles
+// only (never concurrent).
 type mhcPacing struct {
 	bucket  bucket
 	backoff map[string]*backoffState // by backoff key
@@ -263,20 +234,6 @@ func (p *pacing) get(mhc types.NamespacedName) *mhcPacing {
 		p.mhcs[mhc] = s
 	}
 	return s
-}
-
-// done ends a remediation pass of mhc: it forgets the due times of the
-// Machines not seen waiting in the pass, the histories that are over and,
-// when nothing is left (a full bucket, no history), mhc's state.
-func (p *pacing) done(mhc types.NamespacedName, s *mhcPacing, l rateLimit, b backoffPolicy, seen map[string]map[types.UID]bool, now time.Time) {
-	for key, st := range s.backoff {
-		if b.prune(st, seen[key], now) {
-			delete(s.backoff, key)
-		}
-	}
-	if len(s.backoff) == 0 && (!l.enabled() || l.full(s.bucket, now)) {
-		p.forget(mhc)
-	}
 }
 
 // forget drops mhc's state.

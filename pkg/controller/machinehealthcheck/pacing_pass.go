@@ -13,26 +13,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// backoffKey names what the backoff of repeated remediation counts
-// remediations of: a controller owner (MachineSet) for deletion, a Machine
-// for external remediation.
+// backoffKey names what the backoff counts remediations of: a controller
+// owner (MachineSet) for deletion, a Machine for external remediation.
 type backoffKey struct {
-	id   string // in mhcPacing.backoff
-	what string // in event notes: "MachineSet ms", "Machine m"
-	// members lists the owner's Machines (nil for a Machine key); called
-	// when a streak begins.
-	members func() map[types.UID]bool
+	id      string                    // in mhcPacing.backoff
+	what    string                    // in event notes: "MachineSet ms", "Machine m"
+	members func() map[types.UID]bool // the owner's Machines (nil for a Machine key)
 }
 
-// machineBackoffKey is the key of external remediation: the Machine itself
-// (one that becomes healthy and unhealthy again, over and over).
+// machineBackoffKey is the key of external remediation: the Machine itself.
 func machineBackoffKey(m *machinev1beta1.Machine) backoffKey {
 	return backoffKey{id: "Machine/" + string(m.UID), what: "Machine " + m.Name}
 }
 
-// pacingPass applies the pacing to one remediation pass of a
-// MachineHealthCheck: it admits remediations, records them, and collects
-// when the ones held back may go ahead.
+// pacingPass applies the pacing to one remediation pass: it admits and
+// records remediations and collects when the held-back ones may go ahead.
 type pacingPass struct {
 	r       *Reconciler
 	ctx     context.Context
@@ -41,12 +36,9 @@ type pacingPass struct {
 	now     time.Time
 	targets []target
 	state   *mhcPacing
-	// seen are the Machines checked against each backoff key in the pass
-	// (their due times are kept).
-	seen map[string]map[types.UID]bool
-	// wait is the earliest moment (from now) a held-back remediation may go
-	// ahead; 0: none was held back.
-	wait        time.Duration
+	seen    map[string]map[types.UID]bool // per backoff key, the Machines checked (due times kept)
+	wait    time.Duration                 // until the first held-back one may go; 0: none
+
 	rateLimited []string
 }
 
@@ -56,8 +48,7 @@ func (r *Reconciler) newPacingPass(ctx context.Context, mhc *machinev1beta1.Mach
 		state: r.pacing.get(key), seen: map[string]map[types.UID]bool{}}
 }
 
-// ownerBackoffKey is the key of deletion: the Machine's controller owner,
-// the MachineSet that keeps replacing the Machines deleted.
+// ownerBackoffKey is the key of deletion: the Machine's controller owner.
 func (p *pacingPass) ownerBackoffKey(owner *metav1.OwnerReference) backoffKey {
 	uid := owner.UID
 	return backoffKey{id: "owner/" + string(uid), what: owner.Kind + " " + owner.Name, members: func() map[types.UID]bool {
@@ -71,10 +62,9 @@ func (p *pacingPass) ownerBackoffKey(owner *metav1.OwnerReference) backoffKey {
 	}}
 }
 
-// admit decides whether t, remediated under key k, may be remediated now.
-// The backoff is checked first (a Machine waiting for it takes no token),
-// then the rate limit. A Machine held back is reported (an event, a metric,
-// each once per wait) and its wait is collected for the requeue.
+// admit decides whether t may be remediated under k now: the backoff first (a
+// waiting Machine takes no token), then the rate limit. A Machine held back is
+// reported once per wait and its wait collected.
 func (p *pacingPass) admit(t target, k backoffKey) bool {
 	m := t.machine
 	log := ctrl.LoggerFrom(p.ctx)
@@ -86,7 +76,7 @@ func (p *pacingPass) admit(t target, k backoffKey) bool {
 		p.seen[k.id][m.UID] = true
 		cls, until, delay := p.r.backoff.decide(st, m.UID, t.verdict.Cause, p.now)
 		if cls == backoffRepeat && until.After(p.now) {
-			p.waitFor(until.Sub(p.now))
+			p.wait = earliest(p.wait, until.Sub(p.now))
 			note := fmt.Sprintf("Remediation of Machine %s (%s) waits %s, until %s: %s has been remediated %d time(s) in a row for the same cause (%s), last at %s",
 				m.Name, t.verdict.Reason, delay, until.UTC().Format(time.RFC3339), k.what, st.streak, st.cause, st.last.UTC().Format(time.RFC3339))
 			if p.r.machineEventOnce(p.key, m, corev1.EventTypeWarning, EventRemediationBackoff, note) {
@@ -100,7 +90,7 @@ func (p *pacingPass) admit(t target, k backoffKey) bool {
 		b, wait := p.r.limit.check(p.state.bucket, p.now)
 		p.state.bucket = b
 		if wait > 0 {
-			p.waitFor(wait)
+			p.wait = earliest(p.wait, wait)
 			p.rateLimited = append(p.rateLimited, m.Name)
 			if p.r.events.First(p.key, m.Name, EventRemediationRateLimited, "") {
 				RemediationRateLimitedTotal.WithLabelValues(p.mhc.Name, p.mhc.Namespace).Inc()
@@ -111,8 +101,7 @@ func (p *pacingPass) admit(t target, k backoffKey) bool {
 	return true
 }
 
-// remediated records that t was remediated under key k: it took a token
-// and continues (or begins) k's streak.
+// remediated records that t was remediated under k: a token, k's streak.
 func (p *pacingPass) remediated(t target, k backoffKey) {
 	if p.r.limit.enabled() {
 		p.state.bucket = p.r.limit.take(p.state.bucket, p.now)
@@ -124,35 +113,28 @@ func (p *pacingPass) remediated(t target, k backoffKey) {
 	p.r.events.Clear(p.key, t.machine.Name, EventRemediationBackoff)
 }
 
-func (p *pacingPass) waitFor(d time.Duration) {
-	p.wait = earliest(p.wait, d)
-}
-
-// done ends the pass: it records RemediationRateLimited on the
-// MachineHealthCheck once per episode (an episode ends with a pass that held
-// nothing back for the rate limit), prunes the pacing state and returns the
-// wait.
+// done ends the pass: RemediationRateLimited once per episode (it ends with a
+// pass that held nothing back), the state pruned; it returns the wait.
 func (p *pacingPass) done() time.Duration {
 	if len(p.rateLimited) > 0 {
 		note := fmt.Sprintf("Remediation rate limit reached: at most %d remediations at once, then one every %s; the other unhealthy Machines are remediated as it allows",
 			p.r.limit.burst, p.r.limit.interval)
-		first := p.r.events.First(p.key, "", EventRemediationRateLimited, note)
-		if first {
-			p.r.events.Eventf(p.mhc, nil, corev1.EventTypeWarning, EventRemediationRateLimited, "Remediate", "%s", note)
+		level := 2 // a repetition
+		if p.r.events.Once(p.key, "", p.mhc, corev1.EventTypeWarning, EventRemediationRateLimited, "Remediate", note) {
+			level = 0
 		}
-		ctrl.LoggerFrom(p.ctx).V(logLevel(first)).Info("remediation rate limited", "waiting", p.rateLimited,
+		ctrl.LoggerFrom(p.ctx).V(level).Info("remediation rate limited", "waiting", p.rateLimited,
 			"nextIn", p.r.limit.interval-p.now.Sub(p.state.bucket.stamp))
 	} else {
 		p.r.events.Clear(p.key, "", EventRemediationRateLimited)
 	}
-	p.r.pacing.done(p.key, p.state, p.r.limit, p.r.backoff, p.seen, p.now)
-	return p.wait
-}
-
-// logLevel is 0 for news, 2 for repetitions.
-func logLevel(news bool) int {
-	if news {
-		return 0
+	for key, st := range p.state.backoff {
+		if p.r.backoff.prune(st, p.seen[key], p.now) {
+			delete(p.state.backoff, key)
+		}
 	}
-	return 2
+	if len(p.state.backoff) == 0 && (!p.r.limit.enabled() || p.r.limit.full(p.state.bucket, p.now)) {
+		p.r.pacing.forget(p.key) // nothing left: a full bucket, no history
+	}
+	return p.wait
 }

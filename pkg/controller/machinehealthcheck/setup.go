@@ -1,12 +1,11 @@
 package machinehealthcheck
 
 import (
-	"time"
-
 	"context"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,21 +23,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // SetupWithManager registers the controller and the machine.NodeRefNameField
-// index with mgr. It watches MachineHealthChecks (spec and annotation
-// changes; its own status writes do not trigger it), Machines (mapped to
-// every MachineHealthCheck of their namespace whose selector matches their
-// old or new labels) and Nodes (mapped through the Machines whose nodeRef,
-// or the Node's machine.openshift.io/machine annotation, names them; only
-// condition, label, taint and deletion changes pass).
+// index with mgr. It watches MachineHealthChecks (spec and annotations),
+// Machines (to the MachineHealthChecks selecting their old or new labels) and
+// Nodes (through their Machines), the last two batched.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -58,8 +53,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			predicate.NewPredicateFuncs(r.inNamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 		)).
-		Watches(&machinev1beta1.Machine{}, batched(r.machineHandler(), eventBatchDelay), builder.WithPredicates(machinePredicate(r.startupFrom))).
-		Watches(&corev1.Node{}, batched(handler.EnqueueRequestsFromMapFunc(r.nodeToMHCs), eventBatchDelay), builder.WithPredicates(nodePredicate())).
+		Watches(&machinev1beta1.Machine{}, batched(handler.EnqueueRequestsFromMapFunc(r.machineToMHCs), eventBatchDelay),
+			builder.WithPredicates(machinePredicate(r.startupFrom))).
+		Watches(&corev1.Node{}, batched(handler.EnqueueRequestsFromMapFunc(r.nodeToMHCs), eventBatchDelay),
+			builder.WithPredicates(updates.Matter(nodeChangeMatters))).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -68,33 +65,21 @@ func (r *Reconciler) inNamespace(o client.Object) bool {
 	return r.namespace == "" || o.GetNamespace() == r.namespace
 }
 
-// machineHandler enqueues the MachineHealthChecks selecting a Machine; on an
-// update those selecting its old labels too.
-func (r *Reconciler) machineHandler() handler.EventHandler {
-	enqueue := func(ctx context.Context, q queue, objs ...client.Object) {
-		for _, o := range objs {
-			if m, ok := o.(*machinev1beta1.Machine); ok && r.inNamespace(m) {
-				for _, key := range r.mhcsSelecting(ctx, m) {
-					q.Add(reconcile.Request{NamespacedName: key})
-				}
-			}
-		}
+// machineToMHCs maps a Machine to the MachineHealthChecks selecting it (the
+// handler maps an update's old Machine too, so its old labels count).
+func (r *Reconciler) machineToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
+	m, ok := o.(*machinev1beta1.Machine)
+	if !ok || !r.inNamespace(m) {
+		return nil
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, q, e.Object) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			enqueue(ctx, q, e.ObjectNew)
-			if !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
-				enqueue(ctx, q, e.ObjectOld)
-			}
-		},
-		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue(ctx, q, e.Object) },
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue(ctx, q, e.Object) },
+	var reqs []reconcile.Request
+	for _, key := range r.mhcsSelecting(ctx, m) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: key})
 	}
+	return reqs
 }
 
-// mhcsSelecting returns the MachineHealthChecks of m's namespace whose
-// selector matches m (an empty selector matches every Machine).
+// mhcsSelecting returns the MachineHealthChecks of m's namespace selecting m.
 func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machine) []types.NamespacedName {
 	list := &machinev1beta1.MachineHealthCheckList{}
 	if err := r.client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -104,11 +89,7 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machin
 	set := labels.Set(m.Labels)
 	var out []types.NamespacedName
 	for i := range list.Items {
-		sel, err := metav1.LabelSelectorAsSelector(&list.Items[i].Spec.Selector)
-		if err != nil {
-			continue
-		}
-		if sel.Matches(set) {
+		if sel, err := metav1.LabelSelectorAsSelector(&list.Items[i].Spec.Selector); err == nil && sel.Matches(set) {
 			out = append(out, client.ObjectKeyFromObject(&list.Items[i]))
 		}
 	}
@@ -116,8 +97,7 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machin
 }
 
 // nodeToMHCs maps a Node to the MachineHealthChecks selecting the Machines
-// whose nodeRef names it, or the Machine its machine.openshift.io/machine
-// annotation names.
+// whose nodeRef names it, or that its nodelink.MachineAnnotation names.
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
 	var machines []*machinev1beta1.Machine
 	list := &machinev1beta1.MachineList{}
@@ -151,16 +131,13 @@ func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcil
 	return reqs
 }
 
-// machinePredicate passes creations, deletions and updates of what the
-// health decision reads: labels, owners, phase, nodeRef and deletion, and
+// machinePredicate passes the changes the health decision reads, and of
 // status.lastUpdated when the startup clock runs from it.
 func machinePredicate(from StartupClock) predicate.Predicate {
-	if from == StartupFromLastUpdated {
-		return updates.Matter(func(oldM, newM *machinev1beta1.Machine) bool {
-			return machineChangeMatters(oldM, newM) || !equality.Semantic.DeepEqual(oldM.Status.LastUpdated, newM.Status.LastUpdated)
-		})
-	}
-	return updates.Matter(machineChangeMatters)
+	return updates.Matter(func(oldM, newM *machinev1beta1.Machine) bool {
+		return machineChangeMatters(oldM, newM) ||
+			(from == StartupFromLastUpdated && !equality.Semantic.DeepEqual(oldM.Status.LastUpdated, newM.Status.LastUpdated))
+	})
 }
 
 func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
@@ -172,13 +149,8 @@ func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 		!equality.Semantic.DeepEqual(oldM.Status.NodeRef, newM.Status.NodeRef)
 }
 
-// nodePredicate passes Node creations and deletions, and updates that
-// change a condition's status or lastTransitionTime, the labels, the taints
-// or the machine annotation (heartbeats are dropped).
-func nodePredicate() predicate.Predicate {
-	return updates.Matter(nodeChangeMatters)
-}
-
+// nodeChangeMatters: a condition's status or lastTransitionTime, the labels,
+// the taints or the machine annotation changed (not heartbeats).
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 	if !maps.Equal(oldN.Labels, newN.Labels) ||
 		oldN.Annotations[nodelink.MachineAnnotation] != newN.Annotations[nodelink.MachineAnnotation] ||
@@ -195,8 +167,7 @@ type conditionState struct {
 	since  int64
 }
 
-// conditionStates lists the (type, status, lastTransitionTime) of a Node's
-// conditions, sorted by type.
+// conditionStates lists a Node's conditions' states, sorted by type.
 func conditionStates(n *corev1.Node) []conditionState {
 	out := make([]conditionState, 0, len(n.Status.Conditions))
 	for _, c := range n.Status.Conditions {
@@ -207,25 +178,19 @@ func conditionStates(n *corev1.Node) []conditionState {
 }
 
 // eventBatchDelay is how long Machine and Node events wait before they wake
-// their MachineHealthChecks. An assessment covers every target of an MHC, so
-// without batching a scale-up of N Machines (each with several events) would
-// assess N targets some N times; with it an MHC is assessed at most once per
-// delay while events stream in (measured with 2,000 Machines:
-// docs/performance.md). Remediation starts at most this much later.
+// their MachineHealthChecks: one assessment per delay instead of one per
+// event during a scale-up (docs/performance.md).
 const eventBatchDelay = time.Second
 
-// batched wraps h so that the requests it enqueues are added after delay:
-// the delaying queue keeps one pending entry per MachineHealthCheck, so every
-// event within the delay is served by one reconcile.
+// batched wraps h so that its requests are added after delay: the delaying
+// queue keeps one pending entry per MachineHealthCheck.
 func batched(h handler.EventHandler, delay time.Duration) handler.EventHandler {
 	wrap := func(q queue) queue { return delayedQueue{TypedRateLimitingInterface: q, delay: delay} }
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { h.Create(ctx, e, wrap(q)) },
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) { h.Update(ctx, e, wrap(q)) },
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { h.Delete(ctx, e, wrap(q)) },
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
-			h.Generic(ctx, e, wrap(q))
-		},
+		CreateFunc:  func(ctx context.Context, e event.CreateEvent, q queue) { h.Create(ctx, e, wrap(q)) },
+		UpdateFunc:  func(ctx context.Context, e event.UpdateEvent, q queue) { h.Update(ctx, e, wrap(q)) },
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { h.Delete(ctx, e, wrap(q)) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { h.Generic(ctx, e, wrap(q)) },
 	}
 }
 
