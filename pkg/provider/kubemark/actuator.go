@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -24,31 +25,23 @@ import (
 )
 
 // DefaultReassertInterval is how often Update is asked back while a node is
-// unhealthy, to undo a heartbeat that kwok had scheduled before the failure.
+// unhealthy, to undo a heartbeat kwok had scheduled before the failure.
 const DefaultReassertInterval = time.Minute
 
 // Options configure an Actuator.
 type Options struct {
-	// Client reads and writes Nodes and Leases. A cached (manager) client
-	// works: reads that lag behind writes only cause a retry.
+	// Client reads and writes Nodes and Leases; a cached client works (a lag only causes a retry).
 	Client client.Client
-	// NodeReader (optional) reads Nodes, normally from the manager's cache,
-	// which must then carry the IndexNodeInternalIP index (RegisterIndexes):
-	// looking up a Machine's Node and checking that an InternalIP is free
-	// then cost no API request. nil reads Nodes through Client and lists
-	// every Node to pick an IP.
+	// NodeReader (optional, normally the manager's cache carrying IndexNodeInternalIP) reads Nodes
+	// without API requests; nil reads them through Client and lists every Node to pick an IP.
 	NodeReader client.Reader
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// ReassertInterval is the longest Update waits, while a node is
-	// unhealthy, before checking that it still is; 0 means
-	// DefaultReassertInterval.
+	// ReassertInterval is the longest Update waits while a node is unhealthy; 0 means DefaultReassertInterval.
 	ReassertInterval time.Duration
 }
 
-// Actuator is the kubemark provider: it implements machine.Actuator by
-// registering one Node per Machine. See the package documentation for what it
-// writes.
+// Actuator is the kubemark provider: one Node per Machine. See docs/kubemark.md.
 type Actuator struct {
 	client   client.Client
 	nodes    client.Reader
@@ -65,7 +58,8 @@ var (
 
 // NewActuator returns a kubemark Actuator.
 func NewActuator(opts Options) *Actuator {
-	a := &Actuator{client: opts.Client, nodes: opts.NodeReader, indexed: opts.NodeReader != nil, now: opts.Now, reassert: opts.ReassertInterval, recent: newRecentNodes()}
+	a := &Actuator{client: opts.Client, nodes: opts.NodeReader, indexed: opts.NodeReader != nil, now: opts.Now,
+		reassert: opts.ReassertInterval, recent: newRecentNodes()}
 	if a.nodes == nil {
 		a.nodes = opts.Client
 	}
@@ -78,11 +72,8 @@ func NewActuator(opts Options) *Actuator {
 	return a
 }
 
-// ProviderSpecKinds implements machine.ProviderSpecServer: the provider
-// serves kubemark.machine-api-operator.io providerSpecs (any kind) only. The machine
-// controller leaves a Machine of any other group (another provider's) alone
-// and never calls the Actuator for it; a kubemark providerSpec that does not
-// decode is this provider's, and its error marks the Machine Failed.
+// ProviderSpecKinds implements machine.ProviderSpecServer: kubemark.machine-api-operator.io
+// providerSpecs of any kind.
 func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 	return []schema.GroupKind{{Group: kubemarkv1alpha1.GroupName}}
 }
@@ -95,11 +86,8 @@ var errForeignNode = errors.New("a node of the machine's name belongs to somethi
 // exists with another providerID (so it is not this Machine's).
 func IsForeignNode(err error) bool { return errors.Is(err, errForeignNode) }
 
-// Create registers the Machine's Node once bootDelay has passed since the
-// Machine's creationTimestamp; before that it returns a RequeueAfterError and
-// writes only providerStatus (state Booting). A Node that already exists with
-// this Machine's providerID is adopted; one with another providerID is an
-// error (it is not ours and is left alone).
+// Create registers the Machine's Node once bootDelay has passed since the Machine was created (until then it
+// writes only state Booting and returns a RequeueAfterError), or adopts the Node that has its providerID.
 func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
 	spec, err := ProviderSpecFromMachine(m)
 	if err != nil {
@@ -109,7 +97,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		return machine.InvalidConfiguration("metadata.name: %q cannot name a kubemark node, it must be a valid %s label value: %s",
 			m.Name, corev1.LabelHostname, msgs[0])
 	}
-	node, err := a.ownNode(ctx, m)
+	node, err := a.ownNode(ctx, a.nodes, m)
 	switch {
 	case err == nil:
 		log.FromContext(ctx).V(1).Info("adopting the existing node", "node", node.Name)
@@ -127,12 +115,8 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 	}
 
-	// A Lease this provider took over from an earlier Node of this Machine
-	// would keep kwok away from the new one. Only a Machine whose
-	// providerStatus names a Node had one; a Lease of an older Machine of
-	// the same name went with its Node (Delete releases it, and a node
-	// Lease is owned by its Node, so the garbage collector removes it).
-	if registeredBefore(m) {
+	// A Lease taken over from an earlier Node of this Machine would keep kwok away from the new one.
+	if st := providerStatusOf(m); st.NodeName != "" {
 		if err := a.releaseLease(ctx, m.Name, ""); err != nil {
 			return err
 		}
@@ -143,58 +127,41 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	desired := newNode(m, spec, ip, HealthAt(*spec.Health, now, now).Healthy, now)
 	created := desired.DeepCopy()
-	if err := a.client.Create(ctx, created); err != nil {
-		switch {
-		case apierrors.IsAlreadyExists(err):
-			// Registered concurrently (or the cache lagged): check whose it
-			// is, uncached.
-			node, gerr := a.getOwnNode(ctx, a.client, m)
-			if gerr != nil {
-				return fmt.Errorf("registering node %q: it already exists: %w", m.Name, gerr)
+	switch err := a.client.Create(ctx, created); {
+	case apierrors.IsAlreadyExists(err): // registered concurrently, or the cache lagged: check whose, uncached
+		if created, err = a.ownNode(ctx, a.client, m); err != nil {
+			return fmt.Errorf("registering node %q: it already exists: %w", m.Name, err)
+		}
+	case apierrors.IsInvalid(err):
+		return machine.InvalidConfiguration("registering node %q: %v", m.Name, err)
+	case err != nil:
+		return fmt.Errorf("registering node %q: %w", m.Name, err)
+	default:
+		// The API server keeps a Node's status on create; set it again should it not (an admission plugin).
+		if len(created.Status.Capacity) == 0 || len(created.Status.Addresses) == 0 {
+			created.Status = desired.Status
+			if err := a.client.Status().Update(ctx, created); err != nil {
+				return fmt.Errorf("setting the status of node %q: %w", m.Name, err)
 			}
-			a.recent.noteRegistered(node.Name, a.now())
-			syncMachine(m, node, spec, a.now())
-			return nil
-		case apierrors.IsInvalid(err):
-			return machine.InvalidConfiguration("registering node %q: %v", m.Name, err)
-		default:
-			return fmt.Errorf("registering node %q: %w", m.Name, err)
 		}
-	}
-	// The API server keeps a Node's status on create; set it again should it
-	// not (an admission plugin, an older server).
-	if len(created.Status.Capacity) == 0 || len(created.Status.Addresses) == 0 {
-		created.Status = desired.Status
-		if err := a.client.Status().Update(ctx, created); err != nil {
-			return fmt.Errorf("setting the status of node %q: %w", m.Name, err)
-		}
+		log.FromContext(ctx).Info("registered node", "node", created.Name, "providerID", created.Spec.ProviderID, "internalIP", ip.String())
 	}
 	a.recent.noteRegistered(created.Name, a.now())
-	log.FromContext(ctx).Info("registered node", "node", created.Name, "providerID", created.Spec.ProviderID, "internalIP", ip.String())
 	syncMachine(m, created, spec, a.now())
 	return nil
 }
 
-// Exists reports whether the Machine's Node exists: a Node named after the
-// Machine with its providerID. A Node of that name with another providerID
-// does not count.
-//
-// false is final for a provisioned Machine (it fails), so for one a Node
-// the cached NodeReader does not show is looked up on the API server before
-// Exists says so: the cache lags behind a Node just registered, and across
-// an API server outage by as long as the outage lasts. That read is skipped
-// when this process itself registered the Node moments ago (true) or
-// deleted it (false), and for a Machine never provisioned, for which false
-// only means Create (which handles a Node that does exist).
+// Exists reports whether the Node named after the Machine with its providerID exists. For a provisioned
+// Machine, false is final, so a Node missing from the cache is looked up uncached first (docs/kubemark.md).
 func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
-	_, err := a.ownNode(ctx, m)
+	_, err := a.ownNode(ctx, a.nodes, m)
 	if a.indexed && (apierrors.IsNotFound(err) || IsForeignNode(err)) {
 		switch now := a.now(); {
 		case apierrors.IsNotFound(err) && a.recent.wasRegistered(m.Name, now):
 			return true, nil
 		case a.recent.wasDeleted(m.Name, "", now), !machine.IsProvisioned(m):
 		default:
-			_, err = a.getOwnNode(ctx, a.client, m)
+			_, err = a.ownNode(ctx, a.client, m)
 		}
 	}
 	switch {
@@ -210,16 +177,14 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 	}
 }
 
-// Update refreshes providerID, addresses and providerStatus from the Node and
-// applies the health simulation (see the package documentation). It returns
-// a RequeueAfterError for the next health change, or, while the node is
-// unhealthy, after at most ReassertInterval.
+// Update refreshes providerID, addresses and providerStatus from the Node and applies the health simulation.
+// It returns a RequeueAfterError for the next health change or, while unhealthy, after at most ReassertInterval.
 func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
 	spec, err := ProviderSpecFromMachine(m)
 	if err != nil {
 		return err
 	}
-	node, err := a.ownNode(ctx, m)
+	node, err := a.ownNode(ctx, a.nodes, m)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("node %q of the machine is gone: %w", m.Name, err)
@@ -247,15 +212,15 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	return machine.RequeueAfter(a.reassert, "health simulation: checking that the node stays unhealthy")
 }
 
-// Delete deletes the Machine's Node (and the Lease the health simulation may
-// hold for it). A missing Node, or one that is not the Machine's, is not an
-// error; the latter is left alone.
+// Delete deletes the Machine's Node and the Lease the health simulation may hold for it. A missing Node, or
+// one that is not the Machine's (left alone), is not an error.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
-	node, err := a.ownNode(ctx, m)
+	heldLease := providerStatusOf(m).State == kubemarkv1alpha1.InstanceUnhealthy
+	node, err := a.ownNode(ctx, a.nodes, m)
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
-		if !heldLease(m) {
+		if !heldLease {
 			return nil
 		}
 		return a.releaseLease(ctx, m.Name, "")
@@ -265,8 +230,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	default:
 		return err
 	}
-	// The cache may still show a Node this process has just deleted: once
-	// is enough.
+	// The cache may still show a Node this process has just deleted: once is enough.
 	if node.DeletionTimestamp == nil && !a.recent.wasDeleted(node.Name, node.UID, a.now()) {
 		uid := node.UID
 		err := a.client.Delete(ctx, node, client.Preconditions{UID: &uid})
@@ -276,48 +240,27 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		a.recent.noteDeleted(node.Name, node.UID, a.now())
 		log.FromContext(ctx).Info("deleted node", "node", node.Name)
 	}
-	if _, marked := node.Annotations[SimulatedUnhealthyAnnotation]; !marked && !heldLease(m) {
-		// The provider holds a node's Lease only while it keeps the node
-		// unhealthy, and marks it so; kwok's own Lease goes with the Node.
+	// The provider holds a node's Lease only while it keeps the node unhealthy; kwok's goes with the Node.
+	if _, marked := node.Annotations[SimulatedUnhealthyAnnotation]; !marked && !heldLease {
 		return nil
 	}
 	return a.releaseLease(ctx, node.Name, node.UID)
 }
 
-// registeredBefore reports whether the Machine's providerStatus names a Node
-// registered for it earlier.
-func registeredBefore(m *machinev1beta1.Machine) bool {
-	st := providerStatusOf(m)
-	return st != nil && st.NodeName != ""
-}
-
-// heldLease reports whether the Machine's providerStatus says the health
-// simulation kept its node unhealthy (and so may hold its Lease).
-func heldLease(m *machinev1beta1.Machine) bool {
-	st := providerStatusOf(m)
-	return st != nil && st.State == kubemarkv1alpha1.InstanceUnhealthy
-}
-
-// providerStatusOf decodes the Machine's providerStatus; nil when it has
-// none or it does not decode.
-func providerStatusOf(m *machinev1beta1.Machine) *kubemarkv1alpha1.KubemarkMachineProviderStatus {
-	if m.Status.ProviderStatus == nil || len(m.Status.ProviderStatus.Raw) == 0 {
-		return nil
-	}
-	st := &kubemarkv1alpha1.KubemarkMachineProviderStatus{}
-	if err := json.Unmarshal(m.Status.ProviderStatus.Raw, st); err != nil {
-		return nil
+// providerStatusOf decodes the Machine's providerStatus; empty when it has none or it does not decode.
+func providerStatusOf(m *machinev1beta1.Machine) kubemarkv1alpha1.KubemarkMachineProviderStatus {
+	var st kubemarkv1alpha1.KubemarkMachineProviderStatus
+	if m.Status.ProviderStatus != nil && len(m.Status.ProviderStatus.Raw) > 0 {
+		if err := json.Unmarshal(m.Status.ProviderStatus.Raw, &st); err != nil {
+			return kubemarkv1alpha1.KubemarkMachineProviderStatus{}
+		}
 	}
 	return st
 }
 
-// ownNode gets the Machine's Node (from NodeReader): NotFound when there is
-// none, an errForeignNode when the Node of that name has another providerID.
-func (a *Actuator) ownNode(ctx context.Context, m *machinev1beta1.Machine) (*corev1.Node, error) {
-	return a.getOwnNode(ctx, a.nodes, m)
-}
-
-func (a *Actuator) getOwnNode(ctx context.Context, r client.Reader, m *machinev1beta1.Machine) (*corev1.Node, error) {
+// ownNode gets the Machine's Node from r: NotFound when there is none, an errForeignNode when the Node of
+// that name has another providerID.
+func (a *Actuator) ownNode(ctx context.Context, r client.Reader, m *machinev1beta1.Machine) (*corev1.Node, error) {
 	node := &corev1.Node{}
 	if err := r.Get(ctx, client.ObjectKey{Name: m.Name}, node); err != nil {
 		return nil, err
@@ -329,47 +272,32 @@ func (a *Actuator) getOwnNode(ctx context.Context, r client.Reader, m *machinev1
 	return node, nil
 }
 
-// pickNodeIP returns the first candidate InternalIP (NodeIP) for the
-// Machine that no Node uses. With an indexed NodeReader each candidate is one
-// cache lookup; two Machines registering at the same moment could, rarely,
-// draw the same IP before either Node is in the cache, which nodelink
-// tolerates (it matches by providerID first).
+// pickNodeIP returns the first candidate InternalIP for the Machine that no Node uses (docs/kubemark.md).
 func (a *Actuator) pickNodeIP(ctx context.Context, m *machinev1beta1.Machine) (netip.Addr, error) {
-	if !a.indexed {
-		used, err := a.usedIPs(ctx)
-		if err != nil {
-			return netip.Addr{}, err
-		}
-		return pickNodeIP(m.Namespace, m.Name, func(ip string) (bool, error) { return used[ip], nil })
+	if a.indexed {
+		return pickNodeIP(m.Namespace, m.Name, func(ip string) (bool, error) {
+			nodes := &corev1.NodeList{}
+			if err := a.nodes.List(ctx, nodes, client.MatchingFields{IndexNodeInternalIP: ip}, client.UnsafeDisableDeepCopy); err != nil {
+				return false, fmt.Errorf("looking up nodes with InternalIP %s: %w", ip, err)
+			}
+			return len(nodes.Items) > 0, nil
+		})
 	}
-	return pickNodeIP(m.Namespace, m.Name, func(ip string) (bool, error) {
-		nodes := &corev1.NodeList{}
-		if err := a.nodes.List(ctx, nodes, client.MatchingFields{IndexNodeInternalIP: ip}, client.UnsafeDisableDeepCopy); err != nil {
-			return false, fmt.Errorf("looking up nodes with InternalIP %s: %w", ip, err)
-		}
-		return len(nodes.Items) > 0, nil
-	})
-}
-
-// usedIPs returns the InternalIPs of every Node.
-func (a *Actuator) usedIPs(ctx context.Context) (map[string]bool, error) {
 	nodes := &corev1.NodeList{}
 	if err := a.client.List(ctx, nodes); err != nil {
-		return nil, fmt.Errorf("listing nodes to pick a free InternalIP: %w", err)
+		return netip.Addr{}, fmt.Errorf("listing nodes to pick a free InternalIP: %w", err)
 	}
 	used := map[string]bool{}
-	for _, n := range nodes.Items {
-		for _, addr := range n.Status.Addresses {
-			if addr.Type == corev1.NodeInternalIP {
-				used[addr.Address] = true
-			}
+	for i := range nodes.Items {
+		for _, ip := range internalIPs(&nodes.Items[i]) {
+			used[ip] = true
 		}
 	}
-	return used, nil
+	return pickNodeIP(m.Namespace, m.Name, func(ip string) (bool, error) { return used[ip], nil })
 }
 
-// syncMachine sets the three fields the provider owns on the Machine from the
-// Node: spec.providerID, status.addresses and status.providerStatus.
+// syncMachine sets the three fields the provider owns on the Machine from the Node: spec.providerID,
+// status.addresses and status.providerStatus.
 func syncMachine(m *machinev1beta1.Machine, node *corev1.Node, spec *kubemarkv1alpha1.KubemarkMachineProviderSpec, now time.Time) {
 	providerID := node.Spec.ProviderID
 	m.Spec.ProviderID = &providerID
@@ -389,8 +317,7 @@ func syncMachine(m *machinev1beta1.Machine, node *corev1.Node, spec *kubemarkv1a
 	setProviderStatus(m, st)
 }
 
-// setProviderStatus writes st, with its apiVersion and kind, into the
-// Machine's status.providerStatus.
+// setProviderStatus writes st, with its apiVersion and kind, into the Machine's status.providerStatus.
 func setProviderStatus(m *machinev1beta1.Machine, st *kubemarkv1alpha1.KubemarkMachineProviderStatus) {
 	st.APIVersion = kubemarkv1alpha1.GroupVersion.String()
 	st.Kind = kubemarkv1alpha1.ProviderStatusKind
@@ -423,19 +350,11 @@ func ProviderSpecFromMachine(m *machinev1beta1.Machine) (*kubemarkv1alpha1.Kubem
 	}
 	spec, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, path)
 	if len(errs) > 0 {
-		return nil, machine.InvalidConfiguration("%s", joinErrors(errs))
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Error()
+		}
+		return nil, machine.InvalidConfiguration("%s", strings.Join(msgs, "; "))
 	}
 	return spec, nil
-}
-
-// joinErrors renders field errors as one message, "; "-separated.
-func joinErrors(errs field.ErrorList) string {
-	s := ""
-	for i, e := range errs {
-		if i > 0 {
-			s += "; "
-		}
-		s += e.Error()
-	}
-	return s
 }

@@ -7,31 +7,17 @@ import (
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
 )
 
-// HealthWindow is the node's simulated health at some moment: the spell it is
-// in and when that spell started and ends.
+// HealthWindow is the node's simulated health at some moment: the spell it is in, from Since (registration
+// or failure) until Until (the next change; zero: never).
 type HealthWindow struct {
-	// Healthy is true when the node is to be kept Ready.
-	Healthy bool
-	// Since is when the current spell began: the registration time for the
-	// first healthy spell, the failure time for an unhealthy one.
-	Since time.Time
-	// Until is when the current spell ends and the health changes next; zero
-	// when it never changes again.
-	Until time.Time
+	Healthy      bool // the node is to be kept Ready
+	Since, Until time.Time
 }
 
-// HealthAt is the health schedule: given the policy (defaulted), when the
-// node registered and the time now, it says whether the node is healthy and
-// when that changes next. It is a pure function; times before registration
-// count as the first healthy spell.
-//
-//   - unhealthyAfter 0: healthy for ever.
-//   - Once: healthy during [registeredAt, registeredAt+unhealthyAfter),
-//     unhealthy for ever after.
-//   - Periodic: cycles of unhealthyAfter healthy then unhealthyFor unhealthy,
-//     starting at registeredAt.
+// HealthAt is the health schedule (docs/kubemark.md): given the defaulted policy, when the node registered and
+// now, whether the node is healthy and when that changes. Times before registration are the first healthy spell.
 func HealthAt(policy kubemarkv1alpha1.HealthPolicy, registeredAt, now time.Time) HealthWindow {
-	var after, spell time.Duration
+	var after time.Duration
 	if policy.UnhealthyAfter != nil {
 		after = policy.UnhealthyAfter.Duration
 	}
@@ -46,7 +32,7 @@ func HealthAt(policy kubemarkv1alpha1.HealthPolicy, registeredAt, now time.Time)
 		return HealthWindow{Healthy: false, Since: failAt}
 	}
 
-	spell = after
+	spell := after
 	if policy.UnhealthyFor != nil && policy.UnhealthyFor.Duration > 0 {
 		spell = policy.UnhealthyFor.Duration
 	}

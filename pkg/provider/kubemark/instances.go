@@ -15,9 +15,8 @@ import (
 
 var _ machine.InstanceLister = &Actuator{}
 
-// ListInstances implements machine.InstanceLister: the kubemark instances
-// are the Nodes whose providerID has this provider's scheme,
-// kubemark://<namespace>/<name> (only namespace's when it is set).
+// ListInstances implements machine.InstanceLister: the Nodes whose providerID is kubemark://<namespace>/<name>
+// (of namespace, when it is set).
 func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machine.Instance, error) {
 	nodes := &corev1.NodeList{}
 	if err := a.nodes.List(ctx, nodes); err != nil {
@@ -38,10 +37,8 @@ func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machi
 	return out, nil
 }
 
-// DeleteInstance implements machine.InstanceLister: it deletes the Node
-// named inst.Name if it still has inst.ProviderID (read uncached; the
-// delete carries its UID as a precondition), and the node Lease the health
-// simulation may hold for it.
+// DeleteInstance implements machine.InstanceLister: it deletes the Node named inst.Name if it still has
+// inst.ProviderID (read uncached; UID precondition), and the Lease the health simulation may hold for it.
 func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) error {
 	node := &corev1.Node{}
 	if err := a.client.Get(ctx, client.ObjectKey{Name: inst.Name}, node); err != nil {

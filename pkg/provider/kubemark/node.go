@@ -19,53 +19,32 @@ import (
 
 // Names the provider writes on Nodes.
 const (
-	// ProviderIDScheme is the scheme of a kubemark providerID:
-	// kubemark://<machine namespace>/<machine name>.
+	// ProviderIDScheme is the scheme of a kubemark providerID (ProviderID).
 	ProviderIDScheme = "kubemark"
-
-	// KwokNodeAnnotation, set to KwokNodeAnnotationValue, asks a kwok
-	// controller started with --manage-nodes-with-annotation-selector to keep
-	// the Node Ready and run its pods. (A kwok started with
-	// --manage-all-nodes, as kwokctl's binary runtime does, manages the Node
-	// anyway.)
+	// KwokNodeAnnotation, set to KwokNodeAnnotationValue, asks kwok to keep the Node Ready and run its pods.
 	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
 	KwokNodeAnnotationValue = "fake"
-
-	// SimulatedUnhealthyAnnotation is set on a Node while the health
-	// simulation keeps it unhealthy; its value is the time the spell began
-	// (RFC 3339). The provider undoes what it did only on Nodes carrying it.
+	// SimulatedUnhealthyAnnotation (value: the spell's start, RFC 3339) marks a Node the health simulation
+	// keeps unhealthy; the provider undoes what it did only on Nodes carrying it.
 	SimulatedUnhealthyAnnotation = "kubemark.machine-api-operator.io/simulated-unhealthy-since"
-
-	// LeaseHolderIdentity is the holderIdentity the provider writes into the
-	// Node's Lease (namespace kube-node-lease) while the node is unhealthy, so
-	// that kwok stops renewing it and stops managing the Node.
+	// LeaseHolderIdentity holds an unhealthy Node's Lease, so that kwok stops renewing it and the Node.
 	LeaseHolderIdentity = "machine-api-kubemark-provider"
-
-	// ReadyReasonSimulatedUnhealthy is the reason of the Ready=Unknown
-	// condition the provider sets on an unhealthy Node.
+	// ReadyReasonSimulatedUnhealthy is the reason of the Ready=Unknown condition of an unhealthy Node.
 	ReadyReasonSimulatedUnhealthy = "KubemarkSimulatedUnhealthy"
-
 	// InstanceType is the value of the node.kubernetes.io/instance-type label.
 	InstanceType = "kubemark"
 )
 
-// ProviderID returns the providerID of a kubemark Machine:
-// kubemark://<namespace>/<name>.
+// ProviderID returns the providerID of a kubemark Machine: kubemark://<namespace>/<name>.
 func ProviderID(namespace, name string) string {
 	return fmt.Sprintf("%s://%s/%s", ProviderIDScheme, namespace, name)
 }
 
-// nodeIPNetwork is where node InternalIPs are drawn from: 127.128.0.0/9 (loopback:
-// the local cluster never routes traffic off this machine), away
-// from the local cluster's Service (127.96.0.0/16) and pod (127.97.0.0/16)
-// ranges and its node IP 127.0.0.1.
+// nodeIPNetwork is where node InternalIPs are drawn from: loopback, away from the local cluster's ranges.
 var nodeIPNetwork = netip.MustParsePrefix("127.128.0.0/9")
 
-// NodeIP returns the attempt-th candidate InternalIP of the Node of the
-// Machine namespace/name: a stable function of its arguments, inside
-// 127.128.0.0/9, never ending in .0 or .255. Create takes the first candidate
-// that no other Node uses, so IPs are unique among registered Nodes and the
-// same Machine gets the same IP again whenever it is free.
+// NodeIP returns the attempt-th candidate InternalIP of the Node of the Machine namespace/name: a stable
+// function of its arguments, inside 127.128.0.0/9, never ending in .0 or .255.
 func NodeIP(namespace, name string, attempt int) netip.Addr {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s/%s#%d", namespace, name, attempt)
@@ -75,16 +54,13 @@ func NodeIP(namespace, name string, attempt int) netip.Addr {
 	host := uint32((sum/blocks)%254) + 1 // 1..254
 	base := nodeIPNetwork.Addr().As4()
 	ip := binary.BigEndian.Uint32(base[:]) + block<<8 + host
-	var out [4]byte
-	binary.BigEndian.PutUint32(out[:], ip)
-	return netip.AddrFrom4(out)
+	return netip.AddrFrom4([4]byte(binary.BigEndian.AppendUint32(nil, ip)))
 }
 
 // maxIPAttempts bounds the search for a free InternalIP.
 const maxIPAttempts = 1000
 
-// pickNodeIP returns the first candidate IP for the Machine that is not
-// used.
+// pickNodeIP returns the first candidate IP for the Machine that is not used.
 func pickNodeIP(namespace, name string, used func(ip string) (bool, error)) (netip.Addr, error) {
 	for attempt := range maxIPAttempts {
 		ip := NodeIP(namespace, name, attempt)
@@ -99,9 +75,7 @@ func pickNodeIP(namespace, name string, used func(ip string) (bool, error)) (net
 	return netip.Addr{}, fmt.Errorf("no free InternalIP for node %q after %d candidates in %s", name, maxIPAttempts, nodeIPNetwork)
 }
 
-// nodeLabels are the labels of a new Node: the Machine's node labels
-// (spec.metadata.labels, which nodelink keeps in sync later) and the labels a
-// kubelet sets, which win.
+// nodeLabels are the Machine's node labels (nodelink keeps them in sync later) and a kubelet's, which win.
 func nodeLabels(m *machinev1beta1.Machine) map[string]string {
 	labels := maps.Clone(m.Spec.Labels)
 	if labels == nil {
@@ -116,12 +90,8 @@ func nodeLabels(m *machinev1beta1.Machine) map[string]string {
 	return labels
 }
 
-// newNode returns the Node to register for the Machine. A node that is
-// healthy when it registers does so with the conditions a kubelet posts with
-// its registration (Ready=True, no pressure), as a kubelet does: nothing is
-// left for a later status write, and the node controllers have no not-ready
-// taint to add and remove. One the health simulation keeps unhealthy from
-// the start registers without conditions.
+// newNode returns the Node to register for the Machine; a ready one with a ready kubelet's conditions, so the
+// node controllers have no not-ready taint to add and remove.
 func newNode(m *machinev1beta1.Machine, spec *kubemarkv1alpha1.KubemarkMachineProviderSpec, ip netip.Addr, ready bool, now time.Time) *corev1.Node {
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:    spec.CPU.DeepCopy(),
@@ -148,8 +118,7 @@ func newNode(m *machinev1beta1.Machine, spec *kubemarkv1alpha1.KubemarkMachinePr
 	}
 }
 
-// registrationConditions are the conditions a ready kubelet registers with
-// (its names and reasons); none for a node that is not ready.
+// registrationConditions are the conditions a ready kubelet registers with; none for a node not ready.
 func registrationConditions(ready bool, now time.Time) []corev1.NodeCondition {
 	if !ready {
 		return nil
@@ -166,8 +135,7 @@ func registrationConditions(ready bool, now time.Time) []corev1.NodeCondition {
 	}
 }
 
-// machineAddresses are the addresses the Machine reports: the Node's
-// InternalIPs and Hostnames, in the Node's order.
+// machineAddresses are the Node's InternalIPs and Hostnames, in the Node's order.
 func machineAddresses(node *corev1.Node) []corev1.NodeAddress {
 	var out []corev1.NodeAddress
 	for _, a := range node.Status.Addresses {
@@ -178,28 +146,30 @@ func machineAddresses(node *corev1.Node) []corev1.NodeAddress {
 	return out
 }
 
-// IndexNodeInternalIP is the field index (on Nodes) of every InternalIP in
-// status.addresses that an Actuator's NodeReader must carry.
+// IndexNodeInternalIP is the field index (on Nodes) of every InternalIP that an Actuator's NodeReader carries.
 const IndexNodeInternalIP = "kubemark:node.status.addresses.internalIP"
 
-// RegisterIndexes adds IndexNodeInternalIP to indexer (a manager's
-// GetFieldIndexer()); call it before the cache starts.
+// RegisterIndexes adds IndexNodeInternalIP to indexer (a manager's GetFieldIndexer()) before the cache starts.
 func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	err := indexer.IndexField(ctx, &corev1.Node{}, IndexNodeInternalIP, func(o client.Object) []string {
-		n, ok := o.(*corev1.Node)
-		if !ok {
-			return nil
+		if n, ok := o.(*corev1.Node); ok {
+			return internalIPs(n)
 		}
-		var ips []string
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP && a.Address != "" {
-				ips = append(ips, a.Address)
-			}
-		}
-		return ips
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("indexing Nodes by InternalIP: %w", err)
 	}
 	return nil
+}
+
+// internalIPs are the Node's InternalIP addresses.
+func internalIPs(n *corev1.Node) []string {
+	var ips []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP && a.Address != "" {
+			ips = append(ips, a.Address)
+		}
+	}
+	return ips
 }

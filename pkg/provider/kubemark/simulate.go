@@ -11,27 +11,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
-// ensureUnhealthy makes the Node stop being kept Ready, in this order:
-//
-//  1. takes over the Node's Lease (kube-node-lease/<node>): holderIdentity
-//     LeaseHolderIdentity, renewTime left as it was (so the node lifecycle
-//     controller sees no heartbeat), leaseDurationSeconds such that the
-//     Lease expires when the spell ends (never, in Once mode). kwok does not
-//     renew a Lease that another holder keeps and leaves its Node alone;
-//  2. removes the kwok.x-k8s.io/node annotation and sets
-//     SimulatedUnhealthyAnnotation;
-//  3. sets the Ready condition to Unknown, reason
-//     ReadyReasonSimulatedUnhealthy, with lastTransitionTime (and
-//     lastHeartbeatTime) the start of the spell, so it is the same however
-//     often it is reasserted.
-//
-// Each step writes only when the Node or Lease differs.
+// ensureUnhealthy takes over the Node's Lease, swaps the kwok annotation for SimulatedUnhealthyAnnotation
+// and sets Ready=Unknown, each only when it differs. See docs/kubemark.md.
 func (a *Actuator) ensureUnhealthy(ctx context.Context, node *corev1.Node, w HealthWindow) error {
 	if err := a.holdLease(ctx, node, w.Since, w.Until); err != nil {
 		return err
@@ -71,11 +59,8 @@ func (a *Actuator) ensureUnhealthy(ctx context.Context, node *corev1.Node, w Hea
 	return nil
 }
 
-// ensureHealthy undoes ensureUnhealthy on a Node that carries
-// SimulatedUnhealthyAnnotation: it deletes the Lease it took over (kwok
-// creates a fresh one and sets the Node Ready again), restores the kwok
-// annotation and drops SimulatedUnhealthyAnnotation. The Ready condition is
-// left to kwok. A Node without the annotation is not touched.
+// ensureHealthy undoes ensureUnhealthy on a Node that carries SimulatedUnhealthyAnnotation, leaving the Ready
+// condition to kwok (which creates a fresh Lease).
 func (a *Actuator) ensureHealthy(ctx context.Context, node *corev1.Node) error {
 	if _, marked := node.Annotations[SimulatedUnhealthyAnnotation]; !marked {
 		return nil
@@ -98,8 +83,7 @@ func leaseKey(nodeName string) types.NamespacedName {
 	return types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: nodeName}
 }
 
-// leaseSeconds is the leaseDurationSeconds that makes a Lease renewed at
-// renew expire at until (never for a zero until).
+// leaseSeconds is the leaseDurationSeconds that makes a Lease renewed at renew expire at until (zero: never).
 func leaseSeconds(renew, until time.Time) int32 {
 	if until.IsZero() {
 		return math.MaxInt32
@@ -108,14 +92,12 @@ func leaseSeconds(renew, until time.Time) int32 {
 	return int32(min(max(s, 1), math.MaxInt32))
 }
 
-// holdLease makes LeaseHolderIdentity the holder of the Node's Lease until
-// until (zero: for ever), creating the Lease (renewed at since, owned by the
-// Node) when there is none.
+// holdLease makes LeaseHolderIdentity the holder of the Node's Lease until until (zero: for ever), creating
+// the Lease (renewed at since, owned by the Node) when there is none.
 func (a *Actuator) holdLease(ctx context.Context, node *corev1.Node, since, until time.Time) error {
 	lease := &coordinationv1.Lease{}
 	err := a.client.Get(ctx, leaseKey(node.Name), lease)
 	if apierrors.IsNotFound(err) {
-		renew := metav1.NewMicroTime(since)
 		lease = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: corev1.NamespaceNodeLease,
@@ -127,7 +109,7 @@ func (a *Actuator) holdLease(ctx context.Context, node *corev1.Node, since, unti
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       new(LeaseHolderIdentity),
 				LeaseDurationSeconds: new(leaseSeconds(since, until)),
-				RenewTime:            &renew,
+				RenewTime:            new(metav1.NewMicroTime(since)),
 			},
 		}
 		if err := a.client.Create(ctx, lease); err != nil {
@@ -143,47 +125,37 @@ func (a *Actuator) holdLease(ctx context.Context, node *corev1.Node, since, unti
 		renew = lease.Spec.RenewTime.Time
 	}
 	seconds := leaseSeconds(renew, until)
-	holder := ""
-	if lease.Spec.HolderIdentity != nil {
-		holder = *lease.Spec.HolderIdentity
-	}
-	if holder == LeaseHolderIdentity && lease.Spec.LeaseDurationSeconds != nil &&
-		*lease.Spec.LeaseDurationSeconds == seconds && lease.Spec.RenewTime != nil {
+	held := ptr.Deref(lease.Spec.HolderIdentity, "") == LeaseHolderIdentity
+	if held && ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) == seconds && lease.Spec.RenewTime != nil {
 		return nil
 	}
-	if holder != LeaseHolderIdentity {
-		transitions := int32(0)
-		if lease.Spec.LeaseTransitions != nil {
-			transitions = *lease.Spec.LeaseTransitions
-		}
-		lease.Spec.LeaseTransitions = new(transitions + 1)
+	if !held {
+		lease.Spec.LeaseTransitions = new(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
 		lease.Spec.HolderIdentity = new(LeaseHolderIdentity)
 	}
 	if lease.Spec.RenewTime == nil {
 		lease.Spec.RenewTime = new(metav1.NewMicroTime(renew))
 	}
 	lease.Spec.LeaseDurationSeconds = &seconds
-	// Update carries the resourceVersion: a concurrent renewal by kwok makes
-	// this fail with a conflict, and the retry sees the new renewTime.
+	// The resourceVersion makes a concurrent renewal by kwok a conflict; the retry sees the new renewTime.
 	if err := a.client.Update(ctx, lease); err != nil {
 		return fmt.Errorf("taking the lease of node %q: %w", node.Name, err)
 	}
 	return nil
 }
 
-// releaseLease deletes the Node's Lease if LeaseHolderIdentity holds it (and,
-// when nodeUID is set, only if it belongs to that Node or to none).
+// releaseLease deletes the Node's Lease if LeaseHolderIdentity holds it (and, when nodeUID is set, only if it
+// belongs to that Node or to none).
 func (a *Actuator) releaseLease(ctx context.Context, nodeName string, nodeUID types.UID) error {
 	lease := &coordinationv1.Lease{}
 	if err := a.client.Get(ctx, leaseKey(nodeName), lease); err != nil {
-		// Forbidden: without access to node Leases (config/kubemark-rbac.yaml
-		// not applied) the provider cannot have taken one either.
+		// Forbidden: without access to node Leases (config/kubemark-rbac.yaml) it cannot have taken one either.
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			return nil
 		}
 		return fmt.Errorf("getting the lease of node %q: %w", nodeName, err)
 	}
-	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != LeaseHolderIdentity {
+	if ptr.Deref(lease.Spec.HolderIdentity, "") != LeaseHolderIdentity {
 		return nil
 	}
 	if nodeUID != "" {

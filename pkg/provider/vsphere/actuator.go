@@ -7,6 +7,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,44 +28,39 @@ const userDataSecretKey = "userData"
 
 // Options configure an Actuator.
 type Options struct {
-	// Client reads Secrets, Nodes, the Infrastructure and ConfigMaps, and
-	// patches the Machine's instance-state annotation and region/zone labels
-	// (the machine controller persists only providerID, addresses and
-	// providerStatus).
+	// Client reads Secrets, Nodes, the Infrastructure and ConfigMaps, and patches the Machine's
+	// instance-state annotation and region/zone labels.
 	Client client.Client
-	// Settings gives each vCenter's port, TLS and failure domains; nil reads
-	// them from the cluster (ClusterSettings on Client).
+	// Settings gives each vCenter's port, TLS and failure domains; nil reads them from the cluster.
 	Settings SettingsSource
-	// PollInterval is how long the controller is asked to wait before
-	// looking at a running vCenter task again; 0 means DefaultPollInterval.
+	// PollInterval is the wait before looking at a running vCenter task again; 0 means DefaultPollInterval.
 	PollInterval time.Duration
 	// APITimeout bounds each vCenter request; 0 means DefaultAPITimeout.
 	APITimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// VMGroupZonal is OpenShift's VSphereHostVMGroupZonal feature gate:
-	// without it a providerSpec naming workspace.vmGroup is refused.
+	// VMGroupZonal is OpenShift's VSphereHostVMGroupZonal feature gate (workspace.vmGroup is refused without).
 	VMGroupZonal bool
 }
 
 // Actuator is the vSphere provider (machine.Actuator).
 type Actuator struct {
-	client   client.Client
-	settings SettingsSource
-	poll     time.Duration
-	timeout  time.Duration
-	now      func() time.Time
-	sessions *sessions
-	// vmGroupZonal: Options.VMGroupZonal.
+	client       client.Client
+	settings     SettingsSource
+	poll         time.Duration
+	timeout      time.Duration
+	now          func() time.Time
+	sessions     *sessions
 	vmGroupZonal bool
-	// groupEdits serialises VM group edits (editVMGroup); lastGroupEdit,
-	// guarded by it, is the reconfigure task of the last edit, which must
-	// have finished before the next one reads the group (the cluster's
-	// recentTask alone did not always show it running).
+	// groupEdits serialises VM group edits; lastGroupEdit, guarded by it, must have finished before the next
+	// edit reads the group (the cluster's recentTask alone did not always show it running).
 	groupEdits    sync.Mutex
 	lastGroupEdit groupEdit
-	// orphans: the last orphan listing (ListInstances), for DeleteInstance.
-	orphans orphanListing
+	// orphans is the folder of each instance of the last ListInstances, by providerID, for DeleteInstance.
+	orphans struct {
+		sync.Mutex
+		listed map[string]clusterFolder
+	}
 }
 
 var (
@@ -91,9 +87,8 @@ func NewActuator(opts Options) *Actuator {
 	return a
 }
 
-// ProviderSpecKinds implements machine.ProviderSpecServer. The group is
-// shared with OpenShift's other providers, so the kind is named: the machine
-// controller leaves an AWSMachineProviderConfig Machine alone.
+// ProviderSpecKinds implements machine.ProviderSpecServer; the kind is named, as the group is shared with
+// OpenShift's other providers.
 func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 	return []schema.GroupKind{{Group: machinev1beta1.GroupName, Kind: providerSpecKind}}
 }
@@ -101,8 +96,7 @@ func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 // Close logs out of every vCenter session.
 func (a *Actuator) Close(ctx context.Context) { a.sessions.close(ctx) }
 
-// target is one call's view of a Machine: its spec, status, session and
-// settings.
+// target is one call's view of a Machine: its spec, status, session and settings.
 type target struct {
 	creds    credentials
 	spec     *machinev1beta1.VSphereMachineProviderSpec
@@ -133,9 +127,21 @@ func (a *Actuator) open(ctx context.Context, m *machinev1beta1.Machine) (*target
 	return &target{creds: creds, spec: spec, status: decodeStatus(m), session: s, settings: settings}, nil
 }
 
-// Create clones the Machine's VM and powers it on, one step per call: each
-// step starts a vCenter task, records it in providerStatus.taskRef and asks
-// to be called again.
+// openIdle opens the Machine and reads its providerStatus task; a running task is a RequeueAfterError.
+func (a *Actuator) openIdle(ctx context.Context, m *machinev1beta1.Machine) (*target, taskState, *types.TaskInfo, error) {
+	t, err := a.open(ctx, m)
+	if err != nil {
+		return nil, taskNone, nil, err
+	}
+	task, info, err := readTask(ctx, t.session, t.status.TaskRef)
+	if err == nil && task == taskRunning {
+		err = machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", t.status.TaskRef, info.DescriptionId))
+	}
+	return t, task, info, err
+}
+
+// Create clones the Machine's VM and powers it on, one step per call: each step starts a vCenter task,
+// records it in providerStatus.taskRef and asks to be called again.
 func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
 	if m.Labels[machinev1beta1.MachineClusterIDLabel] == "" {
 		return machine.InvalidConfiguration("%s: missing %q label", m.Name, machinev1beta1.MachineClusterIDLabel)
@@ -147,18 +153,11 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err := a.checkVMGroupGate(m, spec); err != nil {
 		return err
 	}
-	t, err := a.open(ctx, m)
+	t, task, info, err := a.openIdle(ctx, m)
 	if err != nil {
 		return err
 	}
 	st, s := t.status, t.session
-	task, info, err := readTask(ctx, s, st.TaskRef)
-	if err != nil {
-		return err
-	}
-	if task == taskRunning {
-		return machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", st.TaskRef, info.DescriptionId))
-	}
 	vm, err := findMachineVM(ctx, s, string(m.UID))
 	if err == nil && vm == nil {
 		vm, err = findCloneByName(ctx, s, t.spec.Workspace.Folder, m.Name, string(m.UID))
@@ -236,8 +235,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 }
 
-// joinStatus writes the providerStatus and returns err (or the encoding
-// error).
+// joinStatus writes the providerStatus and returns err (or the encoding error).
 func joinStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProviderStatus, err error) error {
 	if werr := writeStatus(m, st); werr != nil {
 		return werr
@@ -275,9 +273,7 @@ func (a *Actuator) userData(ctx context.Context, m *machinev1beta1.Machine, spec
 	return data, nil
 }
 
-// Exists reports whether the Machine's VM exists. A VM that was cloned but
-// never powered on does not count while the Machine is not provisioned, so
-// that Create is called again and powers it on.
+// Exists reports whether the Machine's VM exists (see existsAnswer).
 func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
 	t, err := a.open(ctx, m)
 	if err != nil {

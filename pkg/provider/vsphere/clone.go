@@ -42,9 +42,7 @@ type cloneInput struct {
 	networks  []types.BaseVirtualDeviceBackingInfo // one per spec.network.devices entry
 }
 
-// cloneSpec builds the clone: OpenShift's VM settings (instance UUID = the
-// Machine's UID, ignition in extraConfig, disk UUIDs on, NICs replaced),
-// powered off (Create powers it on once the clone task is done).
+// cloneSpec builds the clone with OpenShift's VM settings, powered off (Create powers it on after the task).
 func cloneSpec(in cloneInput) (types.VirtualMachineCloneSpec, error) {
 	var changes []types.BaseVirtualDeviceConfigSpec
 	moveType := types.VirtualMachineRelocateDiskMoveOptionsMoveAllDiskBackingsAndConsolidate
@@ -90,8 +88,8 @@ func cloneSpec(in cloneInput) (types.VirtualMachineCloneSpec, error) {
 	}, nil
 }
 
-// vmConfig is the Machine's VM configuration without devices: the clone's,
-// and what Create applies to a clone that did not get it.
+// vmConfig is the Machine's VM configuration without devices: the clone's, and what Create applies to a
+// clone that did not get it.
 func vmConfig(name, uid string, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) types.VirtualMachineConfigSpec {
 	var cores *int32
 	if c := spec.NumCoresPerSocket; c > 0 {
@@ -120,8 +118,7 @@ func vmConfig(name, uid string, spec *machinev1beta1.VSphereMachineProviderSpec,
 	}
 }
 
-// ignitionData base64-encodes the user data after undoing any base64
-// layers it already has, so the guest always gets one (as OpenShift does).
+// ignitionData base64-encodes the user data after undoing any base64 layers it has (as OpenShift does).
 func ignitionData(data []byte) string {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -137,8 +134,7 @@ func ignitionData(data []byte) string {
 	return base64.StdEncoding.EncodeToString(data)
 }
 
-// startClone resolves the providerSpec's objects and starts the clone; it
-// returns the clone task's reference value.
+// startClone resolves the providerSpec's objects and starts the clone; it returns the task's reference value.
 func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) (string, error) {
 	tpl, err := findTemplate(ctx, s, spec.Template)
 	if err != nil {
@@ -204,8 +200,7 @@ func findTemplate(ctx context.Context, s *session, template string) (*object.Vir
 	return vm, nil
 }
 
-// lookupError turns a failed lookup into OpenShift's InvalidConfiguration
-// messages ("<what> not found, specify valid value"), naming the object.
+// lookupError turns a failed lookup into OpenShift's InvalidConfiguration messages, naming the object.
 func lookupError(what, field, value string, err error) error {
 	var nf *find.NotFoundError
 	var multi *find.MultipleFoundError
@@ -220,8 +215,8 @@ func lookupError(what, field, value string, err error) error {
 	return fmt.Errorf("unable to get %s %q: %w", what, value, err)
 }
 
-// networkBackings finds each device's network among the networks of the
-// resource pool's cluster (names may repeat across clusters).
+// networkBackings finds each device's network among those of the resource pool's cluster (names may repeat
+// across clusters).
 func networkBackings(ctx context.Context, s *session, pool *object.ResourcePool, devices []machinev1beta1.NetworkDeviceSpec) ([]types.BaseVirtualDeviceBackingInfo, error) {
 	if len(devices) == 0 {
 		return nil, nil

@@ -15,26 +15,22 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Settings are what the provider needs to know about a vCenter besides the
-// providerSpec: how to reach it and the failure domains it serves.
+// Settings are what the provider needs to know about a vCenter besides the providerSpec.
 type Settings struct {
 	// Port of the vCenter's SDK endpoint; "" means the URL's default (443).
 	Port string
 	// Insecure skips TLS verification of the vCenter's certificate.
 	Insecure bool
-	// FailureDomains of the cluster (Infrastructure
-	// spec.platformSpec.vsphere.failureDomains); they give region/zone labels.
+	// FailureDomains of the cluster (Infrastructure spec.platformSpec.vsphere); they give region/zone labels.
 	FailureDomains []configv1.VSpherePlatformFailureDomainSpec
 }
 
-// SettingsSource gives the Settings of a vCenter server. The cluster's
-// implementation is ClusterSettings; tests pass values in.
+// SettingsSource gives the Settings of a vCenter server (ClusterSettings; tests pass StaticSettings).
 type SettingsSource interface {
 	Settings(ctx context.Context, server string) (Settings, error)
 }
 
-// StaticSettings is a SettingsSource that answers the same Settings for
-// every server.
+// StaticSettings is a SettingsSource that answers the same Settings for every server.
 type StaticSettings Settings
 
 // Settings implements SettingsSource.
@@ -45,11 +41,8 @@ const (
 	openshiftConfigNamespace = "openshift-config"
 )
 
-// ClusterSettings reads Settings as OpenShift does: the Infrastructure
-// "cluster" (spec.platformSpec.vsphere vcenters and failureDomains) and the
-// cloud provider config it names (spec.cloudConfig, a ConfigMap in
-// openshift-config, normally cloud-provider-config key "config"). A missing
-// Infrastructure or config gives defaults: OpenShift also runs without them.
+// ClusterSettings reads Settings as OpenShift does, from the Infrastructure "cluster" and the cloud provider
+// config it names (docs/vsphere.md); a missing Infrastructure or config gives defaults, as on OpenShift.
 type ClusterSettings struct {
 	Reader client.Reader
 }
@@ -91,8 +84,8 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 	return s, nil
 }
 
-// cloudConfig is the part of the vSphere cloud provider config the provider
-// reads: the global port and insecure flag and per-vCenter overrides.
+// cloudConfig is what the provider reads of the vSphere cloud provider config: the global port and insecure
+// flag and per-vCenter overrides.
 type cloudConfig struct {
 	port     string
 	insecure bool
@@ -117,10 +110,8 @@ func (c cloudConfig) forServer(server string) (string, bool) {
 	return port, insecure
 }
 
-// parseCloudConfig reads the legacy INI format ([Global] port, insecure-flag;
-// [VirtualCenter "server"]) or the YAML format (global.port,
-// global.insecureFlag; vcenter.<name>.server). A hand-written reader: the
-// module carries no INI library and only four keys matter.
+// parseCloudConfig reads the legacy INI format or the YAML one. Hand-written: the module carries no INI
+// library and only four keys matter.
 func parseCloudConfig(text string) (cloudConfig, error) {
 	if strings.TrimSpace(text) == "" {
 		return cloudConfig{}, nil

@@ -12,9 +12,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
-// DefaultCredentialsSecret is the Secret OpenShift's credentials request
-// fills with vCenter credentials (and the webhook's default for
-// providerSpec.credentialsSecret).
+// DefaultCredentialsSecret is the Secret OpenShift's credentials request fills with vCenter credentials
+// (the webhook's default for providerSpec.credentialsSecret).
 const DefaultCredentialsSecret = "vsphere-cloud-credentials"
 
 // credentials are a vCenter user and password.
@@ -22,10 +21,8 @@ type credentials struct {
 	username, password string
 }
 
-// readCredentials reads <server>.username and <server>.password from the
-// providerSpec's credentials Secret in the Machine's namespace. A missing
-// Secret is retried (it may be created late); a Secret without the keys is an
-// InvalidConfiguration, as in OpenShift.
+// readCredentials reads <server>.username and <server>.password from the providerSpec's credentials Secret.
+// A missing Secret is retried (it may come late); one without the keys is an InvalidConfiguration, as in OpenShift.
 func readCredentials(ctx context.Context, c client.Reader, namespace string, spec *machinev1beta1.VSphereMachineProviderSpec) (credentials, error) {
 	name := DefaultCredentialsSecret
 	if spec.CredentialsSecret != nil && spec.CredentialsSecret.Name != "" {
@@ -40,17 +37,10 @@ func readCredentials(ctx context.Context, c client.Reader, namespace string, spe
 		}
 		return credentials{}, fmt.Errorf("reading credentials secret %s/%s: %w", namespace, name, err)
 	}
-	for _, key := range []string{userKey, passwordKey} {
-		if len(secret.Data[key]) == 0 {
-			return credentials{}, machine.InvalidConfiguration("secret %s/%s does not have %q field set: add the vCenter %s for server %q", namespace, name, key, keyWhat(key, passwordKey), server)
+	for _, k := range [][2]string{{userKey, "user name"}, {passwordKey, "password"}} {
+		if len(secret.Data[k[0]]) == 0 {
+			return credentials{}, machine.InvalidConfiguration("secret %s/%s does not have %q field set: add the vCenter %s for server %q", namespace, name, k[0], k[1], server)
 		}
 	}
 	return credentials{username: string(secret.Data[userKey]), password: string(secret.Data[passwordKey])}, nil
-}
-
-func keyWhat(key, passwordKey string) string {
-	if key == passwordKey {
-		return "password"
-	}
-	return "user name"
 }

@@ -20,17 +20,14 @@ const (
 // vmState is what the provider observed of the Machine's VM.
 type vmState struct {
 	found bool
-	// claimed: the VM's instance UUID is the Machine's UID. A VM found only
-	// by name in the workspace folder is a clone that did not get the
-	// Machine's configuration (vcsim drops the clone spec's config).
+	// claimed: the VM's instance UUID is the Machine's UID; one found only by name in the workspace folder is a
+	// clone that did not get the Machine's configuration (vcsim drops the clone spec's config).
 	claimed bool
 	power   types.VirtualMachinePowerState
 	group   groupMembership
 }
 
-// groupMembership is the VM's place in the cluster VM group that
-// providerSpec.workspace.vmGroup names; it is observed only where a step
-// depends on it (a powered-off VM).
+// groupMembership is the VM's place in the VM group workspace.vmGroup names, observed only for a powered-off VM.
 type groupMembership int
 
 const (
@@ -53,9 +50,7 @@ const (
 	createDone                         // the VM runs
 )
 
-// decideCreate picks Create's next step. A failed task is reported first
-// (its step is then retried); see ignoreFailedClone for the one failure that
-// does not count.
+// decideCreate picks Create's next step; a failed task is reported first (its step is then retried).
 func decideCreate(task taskState, vm vmState) createStep {
 	switch {
 	case task == taskRunning:
@@ -77,9 +72,8 @@ func decideCreate(task taskState, vm vmState) createStep {
 	}
 }
 
-// ignoreFailedClone drops a failed clone task when the Machine's VM exists:
-// it is the second clone of a Create retried after a lost status, which
-// failed on the duplicate name while the first one made the VM.
+// ignoreFailedClone drops a failed clone task when the Machine's VM exists: the second clone of a Create
+// retried after a lost status fails on the duplicate name while the first one made the VM.
 func ignoreFailedClone(task taskState, descriptionID string, vm vmState) taskState {
 	if task == taskFailed && vm.found && strings.Contains(descriptionID, "clone") {
 		return taskNone
@@ -100,9 +94,7 @@ const (
 	deleteDestroy                       // destroy the powered-off VM
 )
 
-// deletion is what Delete observed. Delete keeps no state of its own (the
-// machine controller does not persist providerStatus from Delete): tasks in
-// flight are the create taskRef and the VM's recent tasks.
+// deletion is what Delete observed; it keeps no state (providerStatus is not persisted from Delete).
 type deletion struct {
 	cloneRunning bool // the create task (taskRef) has not finished: its VM may still appear
 	vm           vmState
@@ -112,9 +104,8 @@ type deletion struct {
 	extraDisks   bool
 }
 
-// decideDelete picks Delete's next step, in OpenShift's order: power off,
-// wait for the Node's volumes to detach, refuse to destroy disks that are
-// not the VM's own, destroy.
+// decideDelete picks Delete's next step, in OpenShift's order: power off, wait for the Node's volumes to
+// detach, refuse to destroy disks that are not the VM's own, destroy.
 func decideDelete(d deletion) deleteStep {
 	switch {
 	case d.cloneRunning:
@@ -136,10 +127,8 @@ func decideDelete(d deletion) deleteStep {
 	}
 }
 
-// existsAnswer is Exists' answer for an observed VM: a VM that was cloned but
-// never powered on, on a Machine not yet provisioned, does not count yet, so
-// the machine controller calls Create again, which powers it on (OpenShift
-// answers the same for a Provisioning Machine).
+// existsAnswer is Exists' answer: a VM never powered on, of a Machine not yet provisioned, does not count yet,
+// so that Create is called again and powers it on (as on OpenShift).
 func existsAnswer(vm vmState, provisioned bool) bool {
 	if !vm.found || !vm.claimed {
 		return false

@@ -15,13 +15,11 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
-// excludeNodeDrainingAnnotation skips the drain, and with it the wait for
-// the Node's volumes (OpenShift's name).
+// excludeNodeDrainingAnnotation skips the drain, and with it the wait for the Node's volumes (OpenShift's).
 const excludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
 
-// Delete powers the VM off, waits for the Node's volumes to detach, takes
-// it out of its VM group (workspace.vmGroup) and destroys it, one step per
-// call; a VM that is gone is success.
+// Delete powers the VM off, waits for the Node's volumes to detach, takes it out of its VM group and
+// destroys it, one step per call; a VM that is gone is success.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
 	t, err := a.open(ctx, m)
 	if err != nil {
@@ -45,8 +43,8 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		d.vm = vm.state() // no cluster for the group: the VM is in none of its groups
 	}
 	if vm != nil {
-		if d.vmBusy, err = vmBusy(ctx, s, vm); err != nil {
-			return err
+		if d.vmBusy, err = tasksRunning(ctx, s, vm.mo.RecentTask); err != nil {
+			return fmt.Errorf("reading the tasks of VM %s: %w", vm.mo.Name, err)
 		}
 		if d.nodeVolumes, err = a.nodeHasVolumes(ctx, m); err != nil {
 			return err
@@ -72,8 +70,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	case deleteWaitDisks:
 		return errors.New("additional attached disks detected, block vm destruction and wait for disks to be detached")
 	case deleteLeaveGroup:
-		// Delete keeps no task ref: the next call sees the VM still in the
-		// group while the task runs, and editVMGroup waits for the cluster.
+		// No task ref: the next call sees the VM still in the group, and editVMGroup waits for the cluster.
 		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), false)
 		if err != nil {
 			return err
@@ -90,8 +87,8 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 }
 
-// nodeHasVolumes reports whether the Machine's Node still lists attached
-// volumes: destroying the VM first could delete their disks with it.
+// nodeHasVolumes reports whether the Machine's Node still lists attached volumes, whose disks destroying
+// the VM could delete.
 func (a *Actuator) nodeHasVolumes(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
 	ref := m.Status.NodeRef
 	if ref == nil || ref.Name == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +30,8 @@ const (
 // unknownOperation labels a request whose operation cannot be named.
 const unknownOperation = "unknown"
 
-// newRequestHistogram returns the histogram of vCenter requests by client,
-// operation and status. The buckets reach past DefaultAPITimeout, so a
-// request cut by the timeout still lands in a finite bucket.
+// newRequestHistogram returns the histogram of vCenter requests by client, operation and status; the buckets
+// reach past DefaultAPITimeout, so a request cut by the timeout lands in a finite bucket.
 func newRequestHistogram() *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    RequestDurationMetric,
@@ -40,25 +40,26 @@ func newRequestHistogram() *prometheus.HistogramVec {
 	}, []string{"client", "operation", "status"})
 }
 
-// requestMetrics is where an Actuator's sessions observe their requests. The
-// histogram is replaced by RegisterMetrics when the registry already serves
-// one (several Actuators in a process feed the one that is scraped).
+// requestMetrics is where an Actuator's sessions observe their requests; RegisterMetrics swaps in the
+// registry's histogram when it already serves one (several Actuators in a process).
 type requestMetrics struct {
 	mu  sync.RWMutex
 	vec *prometheus.HistogramVec
 }
 
-func (r *requestMetrics) observe(client, operation, status string, d time.Duration) {
+func (r *requestMetrics) observe(client, operation string, failed bool, start time.Time) {
+	status := statusSuccess
+	if failed {
+		status = statusError
+	}
 	r.mu.RLock()
 	vec := r.vec
 	r.mu.RUnlock()
-	vec.WithLabelValues(client, operation, status).Observe(d.Seconds())
+	vec.WithLabelValues(client, operation, status).Observe(time.Since(start).Seconds())
 }
 
-// RegisterMetrics registers the Actuator's vCenter request histogram
-// (RequestDurationMetric) with reg, the registry the binary serves. When reg
-// already has it (another Actuator registered first), the Actuator observes
-// into that one. Call it before the Actuator's first call.
+// RegisterMetrics registers the Actuator's vCenter request histogram (RequestDurationMetric) with reg, or
+// observes into the one reg already has. Call it before the Actuator's first call.
 func (a *Actuator) RegisterMetrics(reg prometheus.Registerer) error {
 	m := a.sessions.metrics
 	m.mu.Lock()
@@ -89,16 +90,11 @@ type soapMetrics struct {
 func (s soapMetrics) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	start := time.Now()
 	err := s.next.RoundTrip(ctx, req, res)
-	status := statusSuccess
-	if err != nil {
-		status = statusError
-	}
-	s.metrics.observe(clientSOAP, soapOperation(req), status, time.Since(start))
+	s.metrics.observe(clientSOAP, soapOperation(req), err != nil, start)
 	return err
 }
 
-// soapOperation names a SOAP request by its body type: govmomi's
-// methods.CloneVM_TaskBody is "CloneVM_Task".
+// soapOperation names a SOAP request by its body type: methods.CloneVM_TaskBody is "CloneVM_Task".
 func soapOperation(req soap.HasFault) string {
 	t := reflect.TypeOf(req)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
@@ -125,16 +121,12 @@ func (r restMetrics) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	start := time.Now()
 	resp, err := next.RoundTrip(req)
-	status := statusSuccess
-	if err != nil || resp == nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
-		status = statusError
-	}
-	r.metrics.observe(clientREST, req.Method+" "+restPath(req.URL.Path), status, time.Since(start))
+	failed := err != nil || resp == nil || resp.StatusCode < 200 || resp.StatusCode > 299
+	r.metrics.observe(clientREST, req.Method+" "+restPath(req.URL.Path), failed, start)
 	return resp, err
 }
 
-// restPath replaces the IDs in a REST path by {id}, so a label names an
-// operation and not one object: the series stay few.
+// restPath replaces the IDs in a REST path by {id}, so a label names an operation and the series stay few.
 func restPath(path string) string {
 	segs := strings.Split(path, "/")
 	for i, s := range segs {
@@ -145,37 +137,12 @@ func restPath(path string) string {
 	return strings.Join(segs, "/")
 }
 
-// isRESTID reports whether a path segment is an object ID: a URN
-// (urn:vmomi:InventoryServiceTag:...), an "id:" reference, a UUID or a
-// number.
-func isRESTID(s string) bool {
-	if s == "" {
-		return false
-	}
-	l := strings.ToLower(s)
-	if strings.HasPrefix(l, "urn:") || strings.HasPrefix(l, "id:") || isUUID(l) {
-		return true
-	}
-	_, err := strconv.ParseUint(s, 10, 64)
-	return err == nil
-}
+// restIDPattern matches an object ID in a REST path: a URN (urn:vmomi:InventoryServiceTag:...), an "id:"
+// reference or a UUID.
+var restIDPattern = regexp.MustCompile(`(?i)^(urn:|id:|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$)`)
 
-// isUUID reports whether s (lower case) has a UUID's 8-4-4-4-12 hex form.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
-		}
-	}
-	return true
+// isRESTID reports whether a path segment is an object ID: restIDPattern or a number.
+func isRESTID(s string) bool {
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil || restIDPattern.MatchString(s)
 }

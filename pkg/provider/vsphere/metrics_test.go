@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/vmware/govmomi/vim25/methods"
@@ -161,7 +162,7 @@ func TestRegisterMetricsTwiceSharesTheServedHistogram(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b.sessions.metrics.observe(clientSOAP, "Login", statusSuccess, 0)
+	b.sessions.metrics.observe(clientSOAP, "Login", false, time.Now())
 	if got := requestCounts(t, reg)["soap Login success"]; got != 1 {
 		t.Errorf("the served histogram has %d Login observations, want 1", got)
 	}

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vapi/tags"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -24,17 +22,14 @@ import (
 
 var _ machine.InstanceLister = &Actuator{}
 
-// orphanDeleteTimeout bounds DeleteInstance: power off and destroy are two
-// vCenter tasks, polled like Delete's.
+// orphanDeleteTimeout bounds DeleteInstance: power off and destroy are two vCenter tasks, polled like Delete's.
 const orphanDeleteTimeout = 5 * time.Minute
 
-// folderVMProperties are what the orphan listing reads of each VM of a
-// workspace folder.
+// folderVMProperties are what the orphan listing reads of each VM of a workspace folder.
 var folderVMProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.template", "config.createDate", "config.annotation"}
 
-// clusterFolder is one place the cluster's Machines clone into (a
-// workspace folder, with its vCenter, datacenter, credentials and cluster
-// ID), and a Machine whose providerSpec opens a session there.
+// clusterFolder is a workspace folder the cluster's Machines clone into, with a Machine (source) whose
+// providerSpec opens a session there.
 type clusterFolder struct {
 	source    *machinev1beta1.Machine
 	spec      *machinev1beta1.VSphereMachineProviderSpec
@@ -51,34 +46,35 @@ type folderVM struct {
 	createdAt    time.Time
 }
 
-// ListInstances implements machine.InstanceLister: the VMs that carry the
-// installer's cluster ID tag (category openshift-<cluster ID>), sit
-// directly in a workspace folder of the cluster's vSphere Machines and
-// MachineSets (of namespace, or all when empty) and are a machine
-// controller's clones (annotated with their name). Templates, the template
-// the Machines clone from and the installer's bootstrap VM are never
-// listed; without the tag on vCenter, nothing is. The folder of each
-// instance is remembered for DeleteInstance.
+// ListInstances implements machine.InstanceLister: the tagged machine-controller clones in the workspace
+// folders of namespace's vSphere Machines and MachineSets (see docs/safety.md). Each one's folder is
+// remembered for DeleteInstance. A folder that cannot be read is an error; the others are still listed.
 func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machine.Instance, error) {
-	found, err := a.listClusterVMs(ctx, namespace)
-	out := make([]machine.Instance, 0, len(found))
-	listed := make(map[string]clusterFolder, len(found))
-	for _, f := range found {
-		out = append(out, f.instance)
-		listed[f.instance.ProviderID] = f.folder
+	out, listed := []machine.Instance{}, map[string]clusterFolder{}
+	folders, err := a.clusterFolders(ctx, namespace)
+	var errs []error
+	for _, f := range folders {
+		vms, err := a.folderVMs(ctx, f)
+		errs = append(errs, err)
+		for _, vm := range vms {
+			inst, ok := clusterInstance(vm, f.spec.Template, f.clusterID)
+			if _, seen := listed[inst.ProviderID]; ok && !seen {
+				listed[inst.ProviderID] = f
+				out = append(out, inst)
+			}
+		}
 	}
 	a.orphans.Lock()
 	a.orphans.listed = listed
 	a.orphans.Unlock()
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	return out, errors.Join(errs...)
 }
 
-// DeleteInstance implements machine.InstanceLister: it reads the folder
-// ListInstances found inst in again, and deletes the VM only if it is still
-// there with inst's providerID and name (and still tagged), with the
-// provider's Delete (power off, then destroy) on a stand-in Machine whose
-// UID is the VM's instance UUID. An instance it did not list, or no longer
-// finds, is left alone.
+// DeleteInstance implements machine.InstanceLister: it deletes the VM, if its folder still holds it with
+// inst's providerID and name (and tag), by Delete on a stand-in Machine whose UID is the VM's instance UUID.
 func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) error {
 	a.orphans.Lock()
 	f, ok := a.orphans.listed[inst.ProviderID]
@@ -124,52 +120,8 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 	}
 }
 
-// orphanListing is what the last ListInstances found: the folder of each
-// instance, by providerID.
-type orphanListing struct {
-	sync.Mutex
-	listed map[string]clusterFolder
-}
-
-// listedVM is a listed instance with the folder it was found in.
-type listedVM struct {
-	instance machine.Instance
-	folder   clusterFolder
-}
-
-// listClusterVMs lists the cluster's VMs of every workspace folder; a folder
-// that cannot be read is an error, the others are still listed.
-func (a *Actuator) listClusterVMs(ctx context.Context, namespace string) ([]listedVM, error) {
-	folders, err := a.clusterFolders(ctx, namespace)
-	if err != nil {
-		return nil, err
-	}
-	var out []listedVM
-	var errs []error
-	seen := map[string]bool{}
-	for _, f := range folders {
-		vms, err := a.folderVMs(ctx, f)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, vm := range vms {
-			inst, ok := clusterInstance(vm, f.spec.Template, f.clusterID)
-			if !ok || seen[inst.ProviderID] {
-				continue
-			}
-			seen[inst.ProviderID] = true
-			out = append(out, listedVM{instance: inst, folder: f})
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
-// clusterInstance decides whether a tagged VM of a workspace folder is one
-// of the cluster's instances, and describes it: a clone by a machine
-// controller, whose annotation is its name (this provider's and
-// OpenShift's clones are annotated so; the installer's VMs and a user's
-// are not).
+// clusterInstance decides whether a tagged VM of a workspace folder is one of the cluster's instances: a
+// machine controller's clone, annotated with its name (the installer's VMs and a user's are not).
 func clusterInstance(vm folderVM, template, clusterID string) (machine.Instance, bool) {
 	switch {
 	case vm.template, vm.biosUUID == "", vm.annotation != vm.name:
@@ -181,9 +133,8 @@ func clusterInstance(vm folderVM, template, clusterID string) (machine.Instance,
 	return machine.Instance{}, false
 }
 
-// clusterFolders collects the distinct workspace folders of namespace's
-// vSphere Machines and MachineSets (a MachineSet scaled to zero still names
-// where its Machines were), read uncached: the folders to look in.
+// clusterFolders collects the distinct workspace folders of namespace's vSphere Machines and MachineSets
+// (one scaled to zero still names where its Machines were), read uncached.
 func (a *Actuator) clusterFolders(ctx context.Context, namespace string) ([]clusterFolder, error) {
 	var machines machinev1beta1.MachineList
 	if err := a.client.List(ctx, &machines, client.InNamespace(namespace)); err != nil {
@@ -227,8 +178,7 @@ func (a *Actuator) clusterFolders(ctx context.Context, namespace string) ([]clus
 	return out, nil
 }
 
-// folderVMs reads the VMs directly in the folder that carry the cluster ID
-// tag; none when vCenter has no such tag.
+// folderVMs reads the VMs directly in the folder that carry the cluster ID tag; none without such a tag.
 func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]folderVM, error) {
 	t, err := a.open(ctx, f.source)
 	if err != nil {
@@ -272,7 +222,7 @@ func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]folderVM, 
 		return nil, nil
 	}
 	var vms []mo.VirtualMachine
-	if err := property.DefaultCollector(s.client.Client).Retrieve(ctx, refs, folderVMProperties, &vms); err != nil {
+	if err := s.client.Retrieve(ctx, refs, folderVMProperties, &vms); err != nil {
 		return nil, fmt.Errorf("reading the VMs of folder %q: %w", f.spec.Workspace.Folder, err)
 	}
 	out := make([]folderVM, 0, len(vms))

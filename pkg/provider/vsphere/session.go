@@ -32,37 +32,33 @@ type session struct {
 	metrics     *requestMetrics
 }
 
-// sessionKey identifies a cached session: one per server, user and
-// datacenter (OpenShift's cache key) plus how the server is reached.
+// sessionKey identifies a cached session: server, user and datacenter (OpenShift's key) and how to reach it.
 type sessionKey struct {
 	server, port, username, datacenter string
 	insecure                           bool
 }
 
-// cachedSession is one cache entry; its lock serialises logins to one
-// vCenter without blocking calls to others.
+// cachedSession is one cache entry; its lock serialises logins to one vCenter, not calls to others.
 type cachedSession struct {
 	mu sync.Mutex
 	*session
 	password string
 }
 
-// sessions caches one session per sessionKey. Each Actuator owns one cache;
-// there is no package-level state.
+// sessions caches one session per sessionKey, per Actuator.
 type sessions struct {
 	mu      sync.Mutex
 	byKey   map[sessionKey]*cachedSession
 	timeout time.Duration
-	// metrics times every request of every session (RegisterMetrics).
-	metrics *requestMetrics
+	metrics *requestMetrics // times every request of every session
 }
 
 func newSessions(timeout time.Duration) *sessions {
 	return &sessions{byKey: map[sessionKey]*cachedSession{}, timeout: timeout, metrics: &requestMetrics{vec: newRequestHistogram()}}
 }
 
-// get returns the cached session for key when it is still logged in with the
-// same password, and logs in again otherwise.
+// get returns the cached session for key when it is still logged in with the same password, and logs in
+// again otherwise.
 func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*session, error) {
 	s.mu.Lock()
 	c, ok := s.byKey[key]
@@ -75,11 +71,8 @@ func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*s
 	cached, same := c.session, c.password == password
 	c.mu.Unlock()
 	if cached != nil && same {
-		// UserSession needs no privilege (SessionIsActive needs
-		// Sessions.ValidateSession); nil means the session expired. It is
-		// checked outside the lock, and a vCenter that does not answer is
-		// not logged out and in again: each call costs one timeout, not
-		// three plus those of the calls queued before it.
+		// UserSession needs no privilege (SessionIsActive does); nil means expired. Checked outside the lock,
+		// and a vCenter that does not answer is not logged in again: each call costs one timeout, not three.
 		us, err := cached.client.SessionManager.UserSession(ctx)
 		if err == nil && us != nil {
 			return cached, nil
@@ -114,9 +107,7 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	if err != nil || u == nil {
 		return nil, machine.InvalidConfiguration("workspace.server %q is not a vCenter address: %v", key.server, err)
 	}
-	// Log in separately, so a login failure is reported as such and the
-	// password never shows in an error's URL.
-	u.User = nil
+	u.User = nil // logged in separately: a login failure is reported as such, the password never shows in a URL
 	sc := soap.NewClient(u, key.insecure)
 	sc.Timeout = s.timeout // every request, so a hung vCenter fails the call instead of blocking a worker
 	sc.UserAgent = userAgent
@@ -124,8 +115,6 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to vCenter %s: %w (check workspace.server, the port and insecure-flag in the cloud provider config, and that vCenter is reachable)", u.Host, err)
 	}
-	// Every later call goes through vc.RoundTripper (the service content
-	// fetched above is not timed).
 	vc.RoundTripper = soapMetrics{next: vc.RoundTripper, metrics: s.metrics}
 	c := &govmomi.Client{Client: vc, SessionManager: vsession.NewManager(vc)}
 	if err := c.Login(ctx, url.UserPassword(key.username, password)); err != nil {
@@ -146,8 +135,7 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	return &session{client: c, finder: f, datacenter: dc, metrics: s.metrics}, nil
 }
 
-// newREST returns a REST (vAPI) client sharing the session's connection,
-// its requests timed like the SOAP ones.
+// newREST returns a REST (vAPI) client sharing the session's connection, its requests timed.
 func (s *session) newREST() *rest.Client {
 	c := rest.NewClient(s.client.Client)
 	c.Client.Client.Transport = restMetrics{next: c.Client.Client.Transport, metrics: s.metrics}

@@ -18,8 +18,7 @@ const (
 	providerStatusKind = "VSphereMachineProviderStatus"
 )
 
-// decodeSpec reads the Machine's VSphereMachineProviderSpec. Every problem
-// is an InvalidConfiguration naming the field.
+// decodeSpec reads the Machine's VSphereMachineProviderSpec; a problem is an InvalidConfiguration naming the field.
 func decodeSpec(m *machinev1beta1.Machine) (*machinev1beta1.VSphereMachineProviderSpec, error) {
 	v := m.Spec.ProviderSpec.Value
 	if v == nil || len(v.Raw) == 0 {
@@ -29,9 +28,7 @@ func decodeSpec(m *machinev1beta1.Machine) (*machinev1beta1.VSphereMachineProvid
 	if err := json.Unmarshal(v.Raw, spec); err != nil {
 		return nil, machine.InvalidConfiguration("spec.providerSpec.value: not a %s: %v", providerSpecKind, err)
 	}
-	// machine.openshift.io is also the group of the AWS, Azure, GCP...
-	// specs, which the machine controller's group filter lets through: such a
-	// Machine is another provider's, so it is not failed, only refused.
+	// Another provider's kind in the shared machine.openshift.io group is refused, not failed.
 	if spec.Kind != "" && spec.Kind != providerSpecKind {
 		return nil, fmt.Errorf("spec.providerSpec.value.kind %q is another provider's; the vSphere provider serves %s only and leaves this Machine alone", spec.Kind, providerSpecKind)
 	}
@@ -44,8 +41,7 @@ func decodeSpec(m *machinev1beta1.Machine) (*machinev1beta1.VSphereMachineProvid
 	return spec, nil
 }
 
-// decodeStatus reads the providerStatus; an unreadable one starts afresh
-// (it is the provider's own record, not user input).
+// decodeStatus reads the providerStatus; an unreadable one (the provider's own record) starts afresh.
 func decodeStatus(m *machinev1beta1.Machine) *machinev1beta1.VSphereMachineProviderStatus {
 	st := &machinev1beta1.VSphereMachineProviderStatus{}
 	if ps := m.Status.ProviderStatus; ps != nil && len(ps.Raw) > 0 {
@@ -66,9 +62,8 @@ func writeStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachinePro
 	return nil
 }
 
-// setCreation records the MachineCreation condition as OpenShift does:
-// True/MachineCreationSucceeded, or False/MachineCreationFailed with the
-// error. The transition time changes only with the status.
+// setCreation records the MachineCreation condition as OpenShift does (True/MachineCreationSucceeded, or
+// False/MachineCreationFailed with the error); the transition time changes only with the status.
 func setCreation(st *machinev1beta1.VSphereMachineProviderStatus, now time.Time, err error) {
 	c := metav1.Condition{
 		Type:    string(machinev1beta1.MachineCreation),

@@ -12,16 +12,14 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 )
 
-// clusterTagCategory is the installer's category of the cluster ID tag, which
-// the installer's destroy uses to find the cluster's VMs.
+// clusterTagCategory is the installer's category of the cluster ID tag (its destroy finds the VMs by it).
 func clusterTagCategory(clusterID string) string { return "openshift-" + clusterID }
 
 // restSession is the vCenter REST (vAPI) login of a session, for tags.
 type restSession struct {
 	mu     sync.Mutex
 	client *rest.Client
-	// clusterTags caches the cluster ID tag's ID per cluster ID ("" when the
-	// category or tag does not exist, as on clusters installed without it).
+	// clusterTags caches the cluster ID tag's ID per cluster ID ("" when there is none, as on UPI clusters).
 	clusterTags map[string]string
 }
 
@@ -43,8 +41,7 @@ func (s *session) rest(ctx context.Context, creds credentials) (*rest.Client, er
 	return c, nil
 }
 
-// clusterTagID finds the tag named after the cluster ID in the installer's
-// category, once per cluster ID.
+// clusterTagID finds the tag named after the cluster ID in the installer's category, once per cluster ID.
 func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID string) (string, error) {
 	r := &s.restSession
 	r.mu.Lock()
@@ -80,9 +77,8 @@ func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID s
 	return id, nil
 }
 
-// reconcileTags attaches the cluster ID tag (when the installer created it)
-// and the providerSpec's tagIDs to the VM; tags already attached cost no
-// write, and tags are never detached (as in OpenShift).
+// reconcileTags attaches the cluster ID tag (when it exists) and the providerSpec's tagIDs to the VM where
+// missing; tags are never detached (as in OpenShift).
 func reconcileTags(ctx context.Context, s *session, creds credentials, vm mo.Reference, clusterID string, tagIDs []string) error {
 	rc, err := s.rest(ctx, creds)
 	if err != nil {

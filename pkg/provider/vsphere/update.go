@@ -3,7 +3,6 @@ package vsphere
 import (
 	"context"
 	"fmt"
-	"maps"
 	"path"
 	"strings"
 
@@ -24,22 +23,14 @@ const (
 
 const providerIDPrefix = "vsphere://"
 
-// Update refreshes providerID (vsphere://<BIOS UUID>), addresses (the guest's
-// NIC IPs as InternalIP, the VM name as InternalDNS) and providerStatus, and
-// patches the instance-state annotation and region/zone labels.
+// Update refreshes providerID (vsphere://<BIOS UUID>), addresses and providerStatus, and patches the
+// instance-state annotation and region/zone labels.
 func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
-	t, err := a.open(ctx, m)
+	t, _, _, err := a.openIdle(ctx, m)
 	if err != nil {
 		return err
 	}
 	st, s := t.status, t.session
-	task, info, err := readTask(ctx, s, st.TaskRef)
-	if err != nil {
-		return err
-	}
-	if task == taskRunning {
-		return machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", st.TaskRef, info.DescriptionId))
-	}
 	vm, err := findMachineVM(ctx, s, string(m.UID))
 	if err != nil {
 		return err
@@ -64,12 +55,11 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err := writeStatus(m, st); err != nil {
 		return err
 	}
-	return a.patchMetadata(ctx, m, machineMetadata(vm.state(), failureDomainFor(t.spec.Workspace, t.settings.FailureDomains)))
+	return a.patchMetadata(ctx, m, vm.mo.Runtime.PowerState, failureDomainFor(t.spec.Workspace, t.settings.FailureDomains))
 }
 
-// addresses lists each NIC's guest IPs (matched by MAC) as InternalIP and the
-// VM name as InternalDNS. A VM with another number of NICs than the spec's
-// devices is an error, as in OpenShift.
+// addresses lists each NIC's guest IPs (matched by MAC) as InternalIP and the VM name as InternalDNS. A VM
+// with another number of NICs than the spec's devices is an error, as in OpenShift.
 func addresses(vm *machineVM, want int) ([]corev1.NodeAddress, error) {
 	var nics []*types.VirtualEthernetCard
 	if vm.mo.Config != nil {
@@ -98,9 +88,8 @@ func addresses(vm *machineVM, want int) ([]corev1.NodeAddress, error) {
 	return append(out, corev1.NodeAddress{Type: corev1.NodeInternalDNS, Address: vm.mo.Name}), nil
 }
 
-// failureDomainFor finds the failure domain the workspace lies in: same
-// server and datacenter, and its compute cluster holding the resource pool
-// (or, without a resource pool, the same datastore).
+// failureDomainFor finds the failure domain the workspace lies in: same server and datacenter, and its
+// compute cluster holding the resource pool (or, without a resource pool, the same datastore).
 func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatformFailureDomainSpec) *configv1.VSpherePlatformFailureDomainSpec {
 	if ws == nil {
 		return nil
@@ -120,32 +109,20 @@ func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatfo
 	return nil
 }
 
-// metadata is what Update keeps on the Machine's annotations and labels.
-type metadata struct {
-	annotations, labels map[string]string
-}
-
-// machineMetadata is the instance-state annotation (the VM's power state, as
-// OpenShift writes it) and, when a failure domain is known, the region and
-// zone labels.
-func machineMetadata(vm vmState, fd *configv1.VSpherePlatformFailureDomainSpec) metadata {
-	md := metadata{annotations: map[string]string{machine.InstanceStateAnnotation: string(vm.power)}, labels: map[string]string{}}
+// patchMetadata merge-patches the instance-state annotation (the VM's power state, as OpenShift writes it)
+// and, when the failure domain is known, the region and zone labels; a Machine in line costs no write.
+func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine, power types.VirtualMachinePowerState,
+	fd *configv1.VSpherePlatformFailureDomainSpec) error {
+	labels := map[string]string{}
 	if fd != nil {
-		md.labels[RegionLabel] = fd.Region
-		md.labels[ZoneLabel] = fd.Zone
+		labels = map[string]string{RegionLabel: fd.Region, ZoneLabel: fd.Zone}
 	}
-	return md
-}
-
-// patchMetadata merge-patches the annotations and labels that differ; a
-// Machine already in line costs no write.
-func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine, md metadata) error {
-	before := m.DeepCopy()
+	before := &machinev1beta1.Machine{ObjectMeta: *m.ObjectMeta.DeepCopy()}
 	changed := false
 	for _, set := range []struct {
 		have *map[string]string
 		want map[string]string
-	}{{&m.Annotations, md.annotations}, {&m.Labels, md.labels}} {
+	}{{&m.Annotations, map[string]string{machine.InstanceStateAnnotation: string(power)}}, {&m.Labels, labels}} {
 		for k, v := range set.want {
 			if cur, ok := (*set.have)[k]; ok && cur == v {
 				continue
@@ -160,17 +137,15 @@ func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine,
 	if !changed {
 		return nil
 	}
-	patched := &machinev1beta1.Machine{}
-	patched.ObjectMeta = *before.ObjectMeta.DeepCopy()
-	patched.Annotations, patched.Labels = maps.Clone(m.Annotations), maps.Clone(m.Labels)
-	if err := a.client.Patch(ctx, patched, client.MergeFrom(&machinev1beta1.Machine{ObjectMeta: before.ObjectMeta})); err != nil {
+	patched := &machinev1beta1.Machine{ObjectMeta: *m.ObjectMeta.DeepCopy()}
+	if err := a.client.Patch(ctx, patched, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("patching the Machine's instance-state annotation and region/zone labels: %w", err)
 	}
 	return nil
 }
 
-// powerOn starts powering the VM on through its datacenter with OpenShift's
-// DRS override, so a cluster with manual DRS still places it.
+// powerOn starts powering the VM on through its datacenter with OpenShift's DRS override, so a cluster with
+// manual DRS still places it.
 func powerOn(ctx context.Context, s *session, vm *machineVM) (string, error) {
 	task, err := s.datacenter.PowerOnVM(ctx, []types.ManagedObjectReference{vm.obj.Reference()}, &types.OptionValue{
 		Key:   string(types.ClusterPowerOnVmOptionOverrideAutomationLevel),

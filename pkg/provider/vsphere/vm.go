@@ -9,13 +9,11 @@ import (
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// vmProperties are the VM properties Update, Exists and Delete read, in one
-// property-collector call.
+// vmProperties are the VM properties Update, Exists and Delete read, in one property-collector call.
 var vmProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.hardware.device", "runtime.powerState", "guest.net", "recentTask"}
 
 // machineVM is a VM found for a Machine, with its properties.
@@ -32,8 +30,7 @@ func (v *machineVM) state() vmState {
 	return vmState{found: true, claimed: v.claimed, power: v.mo.Runtime.PowerState}
 }
 
-// findMachineVM finds the VM whose instance UUID is the Machine's UID in the
-// session's datacenter; nil when there is none.
+// findMachineVM finds the VM whose instance UUID is the Machine's UID; nil when there is none.
 func findMachineVM(ctx context.Context, s *session, uid string) (*machineVM, error) {
 	instance := true
 	ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, uid, true, &instance)
@@ -58,9 +55,8 @@ func (v *machineVM) read(ctx context.Context) (*machineVM, error) {
 	return v, nil
 }
 
-// findCloneByName finds a VM with the Machine's name in the workspace folder;
-// nil when there is none. It is claimed only if its instance UUID is the
-// Machine's UID.
+// findCloneByName finds a VM with the Machine's name in the workspace folder (nil: none), claimed only if
+// its instance UUID is the Machine's UID.
 func findCloneByName(ctx context.Context, s *session, folder, name, uid string) (*machineVM, error) {
 	p := name
 	if folder != "" {
@@ -88,10 +84,12 @@ func isNotFound(err error) bool {
 	return fault.Is(err, &types.ManagedObjectNotFound{})
 }
 
-// taskRef turns providerStatus.taskRef (the task's moref value) into a
-// reference.
-func taskRef(value string) types.ManagedObjectReference {
-	return types.ManagedObjectReference{Type: "Task", Value: value}
+// ignoreNotFound is err unless it is isNotFound.
+func ignoreNotFound(err error) error {
+	if isNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // readTask returns the state of the task ref names and its info.
@@ -100,7 +98,7 @@ func readTask(ctx context.Context, s *session, ref string) (taskState, *types.Ta
 		return taskNone, nil, nil
 	}
 	var t mo.Task
-	err := property.DefaultCollector(s.client.Client).RetrieveOne(ctx, taskRef(ref), []string{"info"}, &t)
+	err := s.client.RetrieveOne(ctx, types.ManagedObjectReference{Type: "Task", Value: ref}, []string{"info"}, &t)
 	switch {
 	case isNotFound(err):
 		return taskGone, nil, nil
@@ -135,26 +133,6 @@ func taskError(info *types.TaskInfo) error {
 		}
 	}
 	return fmt.Errorf("vCenter task %s (%s) failed: %s", info.Key, info.DescriptionId, msg)
-}
-
-// vmBusy reports whether a task on the VM is queued or running.
-func vmBusy(ctx context.Context, s *session, v *machineVM) (bool, error) {
-	if len(v.mo.RecentTask) == 0 {
-		return false, nil
-	}
-	var tasks []mo.Task
-	if err := property.DefaultCollector(s.client.Client).Retrieve(ctx, v.mo.RecentTask, []string{"info.state"}, &tasks); err != nil {
-		if isNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("reading the tasks of VM %s: %w", v.mo.Name, err)
-	}
-	for _, t := range tasks {
-		if stateOf(t.Info.State) == taskRunning {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // disks counts the VM's virtual disks.

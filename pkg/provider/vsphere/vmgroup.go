@@ -8,16 +8,14 @@ import (
 	"github.com/openshift/api/features"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
-// checkVMGroupGate refuses a providerSpec naming a VM group unless
-// OpenShift's VSphereHostVMGroupZonal feature gate is on (OpenShift's
-// message; a plain error, so turning the gate on later lets Create go on).
+// checkVMGroupGate refuses a providerSpec naming a VM group unless the VSphereHostVMGroupZonal feature gate
+// is on (OpenShift's message; a plain error, so turning the gate on later lets Create go on).
 func (a *Actuator) checkVMGroupGate(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec) error {
 	if spec.Workspace != nil && spec.Workspace.VMGroup != "" && !a.vmGroupZonal {
 		return fmt.Errorf("%v: vmGroup is only available with the %s feature gate", m.Name, features.FeatureGateVSphereHostVMGroupZonal)
@@ -25,8 +23,7 @@ func (a *Actuator) checkVMGroupGate(m *machinev1beta1.Machine, spec *machinev1be
 	return nil
 }
 
-// vmGroup is the cluster VM group (DRS) the providerSpec names, as read from
-// the cluster that owns the workspace resource pool.
+// vmGroup is the cluster VM group (DRS) the providerSpec names, read from the cluster owning the resource pool.
 type vmGroup struct {
 	name        string
 	cluster     *object.ClusterComputeResource
@@ -41,18 +38,9 @@ func (g *vmGroup) has(vm types.ManagedObjectReference) bool {
 	return g.found && slices.Contains(g.members, vm)
 }
 
-// membership is the VM's groupMembership for the decisions.
-func (g *vmGroup) membership(vm types.ManagedObjectReference) groupMembership {
-	if g.has(vm) {
-		return groupInside
-	}
-	return groupOutside
-}
-
-// groupCluster finds the cluster owning the VM's resource pool: the
-// workspace resource pool it was cloned into (OpenShift looks that pool up
-// by path; the VM's own pool is two reads, not a walk of the inventory).
-func groupCluster(ctx context.Context, s *session, vm *object.VirtualMachine, ws *machinev1beta1.Workspace) (*object.ClusterComputeResource, error) {
+// groupCluster finds the cluster owning the VM's resource pool, the workspace one it was cloned into
+// (OpenShift looks that up by path; the VM's own pool is two reads, not a walk of the inventory).
+func groupCluster(ctx context.Context, vm *object.VirtualMachine, ws *machinev1beta1.Workspace) (*object.ClusterComputeResource, error) {
 	pool, err := vm.ResourcePool(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("finding the resource pool of VM %s for VM group %q: %w", vm.Reference().Value, ws.VMGroup, err)
@@ -68,8 +56,7 @@ func groupCluster(ctx context.Context, s *session, vm *object.VirtualMachine, ws
 	return cluster, nil
 }
 
-// readVMGroup reads the cluster's VM group name and the cluster's running
-// tasks.
+// readVMGroup reads the cluster's VM group name and whether a task on the cluster runs.
 func readVMGroup(ctx context.Context, s *session, cluster *object.ClusterComputeResource, name string) (*vmGroup, error) {
 	var c mo.ClusterComputeResource
 	if err := cluster.Properties(ctx, cluster.Reference(), []string{"name", "configurationEx", "recentTask"}, &c); err != nil {
@@ -97,21 +84,15 @@ func tasksRunning(ctx context.Context, s *session, refs []types.ManagedObjectRef
 		return false, nil
 	}
 	var tasks []mo.Task
-	if err := property.DefaultCollector(s.client.Client).Retrieve(ctx, refs, []string{"info.state"}, &tasks); err != nil {
-		if isNotFound(err) { // expired between the two reads
-			return false, nil
-		}
-		return false, err
+	if err := s.client.Retrieve(ctx, refs, []string{"info.state"}, &tasks); err != nil {
+		return false, ignoreNotFound(err) // a task expired between the two reads
 	}
 	return slices.ContainsFunc(tasks, func(t mo.Task) bool { return stateOf(t.Info.State) == taskRunning }), nil
 }
 
-// editVMGroup adds the VM to the workspace's VM group, or removes it, and
-// returns the cluster reconfigure task; "" when there is nothing to do. The
-// group's VM list can only be replaced as a whole, so edits are serialised:
-// one at a time per Actuator (a busy Actuator or cluster is a requeue, never
-// a wait), and none while a task on the cluster runs, whose edit the list
-// read now would not show yet.
+// editVMGroup adds the VM to the workspace's VM group, or removes it, and returns the cluster reconfigure
+// task; "" when there is nothing to do. The group's VM list can only be replaced as a whole, so edits are
+// serialised: one at a time per Actuator, none while a task on the cluster runs (a requeue, never a wait).
 func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.ClusterComputeResource, name string, vm types.ManagedObjectReference, add bool) (string, error) {
 	if !a.groupEdits.TryLock() {
 		return "", machine.RequeueAfter(a.poll, "another VM group edit of this controller is in flight")
@@ -135,14 +116,11 @@ func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.
 		if err != nil {
 			return "", err
 		}
-		// Until the last edit's task ends and, if it edited this group, its
-		// VM shows there (for at most one API timeout after the task ended:
-		// the VM may since have gone), the members read may lack it: editing
-		// now would drop it.
+		// Until the last edit's task ends and its VM shows in the group (for at most one API timeout: the VM
+		// may since have gone), the members read may lack it: editing now would drop it.
 		unseen := state == taskSucceeded && last.group == g.name && g.has(last.vm) != last.add &&
 			info.CompleteTime != nil && a.now().Sub(*info.CompleteTime) < a.timeout
-		pending := state == taskRunning || unseen
-		if pending {
+		if state == taskRunning || unseen {
 			return "", machine.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running (VM group edit %s); VM group %q is edited after it", g.clusterName, last.task, g.name))
 		}
 		a.lastGroupEdit = groupEdit{}
@@ -170,16 +148,14 @@ type groupEdit struct {
 	add         bool
 }
 
-// observeGroup is the VM's state with its VM group membership, and the
-// group's cluster, read only for a claimed, powered-off VM whose
-// providerSpec names a group: the one state in which Create or Delete acts
-// on it.
+// observeGroup is the VM's state with its VM group membership, and the group's cluster, read only for a
+// claimed, powered-off VM whose providerSpec names a group: the one state in which Create or Delete acts on it.
 func observeGroup(ctx context.Context, s *session, spec *machinev1beta1.VSphereMachineProviderSpec, vm *machineVM) (vmState, *object.ClusterComputeResource, error) {
 	state := vm.state()
 	if !state.found || !state.claimed || state.power != types.VirtualMachinePowerStatePoweredOff || spec.Workspace.VMGroup == "" {
 		return state, nil, nil
 	}
-	cluster, err := groupCluster(ctx, s, vm.obj, spec.Workspace)
+	cluster, err := groupCluster(ctx, vm.obj, spec.Workspace)
 	if err != nil {
 		return state, nil, err
 	}
@@ -187,6 +163,9 @@ func observeGroup(ctx context.Context, s *session, spec *machinev1beta1.VSphereM
 	if err != nil {
 		return state, nil, err
 	}
-	state.group = g.membership(vm.obj.Reference())
+	state.group = groupOutside
+	if g.has(vm.obj.Reference()) {
+		state.group = groupInside
+	}
 	return state, cluster, nil
 }

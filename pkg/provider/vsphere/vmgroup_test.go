@@ -85,7 +85,7 @@ func TestEditVMGroupIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := groupCluster(e.ctx, tgt.session, e.vm(otherVM), tgt.spec.Workspace)
+	cluster, err := groupCluster(e.ctx, e.vm(otherVM), tgt.spec.Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestEditVMGroupWaitsForClusterTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := groupCluster(e.ctx, tgt.session, e.vm(otherVM), tgt.spec.Workspace)
+	cluster, err := groupCluster(e.ctx, e.vm(otherVM), tgt.spec.Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}
