@@ -1,8 +1,10 @@
 package webhooks
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -23,8 +25,7 @@ const (
 // azureVMSizes are the default VM sizes by control plane arch.
 var azureVMSizes = map[string]string{archAMD64: "Standard_D4s_V3", archARM64: "Standard_D4ps_V5"}
 
-// azureDataDiskSuffix: starts and ends alphanumeric; letters, digits,
-// underscores, periods and hyphens between.
+// azureDataDiskSuffix: alphanumeric ends; letters, digits, _ . - between.
 var azureDataDiskSuffix = regexp.MustCompile(`^[a-zA-Z0-9](?:[\w\.-]*[a-zA-Z0-9])?$`)
 
 func init() {
@@ -32,8 +33,7 @@ func init() {
 }
 
 // defaultAzure fills the VM size (by arch), the network and image the
-// installer created for the cluster (named after the infrastructure name),
-// and the user-data and credentials Secrets.
+// installer made (named after the infrastructure), and the Secrets.
 func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) []string {
 	var warnings []string
 	id := env.cluster.InfrastructureName
@@ -50,21 +50,16 @@ func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv
 	if spec.Image == (machinev1beta1.Image{}) {
 		spec.Image.ResourceID = azureImageResourceID(id, env.arch)
 	}
+	// Each of the Secret references' name and namespace is defaulted on its own.
 	if spec.UserDataSecret == nil {
-		spec.UserDataSecret = &corev1.SecretReference{Name: defaultUserDataSecret}
-	} else if spec.UserDataSecret.Name == "" {
-		spec.UserDataSecret.Name = defaultUserDataSecret
+		spec.UserDataSecret = &corev1.SecretReference{}
 	}
 	if spec.CredentialsSecret == nil {
-		spec.CredentialsSecret = &corev1.SecretReference{Name: defaultAzureCredentialsSecret, Namespace: defaultSecretNamespace}
-	} else {
-		if spec.CredentialsSecret.Namespace == "" {
-			spec.CredentialsSecret.Namespace = defaultSecretNamespace
-		}
-		if spec.CredentialsSecret.Name == "" {
-			spec.CredentialsSecret.Name = defaultAzureCredentialsSecret
-		}
+		spec.CredentialsSecret = &corev1.SecretReference{}
 	}
+	spec.UserDataSecret.Name = cmp.Or(spec.UserDataSecret.Name, defaultUserDataSecret)
+	spec.CredentialsSecret.Namespace = cmp.Or(spec.CredentialsSecret.Namespace, defaultSecretNamespace)
+	spec.CredentialsSecret.Name = cmp.Or(spec.CredentialsSecret.Name, defaultAzureCredentialsSecret)
 	return warnings
 }
 
@@ -81,59 +76,45 @@ func azureImageResourceID(clusterID, arch string) string {
 }
 
 func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) (field.ErrorList, []string) {
-	var errs field.ErrorList
-	var warnings []string
+	var v verdict
 	p := providerSpecPath
-	if spec.VMSize == "" {
-		errs = append(errs, field.Required(p.Child("vmSize"), "vmSize should be set to one of the supported Azure VM sizes"))
-	}
-	if spec.PublicIP && env.cluster.DNSDisconnected {
-		errs = append(errs, field.Forbidden(p.Child("publicIP"), "publicIP is not allowed in Azure disconnected installation with publish strategy as internal"))
-	}
-	if spec.Vnet != "" && spec.Subnet == "" {
-		errs = append(errs, field.Required(p.Child("subnet"), "must provide a subnet when a virtual network is specified"))
-	}
-	if spec.Subnet != "" && spec.Vnet == "" {
-		errs = append(errs, field.Required(p.Child("vnet"), "must provide a virtual network when supplying subnets"))
-	}
-	errs = append(errs, validateAzureImage(spec.Image, p.Child("image"))...)
+	v.check(spec.VMSize == "", field.Required(p.Child("vmSize"), "vmSize should be set to one of the supported Azure VM sizes"))
+	v.check(spec.PublicIP && env.cluster.DNSDisconnected,
+		field.Forbidden(p.Child("publicIP"), "publicIP is not allowed in Azure disconnected installation with publish strategy as internal"))
+	v.check(spec.Vnet != "" && spec.Subnet == "",
+		field.Required(p.Child("subnet"), "must provide a subnet when a virtual network is specified"))
+	v.check(spec.Subnet != "" && spec.Vnet == "",
+		field.Required(p.Child("vnet"), "must provide a virtual network when supplying subnets"))
+	v.add(validateAzureImage(spec.Image, p.Child("image")), nil)
 	if spec.UserDataSecret == nil {
-		errs = append(errs, field.Required(p.Child("userDataSecret"), "userDataSecret must be provided"))
-	} else if spec.UserDataSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("userDataSecret", "name"), "name must be provided"))
+		v.check(true, field.Required(p.Child("userDataSecret"), "userDataSecret must be provided"))
+	} else {
+		v.check(spec.UserDataSecret.Name == "", field.Required(p.Child("userDataSecret", "name"), "name must be provided"))
 	}
 	if c := spec.CredentialsSecret; c == nil {
-		errs = append(errs, field.Required(p.Child("credentialsSecret"), "credentialsSecret must be provided"))
+		v.check(true, field.Required(p.Child("credentialsSecret"), "credentialsSecret must be provided"))
 	} else {
-		if c.Namespace == "" {
-			errs = append(errs, field.Required(p.Child("credentialsSecret", "namespace"), "namespace must be provided"))
-		}
-		if c.Name == "" {
-			errs = append(errs, field.Required(p.Child("credentialsSecret", "name"), "name must be provided"))
-		}
+		v.check(c.Namespace == "", field.Required(p.Child("credentialsSecret", "namespace"), "namespace must be provided"))
+		v.check(c.Name == "", field.Required(p.Child("credentialsSecret", "name"), "name must be provided"))
 		if c.Name != "" && c.Namespace != "" {
-			warnings = append(warnings, env.credentialsWarnings(c.Namespace, c.Name)...)
+			v.add(nil, env.credentialsWarnings(c.Namespace, c.Name))
 		}
 	}
-	errs = append(errs, validateAzureOSDisk(spec, p.Child("osDisk"))...)
+	v.add(validateAzureOSDisk(spec.OSDisk, p.Child("osDisk")), nil)
 	if id := spec.CapacityReservationGroupID; id != "" {
 		if err := checkAzureResourceID(strings.TrimPrefix(id, "azure://")); err != nil {
-			errs = append(errs, field.Invalid(p.Child("capacityReservationGroupID"), id, err.Error()))
+			v.check(true, field.Invalid(p.Child("capacityReservationGroupID"), id, err.Error()))
 		}
 	}
-	switch spec.UltraSSDCapability {
-	case machinev1beta1.AzureUltraSSDCapabilityEnabled, machinev1beta1.AzureUltraSSDCapabilityDisabled, "":
-	default:
-		errs = append(errs, field.Invalid(p.Child("ultraSSDCapability"), spec.UltraSSDCapability,
-			fmt.Sprintf("ultraSSDCapability can be only %s, %s or omitted", machinev1beta1.AzureUltraSSDCapabilityEnabled, machinev1beta1.AzureUltraSSDCapabilityDisabled)))
-	}
-	errs = append(errs, validateAzureSecurityProfile(spec, p.Child("securityProfile"))...)
-	errs = append(errs, validateAzureDataDisks(env.name, spec.DataDisks, p.Child("dataDisks"))...)
-	errs = append(errs, validateAzureDiagnostics(spec.Diagnostics, p.Child("diagnostics"))...)
-	if env.cluster.AzureGovCloud && spec.SpotVMOptions != nil {
-		warnings = append(warnings, "spot VMs may not be supported when using GovCloud region")
-	}
-	return errs, warnings
+	ultra := spec.UltraSSDCapability
+	enabled, disabled := machinev1beta1.AzureUltraSSDCapabilityEnabled, machinev1beta1.AzureUltraSSDCapabilityDisabled
+	v.check(ultra != enabled && ultra != disabled && ultra != "", field.Invalid(p.Child("ultraSSDCapability"), ultra,
+		fmt.Sprintf("ultraSSDCapability can be only %s, %s or omitted", enabled, disabled)))
+	v.add(validateAzureSecurityProfile(spec, p.Child("securityProfile")), nil)
+	v.add(validateAzureDataDisks(env.name, spec.DataDisks, p.Child("dataDisks")), nil)
+	v.add(validateAzureDiagnostics(spec.Diagnostics, p.Child("diagnostics")), nil)
+	v.warn(env.cluster.AzureGovCloud && spec.SpotVMOptions != nil, "spot VMs may not be supported when using GovCloud region")
+	return v.errs, v.warnings
 }
 
 // validateAzureImage: a resource ID alone, or a marketplace image with
@@ -158,25 +139,18 @@ func validateAzureImage(image machinev1beta1.Image, path *field.Path) field.Erro
 	return errs
 }
 
-func validateAzureOSDisk(spec *machinev1beta1.AzureMachineProviderSpec, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	d := spec.OSDisk
-	if d.DiskSizeGB <= 0 || d.DiskSizeGB >= azureMaxDiskSizeGB {
-		errs = append(errs, field.Invalid(path.Child("diskSizeGB"), d.DiskSizeGB, "diskSizeGB must be greater than zero and less than 32768"))
-	}
-	if loc := d.DiskSettings.EphemeralStorageLocation; loc != azureEphemeralLocal && loc != "" {
-		errs = append(errs, field.Invalid(path.Child("diskSettings", "ephemeralStorageLocation"), loc,
-			fmt.Sprintf("osDisk.diskSettings.ephemeralStorageLocation can either be omitted or set to %s", azureEphemeralLocal)))
-	}
-	switch d.CachingType {
-	case "None", "ReadOnly", "ReadWrite", "":
-	default:
-		errs = append(errs, field.Invalid(path.Child("cachingType"), d.CachingType, "osDisk.cachingType can be only None, ReadOnly, ReadWrite or omitted"))
-	}
-	if d.DiskSettings.EphemeralStorageLocation == azureEphemeralLocal && d.CachingType != "ReadOnly" {
-		errs = append(errs, field.Invalid(path.Child("cachingType"), d.CachingType, "Instances using an ephemeral OS disk support only Readonly caching"))
-	}
-	return errs
+func validateAzureOSDisk(d machinev1beta1.OSDisk, path *field.Path) field.ErrorList {
+	var v verdict
+	v.check(d.DiskSizeGB <= 0 || d.DiskSizeGB >= azureMaxDiskSizeGB,
+		field.Invalid(path.Child("diskSizeGB"), d.DiskSizeGB, "diskSizeGB must be greater than zero and less than 32768"))
+	loc := d.DiskSettings.EphemeralStorageLocation
+	v.check(loc != azureEphemeralLocal && loc != "", field.Invalid(path.Child("diskSettings", "ephemeralStorageLocation"), loc,
+		fmt.Sprintf("osDisk.diskSettings.ephemeralStorageLocation can either be omitted or set to %s", azureEphemeralLocal)))
+	v.check(!slices.Contains([]string{"None", "ReadOnly", "ReadWrite", ""}, d.CachingType),
+		field.Invalid(path.Child("cachingType"), d.CachingType, "osDisk.cachingType can be only None, ReadOnly, ReadWrite or omitted"))
+	v.check(loc == azureEphemeralLocal && d.CachingType != "ReadOnly",
+		field.Invalid(path.Child("cachingType"), d.CachingType, "Instances using an ephemeral OS disk support only Readonly caching"))
+	return v.errs
 }
 
 // validateAzureSecurityProfile reports the first inconsistency between the
@@ -239,45 +213,34 @@ func validateAzureSecurityProfile(spec *machinev1beta1.AzureMachineProviderSpec,
 // validateAzureDataDisks checks each data disk; disk names are
 // "<machine name>_<nameSuffix>" (the template's Machines have no name yet).
 func validateAzureDataDisks(machineName string, disks []machinev1beta1.DataDisk, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
+	var v verdict
 	luns := map[int32]bool{}
 	suffixes := map[string]bool{}
+	del, det := machinev1beta1.DiskDeletionPolicyTypeDelete, machinev1beta1.DiskDeletionPolicyTypeDetach
 	for i, disk := range disks {
 		p := path.Index(i)
-		if len(machineName+"_"+disk.NameSuffix) > 80 {
-			errs = append(errs, field.Invalid(p.Child("nameSuffix"), disk.NameSuffix, "too long, the overall disk name must not exceed 80 chars"))
-		}
-		if !azureDataDiskSuffix.MatchString(disk.NameSuffix) {
-			errs = append(errs, field.Invalid(p.Child("nameSuffix"), disk.NameSuffix, "nameSuffix must be provided, must start and finish with an alphanumeric character and can only contain letters, numbers, underscores, periods or hyphens"))
-		}
-		if suffixes[disk.NameSuffix] {
-			errs = append(errs, field.Invalid(p.Child("nameSuffix"), disk.NameSuffix, "each Data Disk must have a unique nameSuffix"))
-		}
-		if disk.DiskSizeGB < 4 {
-			errs = append(errs, field.Invalid(p.Child("diskSizeGB"), disk.DiskSizeGB, "diskSizeGB must be provided and at least 4GB in size"))
-		}
-		if disk.Lun < 0 || disk.Lun > 63 {
-			errs = append(errs, field.Invalid(p.Child("lun"), disk.Lun, "must be greater than or equal to 0 and less than 64"))
-		}
-		if luns[disk.Lun] {
-			errs = append(errs, field.Invalid(p.Child("lun"), disk.Lun, "each Data Disk must have a unique lun"))
-		}
-		del, det := machinev1beta1.DiskDeletionPolicyTypeDelete, machinev1beta1.DiskDeletionPolicyTypeDetach
-		switch disk.DeletionPolicy {
-		case del, det:
-		case "":
-			errs = append(errs, field.Required(p.Child("deletionPolicy"), fmt.Sprintf("deletionPolicy must be provided and must be either %s or %s", del, det)))
-		default:
-			errs = append(errs, field.Invalid(p.Child("deletionPolicy"), disk.DeletionPolicy, fmt.Sprintf("must be either %s or %s", del, det)))
-		}
-		if disk.ManagedDisk.StorageAccountType == machinev1beta1.StorageAccountUltraSSDLRS && disk.CachingType != machinev1beta1.CachingTypeNone && disk.CachingType != "" {
-			errs = append(errs, field.Invalid(p.Child("cachingType"), disk.CachingType,
-				fmt.Sprintf("must be \"None\" or omitted when storageAccountType is \"%s\"", machinev1beta1.StorageAccountUltraSSDLRS)))
-		}
+		suffix := p.Child("nameSuffix")
+		v.check(len(machineName+"_"+disk.NameSuffix) > 80,
+			field.Invalid(suffix, disk.NameSuffix, "too long, the overall disk name must not exceed 80 chars"))
+		v.check(!azureDataDiskSuffix.MatchString(disk.NameSuffix), field.Invalid(suffix, disk.NameSuffix,
+			"nameSuffix must be provided, must start and finish with an alphanumeric character and can only contain letters, numbers, underscores, periods or hyphens"))
+		v.check(suffixes[disk.NameSuffix], field.Invalid(suffix, disk.NameSuffix, "each Data Disk must have a unique nameSuffix"))
+		v.check(disk.DiskSizeGB < 4,
+			field.Invalid(p.Child("diskSizeGB"), disk.DiskSizeGB, "diskSizeGB must be provided and at least 4GB in size"))
+		v.check(disk.Lun < 0 || disk.Lun > 63,
+			field.Invalid(p.Child("lun"), disk.Lun, "must be greater than or equal to 0 and less than 64"))
+		v.check(luns[disk.Lun], field.Invalid(p.Child("lun"), disk.Lun, "each Data Disk must have a unique lun"))
+		v.check(disk.DeletionPolicy == "",
+			field.Required(p.Child("deletionPolicy"), fmt.Sprintf("deletionPolicy must be provided and must be either %s or %s", del, det)))
+		v.check(disk.DeletionPolicy != "" && disk.DeletionPolicy != del && disk.DeletionPolicy != det,
+			field.Invalid(p.Child("deletionPolicy"), disk.DeletionPolicy, fmt.Sprintf("must be either %s or %s", del, det)))
+		ultra := machinev1beta1.StorageAccountUltraSSDLRS
+		v.check(disk.ManagedDisk.StorageAccountType == ultra && disk.CachingType != machinev1beta1.CachingTypeNone && disk.CachingType != "",
+			field.Invalid(p.Child("cachingType"), disk.CachingType, fmt.Sprintf("must be \"None\" or omitted when storageAccountType is \"%s\"", ultra)))
 		luns[disk.Lun] = true
 		suffixes[disk.NameSuffix] = true
 	}
-	return errs
+	return v.errs
 }
 
 func validateAzureDiagnostics(d machinev1beta1.AzureDiagnostics, path *field.Path) field.ErrorList {

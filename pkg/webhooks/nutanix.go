@@ -3,6 +3,7 @@ package webhooks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,18 +25,16 @@ func init() {
 	register(ProviderNutanix, "NutanixMachineProviderConfig", nil, defaultNutanix, validateNutanix)
 }
 
-// defaultNutanix fills the user-data and credentials Secrets.
 func defaultNutanix(spec *machinev1.NutanixMachineProviderConfig, _ platformEnv) []string {
 	defaultSecretRefs(&spec.UserDataSecret, &spec.CredentialsSecret, defaultNutanixCredentialsSecret)
 	return nil
 }
 
 func validateNutanix(spec *machinev1.NutanixMachineProviderConfig, env platformEnv) (field.ErrorList, []string) {
-	var errs field.ErrorList
-	var warnings []string
+	var v verdict
 	p := providerSpecPath
-	errs = append(errs, validateNutanixIdentifier("cluster", spec.Cluster)...)
-	errs = append(errs, validateNutanixIdentifier("image", spec.Image)...)
+	v.add(validateNutanixIdentifier("cluster", spec.Cluster), nil)
+	v.add(validateNutanixIdentifier("image", spec.Image), nil)
 	// The platform supports one subnet per VM.
 	if n := len(spec.Subnets); n != 1 {
 		subnets, _ := json.Marshal(spec.Subnets)
@@ -43,43 +42,35 @@ func validateNutanix(spec *machinev1.NutanixMachineProviderConfig, env platformE
 		if n > 1 {
 			detail = "too many subnets: currently nutanix platform supports one subnet per VM but more than one subnets are configured"
 		}
-		errs = append(errs, field.Invalid(p.Child("subnets"), string(subnets), detail))
+		v.check(true, field.Invalid(p.Child("subnets"), string(subnets), detail))
 	}
 	for _, s := range spec.Subnets {
-		errs = append(errs, validateNutanixIdentifier("subnet", s)...)
+		v.add(validateNutanixIdentifier("subnet", s), nil)
 	}
-	if spec.VCPUSockets < minNutanixCPUSockets {
-		warnings = append(warnings, fmt.Sprintf("providerSpec.vcpuSockets: %d is missing or less than the minimum value (%d): nodes may not boot correctly", spec.VCPUSockets, minNutanixCPUSockets))
-	}
-	if spec.VCPUsPerSocket < minNutanixCPUPerSocket {
-		warnings = append(warnings, fmt.Sprintf("providerSpec.vcpusPerSocket: %d is missing or less than the minimum value (%d): nodes may not boot correctly", spec.VCPUsPerSocket, minNutanixCPUPerSocket))
-	}
-	if spec.MemorySize.Cmp(resource.MustParse(fmt.Sprintf("%dMi", minNutanixMemoryMiB))) < 0 {
-		warnings = append(warnings, fmt.Sprintf("providerSpec.memorySize: %d is missing or less than the recommended minimum value (%d): nodes may not boot correctly", spec.MemorySize.Value()/(1024*1024), minNutanixMemoryMiB))
-	}
-	if spec.SystemDiskSize.Cmp(resource.MustParse(fmt.Sprintf("%dGi", minNutanixDiskGiB))) < 0 {
-		warnings = append(warnings, fmt.Sprintf("providerSpec.systemDiskSize: %d is missing or less than the recommended minimum (%d): nodes may fail to start if disk size is too low", spec.SystemDiskSize.Value()/(1024*1024*1024), minNutanixDiskGiB))
-	}
-	secretErrs, secretWarnings := env.validateSecretRefs(spec.UserDataSecret, spec.CredentialsSecret, p)
-	errs, warnings = append(errs, secretErrs...), append(warnings, secretWarnings...)
-	switch spec.BootType {
-	case "", machinev1.NutanixLegacyBoot, machinev1.NutanixUEFIBoot, machinev1.NutanixSecureBoot:
-	default:
-		errs = append(errs, field.Invalid(p.Child("bootType"), spec.BootType, fmt.Sprintf("valid bootType values are: \"\", %q, %q, %q.",
-			machinev1.NutanixLegacyBoot, machinev1.NutanixUEFIBoot, machinev1.NutanixSecureBoot)))
-	}
+	v.warn(spec.VCPUSockets < minNutanixCPUSockets,
+		fmt.Sprintf("providerSpec.vcpuSockets: %d is missing or less than the minimum value (%d): nodes may not boot correctly",
+			spec.VCPUSockets, minNutanixCPUSockets))
+	v.warn(spec.VCPUsPerSocket < minNutanixCPUPerSocket,
+		fmt.Sprintf("providerSpec.vcpusPerSocket: %d is missing or less than the minimum value (%d): nodes may not boot correctly",
+			spec.VCPUsPerSocket, minNutanixCPUPerSocket))
+	v.warn(spec.MemorySize.Cmp(resource.MustParse(fmt.Sprintf("%dMi", minNutanixMemoryMiB))) < 0, fmt.Sprintf(
+		"providerSpec.memorySize: %d is missing or less than the recommended minimum value (%d): nodes may not boot correctly", spec.MemorySize.Value()/(1024*1024), minNutanixMemoryMiB))
+	v.warn(spec.SystemDiskSize.Cmp(resource.MustParse(fmt.Sprintf("%dGi", minNutanixDiskGiB))) < 0, fmt.Sprintf(
+		"providerSpec.systemDiskSize: %d is missing or less than the recommended minimum (%d): nodes may fail to start if disk size is too low", spec.SystemDiskSize.Value()/(1024*1024*1024), minNutanixDiskGiB))
+	v.add(env.validateSecretRefs(spec.UserDataSecret, spec.CredentialsSecret, p))
+	legacy, uefi, secure := machinev1.NutanixLegacyBoot, machinev1.NutanixUEFIBoot, machinev1.NutanixSecureBoot
+	v.check(!slices.Contains([]machinev1.NutanixBootType{"", legacy, uefi, secure}, spec.BootType),
+		field.Invalid(p.Child("bootType"), spec.BootType, fmt.Sprintf("valid bootType values are: \"\", %q, %q, %q.", legacy, uefi, secure)))
 	if spec.Project.Type != "" {
-		errs = append(errs, validateNutanixIdentifier("project", spec.Project)...)
+		v.add(validateNutanixIdentifier("project", spec.Project), nil)
 	}
 	for _, c := range spec.Categories {
-		if len(c.Key) < 1 || len(c.Key) > 64 {
-			errs = append(errs, field.Invalid(p.Child("categories", "key"), c.Key, "key must be a string with length between 1 and 64."))
-		}
-		if len(c.Value) < 1 || len(c.Value) > 64 {
-			errs = append(errs, field.Invalid(p.Child("categories", "value"), c.Value, "value must be a string with length between 1 and 64."))
-		}
+		v.check(len(c.Key) < 1 || len(c.Key) > 64,
+			field.Invalid(p.Child("categories", "key"), c.Key, "key must be a string with length between 1 and 64."))
+		v.check(len(c.Value) < 1 || len(c.Value) > 64,
+			field.Invalid(p.Child("categories", "value"), c.Value, "value must be a string with length between 1 and 64."))
 	}
-	return errs, warnings
+	return v.errs, v.warnings
 }
 
 // validateNutanixIdentifier checks a reference to a Nutanix resource by

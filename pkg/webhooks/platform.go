@@ -15,12 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// controlPlaneArch is the architecture the instance type and image defaults
-// are chosen for. OpenShift takes its webhook binary's architecture, which
-// runs on the control plane; this binary ships in the same image.
+// controlPlaneArch chooses the instance type and image defaults: as OpenShift,
+// the webhook binary's, which runs on the control plane.
 const controlPlaneArch = runtime.GOARCH
 
-// The architectures with their own defaults.
+// Architectures with their own defaults.
 const (
 	archAMD64 = "amd64"
 	archARM64 = "arm64"
@@ -32,31 +31,48 @@ const (
 	defaultSecretNamespace = "openshift-machine-api"
 )
 
-// providerSpecPath is the root of the platforms' field paths. OpenShift
-// reports them relative to the Machine spec without ".value"
-// (providerSpec.ami, providerSpec.placement.region), for Machines and
-// MachineSet templates alike; the platforms here report the same paths.
+// providerSpecPath is the root of the platforms' field paths: OpenShift's,
+// without ".value" (providerSpec.ami), for Machines and templates alike.
 var providerSpecPath = field.NewPath("providerSpec")
 
-// SecretLookup says whether the Secret namespace/name exists. Validation
-// warns when a credentials Secret does not; nil means no check.
+// SecretLookup says whether the Secret namespace/name exists; nil: no check.
 type SecretLookup func(namespace, name string) (bool, error)
 
 // platformEnv is what a platform's defaulting and validation read besides
 // the providerSpec value.
 type platformEnv struct {
-	cluster ClusterInfo
-	// arch is the control plane's architecture (controlPlaneArch; tests
-	// set others).
-	arch string
-	// namespace and name are those of the Machine, or of the MachineSet for
-	// its template (whose Machines have no name yet: name is then "").
-	namespace, name string
+	cluster         ClusterInfo
+	arch            string // controlPlaneArch; tests set others
+	namespace, name string // the Machine's; a template's name is ""
 	secrets         SecretLookup
 }
 
-// credentialsWarnings returns OpenShift's warning when the credentials
-// Secret namespace/name does not exist or cannot be read.
+// verdict collects a value's field errors and warnings in order.
+type verdict struct {
+	errs     field.ErrorList
+	warnings []string
+}
+
+// check adds err when failed.
+func (v *verdict) check(failed bool, err *field.Error) {
+	if failed {
+		v.errs = append(v.errs, err)
+	}
+}
+
+// warn adds warning when cond holds.
+func (v *verdict) warn(cond bool, warning string) {
+	if cond {
+		v.warnings = append(v.warnings, warning)
+	}
+}
+
+func (v *verdict) add(errs field.ErrorList, warnings []string) {
+	v.errs, v.warnings = append(v.errs, errs...), append(v.warnings, warnings...)
+}
+
+// credentialsWarnings is OpenShift's warning when the credentials Secret
+// namespace/name does not exist or cannot be read.
 func (e platformEnv) credentialsWarnings(namespace, name string) []string {
 	if e.secrets == nil {
 		return nil
@@ -72,8 +88,8 @@ func (e platformEnv) credentialsWarnings(namespace, name string) []string {
 	return nil
 }
 
-// defaultInstanceType returns the instance type for arch from the per-arch
-// defaults of a platform, falling back to amd64's, with OpenShift's warning.
+// defaultInstanceType returns arch's instance type of byArch (else amd64's)
+// with OpenShift's note.
 func defaultInstanceType(platform Provider, arch string, byArch map[string]string) (string, string) {
 	if t, ok := byArch[arch]; ok {
 		return t, fmt.Sprintf("setting the default instance type %q for cloud provider %q, based on the control plane architecture (%q)", t, platform, arch)
@@ -84,14 +100,12 @@ func defaultInstanceType(platform Provider, arch string, byArch map[string]strin
 
 // platform is one platform's providerSpec admission.
 type platform struct {
-	provider Provider
-	// kind is the providerSpec kind of the platform's values.
 	kind string
 	// groups are the apiVersion groups OpenShift accepts with kind (in
 	// versions v1beta1 and v1) without a warning; nil: no check.
 	groups []string
-	// defaults fills a value's missing fields into fields (the value's
-	// top-level keys) and returns the keys it set and its warnings.
+	// defaults fills the missing fields into fields (the value's top-level
+	// keys) and returns the keys it set and its notes.
 	defaults func(raw []byte, fields map[string]json.RawMessage, env platformEnv) (set, warnings []string)
 	// validate checks a value (raw is nil when there is none).
 	validate func(raw []byte, env platformEnv) (field.ErrorList, []string)
@@ -100,13 +114,12 @@ type platform struct {
 // platforms are the platforms this package admits, by provider.
 var platforms = map[Provider]platform{}
 
-// register adds a platform whose value decodes into T, with its defaulting
-// and validation of the decoded value. Each platform file calls it from init.
+// register adds a platform whose value decodes into T (from each platform file's init).
 func register[T any](p Provider, kind string, groups []string,
 	def func(spec *T, env platformEnv) []string,
 	validate func(spec *T, env platformEnv) (field.ErrorList, []string)) {
 	platforms[p] = platform{
-		provider: p, kind: kind, groups: groups,
+		kind: kind, groups: groups,
 		defaults: func(raw []byte, fields map[string]json.RawMessage, env platformEnv) ([]string, []string) {
 			spec := new(T)
 			if json.Unmarshal(raw, spec) != nil {
@@ -131,21 +144,18 @@ func register[T any](p Provider, kind string, groups []string,
 			if err := json.Unmarshal(raw, spec); err != nil {
 				return field.ErrorList{field.Invalid(providerSpecPath.Child("value"), spec, err.Error())}, nil
 			}
-			var warnings []string
-			if w := unknownFieldWarning(raw, new(T)); w != "" {
-				warnings = append(warnings, w)
+			var v verdict
+			for _, w := range []string{unknownFieldWarning(raw, new(T)), gvkWarning(raw, kind, groups)} {
+				v.warn(w != "", w)
 			}
-			if w := gvkWarning(raw, kind, groups); w != "" {
-				warnings = append(warnings, w)
-			}
-			errs, more := validate(spec, env)
-			return errs, append(warnings, more...)
+			v.add(validate(spec, env))
+			return v.errs, v.warnings
 		},
 	}
 }
 
 // unknownFieldWarning is OpenShift's warning for the first key of raw that
-// the type of into does not have ("" when there is none).
+// into's type does not have ("" when none).
 func unknownFieldWarning(raw []byte, into any) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -181,11 +191,10 @@ func gvkWarning(raw []byte, kind string, groups []string) string {
 	return fmt.Sprintf("incorrect GroupVersionKind for %s object: %s", kind, gvk)
 }
 
-// overlay writes into fields (a value's top-level keys) every member of
-// after that differs from before (the JSON of the typed value before and
-// after defaulting) and returns the keys it wrote. It descends into objects
-// present in all three, so keys the type does not know are kept; the
-// user's other keys stay verbatim.
+// overlay writes into fields (a value's top-level keys) every member of after
+// that differs from before (the typed value's JSON around defaulting) and
+// returns their keys; it descends into objects present in all three, so the
+// user's other keys, unknown ones too, stay verbatim.
 func overlay(fields map[string]json.RawMessage, before, after []byte) []string {
 	var b, a map[string]json.RawMessage
 	if json.Unmarshal(before, &b) != nil || json.Unmarshal(after, &a) != nil {
@@ -215,8 +224,7 @@ func isObject(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '{'
 }
 
-// defaultSecretRefs names the worker user data and the platform's
-// credentials Secret where the providerSpec names none.
+// defaultSecretRefs names the user-data and credentials Secrets where none are.
 func defaultSecretRefs(userData, credentials **corev1.LocalObjectReference, credentialsSecret string) {
 	if *userData == nil {
 		*userData = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
@@ -229,18 +237,14 @@ func defaultSecretRefs(userData, credentials **corev1.LocalObjectReference, cred
 // validateSecretRefs requires named user-data and credentials Secret
 // references and warns when the credentials Secret does not exist.
 func (e platformEnv) validateSecretRefs(userData, credentials *corev1.LocalObjectReference, p *field.Path) (field.ErrorList, []string) {
-	errs := validateUserDataRef(userData, p)
-	credErrs, warnings := e.validateCredentialsRef(credentials, p)
-	return append(errs, credErrs...), warnings
+	errs, warnings := e.validateCredentialsRef(credentials, p)
+	return append(validateUserDataRef(userData, p), errs...), warnings
 }
 
-// validateUserDataRef requires a named user-data Secret reference.
 func validateUserDataRef(ref *corev1.LocalObjectReference, p *field.Path) field.ErrorList {
 	return requireSecretName(ref, p.Child("userDataSecret"), "userDataSecret")
 }
 
-// validateCredentialsRef requires a named credentials Secret reference and
-// warns when that Secret does not exist.
 func (e platformEnv) validateCredentialsRef(ref *corev1.LocalObjectReference, p *field.Path) (field.ErrorList, []string) {
 	if errs := requireSecretName(ref, p.Child("credentialsSecret"), "credentialsSecret"); len(errs) > 0 {
 		return errs, nil

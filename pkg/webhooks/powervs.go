@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -35,8 +36,6 @@ func init() {
 	register(ProviderPowerVS, "PowerVSMachineProviderConfig", nil, defaultPowerVS, validatePowerVS)
 }
 
-// defaultPowerVS fills the Secrets, system type s922, Shared processors
-// (0.5; 1 when Dedicated) and 32 GiB of memory.
 func defaultPowerVS(spec *machinev1.PowerVSMachineProviderConfig, _ platformEnv) []string {
 	if spec.UserDataSecret == nil {
 		spec.UserDataSecret = &machinev1.PowerVSSecretReference{Name: defaultUserDataSecret}
@@ -44,12 +43,8 @@ func defaultPowerVS(spec *machinev1.PowerVSMachineProviderConfig, _ platformEnv)
 	if spec.CredentialsSecret == nil {
 		spec.CredentialsSecret = &machinev1.PowerVSSecretReference{Name: defaultPowerVSCredentialsSecret}
 	}
-	if spec.SystemType == "" {
-		spec.SystemType = defaultPowerVSSystemType
-	}
-	if spec.ProcessorType == "" {
-		spec.ProcessorType = machinev1.PowerVSProcessorTypeShared
-	}
+	spec.SystemType = cmp.Or(spec.SystemType, defaultPowerVSSystemType)
+	spec.ProcessorType = cmp.Or(spec.ProcessorType, machinev1.PowerVSProcessorTypeShared)
 	if spec.Processors.IntVal == 0 && spec.Processors.StrVal == "" {
 		if spec.ProcessorType == machinev1.PowerVSProcessorTypeDedicated {
 			spec.Processors = intstr.FromInt32(1)
@@ -57,107 +52,93 @@ func defaultPowerVS(spec *machinev1.PowerVSMachineProviderConfig, _ platformEnv)
 			spec.Processors = intstr.FromString("0.5")
 		}
 	}
-	if spec.MemoryGiB == 0 {
-		spec.MemoryGiB = defaultPowerVSMemoryGiB
-	}
+	spec.MemoryGiB = cmp.Or(spec.MemoryGiB, defaultPowerVSMemoryGiB)
 	return nil
 }
 
 func validatePowerVS(spec *machinev1.PowerVSMachineProviderConfig, env platformEnv) (field.ErrorList, []string) {
-	var errs field.ErrorList
-	var warnings []string
+	var v verdict
 	p := providerSpecPath
-	if spec.KeyPairName == "" {
-		errs = append(errs, field.Required(p.Child("keyPairName"), "providerSpec.keyPairName must be provided"))
-	}
-	errs = append(errs, validatePowerVSResource(spec.ServiceInstance, "serviceInstance", p.Child("serviceInstance"))...)
-	errs = append(errs, validatePowerVSResource(spec.Image, "image", p.Child("image"))...)
-	errs = append(errs, validatePowerVSResource(spec.Network, "network", p.Child("network"))...)
+	v.check(spec.KeyPairName == "", field.Required(p.Child("keyPairName"), "providerSpec.keyPairName must be provided"))
+	v.add(validatePowerVSResource(spec.ServiceInstance, "serviceInstance", p.Child("serviceInstance")), nil)
+	v.add(validatePowerVSResource(spec.Image, "image", p.Child("image")), nil)
+	v.add(validatePowerVSResource(spec.Network, "network", p.Child("network")), nil)
 	if spec.UserDataSecret == nil {
-		errs = append(errs, field.Required(p.Child("userDataSecret"), "providerSpec.userDataSecret must be provided"))
-	} else if spec.UserDataSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("userDataSecret", "name"), "providerSpec.userDataSecret.name must be provided"))
-	}
-	if spec.CredentialsSecret == nil {
-		errs = append(errs, field.Required(p.Child("credentialsSecret"), "providerSpec.credentialsSecret must be provided"))
-	} else if spec.CredentialsSecret.Name == "" {
-		errs = append(errs, field.Required(p.Child("credentialsSecret", "name"), "providerSpec.credentialsSecret.name must be provided"))
+		v.check(true, field.Required(p.Child("userDataSecret"), "providerSpec.userDataSecret must be provided"))
 	} else {
-		warnings = append(warnings, env.credentialsWarnings(env.namespace, spec.CredentialsSecret.Name)...)
+		v.check(spec.UserDataSecret.Name == "",
+			field.Required(p.Child("userDataSecret", "name"), "providerSpec.userDataSecret.name must be provided"))
 	}
-	sizeWarnings, sizeErrs := validatePowerVSSize(spec, p)
-	return append(errs, sizeErrs...), append(warnings, sizeWarnings...)
+	switch c := spec.CredentialsSecret; {
+	case c == nil:
+		v.check(true, field.Required(p.Child("credentialsSecret"), "providerSpec.credentialsSecret must be provided"))
+	case c.Name == "":
+		v.check(true,
+			field.Required(p.Child("credentialsSecret", "name"), "providerSpec.credentialsSecret.name must be provided"))
+	default:
+		v.add(nil, env.credentialsWarnings(env.namespace, c.Name))
+	}
+	v.add(validatePowerVSSize(spec, p))
+	return v.errs, v.warnings
 }
 
-// validatePowerVSResource checks a resource reference of kind resource
-// (serviceInstance, image, network): its type and the matching value;
-// RegEx is for networks only.
+// validatePowerVSResource checks a reference to a serviceInstance, image or
+// network: its type and the matching value; RegEx is for networks only.
 func validatePowerVSResource(r machinev1.PowerVSResource, resource string, path *field.Path) field.ErrorList {
 	id, name, regex := machinev1.PowerVSResourceTypeID, machinev1.PowerVSResourceTypeName, machinev1.PowerVSResourceTypeRegEx
-	var errs field.ErrorList
+	var v verdict
 	switch r.Type {
 	case id:
-		if r.ID == nil {
-			errs = append(errs, field.Required(path.Child("id"), fmt.Sprintf("%s identifier is specified as ID but the value is nil", resource)))
-		}
+		v.check(r.ID == nil,
+			field.Required(path.Child("id"), fmt.Sprintf("%s identifier is specified as ID but the value is nil", resource)))
 	case name:
-		if r.Name == nil {
-			errs = append(errs, field.Required(path.Child("name"), fmt.Sprintf("%s identifier is specified as Name but the value is nil", resource)))
-		}
+		v.check(r.Name == nil,
+			field.Required(path.Child("name"), fmt.Sprintf("%s identifier is specified as Name but the value is nil", resource)))
 	case regex:
-		if resource != "network" {
-			errs = append(errs, field.Invalid(path, r.Type,
-				fmt.Sprintf("%s identifier is specified as %s but only %s and %s are valid resource identifiers", resource, r.Type, id, name)))
-		}
-		if r.RegEx == nil {
-			errs = append(errs, field.Required(path.Child("regex"), fmt.Sprintf("%s identifier is specified as Regex but the value is nil", resource)))
-		}
+		v.check(resource != "network", field.Invalid(path, r.Type,
+			fmt.Sprintf("%s identifier is specified as %s but only %s and %s are valid resource identifiers", resource, r.Type, id, name)))
+		v.check(r.RegEx == nil,
+			field.Required(path.Child("regex"), fmt.Sprintf("%s identifier is specified as Regex but the value is nil", resource)))
 	case "":
-		errs = append(errs, field.Required(path, fmt.Sprintf("%s identifier must be provided", resource)))
+		v.check(true, field.Required(path, fmt.Sprintf("%s identifier must be provided", resource)))
 	default:
-		errs = append(errs, field.Invalid(path, r.Type,
+		v.check(true, field.Invalid(path, r.Type,
 			fmt.Sprintf("%s identifier is specified as %s but only %s, %s and %s are valid resource identifiers", resource, r.Type, id, name, regex)))
 	}
-	return errs
+	return v.errs
 }
 
 // validatePowerVSSize checks memory and processors against the system
 // type's limits: above the maximum or negative is refused, below the
 // minimum warned about. An unknown system type is only warned about.
-func validatePowerVSSize(spec *machinev1.PowerVSMachineProviderConfig, path *field.Path) ([]string, field.ErrorList) {
+func validatePowerVSSize(spec *machinev1.PowerVSMachineProviderConfig, path *field.Path) (field.ErrorList, []string) {
 	sys, ok := powerVSSystems[spec.SystemType]
 	if !ok {
-		return []string{fmt.Sprintf("providerSpec.SystemType: %s is not known, Currently known system types are %s, %s and %s", spec.SystemType, "s922", "e980", "e880")}, nil
+		return nil, []string{fmt.Sprintf("providerSpec.SystemType: %s is not known, Currently known system types are %s, %s and %s", spec.SystemType, "s922", "e980", "e880")}
 	}
-	var errs field.ErrorList
-	var warnings []string
-	if spec.MemoryGiB > sys.maxMemoryGiB {
-		errs = append(errs, field.Invalid(path.Child("memoryGiB"), spec.MemoryGiB, fmt.Sprintf("for %s systemtype the maximum supported memory value is %d", spec.SystemType, sys.maxMemoryGiB)))
-	}
-	if spec.MemoryGiB < 0 {
-		errs = append(errs, field.Invalid(path.Child("memoryGiB"), spec.MemoryGiB, "memory value cannot be negative"))
-	} else if spec.MemoryGiB < sys.minMemoryGiB {
-		warnings = append(warnings, fmt.Sprintf("providerspec.MemoryGiB %d is less than the minimum value %d", spec.MemoryGiB, sys.minMemoryGiB))
-	}
+	var v verdict
+	memory, mem := spec.MemoryGiB, path.Child("memoryGiB")
+	v.check(memory > sys.maxMemoryGiB,
+		field.Invalid(mem, memory, fmt.Sprintf("for %s systemtype the maximum supported memory value is %d", spec.SystemType, sys.maxMemoryGiB)))
+	v.check(memory < 0, field.Invalid(mem, memory, "memory value cannot be negative"))
+	v.warn(memory >= 0 && memory < sys.minMemoryGiB,
+		fmt.Sprintf("providerspec.MemoryGiB %d is less than the minimum value %d", memory, sys.minMemoryGiB))
 	processors, err := powerVSProcessors(spec.Processors)
 	if err != nil {
 		// OpenShift's message, typo included.
-		return warnings, append(errs, field.InternalError(path.Child("processor"), fmt.Errorf("error while getting processor vlaue %w", err)))
+		v.check(true, field.InternalError(path.Child("processor"), fmt.Errorf("error while getting processor vlaue %w", err)))
+		return v.errs, v.warnings
 	}
-	if processors > sys.maxProcessor {
-		errs = append(errs, field.Invalid(path.Child("processor"), processors, fmt.Sprintf("for %s systemtype the maximum supported processor value is %f", spec.SystemType, sys.maxProcessor)))
-	}
+	v.check(processors > sys.maxProcessor, field.Invalid(path.Child("processor"), processors,
+		fmt.Sprintf("for %s systemtype the maximum supported processor value is %f", spec.SystemType, sys.maxProcessor)))
 	minimum := sys.minProcessorShared
 	if spec.ProcessorType == machinev1.PowerVSProcessorTypeDedicated {
 		minimum = sys.minProcessorDedicated
 	}
-	switch {
-	case processors < 0:
-		errs = append(errs, field.Invalid(path.Child("processor"), processors, "processor value cannot be negative"))
-	case processors < minimum:
-		warnings = append(warnings, fmt.Sprintf("providerspec.Processor %f is less than the minimum value %f for providerSpec.ProcessorType: %s", processors, minimum, spec.ProcessorType))
-	}
-	return warnings, errs
+	v.check(processors < 0, field.Invalid(path.Child("processor"), processors, "processor value cannot be negative"))
+	v.warn(processors >= 0 && processors < minimum,
+		fmt.Sprintf("providerspec.Processor %f is less than the minimum value %f for providerSpec.ProcessorType: %s", processors, minimum, spec.ProcessorType))
+	return v.errs, v.warnings
 }
 
 // powerVSProcessors is the processor count, a number or a decimal string.
