@@ -1,7 +1,5 @@
-// Command machineset-controller keeps each MachineSet's spec.replicas Machines
-// and serves the Machine API admission webhooks (defaulting and validation of
-// Machines and MachineSets, validation of NodeMaintenances) behind the
-// machine-api webhook configurations the operator renders.
+// Command machineset-controller runs the MachineSet and MachineDeployment
+// controllers and serves the Machine API and NodeMaintenance admission webhooks.
 package main
 
 import (
@@ -29,10 +27,6 @@ import (
 	nmwebhook "github.com/machine-api-operator/machine-api-operator/pkg/webhooks/nodemaintenance"
 )
 
-// leaderElectionID is OpenShift's lease name for this controller, so that
-// during an upgrade from (or to) OpenShift's image only one of them leads.
-const leaderElectionID = names.MachineSetLeaseName
-
 // flags are this binary's own flags, beyond the shared operand ones.
 type flags struct {
 	createBurst          int
@@ -52,7 +46,8 @@ func main() {
 
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, flags, error) {
-	opts := operand.Defaults(leaderElectionID, ":8082", ":9441")
+	// OpenShift's lease name: during an upgrade only one of the two leads.
+	opts := operand.Defaults(names.MachineSetLeaseName, ":8082", ":9441")
 	opts.Webhook = &operand.WebhookOptions{Enabled: true, Port: webhooks.DefaultPort, CertDir: webhooks.DefaultCertDir}
 	f := flags{
 		createBurst:          machineset.DefaultMaxCreateBurst,
@@ -100,8 +95,7 @@ func run(opts operand.Options, f flags) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// addControllers registers the machineset and machinedeployment
-// controllers and the admission webhooks.
+// addControllers registers the controllers and the admission webhooks.
 func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	r := machineset.NewReconciler(machineset.Options{
 		MachineAPIMigration:  opts.FeatureGate(features.FeatureGateMachineAPIMigration),
@@ -110,8 +104,7 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 		MaxConcurrentDeletes: f.maxConcurrentDeletes,
 		ExpectationsTimeout:  f.expectationsTimeout,
 	})
-	// On a cluster without the Machine API CRDs (yet) the controller waits
-	// for them, not ready, instead of exiting; the webhooks serve at once.
+	// Without the CRDs the controllers wait for them; the webhooks serve at once.
 	err := crdwait.Add(mgr, crdwait.Gate{
 		Name: "machineset", Required: true,
 		Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("MachineSet"), machinev1beta1.GroupVersion.WithKind("Machine")},
@@ -126,8 +119,6 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	if err != nil {
 		return fmt.Errorf("setting up the machineset controller: %w", err)
 	}
-	// MachineDeployments are this project's CRD: without it the binary runs
-	// the rest and picks the controller up once the CRD is installed.
 	md := machinedeployment.NewReconciler(machinedeployment.Options{Namespace: opts.Namespace})
 	err = crdwait.Add(mgr, crdwait.Gate{
 		Name:  "machinedeployment",
@@ -141,8 +132,7 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient()}); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
-		// Served whether or not the NodeMaintenance CRD exists: the operator
-		// renders its configuration only where it runs that controller.
+		// Whether or not the CRD exists: the operator renders its configuration.
 		if err := nmwebhook.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the NodeMaintenance webhook: %w", err)
 		}

@@ -1,6 +1,4 @@
-// Command nodelink-controller links Machines and Nodes: it sets each Machine's
-// status.nodeRef, annotates the Node with its Machine, and keeps the Machine's
-// spec.metadata labels/annotations and spec.taints on the Node.
+// Command nodelink-controller runs nodelink (package nodelink).
 package main
 
 import (
@@ -29,13 +27,10 @@ func main() {
 	}
 }
 
-// leaderElectionID is OpenShift's lease name for nodelink, so that during an
-// upgrade from OpenShift's operator the old and the new pod never both lead.
-const leaderElectionID = names.NodeLinkLeaseName
-
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, error) {
-	opts := operand.Defaults(leaderElectionID, ":8084", ":9444")
+	// OpenShift's lease name: during an upgrade only one of the two leads.
+	opts := operand.Defaults(names.NodeLinkLeaseName, ":8084", ":9444")
 	// Linking is two API round trips per Node; sized by the scale benchmark.
 	opts.MaxConcurrentReconciles = 50
 	fs := pflag.NewFlagSet("nodelink-controller", pflag.ContinueOnError)
@@ -61,8 +56,7 @@ func run(opts operand.Options) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// addControllers registers nodelink once the Machine CRD is served: on a
-// cluster without it (yet) the binary waits, not ready, instead of exiting.
+// addControllers registers nodelink once the Machine CRD is served.
 func addControllers(mgr manager.Manager, opts operand.Options) error {
 	err := crdwait.Add(mgr, crdwait.Gate{
 		Name: "nodelink", Kinds: []schema.GroupVersionKind{machinev1beta1.GroupVersion.WithKind("Machine")}, Required: true,

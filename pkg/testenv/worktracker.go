@@ -173,11 +173,17 @@ func requestNames[V any](m map[reconcile.Request]V) []string {
 	return out
 }
 
-// added records items as due at the given time (the earliest wins).
-func (w *WorkTracker) added(due time.Time, items ...reconcile.Request) {
+// change applies f under the lock, counting a queue change.
+func (w *WorkTracker) change(f func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.changes++
+	f()
+}
+
+// dueAt records items as due at the given time (the earliest wins). The
+// lock must be held.
+func (w *WorkTracker) dueAt(due time.Time, items ...reconcile.Request) {
 	for _, it := range items {
 		if at, ok := w.pending[it]; !ok || due.Before(at) {
 			w.pending[it] = due
@@ -185,45 +191,16 @@ func (w *WorkTracker) added(due time.Time, items ...reconcile.Request) {
 	}
 }
 
-// awaitDelay records rate-limited adds whose delay is not known yet.
-func (w *WorkTracker) awaitDelay(items ...reconcile.Request) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.changes++
-	for _, it := range items {
-		w.unscheduled[it]++
+func decrement(m map[reconcile.Request]int, k reconcile.Request) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
 	}
-}
-
-// scheduled records the due time of a rate-limited add.
-func (w *WorkTracker) scheduled(item reconcile.Request, due time.Time) {
-	w.mu.Lock()
-	if w.unscheduled[item]--; w.unscheduled[item] <= 0 {
-		delete(w.unscheduled, item)
-	}
-	w.mu.Unlock()
-	w.added(due, item)
 }
 
 func (w *WorkTracker) got(item reconcile.Request, shutdown bool) {
-	if shutdown {
-		return
+	if !shutdown {
+		w.change(func() { delete(w.pending, item); w.inFlight[item]++ })
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.changes++
-	delete(w.pending, item)
-	w.inFlight[item]++
-}
-
-func (w *WorkTracker) finished(item reconcile.Request) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.changes++
-	if w.inFlight[item]--; w.inFlight[item] <= 0 {
-		delete(w.inFlight, item)
-	}
-	w.done[item]++
 }
 
 // trackedQueue reports every add, hand-out and completion to its tracker.
@@ -232,27 +209,29 @@ type trackedQueue struct {
 	w *WorkTracker
 }
 
-func (q *trackedQueue) Add(item reconcile.Request) {
-	q.w.added(time.Now(), item)
-	q.PriorityQueue.Add(item)
-}
+func (q *trackedQueue) Add(item reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, item) }
 
 func (q *trackedQueue) AddAfter(item reconcile.Request, d time.Duration) {
-	q.w.added(time.Now().Add(d), item)
-	q.PriorityQueue.AddAfter(item, d)
+	q.AddWithOpts(priorityqueue.AddOpts{After: d}, item)
 }
 
 func (q *trackedQueue) AddRateLimited(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
 }
 
+// AddWithOpts: a rate-limited add's delay is recorded by trackedRateLimiter
+// when the queue asks for it.
 func (q *trackedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
-	if o.RateLimited {
-		q.w.awaitDelay(items...)
-	}
-	if !o.RateLimited || o.After > 0 {
-		q.w.added(time.Now().Add(o.After), items...)
-	}
+	q.w.change(func() {
+		for _, it := range items {
+			if o.RateLimited {
+				q.w.unscheduled[it]++
+			}
+		}
+		if !o.RateLimited || o.After > 0 {
+			q.w.dueAt(time.Now().Add(o.After), items...)
+		}
+	})
 	q.PriorityQueue.AddWithOpts(o, items...)
 }
 
@@ -270,7 +249,7 @@ func (q *trackedQueue) GetWithPriority() (reconcile.Request, int, bool) {
 
 func (q *trackedQueue) Done(item reconcile.Request) {
 	q.PriorityQueue.Done(item)
-	q.w.finished(item)
+	q.w.change(func() { decrement(q.w.inFlight, item); q.w.done[item]++ })
 }
 
 // trackedRateLimiter records the delay the queue asks for a rate-limited add.
@@ -281,6 +260,6 @@ type trackedRateLimiter struct {
 
 func (r *trackedRateLimiter) When(item reconcile.Request) time.Duration {
 	d := r.TypedRateLimiter.When(item)
-	r.w.scheduled(item, time.Now().Add(d))
+	r.w.change(func() { decrement(r.w.unscheduled, item); r.w.dueAt(time.Now().Add(d), item) })
 	return d
 }

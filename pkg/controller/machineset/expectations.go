@@ -15,8 +15,8 @@ import (
 // Creations: BeginCreations before the Creates, then CreationSucceeded or
 // CreationFailed per Create; CreationObserved from the informer. A name
 // observed before its CreationSucceeded is remembered while Creates are in
-// flight. Deletions: ExpectDeletions before the Deletes, DeletionFailed or
-// DeletionObserved (a delete event, or deletionTimestamp set).
+// flight. Deletions: ExpectDeletions before the Deletes, then
+// DeletionObserved (a delete event, deletionTimestamp set, or a failure).
 type Expectations struct {
 	mu      sync.Mutex
 	clock   clock.PassiveClock
@@ -145,12 +145,8 @@ func (e *Expectations) ExpectDeletions(key types.NamespacedName, uids ...types.U
 	}
 }
 
-// DeletionFailed drops the expected deletion of uid (its Delete failed).
-func (e *Expectations) DeletionFailed(key types.NamespacedName, uid types.UID) {
-	e.DeletionObserved(key, uid)
-}
-
-// DeletionObserved records that the informer saw the Machine uid (being) deleted.
+// DeletionObserved records that the informer saw the Machine uid (being)
+// deleted, or that its Delete failed: nothing more is expected.
 func (e *Expectations) DeletionObserved(key types.NamespacedName, uid types.UID) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -99,7 +99,7 @@ func TestExpectationsDeletions(t *testing.T) {
 	if _, d := e.Pending(msKey); d != 2 {
 		t.Fatalf("pending deletes = %d, want 2", d)
 	}
-	e.DeletionFailed(msKey, "u2")
+	e.DeletionObserved(msKey, "u2")
 	mustSatisfied(t, e, false)
 	e.DeletionObserved(msKey, "u3")
 	mustSatisfied(t, e, true)

@@ -372,7 +372,7 @@ func (r *Reconciler) deleteMachine(ctx context.Context, ms *machinev1beta1.Machi
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace}}
 	err := r.client.Delete(ctx, m, client.Preconditions{UID: &uid})
 	if err != nil { // nothing will be observed
-		r.expectations.DeletionFailed(key, uid)
+		r.expectations.DeletionObserved(key, uid)
 	}
 	switch {
 	case apierrors.IsNotFound(err):

@@ -87,19 +87,8 @@ func (r *Reconciler) inNamespace(o client.Object) bool {
 // or for an orphan every MachineSet whose selector matches.
 func (r *Reconciler) machineHandler() handler.EventHandler {
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			m, ok := e.Object.(*machinev1beta1.Machine)
-			if !ok || !r.inNamespace(m) {
-				return
-			}
-			if key, ok := machineSetOwner(m); ok {
-				r.expectations.CreationObserved(key, m.Name)
-				if m.DeletionTimestamp != nil {
-					r.expectations.DeletionObserved(key, m.UID)
-				}
-			}
-			r.enqueueFor(ctx, q, m)
-		},
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { r.observed(ctx, q, e.Object, false) },
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) { r.observed(ctx, q, e.Object, true) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			oldM, ok1 := e.ObjectOld.(*machinev1beta1.Machine)
 			newM, ok2 := e.ObjectNew.(*machinev1beta1.Machine)
@@ -123,23 +112,28 @@ func (r *Reconciler) machineHandler() handler.EventHandler {
 				r.enqueueSelecting(ctx, q, oldM)
 			}
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
-			m, ok := e.Object.(*machinev1beta1.Machine)
-			if !ok || !r.inNamespace(m) {
-				return
-			}
-			if key, ok := machineSetOwner(m); ok { // it existed, and is gone
-				r.expectations.CreationObserved(key, m.Name)
-				r.expectations.DeletionObserved(key, m.UID)
-			}
-			r.enqueueFor(ctx, q, m)
-		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
 			if m, ok := e.Object.(*machinev1beta1.Machine); ok && r.inNamespace(m) {
 				r.enqueueFor(ctx, q, m)
 			}
 		},
 	}
+}
+
+// observed records that the Machine obj exists or existed (gone: no more),
+// and enqueues its MachineSets.
+func (r *Reconciler) observed(ctx context.Context, q queue, obj client.Object, gone bool) {
+	m, ok := obj.(*machinev1beta1.Machine)
+	if !ok || !r.inNamespace(m) {
+		return
+	}
+	if key, ok := machineSetOwner(m); ok {
+		r.expectations.CreationObserved(key, m.Name)
+		if gone || m.DeletionTimestamp != nil {
+			r.expectations.DeletionObserved(key, m.UID)
+		}
+	}
+	r.enqueueFor(ctx, q, m)
 }
 
 // machineChangeMatters reports whether an update changes what the controller counts.
