@@ -62,24 +62,46 @@ type Reconciler struct {
 	client    client.Client
 	namespace string
 	events    *patch.Events
-	// Our nodeRef and Node patches the cache has not shown yet, so they are
-	// not sent twice: by the version they left behind, and by the value sent
-	// (for when another writer's version landed in between).
-	nodeRefWrites, nodeWrites  *readyourwrites.Memo
-	nodeRefSent, nodePatchSent *readyourwrites.Sent
+	// Our nodeRef and Node patches the cache has not shown yet.
+	nodeRefs, nodePatches writes
+}
+
+// writes remembers one kind of our writes the cache has not shown yet, so
+// none is sent twice: by the version it left behind, and by the value sent
+// (for when another writer's version landed in between).
+type writes struct {
+	memo *readyourwrites.Memo
+	sent *readyourwrites.Sent
+}
+
+// send calls write unless the cache, which shows key at version, is behind
+// our last write of value; write returns the version written ("": none).
+func (w writes) send(key types.NamespacedName, version, value string, write func() (string, error)) error {
+	now := time.Now()
+	if w.memo.Stale(key, version, now) {
+		return errCacheBehind
+	}
+	if w.sent.Pending(key, value, now) {
+		return errSentPending
+	}
+	written, err := write()
+	if err != nil || written == "" {
+		return err
+	}
+	w.memo.Wrote(key, version, written, now)
+	w.sent.Note(key, value, now)
+	return nil
 }
 
 // NewReconciler returns a Reconciler. Its Client must read from a cache with
 // the indexes RegisterIndexes adds.
 func NewReconciler(opts Options) *Reconciler {
 	return &Reconciler{
-		client:        opts.Client,
-		namespace:     opts.Namespace,
-		events:        &patch.Events{Recorder: opts.Recorder},
-		nodeRefWrites: readyourwrites.New(),
-		nodeWrites:    readyourwrites.New(),
-		nodeRefSent:   readyourwrites.NewSent(),
-		nodePatchSent: readyourwrites.NewSent(),
+		client:      opts.Client,
+		namespace:   opts.Namespace,
+		events:      &patch.Events{Recorder: opts.Recorder},
+		nodeRefs:    writes{readyourwrites.New(), readyourwrites.NewSent()},
+		nodePatches: writes{readyourwrites.New(), readyourwrites.NewSent()},
 	}
 }
 
@@ -115,8 +137,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 		}
-		r.nodeWrites.Forget(req.NamespacedName)
-		r.nodePatchSent.Forget(req.NamespacedName)
+		r.nodePatches.memo.Forget(req.NamespacedName)
+		r.nodePatches.sent.Forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	if node.DeletionTimestamp != nil {
@@ -256,30 +278,22 @@ const sentPendingRetry = time.Second
 func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Machine, node *corev1.Node) error {
 	key := client.ObjectKeyFromObject(machine)
 	if nodeRefUpToDate(machine, node) {
-		r.nodeRefSent.Forget(key)
+		r.nodeRefs.sent.Forget(key)
 		return nil
 	}
-	now := time.Now()
-	if r.nodeRefWrites.Stale(key, machine.ResourceVersion, now) {
-		return errCacheBehind
-	}
-	if r.nodeRefSent.Pending(key, string(node.UID), now) {
-		return errSentPending
-	}
-	m := machine.DeepCopy()
-	patch := client.MergeFrom(machine)
-	ref := nodeRefFor(node)
-	m.Status.NodeRef = &ref
-	if err := r.client.Status().Patch(ctx, m, patch); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // the Machine finished deleting meanwhile
+	return r.nodeRefs.send(key, machine.ResourceVersion, string(node.UID), func() (string, error) {
+		m := machine.DeepCopy()
+		ref := nodeRefFor(node)
+		m.Status.NodeRef = &ref
+		if err := r.client.Status().Patch(ctx, m, client.MergeFrom(machine)); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", nil // the Machine finished deleting meanwhile
+			}
+			return "", fmt.Errorf("setting nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
 		}
-		return fmt.Errorf("setting nodeRef of machine %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	r.nodeRefWrites.Wrote(key, machine.ResourceVersion, m.ResourceVersion, now)
-	r.nodeRefSent.Note(key, string(node.UID), now)
-	log.FromContext(ctx).Info("set nodeRef", "nodeUID", node.UID)
-	return nil
+		log.FromContext(ctx).Info("set nodeRef", "nodeUID", node.UID)
+		return m.ResourceVersion, nil
+	})
 }
 
 // syncNode applies the Machine's metadata and taints to the Node.
@@ -298,12 +312,8 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	}
 	key := client.ObjectKeyFromObject(node)
 	if !plan.Changed {
-		r.nodePatchSent.Forget(key)
+		r.nodePatches.sent.Forget(key)
 		return nil
-	}
-	now := time.Now()
-	if r.nodeWrites.Stale(key, node.ResourceVersion, now) {
-		return errCacheBehind
 	}
 	patch := client.MergeFrom(node)
 	if needsLock(node, plan.Node) {
@@ -313,16 +323,13 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	if err != nil {
 		return fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
 	}
-	if r.nodePatchSent.Pending(key, string(data), now) {
-		return errSentPending
-	}
-	if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
-		return fmt.Errorf("updating node %s: %w", node.Name, err)
-	}
-	r.nodeWrites.Wrote(key, node.ResourceVersion, plan.Node.ResourceVersion, now)
-	r.nodePatchSent.Note(key, string(data), now)
-	logger.Info("synced node metadata from machine")
-	return nil
+	return r.nodePatches.send(key, node.ResourceVersion, string(data), func() (string, error) {
+		if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
+			return "", fmt.Errorf("updating node %s: %w", node.Name, err)
+		}
+		logger.Info("synced node metadata from machine")
+		return plan.Node.ResourceVersion, nil
+	})
 }
 
 // nodeRequestsForMachine maps a Machine to the Nodes it matches (by
