@@ -16,63 +16,39 @@ import (
 // and validates.
 type Provider string
 
+// The providers: unknown (its providerSpec is left alone), kubemark, and the
+// platforms OpenShift's webhooks admit, named after their Infrastructure type.
 const (
-	// ProviderUnknown is a provider this package knows nothing about: its
-	// providerSpec is left alone.
-	ProviderUnknown Provider = ""
-	// ProviderKubemark is the built-in kubemark provider
-	// (kubemark.machine-api-operator.io/v1alpha1 KubemarkMachineProviderSpec).
+	ProviderUnknown  Provider = ""
 	ProviderKubemark Provider = "kubemark"
-	// The platforms whose providerSpec OpenShift's webhooks default and
-	// validate, named after their Infrastructure platform type.
-	ProviderAWS     Provider = Provider(configv1.AWSPlatformType)
-	ProviderAzure   Provider = Provider(configv1.AzurePlatformType)
-	ProviderGCP     Provider = Provider(configv1.GCPPlatformType)
-	ProviderVSphere Provider = Provider(configv1.VSpherePlatformType)
-	ProviderPowerVS Provider = Provider(configv1.PowerVSPlatformType)
-	ProviderNutanix Provider = Provider(configv1.NutanixPlatformType)
+	ProviderAWS      Provider = Provider(configv1.AWSPlatformType)
+	ProviderAzure    Provider = Provider(configv1.AzurePlatformType)
+	ProviderGCP      Provider = Provider(configv1.GCPPlatformType)
+	ProviderVSphere  Provider = Provider(configv1.VSpherePlatformType)
+	ProviderPowerVS  Provider = Provider(configv1.PowerVSPlatformType)
+	ProviderNutanix  Provider = Provider(configv1.NutanixPlatformType)
 )
 
-// ClusterInfo is what admission needs to know about the cluster, taken from
-// the config.openshift.io/v1 Infrastructure named "cluster" (and, on Azure,
-// the DNS named "cluster"). The zero value (no Infrastructure) means: no
-// cluster-ID label default and provider selection by providerSpec group only.
+// ClusterInfo is what admission needs to know about the cluster, from the
+// Infrastructure "cluster" (and on Azure the DNS "cluster"). The zero value:
+// no cluster-ID label default, provider chosen by providerSpec group only.
 type ClusterInfo struct {
-	// Provider serves Machines whose providerSpec.value names neither an
-	// apiVersion nor a kind.
+	// Provider serves a providerSpec.value naming neither apiVersion nor kind.
 	Provider Provider
-	// InfrastructureName is the value defaulted into the cluster-ID label
-	// and the base of the platforms' network and image defaults; empty
-	// means the label is not defaulted.
+	// InfrastructureName is the cluster-ID label's default ("": none) and the
+	// base of the platforms' network and image defaults.
 	InfrastructureName string
-	// AWSRegion (status.platformStatus.aws.region) is the default of an AWS
-	// providerSpec's placement.region.
+	// AWSRegion (status.platformStatus.aws.region) defaults placement.region.
 	AWSRegion string
-	// AzureGovCloud is true when status.platformStatus.azure is set with a
-	// cloudName other than AzurePublicCloud: spot VMs get a warning there.
+	// AzureGovCloud: an Azure cloudName other than AzurePublicCloud (spot VMs warned about).
 	AzureGovCloud bool
-	// DNSDisconnected is true when the DNS "cluster" has no public zone
-	// (publish strategy Internal): an Azure public IP is refused. Read only
-	// on Azure; false when the DNS object cannot be found.
+	// DNSDisconnected: the DNS has no public zone, so an Azure public IP is refused.
 	DNSDisconnected bool
 }
 
-// platformProviders maps the Infrastructure platform types this package
-// admits to their provider.
-var platformProviders = map[configv1.PlatformType]Provider{
-	configv1.AWSPlatformType:     ProviderAWS,
-	configv1.AzurePlatformType:   ProviderAzure,
-	configv1.GCPPlatformType:     ProviderGCP,
-	configv1.VSpherePlatformType: ProviderVSphere,
-	configv1.PowerVSPlatformType: ProviderPowerVS,
-	configv1.NutanixPlatformType: ProviderNutanix,
-}
-
 // ClusterInfoFromInfrastructure derives the ClusterInfo of infra (nil: the
-// zero value). The platform type is status.platformStatus.type, or
-// spec.platformSpec.type while the status is not filled in; External with
-// spec.platformSpec.external.platformName "kubemark" is the kubemark
-// provider (the Infrastructure status carries no platform name).
+// zero value). The platform is the status's, else the spec's; External named
+// "kubemark" is the kubemark provider.
 func ClusterInfoFromInfrastructure(infra *configv1.Infrastructure) ClusterInfo {
 	if infra == nil {
 		return ClusterInfo{}
@@ -83,11 +59,12 @@ func ClusterInfoFromInfrastructure(infra *configv1.Infrastructure) ClusterInfo {
 	if ps != nil && ps.Type != "" {
 		platform = ps.Type
 	}
-	info.Provider = platformProviders[platform]
-	if platform == configv1.ExternalPlatformType {
-		if ext := infra.Spec.PlatformSpec.External; ext != nil && ext.PlatformName == config.KubemarkPlatformName {
-			info.Provider = ProviderKubemark
-		}
+	if _, ok := platforms[Provider(platform)]; ok {
+		info.Provider = Provider(platform)
+	}
+	ext := infra.Spec.PlatformSpec.External
+	if platform == configv1.ExternalPlatformType && ext != nil && ext.PlatformName == config.KubemarkPlatformName {
+		info.Provider = ProviderKubemark
 	}
 	if ps != nil && ps.AWS != nil {
 		info.AWSRegion = ps.AWS.Region
@@ -97,21 +74,20 @@ func ClusterInfoFromInfrastructure(infra *configv1.Infrastructure) ClusterInfo {
 	return info
 }
 
-// lookupClusterInfo reads the Infrastructure "cluster" through r, and on
-// Azure the DNS "cluster". A nil reader, a missing object or a cluster
-// without the config.openshift.io API give the zero value and no error.
+// lookupClusterInfo reads the Infrastructure "cluster", and on Azure the DNS
+// "cluster"; a nil reader, a missing object or API give the zero value.
 func lookupClusterInfo(ctx context.Context, r client.Reader) (ClusterInfo, error) {
 	if r == nil {
 		return ClusterInfo{}, nil
 	}
 	infra := &configv1.Infrastructure{}
-	if found, err := getOptional(ctx, r, infra); err != nil || !found {
+	if found, err := getOptional(ctx, r, infra, "infrastructures"); err != nil || !found {
 		return ClusterInfo{}, err
 	}
 	info := ClusterInfoFromInfrastructure(infra)
 	if info.Provider == ProviderAzure {
 		dns := &configv1.DNS{}
-		found, err := getOptional(ctx, r, dns)
+		found, err := getOptional(ctx, r, dns, "dnses")
 		if err != nil {
 			return ClusterInfo{}, err
 		}
@@ -120,20 +96,12 @@ func lookupClusterInfo(ctx context.Context, r client.Reader) (ClusterInfo, error
 	return info, nil
 }
 
-// getOptional reads the config.openshift.io object named "cluster" into obj;
-// found is false when it or its API does not exist.
-func getOptional(ctx context.Context, r client.Reader, obj client.Object) (found bool, err error) {
+// getOptional reads the config.openshift.io object "cluster" of resource into
+// obj; found is false when it or its API does not exist.
+func getOptional(ctx context.Context, r client.Reader, obj client.Object, resource string) (found bool, err error) {
 	err = r.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, obj)
-	switch {
-	case err == nil:
-		return true, nil
-	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		return false, nil
-	default:
-		resource := "infrastructures.config.openshift.io"
-		if _, ok := obj.(*configv1.DNS); ok {
-			resource = "dnses.config.openshift.io"
-		}
-		return false, fmt.Errorf("reading %s %q: %w", resource, config.ClusterConfigName, err)
+	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return err == nil, nil
 	}
+	return false, fmt.Errorf("reading %s.config.openshift.io %q: %w", resource, config.ClusterConfigName, err)
 }

@@ -1,34 +1,27 @@
 package webhooks
 
 import (
+	"maps"
+
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
 
-// ClusterIDLabel identifies the cluster a Machine belongs to
-// (machine.openshift.io/cluster-api-cluster).
+// ClusterIDLabel identifies the cluster a Machine belongs to.
 const ClusterIDLabel = machinev1beta1.MachineClusterIDLabel
 
 // Defaulted says what defaulting changed.
 type Defaulted struct {
-	// Labels is true when the cluster-ID label was added to metadata.labels
-	// (for a MachineSet: to metadata.labels or spec.template.metadata.labels).
-	Labels bool
-	// ProviderSpec lists the providerSpec.value keys that were filled in.
-	ProviderSpec []string
-	// Spec lists the spec fields that were filled in (a MachineDeployment's
-	// replicas, strategy, revisionHistoryLimit, progressDeadlineSeconds).
-	Spec []string
-	// Warnings are the platform's notes on its defaults (logged only).
-	Warnings []string
+	Labels       bool     // the cluster-ID label was added (to the object's or its template's labels)
+	ProviderSpec []string // the providerSpec.value keys filled in
+	Spec         []string // a MachineDeployment's spec fields filled in
+	Warnings     []string // the platform's notes on its defaults (logged only)
 }
 
 // Changed is true when defaulting changed anything.
 func (d Defaulted) Changed() bool { return d.Labels || len(d.ProviderSpec) > 0 || len(d.Spec) > 0 }
 
-// DefaultMachine fills what m leaves out: the cluster-ID label (only when
-// cluster.InfrastructureName is known; an existing label is never
-// overwritten, since a different value would orphan the Machine) and the
-// provider's providerSpec defaults (see DefaultProviderSpec).
+// DefaultMachine fills the cluster-ID label (never overwritten: that would
+// orphan the Machine) and the providerSpec defaults.
 func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	var d Defaulted
 	m.Labels, d.Labels = defaultClusterLabel(m.Labels, cluster.InfrastructureName)
@@ -36,18 +29,14 @@ func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	return d
 }
 
-// DefaultMachineSet defaults spec.template.spec as DefaultMachine defaults a
-// Machine, and adds the cluster-ID label to the MachineSet's and its
-// template's labels when missing (never to the selector, which is the
-// user's choice and immutable). Adding a template label never breaks the
-// selector match.
+// DefaultMachineSet defaults the template's spec as a Machine's and adds the
+// cluster-ID label to the MachineSet's and the template's labels (never to
+// the immutable selector; a template label cannot break its match).
 func DefaultMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo) Defaulted {
 	return defaultTemplated(&ms.Labels, &ms.Spec.Template, cluster)
 }
 
-// defaultTemplated defaults an object that creates Machines from tmpl (a
-// MachineSet, a MachineDeployment): the cluster-ID label on its labels and
-// the template's, and the template's providerSpec.
+// defaultTemplated defaults a MachineSet or MachineDeployment as DefaultMachineSet says.
 func defaultTemplated(labels *map[string]string, tmpl *machinev1beta1.MachineTemplateSpec, cluster ClusterInfo) Defaulted {
 	var d Defaulted
 	var own, inTemplate bool
@@ -58,19 +47,15 @@ func defaultTemplated(labels *map[string]string, tmpl *machinev1beta1.MachineTem
 	return d
 }
 
-// defaultClusterLabel returns labels with the cluster-ID label set to
-// infraName when it is missing, and whether it was added. The input map is
-// not modified (a copy is returned when a label is added).
+// defaultClusterLabel returns a copy of labels with the cluster-ID label
+// infraName added when missing (and infraName known), and whether it was.
 func defaultClusterLabel(labels map[string]string, infraName string) (map[string]string, bool) {
-	if infraName == "" {
+	if _, ok := labels[ClusterIDLabel]; ok || infraName == "" {
 		return labels, false
 	}
-	if _, ok := labels[ClusterIDLabel]; ok {
-		return labels, false
-	}
-	out := make(map[string]string, len(labels)+1)
-	for k, v := range labels {
-		out[k] = v
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
 	}
 	out[ClusterIDLabel] = infraName
 	return out, true

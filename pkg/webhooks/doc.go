@@ -1,16 +1,11 @@
-// Package webhooks is the admission webhook server for Machines, MachineSets
-// and MachineDeployments that the machineset-controller runs on the paths the
-// operator renders ("machine-api" configurations, failurePolicy Ignore).
-// Defaulting fills the cluster-ID label and the providerSpec defaults, field
-// by field so other keys stay; validation refuses with messages naming the
-// field. The platforms (one file each) follow OpenShift's defaults, rules,
-// messages and paths (docs/contract.md, "Admission: providerSpec by
-// platform"); a providerSpec of another provider is left alone.
+// Package webhooks is the machineset-controller's admission webhook server
+// for Machines, MachineSets and MachineDeployments: defaulting fills the
+// cluster-ID label and the providerSpec defaults field by field, validation
+// refuses naming the field, with OpenShift's defaults, rules and messages per
+// platform (one file each). See docs/contract.md ("Admission: providerSpec by
+// platform") and docs/machinedeployment.md.
 //
-// Updates that leave an invalid part unchanged are admitted with a warning
-// (ratcheting), and a deleting object whose update only removes finalizers is
-// always admitted, so controllers can still act on an object created while
-// the webhook was down. A MachineDeployment's template is defaulted only when
-// an update changes it (a new default would start a rollout). Lifecycle-hook
-// immutability during deletion is the rendered ValidatingAdmissionPolicy's.
+// An update that leaves an invalid part unchanged is admitted with a warning,
+// and one that only removes finalizers from a deleting object always is, so
+// controllers can act on objects created while the webhook was down.
 package webhooks

@@ -24,7 +24,6 @@ const (
 	DefaultProgressDeadlineSeconds   int32 = 600
 )
 
-// Field paths of a MachineDeployment's checked fields.
 var (
 	strategyPath                = specPath.Child("strategy")
 	rollingUpdatePath           = strategyPath.Child("rollingUpdate")
@@ -32,19 +31,15 @@ var (
 )
 
 // DefaultMachineDeployment fills what md leaves out as a Deployment's
-// defaulting does (replicas 1; strategy RollingUpdate with maxSurge and
-// maxUnavailable 25%, each only when missing and only for that type;
-// revisionHistoryLimit 10; progressDeadlineSeconds 600) and defaults its
-// template as DefaultMachineSet does, so that the MachineSets it creates
-// carry the template the MachineSet webhook would have made.
+// defaulting does, and its template as DefaultMachineSet does (so its
+// MachineSets carry the template the MachineSet webhook would have made).
 func DefaultMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterInfo) Defaulted {
 	d := defaultTemplated(&md.Labels, &md.Spec.Template, cluster)
 	d.Spec = defaultMachineDeploymentSpec(&md.Spec)
 	return d
 }
 
-// defaultMachineDeploymentSpec fills in the spec fields other than the
-// template and returns the names of those it set.
+// defaultMachineDeploymentSpec fills the spec fields but the template and returns their names.
 func defaultMachineDeploymentSpec(spec *mdv1beta1.MachineDeploymentSpec) []string {
 	var set []string
 	if spec.Replicas == nil {
@@ -65,7 +60,7 @@ func defaultMachineDeploymentSpec(spec *mdv1beta1.MachineDeploymentSpec) []strin
 	return set
 }
 
-// defaultStrategy fills in s and says whether it changed it.
+// defaultStrategy fills s (rollingUpdate only for its type) and says whether it changed it.
 func defaultStrategy(s *mdv1beta1.MachineDeploymentStrategy) bool {
 	changed := false
 	if s.Type == "" {
@@ -87,12 +82,7 @@ func defaultStrategy(s *mdv1beta1.MachineDeploymentStrategy) bool {
 }
 
 // ValidateMachineDeployment checks a new MachineDeployment as Kubernetes
-// checks a Deployment: the selector as a MachineSet's (valid, not empty,
-// matching the template's labels); a strategy type it knows, rollingUpdate
-// only with RollingUpdate, maxSurge and maxUnavailable a number ≥ 0 or a
-// percentage (maxUnavailable at most 100%), not both 0;
-// progressDeadlineSeconds greater than minReadySeconds; the template's spec
-// as a MachineSet's.
+// checks a Deployment, its selector and template as a MachineSet's.
 func ValidateMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := ValidateSelector(md.Spec.Selector, md.Spec.Template.Labels)
 	errs = append(errs, validateStrategy(md.Spec.Strategy)...)
@@ -104,9 +94,8 @@ func ValidateMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterI
 	return append(errs, specErrs...), warnings
 }
 
-// ValidateMachineDeploymentUpdate checks an update of old to md: the selector
-// is immutable (its MachineSets and Machines would be orphaned); the create
-// checks apply as in ValidateMachineSetUpdate.
+// ValidateMachineDeploymentUpdate checks an update of old to md as
+// ValidateMachineSetUpdate checks a MachineSet's.
 func ValidateMachineDeploymentUpdate(md, old *mdv1beta1.MachineDeployment, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := validateSelectorUnchanged(md.Spec.Selector, old.Spec.Selector)
 	newErrs, warnings := ValidateMachineDeployment(md, cluster, secrets)
@@ -144,9 +133,8 @@ func validateStrategy(s mdv1beta1.MachineDeploymentStrategy) field.ErrorList {
 
 var percent = regexp.MustCompile(`^[0-9]+%$`)
 
-// validateIntOrPercent checks a maxSurge or maxUnavailable: a number ≥ 0 or
-// a percentage such as "25%" (at most 100% when atMost100). nil is allowed
-// (defaulted).
+// validateIntOrPercent checks a maxSurge or maxUnavailable: nil (defaulted),
+// a number ≥ 0 or a percentage (at most 100% when atMost100).
 func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path, atMost100 bool) field.ErrorList {
 	switch {
 	case v == nil:
@@ -163,7 +151,7 @@ func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path, atMost100 
 	return nil
 }
 
-// isZero: v is 0 or "0%" (nil is not: it is defaulted to 25%).
+// isZero: v is 0 or "0%" (not nil: that is defaulted to 25%).
 func isZero(v *intstr.IntOrString) bool {
 	if v == nil {
 		return false

@@ -15,8 +15,7 @@ const (
 )
 
 var (
-	// RequestsTotal counts admission requests by webhook (WebhookMutateMachine,
-	// ...), operation (CREATE, UPDATE, ...) and result (ResultAllowed, ...).
+	// RequestsTotal counts admission requests by webhook, operation and result.
 	RequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_webhook_requests_total",
 		Help: "Admission requests handled by the Machine API webhooks, by webhook, operation and result (allowed, denied, patched, error).",
@@ -29,8 +28,7 @@ var (
 	}, []string{"webhook"})
 )
 
-// RegisterMetrics registers the webhook metrics with controller-runtime's
-// metrics.Registry. It is safe to call many times (Register calls it).
+// RegisterMetrics registers the webhook metrics (again is fine).
 func RegisterMetrics() {
 	mapimetrics.Register(RequestsTotal, DenialsTotal)
 }

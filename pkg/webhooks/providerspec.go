@@ -16,12 +16,10 @@ import (
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
 )
 
-// errNotObject says that providerSpec.value is not a JSON object (or has a
-// key twice); defaulting leaves such a value alone and validation reports it.
+// errNotObject: defaulting leaves such a value alone, validation reports it.
 var errNotObject = errors.New("providerSpec.value is not a JSON object with unique keys")
 
-// providerSpecRaw returns the JSON of providerSpec.value; nil when the value
-// is absent or null.
+// providerSpecRaw returns the JSON of providerSpec.value; nil when absent or null.
 func providerSpecRaw(ps machinev1beta1.ProviderSpec) ([]byte, error) {
 	v := ps.Value
 	var raw []byte
@@ -44,8 +42,7 @@ func providerSpecRaw(ps machinev1beta1.ProviderSpec) ([]byte, error) {
 	return raw, nil
 }
 
-// parseFields parses a providerSpec.value into its top-level keys, keeping
-// every value's JSON exactly as given.
+// parseFields parses a providerSpec.value into its top-level keys, each value's JSON as given.
 func parseFields(raw []byte) (map[string]json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	strictErrs, err := sigsjson.UnmarshalStrict(raw, &fields)
@@ -75,14 +72,10 @@ func missing(fields map[string]json.RawMessage, key string) bool {
 }
 
 // providerFor says which provider serves a providerSpec.value with the given
-// keys (nil: no value) on a cluster whose provider is cluster:
-//   - without apiVersion and kind: the cluster's provider;
-//   - the kubemark group (or, without apiVersion, the kubemark kind):
-//     kubemark, on any cluster;
-//   - on a cluster of a platform admitted here (platforms), as OpenShift
-//     enables only the cluster's platform: that platform's kind, or, without
-//     a kind, one of its groups;
-//   - anything else is a foreign provider's value: ProviderUnknown.
+// keys (nil: no value) on a cluster of provider cluster: without apiVersion
+// and kind the cluster's; kubemark's group or kind on any cluster; as
+// OpenShift, only the cluster's platform (its kind, or without kind a group of
+// it); else ProviderUnknown (another provider's value).
 func providerFor(fields map[string]json.RawMessage, cluster Provider) Provider {
 	apiVersion, kind := stringField(fields, "apiVersion"), stringField(fields, "kind")
 	if apiVersion == "" && kind == "" {
@@ -110,10 +103,8 @@ func providerFor(fields map[string]json.RawMessage, cluster Provider) Provider {
 	return ProviderUnknown
 }
 
-// kubemarkDefaults are the keys defaulting adds to a kubemark
-// providerSpec.value when they are missing, in the order they are reported.
-// Only the identity and the capacity are stored; bootDelay and health keep
-// their run-time defaults (the API package's Default) so the object stays small.
+// kubemarkDefaults are the keys added to a kubemark providerSpec.value when
+// missing, in order; bootDelay and health keep their run-time defaults, so the object stays small.
 var kubemarkDefaults = []struct{ key, value string }{
 	{"apiVersion", kubemarkv1alpha1.GroupVersion.String()},
 	{"kind", kubemarkv1alpha1.ProviderSpecKind},
@@ -122,13 +113,9 @@ var kubemarkDefaults = []struct{ key, value string }{
 	{"pods", kubemarkv1alpha1.DefaultPods},
 }
 
-// DefaultProviderSpec fills the keys a provider's providerSpec.value leaves
-// out and returns their names (nil: nothing changed) and the platform's
-// defaulting warnings (OpenShift logs them and so does the caller). cluster
-// says which provider serves a value naming neither an apiVersion nor a kind
-// (see providerFor) and holds the facts the platform defaults come from. A
-// value that is not a JSON object, or that belongs to an unknown provider, is
-// left unchanged; keys already present keep their JSON.
+// DefaultProviderSpec fills the keys a providerSpec.value of a known provider
+// (providerFor) leaves out, keeping the others' JSON, and returns their names
+// (nil: unchanged) and the platform's notes (logged only, as on OpenShift).
 func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (set, warnings []string) {
 	raw, err := providerSpecRaw(*ps)
 	if err != nil {
@@ -144,7 +131,7 @@ func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (
 	if provider == ProviderKubemark {
 		set = defaultKubemark(fields)
 	} else if p, ok := platforms[provider]; ok && raw != nil {
-		// As OpenShift, a platform value must be given to be completed.
+		// As on OpenShift, only a given platform value is completed.
 		set, warnings = p.defaults(raw, fields, platformEnv{cluster: cluster, arch: controlPlaneArch})
 	}
 	if len(set) == 0 {
@@ -158,8 +145,7 @@ func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (
 	return set, warnings
 }
 
-// defaultKubemark adds the missing kubemarkDefaults to fields and returns
-// the keys it added.
+// defaultKubemark adds the missing kubemarkDefaults to fields and returns their keys.
 func defaultKubemark(fields map[string]json.RawMessage) []string {
 	var set []string
 	for _, d := range kubemarkDefaults {
@@ -175,14 +161,10 @@ func defaultKubemark(fields map[string]json.RawMessage) []string {
 	return set
 }
 
-// ValidateProviderSpec checks the providerSpec of a provider this package
-// knows and returns the errors and warnings. fldPath is the path of
-// providerSpec.value for kubemark, whose check is the one its actuator runs
-// (DecodeProviderSpec: strict decoding, defaults, Validate); the platforms
-// report OpenShift's paths (providerSpecPath). namespace and name are the
-// Machine's (a MachineSet's namespace and "" for its template); secrets
-// checks that the credentials Secret exists (nil: not checked). A value of
-// an unknown provider is not checked.
+// ValidateProviderSpec checks the providerSpec of a known provider: kubemark's
+// as its actuator decodes it (errors under fldPath), a platform's with
+// OpenShift's rules and paths. namespace and name are the Machine's (a
+// template's name is ""); secrets checks the credentials Secret (nil: not).
 func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, []string) {
 	raw, err := providerSpecRaw(ps)
 	if err != nil {
@@ -190,8 +172,7 @@ func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, n
 	}
 	var fields map[string]json.RawMessage
 	if raw != nil {
-		// A value that is not an object has no apiVersion: the cluster's
-		// provider decides, and its decoder reports the problem.
+		// A value that is not an object is the cluster provider's to report.
 		fields, _ = parseFields(raw)
 	}
 	provider := providerFor(fields, cluster.Provider)

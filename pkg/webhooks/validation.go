@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Field paths of the checked fields.
 var (
 	specPath           = field.NewPath("spec")
 	providerIDPath     = specPath.Child("providerID")
@@ -24,18 +23,15 @@ var (
 	templateSpecPath   = templatePath.Child("spec")
 )
 
-// ValidateMachine checks a new Machine: its providerSpec (for a provider this
-// package knows) and its lifecycle hook names. secrets checks that the
-// credentials Secret exists (a warning; nil: not checked).
+// ValidateMachine checks a new Machine's providerSpec and lifecycle hook
+// names; secrets checks the credentials Secret exists (nil: not checked).
 func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	return validateMachineSpec(&m.Spec, cluster, m.Namespace, m.Name, secrets, specPath)
 }
 
-// ValidateMachineUpdate checks an update of old to m. spec.providerID cannot
-// change once set. The create checks apply to the parts the update changes;
-// a part that was already invalid and is left unchanged only gives a
-// warning, so controllers can still add finalizers or labels to an object
-// created while the webhook was not called.
+// ValidateMachineUpdate checks an update of old to m: spec.providerID is
+// immutable once set; the create checks' errors that old already had are
+// only warnings (ratchet).
 func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	if id := ptrString(old.Spec.ProviderID); id != "" && ptrString(m.Spec.ProviderID) != id {
@@ -47,21 +43,17 @@ func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, 
 	return append(errs, specErrs...), append(warnings, ratcheted...)
 }
 
-// ValidateMachineSet checks a new MachineSet: the selector is valid, not
-// empty and matches spec.template.metadata.labels; the template's spec
-// passes the Machine checks (under spec.template.spec; the platforms report
-// OpenShift's providerSpec... paths, as for a Machine).
+// ValidateMachineSet checks a new MachineSet's selector (ValidateSelector)
+// and its template's spec as a Machine's.
 func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := ValidateSelector(ms.Spec.Selector, ms.Spec.Template.Labels)
-	// The template's Machines get their names later: OpenShift checks the
-	// template as a Machine without a name.
+	// As OpenShift: the template is checked as a Machine without a name.
 	specErrs, warnings := validateMachineSpec(&ms.Spec.Template.Spec, cluster, ms.Namespace, "", secrets, templateSpecPath)
 	return append(errs, specErrs...), warnings
 }
 
 // ValidateMachineSetUpdate checks an update of old to ms: spec.selector is
-// immutable; the create checks apply as in ValidateMachineUpdate (errors for
-// what the update changes, warnings for what was already wrong).
+// immutable; the create checks are ratcheted as in ValidateMachineUpdate.
 func ValidateMachineSetUpdate(ms, old *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := validateSelectorUnchanged(ms.Spec.Selector, old.Spec.Selector)
 	newErrs, warnings := ValidateMachineSet(ms, cluster, secrets)
@@ -70,8 +62,7 @@ func ValidateMachineSetUpdate(ms, old *machinev1beta1.MachineSet, cluster Cluste
 	return append(errs, setErrs...), append(warnings, ratcheted...)
 }
 
-// validateSelectorUnchanged refuses a changed spec.selector: the object would
-// lose the Machines (or MachineSets) it selected.
+// validateSelectorUnchanged refuses a changed spec.selector, which would orphan what it selected.
 func validateSelectorUnchanged(sel, old metav1.LabelSelector) field.ErrorList {
 	if equality.Semantic.DeepEqual(sel, old) {
 		return nil
@@ -80,10 +71,9 @@ func validateSelectorUnchanged(sel, old metav1.LabelSelector) field.ErrorList {
 		fmt.Sprintf("field is immutable (was %q)", metav1.FormatLabelSelector(&old)))}
 }
 
-// ValidateSelector checks a MachineSet selector against the labels of the
-// Machines it creates: it must be a valid, non-empty label selector that
-// matches templateLabels, or the MachineSet would not see its own Machines
-// (and an empty one would adopt every Machine in the namespace).
+// ValidateSelector requires a valid, non-empty selector matching
+// templateLabels, or the MachineSet would not see its own Machines (or, empty,
+// adopt every Machine in the namespace).
 func ValidateSelector(sel metav1.LabelSelector, templateLabels map[string]string) field.ErrorList {
 	errs := metav1validation.ValidateLabelSelector(&sel, metav1validation.LabelSelectorValidationOptions{}, selectorPath)
 	if len(errs) > 0 {
@@ -103,8 +93,7 @@ func ValidateSelector(sel metav1.LabelSelector, templateLabels map[string]string
 	return nil
 }
 
-// ValidateLifecycleHooks refuses a hook name used twice within preDrain or
-// within preTerminate; fldPath is the path of lifecycleHooks.
+// ValidateLifecycleHooks refuses a hook name used twice within preDrain or preTerminate.
 func ValidateLifecycleHooks(hooks machinev1beta1.LifecycleHooks, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, list := range []struct {
@@ -122,15 +111,12 @@ func ValidateLifecycleHooks(hooks machinev1beta1.LifecycleHooks, fldPath *field.
 	return errs
 }
 
-// validateMachineSpec runs the checks of a Machine spec found at fldPath.
 func validateMachineSpec(spec *machinev1beta1.MachineSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, admission.Warnings) {
 	errs, warnings := ValidateProviderSpec(spec.ProviderSpec, cluster, namespace, name, secrets, fldPath.Child("providerSpec", "value"))
 	return append(errs, ValidateLifecycleHooks(spec.LifecycleHooks, fldPath.Child("lifecycleHooks"))...), warnings
 }
 
-// ratchet splits the errors of the new object into those the update
-// introduced (kept as errors) and those the old object already had with the
-// same field and detail (turned into warnings).
+// ratchet turns the errors the old object already had into warnings.
 func ratchet(errs, oldErrs field.ErrorList) (field.ErrorList, admission.Warnings) {
 	var keep field.ErrorList
 	var warnings admission.Warnings
@@ -144,10 +130,8 @@ func ratchet(errs, oldErrs field.ErrorList) (field.ErrorList, admission.Warnings
 	return keep, warnings
 }
 
-// FinalizersOnlyRemoved is true when old is being deleted (deletionTimestamp
-// set) and obj differs from it only by having fewer finalizers (ignoring
-// resourceVersion and managedFields). Such an update is always admitted, so
-// a broken object can still be deleted.
+// FinalizersOnlyRemoved: old is being deleted and obj only has fewer
+// finalizers (ignoring resourceVersion and managedFields); always admitted.
 func FinalizersOnlyRemoved(obj, old client.Object) bool {
 	if old.GetDeletionTimestamp() == nil {
 		return false

@@ -13,9 +13,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
 
-// Paths the handlers are served on; the operator's webhook configurations
-// (pkg/operator/render) point at them through the Service
-// machine-api-operator-webhook (port 443 → container port 8443).
+// Paths the handlers are served on, which the operator's webhook configurations name.
 const (
 	MutateMachinePath      = "/mutate-machine-openshift-io-v1beta1-machine"
 	ValidateMachinePath    = "/validate-machine-openshift-io-v1beta1-machine"
@@ -36,9 +34,7 @@ const (
 	WebhookValidateMachineDeployment = "validate-machinedeployment"
 )
 
-// Serving settings of the machineset-controller container the operator
-// renders: the webhook-server port and the mounted serving certificate
-// (the Secret machine-api-operator-webhook-cert).
+// The machineset-controller's webhook port and mounted serving certificate.
 const (
 	DefaultPort    = names.WebhookPort
 	DefaultCertDir = names.WebhookCertDir
@@ -49,30 +45,23 @@ const (
 // DefaultLookupTimeout bounds the Infrastructure read of one request.
 const DefaultLookupTimeout = 3 * time.Second
 
-// ServerOptions returns the webhook.Options of the machineset-controller's
-// webhook server: port 8443, certificate and key in
-// /etc/machine-api-operator/tls. controller-runtime's certificate watcher
-// reloads rotated files without a restart.
+// ServerOptions returns the machineset-controller's webhook.Options
+// (controller-runtime reloads rotated certificate files).
 func ServerOptions() webhook.Options {
 	return webhook.Options{Port: DefaultPort, CertDir: DefaultCertDir, CertName: CertName, KeyName: KeyName}
 }
 
 // Options configure the handlers.
 type Options struct {
-	// Reader reads the config.openshift.io/v1 Infrastructure named "cluster"
-	// (the binary passes the manager's cached client; this needs get, list
-	// and watch on infrastructures.config.openshift.io). Nil: no platform
-	// lookup, so no cluster-ID label default and provider selection by
-	// providerSpec apiVersion/kind only.
+	// Reader reads the Infrastructure and DNS "cluster" and Secrets' metadata
+	// (the manager's cached client); nil: handled without cluster facts.
 	Reader client.Reader
-	// LookupTimeout bounds the Infrastructure read per request;
-	// 0 means DefaultLookupTimeout. When the read fails the request is
-	// handled as without a Reader, with a warning.
+	// LookupTimeout bounds each read (0: DefaultLookupTimeout); a failed read
+	// is a warning, the request handled without cluster facts.
 	LookupTimeout time.Duration
 }
 
-// SetupWithManager registers the handlers on mgr's webhook server
-// (configure it with ServerOptions). The server starts with the manager.
+// SetupWithManager registers the handlers on mgr's webhook server (see ServerOptions).
 func SetupWithManager(mgr manager.Manager, opts Options) error {
 	srv := mgr.GetWebhookServer()
 	if srv == nil {
@@ -82,9 +71,7 @@ func SetupWithManager(mgr manager.Manager, opts Options) error {
 	return nil
 }
 
-// Register registers the handlers on srv and the metrics with
-// controller-runtime's registry. Registering twice on one server panics
-// (http.ServeMux refuses duplicate paths).
+// Register registers the handlers on srv (once: a path twice panics) and the metrics.
 func Register(srv webhook.Server, opts Options) {
 	RegisterMetrics()
 	for path, h := range Handlers(opts) {
@@ -92,8 +79,7 @@ func Register(srv webhook.Server, opts Options) {
 	}
 }
 
-// Handlers returns the admission handlers by path. Each one counts its
-// requests in RequestsTotal and DenialsTotal.
+// Handlers returns the admission handlers by path.
 func Handlers(opts Options) map[string]admission.Handler {
 	if opts.LookupTimeout <= 0 {
 		opts.LookupTimeout = DefaultLookupTimeout
