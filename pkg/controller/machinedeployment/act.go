@@ -21,15 +21,13 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// act carries plan out: the new MachineSet, the changed sets, the history
-// deletions, the Node taints, the deployment's revision, then the status.
-// Errors of one part do not stop the others, except that a failed create
-// stops the rollout step (the status says why).
-func (r *Reconciler) act(ctx context.Context, md *mdv1beta1.MachineDeployment, states []SetState, plan *Plan) (ctrl.Result, error) {
+// act carries plan out, then writes the status. Errors of one part do not
+// stop the others, but a failed create stops the step (the status says why).
+func (r *Reconciler) act(ctx context.Context, md *mdv1beta1.MachineDeployment, states []SetState, plan *Plan) error {
 	var errs []error
 	if plan.Create != nil {
 		if err := r.createSet(ctx, md, plan); err != nil {
-			return ctrl.Result{}, errors.Join(err, r.patchStatus(ctx, md, plan.Status))
+			return errors.Join(err, r.patchStatus(ctx, md, plan.Status))
 		}
 	}
 	errs = append(errs, r.updateSets(ctx, md, states, plan))
@@ -39,23 +37,16 @@ func (r *Reconciler) act(ctx context.Context, md *mdv1beta1.MachineDeployment, s
 	errs = append(errs, r.syncTaints(ctx, plan.Taints))
 	if plan.Revision != "" && md.Annotations[mdv1beta1.RevisionAnnotation] != plan.Revision {
 		upd := md.DeepCopy()
-		upd.Annotations = maps.Clone(upd.Annotations)
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		upd.Annotations[mdv1beta1.RevisionAnnotation] = plan.Revision
+		upd.Annotations = withEntry(upd.Annotations, mdv1beta1.RevisionAnnotation, plan.Revision)
 		if err := r.client.Patch(ctx, upd, client.MergeFrom(md)); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("writing the revision annotation: %w", err))
 		}
 	}
-	errs = append(errs, r.patchStatus(ctx, md, plan.Status))
-	return ctrl.Result{}, errors.Join(errs...)
+	return errors.Join(append(errs, r.patchStatus(ctx, md, plan.Status))...)
 }
 
-// createSet creates the new MachineSet. One that exists already under the
-// name is ours when md controls it with this template hash; anything else
-// is a hash collision: status.collisionCount grows and the next pass picks
-// another name.
+// createSet creates the new MachineSet. One existing under the name that is
+// not md's with this hash is a collision: status.collisionCount grows.
 func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeployment, plan *Plan) error {
 	ms := plan.Create
 	err := r.client.Create(ctx, ms)
@@ -93,9 +84,8 @@ func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeploym
 	return fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
 }
 
-// updateSets patches the sets whose replicas, annotations or
-// minReadySeconds the plan changed, each under an optimistic lock: a
-// decision taken on a stale set is not applied.
+// updateSets patches the sets the plan changed, under an optimistic lock (a
+// decision on a stale set is not applied).
 func (r *Reconciler) updateSets(ctx context.Context, md *mdv1beta1.MachineDeployment, states []SetState, plan *Plan) error {
 	orig := map[types.UID]*machinev1beta1.MachineSet{}
 	for _, st := range states {
@@ -134,24 +124,19 @@ func (r *Reconciler) updateSets(ctx context.Context, md *mdv1beta1.MachineDeploy
 	return errors.Join(errs...)
 }
 
-// deleteSet deletes an old MachineSet beyond the revision history (UID
-// precondition: never a set recreated under the name).
+// deleteSet deletes an old MachineSet beyond the revision history (UID precondition).
 func (r *Reconciler) deleteSet(ctx context.Context, md *mdv1beta1.MachineDeployment, ms *machinev1beta1.MachineSet) error {
-	uid := ms.UID
 	err := r.client.Delete(ctx, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
-		client.Preconditions{UID: &uid})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting old MachineSet %s: %w", ms.Name, err)
+		client.Preconditions{UID: ptr.To(ms.UID)})
+	if err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("deleting old MachineSet %s: %w", ms.Name, err))
 	}
-	if err == nil {
-		r.events.Eventf(md, ms, corev1.EventTypeNormal, EventDeletedMachineSet, "Delete",
-			"Deleted old MachineSet %s (revision %s) beyond the revision history limit", ms.Name, ms.Annotations[mdv1beta1.RevisionAnnotation])
-	}
+	r.events.Eventf(md, ms, corev1.EventTypeNormal, EventDeletedMachineSet, "Delete",
+		"Deleted old MachineSet %s (revision %s) beyond the revision history limit", ms.Name, ms.Annotations[mdv1beta1.RevisionAnnotation])
 	return nil
 }
 
-// syncTaints adds or removes the prefer-no-schedule taint where the plan
-// says (a merge patch of the Node's taints under an optimistic lock).
+// syncTaints adds or removes the prefer-no-schedule taint where the plan says.
 func (r *Reconciler) syncTaints(ctx context.Context, want map[string]bool) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(want)) {
@@ -175,8 +160,7 @@ func (r *Reconciler) syncTaints(ctx context.Context, want map[string]bool) error
 	return errors.Join(errs...)
 }
 
-// withTaint returns taints with (on) or without the prefer-no-schedule
-// taint, or nil when they are already so.
+// withTaint returns taints with (on) or without the prefer-no-schedule taint, nil when already so.
 func withTaint(taints []corev1.Taint, on bool) []corev1.Taint {
 	i := slices.IndexFunc(taints, func(t corev1.Taint) bool {
 		return t.Key == PreferNoScheduleTaintKey && t.Effect == corev1.TaintEffectPreferNoSchedule
@@ -194,8 +178,7 @@ func withTaint(taints []corev1.Taint, on bool) []corev1.Taint {
 	return nil
 }
 
-// patchStatus writes st when it differs: only what changed, conditions one
-// by one, so the safety controller's Frozen condition survives.
+// patchStatus writes what changed in st, so the safety controller's Frozen condition survives.
 func (r *Reconciler) patchStatus(ctx context.Context, md *mdv1beta1.MachineDeployment, st mdv1beta1.MachineDeploymentStatus) error {
 	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, r.apiReader, md, func(md *mdv1beta1.MachineDeployment) { md.Status = st }))
 }

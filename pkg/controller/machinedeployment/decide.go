@@ -23,31 +23,23 @@ import (
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 )
 
-// machineDeploymentKind is the kind of the controller ownerReference on
-// MachineSets.
+// machineDeploymentKind is the kind of the MachineSets' controller reference.
 var machineDeploymentKind = mdv1beta1.GroupVersion.WithKind("MachineDeployment")
 
-// SetState is one MachineSet of a MachineDeployment as observed.
+// SetState is one MachineSet of a MachineDeployment as observed; the counts
+// are of its Machines not being deleted, but Deleting's.
 type SetState struct {
 	// Set is the MachineSet (never modified).
 	Set *machinev1beta1.MachineSet
-	// Available holds, for each of the set's Machines that is not being
-	// deleted, whether it is available, in the order the MachineSet
-	// controller deletes them (machineset.MachinesToDelete): a scale-down by
-	// k removes the first k.
+	// Available says per Machine whether it is available, in the MachineSet
+	// controller's delete order (machineset.MachinesToDelete).
 	Available []bool
-	// Ready counts the set's Machines (not being deleted) whose Node is
-	// Ready.
-	Ready int32
-	// Deleting counts the set's Machines being deleted: their instances
-	// still exist.
-	Deleting int32
-	// Nodes are the Nodes of the set's Machines not being deleted.
-	Nodes []string
+	Ready     int32    // Machines whose Node is Ready
+	Deleting  int32    // Machines being deleted (their instances still exist)
+	Nodes     []string // the Machines' Nodes
 }
 
-func (s SetState) available() int32 {
-	var n int32
+func (s SetState) available() (n int32) {
 	for _, a := range s.Available {
 		if a {
 			n++
@@ -58,26 +50,17 @@ func (s SetState) available() int32 {
 
 // Plan is what Decide wants done for one MachineDeployment.
 type Plan struct {
-	// Sets are copies of the input sets, same order, with the replicas,
-	// annotations and minReadySeconds they should have.
-	Sets []*machinev1beta1.MachineSet
-	// Create is the new MachineSet to create, or nil.
-	Create *machinev1beta1.MachineSet
-	// NewSet is the name of the new MachineSet ("" while there is none).
-	NewSet string
-	// Rollback is set when an old MachineSet became the new one again.
-	Rollback bool
-	// Delete are old MachineSets beyond revisionHistoryLimit.
-	Delete []*machinev1beta1.MachineSet
-	// Revision is the MachineDeployment's revision annotation ("" leaves it).
-	Revision string
-	// Status is the MachineDeployment's status.
-	Status mdv1beta1.MachineDeploymentStatus
-	// RequeueAfter is when to look again for the progress deadline (0: no
-	// need).
+	// Sets are copies of the input sets, same order, as they should be.
+	Sets     []*machinev1beta1.MachineSet
+	Create   *machinev1beta1.MachineSet   // the new MachineSet to create, or nil
+	NewSet   string                       // the new MachineSet's name ("" while none)
+	Rollback bool                         // an old MachineSet became the new one again
+	Delete   []*machinev1beta1.MachineSet // old MachineSets beyond revisionHistoryLimit
+	Revision string                       // the revision annotation ("" leaves it)
+	Status   mdv1beta1.MachineDeploymentStatus
+	// RequeueAfter is when to look again for the progress deadline (0: no need).
 	RequeueAfter time.Duration
-	// Taints says, per Node name, whether it should carry the
-	// PreferNoScheduleTaintKey taint; Nodes not listed are left alone.
+	// Taints says per Node whether it carries PreferNoScheduleTaintKey; others are left alone.
 	Taints map[string]bool
 }
 
@@ -90,12 +73,12 @@ type set struct {
 func (s *set) replicas() int32 { return ptr.Deref(s.ms.Spec.Replicas, 0) }
 func (s *set) active() int32   { return int32(len(s.Available)) }
 
-// footprint is how many Machines the set may have at once: its replicas or
-// the Machines it has (a scale-down not yet done), plus those being deleted.
+// footprint is how many Machines the set may have at once: max(replicas,
+// Machines) plus those being deleted.
 func (s *set) footprint() int32 { return max(s.replicas(), s.active()) + s.Deleting }
 
-// availableAt is how many of the set's available Machines remain once it is
-// scaled to n: the MachineSet deletes the first active−n of Available.
+// availableAt is how many available Machines remain once the set is scaled
+// to n (the first active−n of Available go).
 func (s *set) availableAt(n int32) int32 {
 	left := s.available()
 	for i := int32(0); i < s.active()-n; i++ {
@@ -118,8 +101,7 @@ type rollout struct {
 	rollback  bool
 	deletions []*machinev1beta1.MachineSet
 	now       time.Time
-	// progress conditions set while finding or creating the new set
-	conds []machinev1beta1.Condition
+	conds     []machinev1beta1.Condition
 }
 
 // Decide plans one step of md's rollout over its sets (the MachineSets it
@@ -150,11 +132,8 @@ func Decide(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) P
 }
 
 // holdOldSets marks the old sets of a running OnDelete rollout with
-// DisableMachineCreateAnnotation and unmarks every other set (the new one,
-// one a rollback made new again, all of them when paused or under another
-// strategy): the MachineSet controller would otherwise replace a deleted
-// old Machine with the old template before this controller moves the
-// replica to the new set.
+// DisableMachineCreateAnnotation, and unmarks every other set: otherwise a
+// deleted old Machine is replaced from the old template.
 func (r *rollout) holdOldSets() {
 	hold := strategyOf(r.md) == mdv1beta1.OnDeleteStrategy && !r.md.Spec.Paused && r.newSet != nil
 	for _, s := range r.sets {
@@ -163,10 +142,7 @@ func (r *rollout) holdOldSets() {
 			continue
 		}
 		if want {
-			if s.ms.Annotations == nil {
-				s.ms.Annotations = map[string]string{}
-			}
-			s.ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] = "true"
+			s.ms.Annotations = withEntry(s.ms.Annotations, mdv1beta1.DisableMachineCreateAnnotation, "true")
 		} else {
 			delete(s.ms.Annotations, mdv1beta1.DisableMachineCreateAnnotation)
 		}
@@ -202,10 +178,8 @@ func strategyOf(md *mdv1beta1.MachineDeployment) mdv1beta1.MachineDeploymentStra
 	return md.Spec.Strategy.Type
 }
 
-// Fenceposts resolves maxSurge (rounded up) and maxUnavailable (rounded
-// down) against replicas, as Deployments do: both 0 makes maxUnavailable
-// 1, and maxUnavailable never exceeds replicas. Other strategies have
-// neither.
+// Fenceposts resolves maxSurge (rounded up) and maxUnavailable (down)
+// against replicas as Deployments do; other strategies than RollingUpdate have neither.
 func Fenceposts(md *mdv1beta1.MachineDeployment) (surge, unavailable int32) {
 	if strategyOf(md) != mdv1beta1.RollingUpdateStrategy {
 		return 0, 0
@@ -216,7 +190,6 @@ func Fenceposts(md *mdv1beta1.MachineDeployment) (surge, unavailable int32) {
 		ms = ptr.Deref(ru.MaxSurge, ms)
 		mu = ptr.Deref(ru.MaxUnavailable, mu)
 	}
-	// Invalid values are refused by admission; they resolve to 0 here.
 	s, _ := intstr.GetScaledValueFromIntOrPercent(&ms, int(replicas), true)
 	u, _ := intstr.GetScaledValueFromIntOrPercent(&mu, int(replicas), false)
 	surge, unavailable = int32(max(s, 0)), int32(max(u, 0))
@@ -226,13 +199,12 @@ func Fenceposts(md *mdv1beta1.MachineDeployment) (surge, unavailable int32) {
 	return surge, min(unavailable, replicas)
 }
 
-// TemplateHash is the value of the machine-template-hash label for a
-// template: FNV-32a of its JSON without that label, with collisionCount
-// mixed in (a new name after a collision), encoded as Deployments do.
+// TemplateHash is the machine-template-hash label of a template: FNV-32a of
+// its JSON without that label, with collisionCount mixed in, as Deployments.
 func TemplateHash(t *machinev1beta1.MachineTemplateSpec, collisionCount *int32) string {
 	c := t.DeepCopy()
 	delete(c.Labels, mdv1beta1.MachineTemplateHashLabel)
-	data, _ := json.Marshal(c) // a template of strings, maps and raw JSON always marshals
+	data, _ := json.Marshal(c) // cannot fail
 	h := fnv.New32a()
 	_, _ = h.Write(data)
 	if collisionCount != nil {
@@ -243,11 +215,9 @@ func TemplateHash(t *machinev1beta1.MachineTemplateSpec, collisionCount *int32) 
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
-// EqualIgnoringHash reports whether two templates are equal once the
-// machine-template-hash label is removed from both. An unset
-// spec.authoritativeAPI equals its default, MachineAPI: the MachineDeployment
-// CRD defaults it, the MachineSet CRD drops it unless OpenShift's
-// MachineAPIMigration gate is on, so a set made from the template lacks it.
+// EqualIgnoringHash reports whether two templates are equal but for the hash
+// label; an unset spec.authoritativeAPI equals MachineAPI (the MachineSet CRD
+// drops it unless the MachineAPIMigration gate is on).
 func EqualIgnoringHash(a, b *machinev1beta1.MachineTemplateSpec) bool {
 	a, b = a.DeepCopy(), b.DeepCopy()
 	for _, t := range []*machinev1beta1.MachineTemplateSpec{a, b} {
@@ -259,8 +229,7 @@ func EqualIgnoringHash(a, b *machinev1beta1.MachineTemplateSpec) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-// SetName is the name of md's MachineSet for a template hash:
-// "<md>-<hash>", the deployment's name cut so the result is a valid name.
+// SetName is "<md>-<hash>", the deployment's name cut to a valid length.
 func SetName(mdName, hash string) string {
 	if limit := validation.DNS1123SubdomainMaxLength - 1 - len(hash); len(mdName) > limit {
 		mdName = mdName[:limit]
@@ -268,11 +237,9 @@ func SetName(mdName, hash string) string {
 	return mdName + "-" + hash
 }
 
-// findNewSet finds the set whose template is md's (ignoring the hash
-// label; failing that, the one named after the template's hash, whose
-// template admission may have defaulted), gives it the next revision and
-// md's minReadySeconds, and when there is none and create is set, plans
-// its creation.
+// findNewSet finds the set whose template is md's (failing that, the one
+// named after the hash: admission may have defaulted its template), gives it
+// the next revision and md's minReadySeconds; with none and create, plans one.
 func (r *rollout) findNewSet(create bool) {
 	hash := TemplateHash(&r.md.Spec.Template, r.md.Status.CollisionCount)
 	for _, s := range r.sets {
@@ -309,17 +276,9 @@ func (r *rollout) findNewSet(create bool) {
 // newMachineSet builds md's MachineSet for the template hash (0 replicas).
 func (r *rollout) newMachineSet(hash, revision string) *machinev1beta1.MachineSet {
 	md := r.md
-	tmpl := md.Spec.Template.DeepCopy()
-	tmpl.Labels = maps.Clone(tmpl.Labels)
-	if tmpl.Labels == nil {
-		tmpl.Labels = map[string]string{}
-	}
-	tmpl.Labels[mdv1beta1.MachineTemplateHashLabel] = hash
-	sel := md.Spec.Selector.DeepCopy()
-	if sel.MatchLabels == nil {
-		sel.MatchLabels = map[string]string{}
-	}
-	sel.MatchLabels[mdv1beta1.MachineTemplateHashLabel] = hash
+	tmpl, sel := md.Spec.Template.DeepCopy(), md.Spec.Selector.DeepCopy()
+	tmpl.Labels = withEntry(tmpl.Labels, mdv1beta1.MachineTemplateHashLabel, hash)
+	sel.MatchLabels = withEntry(sel.MatchLabels, mdv1beta1.MachineTemplateHashLabel, hash)
 	return &machinev1beta1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            SetName(md.Name, hash),
@@ -337,15 +296,19 @@ func (r *rollout) newMachineSet(hash, revision string) *machinev1beta1.MachineSe
 	}
 }
 
+// withEntry returns a copy of m (labels, annotations) with k=v.
+func withEntry(m map[string]string, k, v string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[k] = v
+	return out
+}
+
 // old returns the sets other than the new one, oldest first.
 func (r *rollout) old() []*set {
-	var out []*set
-	for _, s := range r.sets {
-		if s != r.newSet {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(r.sets), func(s *set) bool { return s == r.newSet })
 }
 
 // all returns every set, the new one included (also when to be created).
@@ -371,8 +334,8 @@ func (r *rollout) maxOldRevision() int64 {
 	return m
 }
 
-// setRevision raises ms's revision to revision when lower; a set that had
-// one keeps it in the revision history (a rollback), which it reports.
+// setRevision raises ms's revision to revision when lower; a set that had one
+// keeps it in the revision history and reports a rollback.
 func setRevision(ms *machinev1beta1.MachineSet, revision string) (rolledBack bool) {
 	want, _ := strconv.ParseInt(revision, 10, 64)
 	oldText, had := ms.Annotations[mdv1beta1.RevisionAnnotation]
@@ -383,11 +346,7 @@ func setRevision(ms *machinev1beta1.MachineSet, revision string) (rolledBack boo
 	if old >= want {
 		return false
 	}
-	ms.Annotations = maps.Clone(ms.Annotations)
-	if ms.Annotations == nil {
-		ms.Annotations = map[string]string{}
-	}
-	ms.Annotations[mdv1beta1.RevisionAnnotation] = revision
+	ms.Annotations = withEntry(ms.Annotations, mdv1beta1.RevisionAnnotation, revision)
 	if !had {
 		return false
 	}
@@ -395,8 +354,7 @@ func setRevision(ms *machinev1beta1.MachineSet, revision string) (rolledBack boo
 	return true
 }
 
-// appendHistory appends rev to a comma-separated history, dropping the
-// oldest entries beyond maxRevisionHistoryChars.
+// appendHistory appends rev to a comma-separated history of at most maxRevisionHistoryChars.
 func appendHistory(history, rev string) string {
 	var revs []string
 	if history != "" {

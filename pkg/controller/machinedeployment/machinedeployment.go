@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -28,14 +29,11 @@ type Options struct {
 	// Namespace (optional) restricts the controller to one namespace.
 	Namespace string
 	// Client reads through a cache with the IndexMachineController index
-	// (SetupWithManager registers it) and writes. Default: the
-	// manager's client.
+	// (SetupWithManager registers it) and writes. Default: the manager's.
 	Client client.Client
-	// APIReader reads uncached (before adopting a MachineSet, and to retry a
-	// status patch). Default: the manager's API reader.
+	// APIReader reads uncached (before adopting, to retry a status patch). Default: the manager's.
 	APIReader client.Reader
-	// Recorder (optional) receives events. Default: the manager's recorder
-	// named ControllerName.
+	// Recorder (optional) receives events. Default: the manager's, named ControllerName.
 	Recorder events.EventRecorder
 	// Clock (optional) is the time source.
 	Clock clock.PassiveClock
@@ -50,8 +48,7 @@ type Reconciler struct {
 	namespace string
 }
 
-// NewReconciler returns a MachineDeployment controller; it registers the
-// metrics.
+// NewReconciler returns a MachineDeployment controller; it registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
 	r := &Reconciler{client: opts.Client, apiReader: opts.APIReader, events: &patch.Events{Recorder: opts.Recorder}, clock: opts.Clock, namespace: opts.Namespace}
@@ -73,8 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("reading MachineDeployment %s: %w", req.NamespacedName, err)
 	}
-	if md.DeletionTimestamp != nil {
-		// The garbage collector deletes the MachineSets (ownerReferences).
+	if md.DeletionTimestamp != nil { // the garbage collector deletes the MachineSets
 		return ctrl.Result{}, nil
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&md.Spec.Selector)
@@ -82,8 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	case err != nil || sel.Empty():
 		return ctrl.Result{}, r.refuse(ctx, md, EventSelectingAll,
 			"This MachineDeployment's selector is empty or invalid: nothing is done; set spec.selector to match the template's labels")
-	case !sel.Matches(labels.Set(md.Spec.Template.Labels)):
-		// Its MachineSets would not be its own: each pass would make another.
+	case !sel.Matches(labels.Set(md.Spec.Template.Labels)): // else each pass would make another MachineSet
 		return ctrl.Result{}, r.refuse(ctx, md, EventInvalidConfiguration,
 			"spec.selector does not match spec.template.metadata.labels: nothing is done; make the template's labels match the selector")
 	}
@@ -97,18 +92,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	plan := Decide(md, states, r.clock.Now())
-	res, err := r.act(ctx, md, states, &plan)
-	if err != nil {
+	if err := r.act(ctx, md, states, &plan); err != nil {
 		return ctrl.Result{}, err
 	}
-	if plan.RequeueAfter > 0 && (res.RequeueAfter == 0 || plan.RequeueAfter < res.RequeueAfter) {
-		res.RequeueAfter = plan.RequeueAfter
-	}
-	return res, nil
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
 }
 
-// refuse leaves an invalid MachineDeployment alone (admission normally
-// refuses it): one Warning event per generation, observedGeneration set.
+// refuse leaves an invalid MachineDeployment alone: one Warning event per
+// generation, observedGeneration set.
 func (r *Reconciler) refuse(ctx context.Context, md *mdv1beta1.MachineDeployment, reason, msg string) error {
 	if md.Status.ObservedGeneration == md.Generation {
 		return nil
@@ -120,9 +111,8 @@ func (r *Reconciler) refuse(ctx context.Context, md *mdv1beta1.MachineDeployment
 	return r.patchStatus(ctx, md, st)
 }
 
-// claimSets lists the MachineSets of md's namespace and returns those md
-// controls, adopting matching orphans and releasing owned sets whose labels
-// stopped matching (Deployments' rules).
+// claimSets returns the MachineSets md controls, adopting matching orphans
+// and releasing owned sets whose labels stopped matching (Deployments' rules).
 func (r *Reconciler) claimSets(ctx context.Context, md *mdv1beta1.MachineDeployment, sel labels.Selector) ([]*machinev1beta1.MachineSet, error) {
 	list := &machinev1beta1.MachineSetList{}
 	if err := r.client.List(ctx, list, client.InNamespace(md.Namespace)); err != nil {
@@ -155,12 +145,10 @@ func (r *Reconciler) claimSets(ctx context.Context, md *mdv1beta1.MachineDeploym
 			owned = append(owned, ms)
 		}
 	}
-	// A failed claim leaves our view contested: no decision until it works.
-	return owned, errors.Join(errs...)
+	return owned, errors.Join(errs...) // a failed claim: no decision until it works
 }
 
-// canAdopt re-reads md uncached: a deleted or replaced deployment adopts
-// nothing.
+// canAdopt re-reads md uncached: a deleted or replaced deployment adopts nothing.
 func (r *Reconciler) canAdopt(ctx context.Context, md *mdv1beta1.MachineDeployment) error {
 	fresh := &mdv1beta1.MachineDeployment{}
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
@@ -172,20 +160,14 @@ func (r *Reconciler) canAdopt(ctx context.Context, md *mdv1beta1.MachineDeployme
 	return nil
 }
 
-// setOwner adds (adopt) or removes md's controller reference on ms, under
-// an optimistic lock so that a concurrent claim wins.
+// setOwner adds (adopt) or removes md's controller reference on ms, under an
+// optimistic lock (a concurrent claim wins).
 func (r *Reconciler) setOwner(ctx context.Context, ms *machinev1beta1.MachineSet, md *mdv1beta1.MachineDeployment, adopt bool) error {
 	upd := ms.DeepCopy()
 	if adopt {
 		upd.OwnerReferences = append(upd.OwnerReferences, *metav1.NewControllerRef(md, machineDeploymentKind))
 	} else {
-		refs := upd.OwnerReferences[:0]
-		for _, ref := range upd.OwnerReferences {
-			if ref.UID != md.UID {
-				refs = append(refs, ref)
-			}
-		}
-		upd.OwnerReferences = refs
+		upd.OwnerReferences = slices.DeleteFunc(upd.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == md.UID })
 	}
 	if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -198,9 +180,8 @@ func (r *Reconciler) setOwner(ctx context.Context, ms *machinev1beta1.MachineSet
 	return nil
 }
 
-// observe counts each set's Machines (controlled by it, from the cache):
-// their availability in the set's delete order, readiness, deletions and
-// Nodes.
+// observe counts each set's Machines (cached): availability in the set's
+// delete order, readiness, deletions and Nodes.
 func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.MachineSet) ([]SetState, error) {
 	nodes := map[string]*corev1.Node{}
 	nodeOf := func(name string) *corev1.Node {

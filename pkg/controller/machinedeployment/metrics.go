@@ -19,8 +19,7 @@ const (
 )
 
 var (
-	// RolloutsTotal counts rollouts started: a new MachineSet created, or an
-	// old one made the new one again (a rollback).
+	// RolloutsTotal counts rollouts started (a new MachineSet, or a rollback).
 	RolloutsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "machine_api_machinedeployment_rollouts_total",
 		Help: "Rollouts started by the MachineDeployment controller: a new MachineSet created (kind=new) or an old one reused (kind=rollback).",
@@ -32,8 +31,7 @@ var (
 	}, []string{"direction"})
 )
 
-// RegisterMetrics registers the controller's metrics with controller-runtime's
-// metrics.Registry. It is safe to call many times (NewReconciler calls it).
+// RegisterMetrics registers the metrics (idempotent; NewReconciler calls it).
 func RegisterMetrics() {
 	mapimetrics.Register(RolloutsTotal, ScaleActionsTotal)
 }

@@ -10,9 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// setReplicas scales s to n and, when its size changes (or force is set),
-// records the deployment's replicas and replicas+maxSurge on it. It
-// reports whether the size changed.
+// setReplicas scales s to n and, when its size changes (or with force),
+// records replicas and replicas+maxSurge on it; it reports a size change.
 func (r *rollout) setReplicas(s *set, n int32, force bool) bool {
 	n = max(n, 0)
 	changed := s.replicas() != n
@@ -26,10 +25,7 @@ func (r *rollout) setReplicas(s *set, n int32, force bool) bool {
 	}
 	for k, v := range want {
 		if s.ms.Annotations[k] != v {
-			if s.ms.Annotations == nil {
-				s.ms.Annotations = map[string]string{}
-			}
-			s.ms.Annotations[k] = v
+			s.ms.Annotations = withEntry(s.ms.Annotations, k, v)
 		}
 	}
 	return changed
@@ -44,9 +40,9 @@ func (r *rollout) footprint() int32 {
 	return n
 }
 
-// newSetReplicas is the size the new set may grow to now: under
-// RollingUpdate, within replicas+maxSurge Machines in all; under
-// Recreate, replicas; under OnDelete, what the old sets leave of replicas.
+// newSetReplicas is the size the new set may grow to now: within
+// replicas+maxSurge Machines in all (RollingUpdate), replicas (Recreate), or
+// what the old sets leave of replicas (OnDelete).
 func (r *rollout) newSetReplicas() int32 {
 	cur := r.newSet.replicas()
 	switch strategyOf(r.md) {
@@ -67,8 +63,7 @@ func (r *rollout) newSetReplicas() int32 {
 }
 
 // rolling is one step of a RollingUpdate: grow the new set if the surge
-// allows, else shrink old sets if availability allows, else (complete)
-// clean up the history.
+// allows, else shrink old sets if availability allows, else clean up.
 func (r *rollout) rolling() {
 	if r.create {
 		return // created at its allowed size: that is this step
@@ -88,11 +83,8 @@ func (r *rollout) rolling() {
 	r.cleanupIfComplete()
 }
 
-// scaleDownOld shrinks old sets, oldest first, keeping at least
-// replicas−maxUnavailable Machines available once the MachineSets have
-// deleted what they are asked to: first replicas that are not available
-// anyway (not yet created, or first in the set's delete order and not
-// available), then available ones.
+// scaleDownOld shrinks old sets, oldest first, keeping replicas−maxUnavailable
+// Machines available: first replicas not available anyway, then available ones.
 func (r *rollout) scaleDownOld() bool {
 	old := r.old()
 	var oldReplicas, all int32
@@ -115,7 +107,6 @@ func (r *rollout) scaleDownOld() bool {
 		return false
 	}
 	scaled := false
-	// Unavailable replicas first: removing them costs no availability.
 	var done int32
 	for _, s := range old {
 		if done >= maxScaledDown {
@@ -127,8 +118,7 @@ func (r *rollout) scaleDownOld() bool {
 			scaled = true
 		}
 	}
-	// Then as many as availability allows, each counted as available.
-	var available int32
+	var available int32 // then as many as availability allows
 	for _, s := range r.all() {
 		available += s.availableAt(s.replicas())
 	}
@@ -147,8 +137,7 @@ func (r *rollout) scaleDownOld() bool {
 }
 
 // unavailableHead is how many replicas the set can lose without losing an
-// available Machine: those not created yet, then the unavailable Machines
-// at the head of its delete order (past those already due to go).
+// available Machine (not created yet, or unavailable at the head of its delete order).
 func (s *set) unavailableHead() int32 {
 	p, a := s.replicas(), s.active()
 	if p > a {
@@ -161,8 +150,8 @@ func (s *set) unavailableHead() int32 {
 	return n
 }
 
-// recreate is one step of a Recreate rollout: old sets to 0; once their
-// Machines are all gone, the new set is created at (or grown to) replicas.
+// recreate is one step of a Recreate rollout: old sets to 0, then once
+// their Machines are gone the new set at replicas.
 func (r *rollout) recreate() {
 	scaled := false
 	for _, s := range r.old() {
@@ -189,9 +178,8 @@ func (r *rollout) recreate() {
 	r.cleanupIfComplete()
 }
 
-// onDelete is one step of an OnDelete rollout: an old set whose Machines
-// were deleted by someone else keeps the smaller size, and the new set
-// takes up what is left of replicas.
+// onDelete is one step of an OnDelete rollout: old sets keep the size their
+// deleted Machines leave, the new set takes up the rest of replicas.
 func (r *rollout) onDelete() {
 	scaled := false
 	var total int32
@@ -219,8 +207,7 @@ func (r *rollout) onDelete() {
 	}
 }
 
-// scalingEvent reports whether replicas changed since the sets were last
-// scaled: an active set records another desired-replicas.
+// scalingEvent reports whether an active set records another desired-replicas.
 func (r *rollout) scalingEvent() bool {
 	for _, s := range r.sets {
 		if s.replicas() == 0 {
@@ -234,11 +221,9 @@ func (r *rollout) scalingEvent() bool {
 	return false
 }
 
-// scale resizes the sets to a new replicas without advancing a rollout:
-// a lone active set (or the newest set) takes replicas; a saturated new set
-// leaves old sets at 0; otherwise, under RollingUpdate, every active set
-// changes in proportion to its size, the rounding left-over going to the
-// largest, as Deployments do.
+// scale resizes the sets to a new replicas without advancing a rollout, as
+// Deployments do: a lone active (or the newest) set takes replicas, a
+// saturated new set leaves the old at 0, else (RollingUpdate) proportionally.
 func (r *rollout) scale() {
 	var active []*set
 	for _, s := range r.all() {
@@ -246,8 +231,7 @@ func (r *rollout) scale() {
 			active = append(active, s)
 		}
 	}
-	// Sizes are written with the annotations even when unchanged: a set
-	// sized by hand to replicas would otherwise stay a scaling event.
+	// force: a set sized by hand to replicas would otherwise stay a scaling event.
 	switch {
 	case len(active) == 1:
 		r.setReplicas(active[0], r.replicas, true)
@@ -279,8 +263,7 @@ func (r *rollout) scale() {
 		allowed = r.replicas + r.surge
 	}
 	toAdd := allowed - current
-	// Largest first; among equals newer first when growing, older first
-	// when shrinking.
+	// Largest first; among equals newer first when growing, older when shrinking.
 	slices.SortStableFunc(active, func(a, b *set) int {
 		if c := cmp.Compare(b.replicas(), a.replicas()); c != 0 {
 			return c
@@ -308,8 +291,8 @@ func (r *rollout) scale() {
 	}
 }
 
-// proportion is the share of toAdd (negative: to remove) of set s, given
-// what was added so far, from the max-replicas it was last scaled at.
+// proportion is s's share of toAdd (negative: removal) beyond added, from
+// the max-replicas it was last scaled at.
 func (r *rollout) proportion(s *set, toAdd, added int32) int32 {
 	if s.replicas() == 0 || toAdd == added {
 		return 0
@@ -334,18 +317,15 @@ func (r *rollout) proportion(s *set, toAdd, added int32) int32 {
 	return max(fraction, allowed)
 }
 
-// cleanupIfComplete cleans up the history once the rollout completed (as
-// the status last reported).
+// cleanupIfComplete cleans up once the status last reported completion.
 func (r *rollout) cleanupIfComplete() {
-	st := r.md.Status
-	if st.UpdatedReplicas == r.replicas && st.Replicas == r.replicas && st.AvailableReplicas == r.replicas &&
-		st.ObservedGeneration >= r.md.Generation {
+	if complete(r.md, &r.md.Status) {
 		r.cleanupHistory()
 	}
 }
 
 // cleanupHistory deletes the oldest old sets beyond revisionHistoryLimit
-// that are scaled to 0 and have no Machine left.
+// that are at 0 with no Machine left.
 func (r *rollout) cleanupHistory() {
 	limit := ptr.Deref(r.md.Spec.RevisionHistoryLimit, DefaultRevisionHistoryLimit)
 	var cleanable []*set

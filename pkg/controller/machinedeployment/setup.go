@@ -23,11 +23,9 @@ import (
 )
 
 // SetupWithManager registers the controller with mgr. It watches
-// MachineDeployments (every change, its own status writes included),
-// MachineSets (mapped to their controlling MachineDeployment;
-// orphans to every MachineDeployment of the namespace that selects them)
-// and Machines (mapped through their MachineSet to its MachineDeployment,
-// when their count, deletion or Node changes).
+// MachineDeployments (its own status writes too), MachineSets (to their
+// controller, orphans to the MachineDeployments selecting them) and Machines
+// (through their MachineSet).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -38,8 +36,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
-	// Its own index name: a namespace-restricted cache (the operand's) fails
-	// a second registration of the machineset controller's.
+	// Its own index name: a namespace-restricted cache fails a second registration of machineset's.
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{
 		Object: &machinev1beta1.Machine{}, Name: IndexMachineController, Extract: machineControllerUID,
 	}); err != nil {
@@ -48,11 +45,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	inNS := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machinedeployment").
-		// Status changes too: a status patch holds only the fields that
-		// differ from the cached MachineDeployment, so one computed on a
-		// cache behind our last write can leave a mix of both writes (seen:
-		// replicas 3, available 4); the reconcile the write's own event
-		// brings recomputes it from the object as written.
+		// Status changes too: a patch computed on a cache behind our last write
+		// can leave a mix of both (patch.Status); the write's own event corrects it.
 		For(&mdv1beta1.MachineDeployment{}, builder.WithPredicates(inNS, predicate.ResourceVersionChangedPredicate{})).
 		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.setToDeployments),
 			builder.WithPredicates(inNS, predicate.ResourceVersionChangedPredicate{})).
@@ -62,8 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// machineChangeMatters: what the rollout counts changed (labels,
-// ownership, deletion, the Node).
+// machineChangeMatters: labels, ownership, deletion or the Node changed.
 func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 	return !maps.Equal(oldM.Labels, newM.Labels) ||
 		!equality.Semantic.DeepEqual(oldM.OwnerReferences, newM.OwnerReferences) ||
@@ -71,8 +64,7 @@ func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 		!equality.Semantic.DeepEqual(oldM.Status.NodeRef, newM.Status.NodeRef)
 }
 
-// deploymentOf returns the MachineDeployment named by o's controller
-// ownerReference, if it is one.
+// deploymentOf returns the MachineDeployment controlling o, if one does.
 func deploymentOf(o metav1.Object) (types.NamespacedName, bool) {
 	ref := metav1.GetControllerOfNoCopy(o)
 	if ref == nil || ref.Kind != machineDeploymentKind.Kind || ref.APIVersion != machineDeploymentKind.GroupVersion().String() {
@@ -81,8 +73,7 @@ func deploymentOf(o metav1.Object) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, true
 }
 
-// setToDeployments maps a MachineSet to its controlling MachineDeployment,
-// or an orphan to the MachineDeployments whose selector matches it.
+// setToDeployments maps a MachineSet to its MachineDeployment, an orphan to those selecting it.
 func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []reconcile.Request {
 	if key, ok := deploymentOf(o); ok {
 		return []reconcile.Request{{NamespacedName: key}}
@@ -106,8 +97,7 @@ func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []re
 	return out
 }
 
-// machineToDeployment maps a Machine to the MachineDeployment controlling
-// its MachineSet.
+// machineToDeployment maps a Machine to its MachineSet's MachineDeployment.
 func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) []reconcile.Request {
 	ref := metav1.GetControllerOfNoCopy(o)
 	if ref == nil || ref.Kind != "MachineSet" {
@@ -123,8 +113,7 @@ func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) [
 	return nil
 }
 
-// IndexMachineController indexes Machines by the UID of their controller
-// ownerReference (none for orphans).
+// IndexMachineController indexes Machines by their controller's UID.
 const IndexMachineController = "machinedeployment:metadata.ownerReferences.controller.uid"
 
 func machineControllerUID(o client.Object) []string {

@@ -14,8 +14,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// plan assembles the decision. progress is false for a scaling or paused
-// pass, which estimates no rollout progress (as Deployments).
+// plan assembles the decision; progress is false for a scaling or paused pass (as Deployments).
 func (r *rollout) plan(progress bool, states []SetState) Plan {
 	p := Plan{Rollback: r.rollback, Delete: r.deletions}
 	for _, s := range r.sets {
@@ -33,8 +32,7 @@ func (r *rollout) plan(progress bool, states []SetState) Plan {
 	return p
 }
 
-// progressDeadline is spec.progressDeadlineSeconds (0: none, when set to
-// MaxInt32 as Deployments allow).
+// progressDeadline is spec.progressDeadlineSeconds (0: none, for MaxInt32).
 func progressDeadline(md *mdv1beta1.MachineDeployment) time.Duration {
 	s := ptr.Deref(md.Spec.ProgressDeadlineSeconds, DefaultProgressDeadlineSeconds)
 	if s == math.MaxInt32 {
@@ -47,10 +45,8 @@ func progressing(conds []machinev1beta1.Condition) *machinev1beta1.Condition {
 	return conditions.Get(conds, mdv1beta1.ProgressingCondition)
 }
 
-// setProgressing sets the Progressing condition when its status or reason
-// changes; its lastTransitionTime then moves to now. The Machine API's
-// condition has no lastUpdateTime: lastTransitionTime plays the part of
-// Deployments' lastUpdateTime, from which the deadline runs.
+// setProgressing sets Progressing when its status or reason changes. Its
+// lastTransitionTime plays Deployments' lastUpdateTime (the deadline runs from it).
 func (r *rollout) setProgressing(status corev1.ConditionStatus, reason, format string, args ...any) {
 	if c := progressing(r.conds); c != nil && c.Status == status && c.Reason == reason {
 		return
@@ -58,8 +54,7 @@ func (r *rollout) setProgressing(status corev1.ConditionStatus, reason, format s
 	r.touchProgressing(status, reason, format, args...)
 }
 
-// touchProgressing sets the Progressing condition with the time now: the
-// rollout progressed.
+// touchProgressing sets Progressing with the time now: the rollout progressed.
 func (r *rollout) touchProgressing(status corev1.ConditionStatus, reason, format string, args ...any) {
 	c := conditions.New(mdv1beta1.ProgressingCondition, status, reason, machinev1beta1.ConditionSeverityWarning, fmt.Sprintf(format, args...))
 	c.LastTransitionTime = metav1.NewTime(r.now.Truncate(time.Second))
@@ -70,9 +65,8 @@ func (r *rollout) touchProgressing(status corev1.ConditionStatus, reason, format
 	r.conds = append(r.conds, c)
 }
 
-// pausedCondition marks a pause and a resume on Progressing (Unknown), so
-// the time spent paused does not count against the deadline; a deadline
-// already exceeded stays reported.
+// pausedCondition marks a pause and a resume on Progressing (Unknown), so a
+// pause does not count against the deadline; an exceeded one stays.
 func (r *rollout) pausedCondition() {
 	if progressDeadline(r.md) == 0 {
 		return
@@ -104,9 +98,8 @@ func progressed(before, after *mdv1beta1.MachineDeploymentStatus) bool {
 		after.AvailableReplicas > before.AvailableReplicas
 }
 
-// status computes the MachineDeployment's status from the observed
-// Machines and the planned sizes, with Deployments' condition rules, and
-// when to look again for the deadline.
+// status computes the status from the observed Machines and the planned
+// sizes with Deployments' rules, and when to look again for the deadline.
 func (r *rollout) status(progress bool) (mdv1beta1.MachineDeploymentStatus, time.Duration) {
 	md := r.md
 	st := mdv1beta1.MachineDeploymentStatus{
@@ -126,20 +119,18 @@ func (r *rollout) status(progress bool) (mdv1beta1.MachineDeploymentStatus, time
 		st.UpdatedReplicas = r.newSet.active()
 	}
 	st.UnavailableReplicas = max(wanted-st.AvailableReplicas, 0)
-	if st.AvailableReplicas >= r.replicas-r.unavail {
-		st.Conditions = conditions.Set(st.Conditions, conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionTrue,
-			mdv1beta1.ReasonMinimumReplicasAvailable, "", "MachineDeployment has minimum availability."), r.now)
-	} else {
-		st.Conditions = conditions.Set(st.Conditions, conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionFalse,
-			mdv1beta1.ReasonMinimumReplicasUnavailable, machinev1beta1.ConditionSeverityWarning,
-			"MachineDeployment does not have minimum availability."), r.now)
+	available := conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionTrue,
+		mdv1beta1.ReasonMinimumReplicasAvailable, "", "MachineDeployment has minimum availability.")
+	if st.AvailableReplicas < r.replicas-r.unavail {
+		available = conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionFalse, mdv1beta1.ReasonMinimumReplicasUnavailable,
+			machinev1beta1.ConditionSeverityWarning, "MachineDeployment does not have minimum availability.")
 	}
+	st.Conditions = conditions.Set(st.Conditions, available, r.now)
+	r.conds = st.Conditions
 	deadline := progressDeadline(md)
 	if !progress || deadline == 0 {
-		r.conds = st.Conditions
 		return st, 0
 	}
-	r.conds = st.Conditions
 	subject := fmt.Sprintf("MachineDeployment %q", md.Name)
 	if r.newSet != nil {
 		subject = fmt.Sprintf("MachineSet %q", r.newSet.ms.Name)
@@ -160,8 +151,7 @@ func (r *rollout) status(progress bool) (mdv1beta1.MachineDeploymentStatus, time
 	return st, r.deadlineCheck(&st, deadline)
 }
 
-// timedOut: no progress for the deadline since the Progressing condition
-// last moved.
+// timedOut: no progress for the deadline since Progressing last moved.
 func (r *rollout) timedOut(deadline time.Duration) bool {
 	c := progressing(r.conds)
 	switch {
@@ -173,24 +163,21 @@ func (r *rollout) timedOut(deadline time.Duration) bool {
 	return c.LastTransitionTime.Add(deadline).Before(r.now)
 }
 
-// deadlineCheck is when to look again to tell a stuck rollout (0: no
-// need: complete, timed out already, or nothing to measure from).
+// deadlineCheck is when to look again to tell a stuck rollout (0: no need).
 func (r *rollout) deadlineCheck(st *mdv1beta1.MachineDeploymentStatus, deadline time.Duration) time.Duration {
 	c := progressing(st.Conditions)
 	if c == nil || complete(r.md, st) || c.Reason == mdv1beta1.ReasonProgressDeadlineExceeded ||
 		c.Reason == mdv1beta1.ReasonNewMachineSetAvailable {
 		return 0
 	}
-	after := c.LastTransitionTime.Add(deadline).Sub(r.now)
-	if after < time.Second {
-		return time.Second
+	if after := c.LastTransitionTime.Add(deadline).Sub(r.now); after >= time.Second {
+		return after + time.Second
 	}
-	return after + time.Second
+	return time.Second
 }
 
 // taints decides which Nodes carry the prefer-no-schedule taint: during a
-// rollout (a new set and old Machines) those of old sets' Machines; never
-// those of the new set's.
+// rollout those of old sets' Machines, never the new set's.
 func (r *rollout) taints(states []SetState) map[string]bool {
 	nodes := map[string]bool{}
 	inProgress := false
