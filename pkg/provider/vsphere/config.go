@@ -2,8 +2,10 @@ package vsphere
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -66,11 +69,9 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 		case err != nil:
 			return s, fmt.Errorf("reading ConfigMap %s/%s: %w", openshiftConfigNamespace, ref.Name, err)
 		default:
-			cc, err := parseCloudConfig(cm.Data[ref.Key])
-			if err != nil {
+			if s.Port, s.Insecure, err = cloudConfigFor(cm.Data[ref.Key], server); err != nil {
 				return s, fmt.Errorf("ConfigMap %s/%s key %q: %w; fix the vSphere cloud provider config there", openshiftConfigNamespace, ref.Name, ref.Key, err)
 			}
-			s.Port, s.Insecure = cc.forServer(server)
 		}
 	}
 	if vs := infra.Spec.PlatformSpec.VSphere; vs != nil {
@@ -84,129 +85,77 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 	return s, nil
 }
 
-// cloudConfig is what the provider reads of the vSphere cloud provider config: the global port and insecure
-// flag and per-vCenter overrides.
-type cloudConfig struct {
-	port     string
-	insecure bool
-	vcenters map[string]vcenterConfig
-}
-
-type vcenterConfig struct {
-	port     string
-	insecure *bool
-}
-
-func (c cloudConfig) forServer(server string) (string, bool) {
-	port, insecure := c.port, c.insecure
-	if vc, ok := c.vcenters[server]; ok {
-		if vc.port != "" {
-			port = vc.port
-		}
-		if vc.insecure != nil {
-			insecure = *vc.insecure
-		}
+// cloudConfigFor reads server's port and insecure flag from the cloud provider config, in the legacy INI
+// format or the YAML one: the vCenter's own values, else the global ones. Hand-written INI: the module carries
+// no INI library and only four keys matter.
+func cloudConfigFor(text, server string) (string, bool, error) {
+	type endpoint struct {
+		port     string
+		insecure *bool
 	}
-	return port, insecure
-}
-
-// parseCloudConfig reads the legacy INI format or the YAML one. Hand-written: the module carries no INI
-// library and only four keys matter.
-func parseCloudConfig(text string) (cloudConfig, error) {
-	if strings.TrimSpace(text) == "" {
-		return cloudConfig{}, nil
-	}
-	if strings.HasPrefix(strings.TrimSpace(text), "[") || strings.Contains(text, "\n[") {
-		return parseINI(text)
-	}
-	return parseYAML(text)
-}
-
-func parseINI(text string) (cloudConfig, error) {
-	c := cloudConfig{vcenters: map[string]vcenterConfig{}}
-	section, sub := "", ""
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
-			continue
-		}
-		if strings.HasPrefix(line, "[") {
-			if !strings.HasSuffix(line, "]") {
-				return c, fmt.Errorf("line %d: section header %q has no closing ]", n, line)
+	var global, vc endpoint
+	if t := strings.TrimSpace(text); strings.HasPrefix(t, "[") || strings.Contains(text, "\n[") {
+		section, sub := "", ""
+		sc := bufio.NewScanner(strings.NewReader(text))
+		for n := 1; sc.Scan(); n++ {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";") {
+				continue
 			}
-			name := strings.TrimSpace(line[1 : len(line)-1])
-			section, sub, _ = strings.Cut(name, " ")
-			section, sub = strings.ToLower(section), strings.Trim(strings.TrimSpace(sub), `"`)
-			continue
-		}
-		key, value, ok := strings.Cut(line, "=")
-		if !ok {
-			return c, fmt.Errorf("line %d: %q is not key = value", n, line)
-		}
-		key, value = strings.ToLower(strings.TrimSpace(key)), strings.Trim(strings.TrimSpace(value), `"`)
-		switch {
-		case section == "global" && key == "port":
-			c.port = value
-		case section == "global" && key == "insecure-flag":
-			c.insecure = iniTrue(value)
-		case section == "virtualcenter" && sub != "":
-			vc := c.vcenters[sub]
+			if strings.HasPrefix(line, "[") {
+				if !strings.HasSuffix(line, "]") {
+					return "", false, fmt.Errorf("line %d: section header %q has no closing ]", n, line)
+				}
+				section, sub, _ = strings.Cut(strings.TrimSpace(line[1:len(line)-1]), " ")
+				section, sub = strings.ToLower(section), strings.Trim(strings.TrimSpace(sub), `"`)
+				continue
+			}
+			key, value, ok := strings.Cut(line, "=")
+			if !ok {
+				return "", false, fmt.Errorf("line %d: %q is not key = value", n, line)
+			}
+			key, value = strings.ToLower(strings.TrimSpace(key)), strings.Trim(strings.TrimSpace(value), `"`)
+			e := &global
+			if section == "virtualcenter" && sub == server {
+				e = &vc
+			} else if section != "global" {
+				continue
+			}
 			switch key {
 			case "port":
-				vc.port = value
-			case "insecure-flag":
-				b := iniTrue(value)
-				vc.insecure = &b
+				e.port = value
+			case "insecure-flag": // gcfg's boolean
+				e.insecure = new(slices.Contains([]string{"1", "true", "yes", "on"}, strings.ToLower(value)))
 			}
-			c.vcenters[sub] = vc
+		}
+		if err := sc.Err(); err != nil {
+			return "", false, err
+		}
+	} else if t != "" {
+		type yamlEndpoint struct {
+			Server       string `json:"server"`
+			Port         int    `json:"port"`
+			InsecureFlag *bool  `json:"insecureFlag"`
+		}
+		var y struct {
+			Global  yamlEndpoint            `json:"global"`
+			VCenter map[string]yamlEndpoint `json:"vcenter"`
+		}
+		if err := yaml.Unmarshal([]byte(text), &y); err != nil {
+			return "", false, err
+		}
+		port := func(p int) string {
+			if p <= 0 {
+				return ""
+			}
+			return strconv.Itoa(p)
+		}
+		global = endpoint{port(y.Global.Port), y.Global.InsecureFlag}
+		for name, v := range y.VCenter {
+			if cmp.Or(v.Server, name) == server {
+				vc = endpoint{port(v.Port), v.InsecureFlag}
+			}
 		}
 	}
-	return c, sc.Err()
-}
-
-// iniTrue is gcfg's boolean: 1, true, yes, on.
-func iniTrue(v string) bool {
-	switch strings.ToLower(v) {
-	case "1", "true", "yes", "on":
-		return true
-	}
-	return false
-}
-
-type yamlVCenter struct {
-	Server       string `json:"server"`
-	Port         int    `json:"port"`
-	InsecureFlag *bool  `json:"insecureFlag"`
-}
-
-type yamlConfig struct {
-	Global struct {
-		Port         int  `json:"port"`
-		InsecureFlag bool `json:"insecureFlag"`
-	} `json:"global"`
-	VCenter map[string]yamlVCenter `json:"vcenter"`
-}
-
-func parseYAML(text string) (cloudConfig, error) {
-	var y yamlConfig
-	if err := yaml.Unmarshal([]byte(text), &y); err != nil {
-		return cloudConfig{}, err
-	}
-	c := cloudConfig{insecure: y.Global.InsecureFlag, vcenters: map[string]vcenterConfig{}}
-	if y.Global.Port > 0 {
-		c.port = strconv.Itoa(y.Global.Port)
-	}
-	for name, vc := range y.VCenter {
-		server := vc.Server
-		if server == "" {
-			server = name
-		}
-		v := vcenterConfig{insecure: vc.InsecureFlag}
-		if vc.Port > 0 {
-			v.port = strconv.Itoa(vc.Port)
-		}
-		c.vcenters[server] = v
-	}
-	return c, nil
+	return cmp.Or(vc.port, global.port), ptr.Deref(vc.insecure, ptr.Deref(global.insecure, false)), nil
 }

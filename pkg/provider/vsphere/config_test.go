@@ -27,17 +27,16 @@ func TestParseCloudConfig(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cc, err := parseCloudConfig(tc.text)
+			port, insecure, err := cloudConfigFor(tc.text, tc.server)
 			if err != nil {
 				t.Fatal(err)
 			}
-			port, insecure := cc.forServer(tc.server)
 			if port != tc.port || insecure != tc.insecure {
 				t.Errorf("got port %q insecure %v, want %q %v", port, insecure, tc.port, tc.insecure)
 			}
 		})
 	}
-	if _, err := parseCloudConfig("[Global\nport = 1\n"); err == nil {
+	if _, _, err := cloudConfigFor("[Global\nport = 1\n", "vc"); err == nil {
 		t.Error("an unclosed section header parsed without error")
 	}
 }

@@ -20,8 +20,7 @@ func (v *VCenter) cluster() *object.ClusterComputeResource {
 	return c
 }
 
-// CreateVMGroup adds a VM group (DRS) named name to Cluster, listing the
-// named VMs.
+// CreateVMGroup adds a VM group (DRS) named name to Cluster, listing the named VMs.
 func (v *VCenter) CreateVMGroup(name string, vms ...string) {
 	v.t.Helper()
 	refs := make([]types.ManagedObjectReference, 0, len(vms))
@@ -35,9 +34,8 @@ func (v *VCenter) CreateVMGroup(name string, vms ...string) {
 	v.Wait(v.cluster().Reconfigure(v.ctx, spec, true))
 }
 
-// VMGroupMembers returns the names of the VMs that Cluster's VM group name
-// lists, in its order (a VM listed twice appears twice), and whether the
-// group exists.
+// VMGroupMembers returns the names of the VMs that Cluster's VM group name lists, in its order (a VM listed
+// twice appears twice), and whether the group exists.
 func (v *VCenter) VMGroupMembers(name string) ([]string, bool) {
 	v.t.Helper()
 	cfg, err := v.cluster().Configuration(v.ctx)

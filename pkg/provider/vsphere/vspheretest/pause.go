@@ -1,6 +1,7 @@
 package vspheretest
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -8,43 +9,40 @@ import (
 	"testing"
 )
 
-// proxy relays TCP between the provider and vcsim and can hold all traffic,
-// which is what a vCenter stopped with SIGSTOP looks like to a client: the
-// kernel still accepts connections and buffers requests, nothing is read or
-// answered, and no connection is refused or reset. The test's inspection
-// client does not go through it.
+// proxy relays TCP between the provider and vcsim and can hold all traffic, which is what a vCenter stopped
+// with SIGSTOP looks like to a client: connections are accepted and requests buffered, nothing is read or
+// answered, and nothing is refused or reset. The test's inspection client does not go through it.
 type proxy struct {
 	ln      net.Listener
-	backend string // vcsim's host:port
+	backend string          // vcsim's host:port
+	ctx     context.Context // done when the test ends: held relays give up, connections close
 
 	mu      sync.Mutex
-	resumed chan struct{} // non-nil while paused, closed by resume
-	conns   map[net.Conn]struct{}
-	closed  bool
+	resumed chan struct{} // non-nil while paused, closed by Resume
 
-	done chan struct{} // closed when the test ends: held relays give up
-	wg   sync.WaitGroup
+	wg sync.WaitGroup
 }
 
-// startProxy listens on a loopback port and relays each connection to
-// backend until the test ends.
+// startProxy listens on a loopback port and relays each connection to backend until the test ends.
 func startProxy(t testing.TB, backend string) *proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, backend: backend, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(p.close)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proxy{ln: ln, backend: backend, ctx: ctx}
+	p.wg.Go(p.serve)
+	t.Cleanup(func() {
+		_ = ln.Close()
+		cancel()
+		p.wg.Wait()
+	})
 	return p
 }
 
-// Pause makes vCenter unresponsive to the provider (its endpoint, Server and
-// Port): connections, new or open, are accepted and held, bytes in flight
-// are kept, nothing is answered, until Resume. Client is not affected, so
-// the test can still look at the inventory.
+// Pause makes vCenter unresponsive to the provider (Server and Port) until Resume: connections, new or
+// open, are accepted and held, bytes in flight are kept. Client is not affected.
 func (v *VCenter) Pause() {
 	v.proxy.mu.Lock()
 	defer v.proxy.mu.Unlock()
@@ -53,8 +51,7 @@ func (v *VCenter) Pause() {
 	}
 }
 
-// Resume lets the held traffic flow again, in order, as a vCenter given
-// SIGCONT would read and answer the requests it had buffered.
+// Resume lets the held traffic flow again, in order, as a vCenter given SIGCONT would.
 func (v *VCenter) Resume() {
 	v.proxy.mu.Lock()
 	defer v.proxy.mu.Unlock()
@@ -72,59 +69,27 @@ func (p *proxy) hold() bool {
 	if resumed != nil {
 		select {
 		case <-resumed:
-		case <-p.done:
-			return false
+		case <-p.ctx.Done():
 		}
 	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
+	return p.ctx.Err() == nil
 }
 
 func (p *proxy) serve() {
-	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return // closed
 		}
-		if !p.track(c) {
-			return
-		}
-		p.wg.Add(1)
-		go p.relay(c)
+		p.wg.Go(func() { p.relay(c) })
 	}
 }
 
-// track registers a connection to close when the test ends; false (and the
-// connection closed) once it has.
-func (p *proxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		_ = c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *proxy) untrack(c net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.conns, c)
-	_ = c.Close()
-}
-
-// relay connects an accepted client to vcsim (only once not paused: a
-// stopped vCenter does not even start the TLS handshake) and copies both
-// ways until both sides are done.
+// relay connects an accepted client to vcsim (only once not paused: a stopped vCenter does not even start
+// the TLS handshake) and copies both ways until both sides are done or the test ends.
 func (p *proxy) relay(client net.Conn) {
-	defer p.wg.Done()
-	defer p.untrack(client)
+	defer client.Close()
+	defer context.AfterFunc(p.ctx, func() { _ = client.Close() })()
 	if !p.hold() {
 		return
 	}
@@ -132,21 +97,16 @@ func (p *proxy) relay(client net.Conn) {
 	if err != nil {
 		return
 	}
-	if !p.track(server) {
-		return
-	}
-	defer p.untrack(server)
+	defer server.Close()
+	defer context.AfterFunc(p.ctx, func() { _ = server.Close() })()
 	var both sync.WaitGroup
-	both.Add(2)
-	go func() { defer both.Done(); p.pipe(server, client) }()
-	go func() { defer both.Done(); p.pipe(client, server) }()
+	both.Go(func() { p.pipe(server, client) })
+	both.Go(func() { p.pipe(client, server) })
 	both.Wait()
 }
 
-// pipe copies src to dst, holding every chunk while paused. The end of src
-// is passed on as a half-close, so a request sent just before the client
-// gave up still reaches vcsim (as the kernel would deliver it after
-// SIGCONT); an error closes both sides.
+// pipe copies src to dst, holding every chunk while paused. The end of src is passed on as a half-close, so
+// a request sent just before the client gave up still reaches vcsim; an error closes both sides.
 func (p *proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
@@ -175,17 +135,4 @@ func (p *proxy) pipe(dst, src net.Conn) {
 	}
 	_ = dst.Close()
 	_ = src.Close()
-}
-
-// close stops accepting, releases held relays and closes every connection.
-func (p *proxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	p.closed = true
-	close(p.done)
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }

@@ -32,14 +32,11 @@ const (
 	Password     = "vcsim-secret"
 )
 
-// VCenter is a running simulator and a client that inspects it behind the
-// provider's back.
+// VCenter is a running simulator and a client that inspects it behind the provider's back.
 type VCenter struct {
-	// Server is the host (127.0.0.1) and Port the port of the endpoint the
-	// provider is given: a relay to vcsim that Pause can stop.
+	// Server (127.0.0.1) and Port are the provider's endpoint: a relay to vcsim that Pause can stop.
 	Server, Port string
-	// Client talks to vcsim directly, so the test can look while the
-	// provider's endpoint is paused.
+	// Client talks to vcsim directly, so the test can look while the provider's endpoint is paused.
 	Client *govmomi.Client
 	Finder *find.Finder
 	proxy  *proxy
@@ -47,8 +44,8 @@ type VCenter struct {
 	ctx    context.Context
 }
 
-// Start starts vcsim; hook (optional) changes the model before it serves
-// (delays, for instance). Everything stops when the test ends.
+// Start starts vcsim; hook (optional) changes the model before it serves (delays, for instance). Everything
+// stops when the test ends.
 func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
 	t.Helper()
 	ctx := context.Background()
@@ -134,8 +131,7 @@ func (v *VCenter) Props(vm *object.VirtualMachine, ps ...string) mo.VirtualMachi
 	return m
 }
 
-// SetGuestIP makes the VM's guest report ip on its first NIC, as VMware
-// tools would (vcsim's SET.guest.ipAddress extraConfig key).
+// SetGuestIP makes the VM's guest report ip on its first NIC, as VMware tools would (vcsim's extraConfig key).
 func (v *VCenter) SetGuestIP(name, ip string) {
 	v.t.Helper()
 	v.Wait(v.VM(name).Reconfigure(v.ctx, types.VirtualMachineConfigSpec{
