@@ -1,10 +1,6 @@
-// Command machine-controller-manager runs the machine controller with both
-// built-in providers, each Machine dispatched by its providerSpec type:
-// kubemark (kubemark.machine-api-operator.io; each Machine becomes a
-// simulated Node kept alive by the cluster's kwok controller) and vSphere
-// (machine.openshift.io VSphereMachineProviderSpec; a VM cloned on vCenter),
-// so the one image serves both, as OpenShift's operator image serves vSphere
-// (docs/vsphere.md). A Machine of any other type is left untouched.
+// Command machine-controller-manager runs the machine controller with both built-in providers, each
+// Machine dispatched by its providerSpec type: kubemark (docs/kubemark.md) and vSphere (docs/vsphere.md).
+// A Machine of any other type is left untouched.
 package main
 
 import (
@@ -51,18 +47,14 @@ func main() {
 	}
 }
 
-// leaderElectionID follows OpenShift's providers' lease names
-// (cluster-api-provider-<provider>-leader); on vSphere the binary takes
-// vsphereLeaseName instead (leaseFor).
-const leaderElectionID = names.KubemarkLeaseName
+// Lease names follow OpenShift's providers' (cluster-api-provider-<provider>-leader).
+const (
+	leaderElectionID = names.KubemarkLeaseName
+	vsphereLeaseName = "cluster-api-provider-vsphere-leader"
+)
 
-// vsphereLeaseName is the Lease of OpenShift's vSphere machine controller.
-const vsphereLeaseName = "cluster-api-provider-vsphere-leader"
-
-// leaseFor picks the Lease by the cluster's platform: on vSphere this binary
-// replaces OpenShift's vSphere machine controller, so it takes that one's
-// Lease and the two never act at once while one operator replaces the
-// other; elsewhere (kubemark, no Infrastructure) the kubemark Lease.
+// leaseFor picks the Lease by platform: on vSphere this binary replaces OpenShift's vSphere machine
+// controller, so it takes that one's Lease and the two never act at once.
 func leaseFor(platform configv1.PlatformType) string {
 	if platform == configv1.VSpherePlatformType {
 		return vsphereLeaseName
@@ -70,8 +62,7 @@ func leaseFor(platform configv1.PlatformType) string {
 	return leaderElectionID
 }
 
-// clusterPlatform reads the Infrastructure's platform type once at start;
-// "" when it cannot be read (vanilla Kubernetes has none).
+// clusterPlatform reads the Infrastructure's platform type; "" when there is none (vanilla Kubernetes).
 func clusterPlatform(ctx context.Context, c client.Reader) configv1.PlatformType {
 	infra := &configv1.Infrastructure{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil || infra.Status.PlatformStatus == nil {
@@ -83,8 +74,7 @@ func clusterPlatform(ctx context.Context, c client.Reader) configv1.PlatformType
 // parse parses and validates the command line.
 func parse(args []string) (operand.Options, flags, error) {
 	opts := operand.Defaults(leaderElectionID, ":8081", ":9440")
-	// Provisioning is a chain of API round trips: let 50 Machines proceed
-	// at once (sized by the scale benchmark, docs/performance.md).
+	// Provisioning is a chain of API round trips: sized by the scale benchmark (docs/performance.md).
 	opts.MaxConcurrentReconciles = machine.DefaultMaxConcurrentReconciles
 	f := flags{safety: safety.DefaultMachineControllerOptions()}
 	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ContinueOnError)
@@ -129,23 +119,17 @@ func run(opts operand.Options, f flags) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// addControllers registers the kubemark provider's indexes and the machine
-// controller with both providers, the latter once the Machine CRD is
-// served: on a cluster without it (yet) the binary waits, not ready,
-// instead of exiting.
+// addControllers registers the providers and, once the Machine CRD is served (until then the binary
+// waits, not ready), the machine controller.
 func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	return addControllersWith(mgr, opts, f, vsphere.Options{}, opts.ControllerOptions())
 }
 
-// addControllersWith is addControllers with the vSphere provider's options
-// (their Client is always set here) and the controller's options: tests
-// shorten the provider's poll interval and run several managers.
+// addControllersWith takes the vSphere provider's options (but Client) and the controller's options:
+// tests shorten the provider's poll interval and run several managers.
 func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOpts vsphere.Options, co controller.Options) error {
-	// The kubemark provider writes Nodes and reads and writes node Leases
-	// (kube-node-lease) directly: the manager's cache only covers
-	// --namespace, and a few Lease reads are cheaper than a cluster-wide
-	// Lease watch. Nodes it reads from the manager's cache (cluster-wide,
-	// the machine controller watches them anyway), indexed by InternalIP.
+	// Uncached: the cache covers only --namespace, and a few Lease reads are cheaper than a cluster-wide
+	// watch. The vSphere provider reads its few objects with get alone: no Secret informer, least RBAC.
 	providerClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return fmt.Errorf("creating the provider client: %w", err)
@@ -153,9 +137,6 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	if err := kubemark.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	// The vSphere provider reads its few objects (credentials Secret,
-	// Infrastructure, cloud-provider-config, a Node) uncached, with get
-	// alone: no Secret informer, and the least RBAC.
 	vsOpts.Client = providerClient
 	vsOpts.VMGroupZonal = opts.FeatureGate(features.FeatureGateVSphereHostVMGroupZonal)
 	vs := vsphere.NewActuator(vsOpts)
@@ -165,14 +146,10 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	if err := mgr.Add(vsphereSessions{vs}); err != nil {
 		return fmt.Errorf("adding the vSphere session cleanup: %w", err)
 	}
-	// kubemark first: a providerSpec naming no type is reported by it, as
-	// when it was this binary's only provider.
+	// kubemark first: it reports on a providerSpec naming no type, as when it was the only provider.
 	km := kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()})
-	providers := machine.NewProviders(km, vs)
-	// The safety checks (docs/safety.md): the API-server freeze gates the
-	// provider's Create and Delete; each provider lists its orphans: kubemark
-	// Nodes, and the VMs tagged for the cluster in the folders of its vSphere
-	// Machines and MachineSets (none, and no vCenter call, without those).
+	// The safety checks (docs/safety.md): the API-server freeze gates Create and Delete; each provider
+	// lists its orphans.
 	gate := safety.NewAPIServerGate(providerClient, opts.Namespace, f.safety)
 	if err := mgr.Add(gate); err != nil {
 		return fmt.Errorf("adding the API-server check: %w", err)
@@ -183,7 +160,7 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	})
 	r := machine.NewReconciler(machine.Options{
 		MachineAPIMigration: opts.FeatureGate(features.FeatureGateMachineAPIMigration),
-		Actuator:            providers,
+		Actuator:            machine.NewProviders(km, vs),
 		NodeDrainTimeout:    f.drainTimeout,
 		Namespace:           opts.Namespace,
 		Gate:                gate,
@@ -203,8 +180,7 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	return nil
 }
 
-// vsphereSessions logs out of the vSphere provider's vCenter sessions when
-// the manager stops, so vCenter does not keep them until they expire.
+// vsphereSessions logs out of vCenter when the manager stops, so vCenter does not keep the sessions.
 type vsphereSessions struct{ a *vsphere.Actuator }
 
 // Start implements manager.Runnable.

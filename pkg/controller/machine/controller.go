@@ -121,11 +121,6 @@ type scope struct {
 	behind []string
 }
 
-// wrote notes that a write replaced version prev (see scope.behind).
-func (s *scope) wrote(prev string) {
-	s.behind = append(s.behind, prev)
-}
-
 func phaseOf(m *machinev1beta1.Machine) string { return ptr.Deref(m.Status.Phase, "") }
 
 func setPhase(m *machinev1beta1.Machine, phase string) { m.Status.Phase = &phase }

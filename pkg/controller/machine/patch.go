@@ -36,12 +36,10 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 	if err := r.client.Patch(ctx, after, patch); err != nil {
 		return err
 	}
-	s.wrote(prev)
+	s.behind = append(s.behind, prev)
 	s.fresh = s.fresh || optimisticLock
-	s.m.ObjectMeta = *after.ObjectMeta.DeepCopy()
-	s.m.Spec = *after.Spec.DeepCopy()
-	s.base.ObjectMeta = *after.ObjectMeta.DeepCopy()
-	s.base.Spec = *after.Spec.DeepCopy()
+	s.base.ObjectMeta, s.base.Spec = *after.ObjectMeta.DeepCopy(), *after.Spec.DeepCopy()
+	s.m.ObjectMeta, s.m.Spec = after.ObjectMeta, after.Spec // after is not used again
 	return nil
 }
 
@@ -81,7 +79,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := patch.Status(ctx, r.client, r.freshReader(), s.base, patched); err != nil {
 		return fmt.Errorf("patching Machine status: %w", err)
 	}
-	s.wrote(prev)
+	s.behind = append(s.behind, prev)
 	*s.m = *patched
 	s.base = patched.DeepCopy()
 	if from != to {

@@ -111,32 +111,27 @@ func (r *Reconciler) machinesWaitingForControlPlaneDrain(ctx context.Context) []
 // waiting for it, so they do not sit out their drain backoff.
 func (r *Reconciler) nodeHandler() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	add := func(q queue, reqs []reconcile.Request) {
+	enqueue := func(ctx context.Context, q queue, node client.Object, drainEnded bool) {
+		reqs := r.nodeToMachines(ctx, node)
+		if drainEnded {
+			reqs = append(reqs, r.machinesWaitingForControlPlaneDrain(ctx)...)
+		}
 		for _, req := range reqs {
 			q.Add(req)
 		}
 	}
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
-			add(q, r.nodeToMachines(ctx, e.Object))
-		},
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue(ctx, q, e.Object, false) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			add(q, r.nodeToMachines(ctx, e.ObjectNew))
 			oldN, ok1 := e.ObjectOld.(*corev1.Node)
 			newN, ok2 := e.ObjectNew.(*corev1.Node)
-			if ok1 && ok2 && controlPlaneDrainEnded(oldN, newN) {
-				add(q, r.machinesWaitingForControlPlaneDrain(ctx))
-			}
+			enqueue(ctx, q, e.ObjectNew, ok1 && ok2 && controlPlaneDrainEnded(oldN, newN))
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
-			add(q, r.nodeToMachines(ctx, e.Object))
-			if n, ok := e.Object.(*corev1.Node); ok && controlPlaneDrainEnded(n, nil) {
-				add(q, r.machinesWaitingForControlPlaneDrain(ctx))
-			}
+			n, ok := e.Object.(*corev1.Node)
+			enqueue(ctx, q, e.Object, ok && controlPlaneDrainEnded(n, nil))
 		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {
-			add(q, r.nodeToMachines(ctx, e.Object))
-		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue(ctx, q, e.Object, false) },
 	}
 }
 

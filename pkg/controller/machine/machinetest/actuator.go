@@ -1,19 +1,19 @@
-// Package machinetest holds test helpers for the machine controller and for
-// providers: a scriptable fake Actuator that counts calls.
+// Package machinetest holds test helpers for the machine controller and for providers: a scriptable fake
+// Actuator that counts calls.
 package machinetest
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Actuator is a fake machine.Actuator. Configure it with the fields (under
-// Lock/Unlock or with Set) and read the counters with Calls. It is safe for
-// concurrent use. The zero value reports that no instance exists and
-// succeeds at everything.
+// Actuator is a fake machine.Actuator, safe for concurrent use: configure it with the fields (under
+// Set) and read the counters with Calls. The zero value reports no instance and succeeds at everything.
 type Actuator struct {
 	mu sync.Mutex
 
@@ -22,28 +22,27 @@ type Actuator struct {
 	// Errors returned by each operation (nil = success).
 	CreateErr, UpdateErr, ExistsErr, DeleteErr error
 
-	// Hooks run at the start of each call with the Machine the controller
-	// passed (they may set providerID, addresses and providerStatus, as a
-	// provider does). A hook's non-nil error replaces the configured one.
-	CreateHook, UpdateHook, DeleteHook func(ctx context.Context, m *machinev1beta1.Machine) error
+	// Hooks run at the start of each call with the Machine the controller passed (they may set
+	// providerID, addresses and providerStatus). A hook's non-nil error replaces the configured one.
+	CreateHook, UpdateHook, DeleteHook hook
 	ExistsHook                         func(ctx context.Context, m *machinev1beta1.Machine) (bool, error)
 
-	// CreateSetsInstance makes a successful Create behave like a provider:
-	// ExistsValue becomes true and, when ProviderID is set, the Machine gets
-	// that providerID and Addresses.
+	// CreateSetsInstance makes a successful Create set ExistsValue and, when set, ProviderID and Addresses.
 	CreateSetsInstance bool
-	// DeleteRemovesInstance makes a successful Delete set ExistsValue false.
+	// DeleteRemovesInstance makes a successful Delete clear ExistsValue.
 	DeleteRemovesInstance bool
 	// ProviderID and Addresses are written by Create/Update when set.
 	ProviderID string
 	Addresses  []string
 
-	// Groups, when set, are the providerSpec API groups the fake serves
-	// (machine.ProviderSpecServer); empty serves every Machine.
+	// Groups, when set, are the providerSpec API groups the fake serves (machine.ProviderSpecServer);
+	// empty serves every Machine.
 	Groups []string
 
 	calls map[string]int
 }
+
+type hook = func(ctx context.Context, m *machinev1beta1.Machine) error
 
 // Operation names used by Calls.
 const (
@@ -71,25 +70,29 @@ func (a *Actuator) Calls(op string) int {
 func (a *Actuator) AllCalls() map[string]int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range a.calls {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.calls)
 }
 
 // Reset zeroes the counters.
 func (a *Actuator) Reset() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = nil
+	a.Set(func(a *Actuator) { a.calls = nil })
 }
 
-func (a *Actuator) count(op string) {
+// call counts op, reads its configuration with config (under the lock), then runs its hook.
+func (a *Actuator) call(ctx context.Context, m *machinev1beta1.Machine, op string, config func() (hook, error)) error {
+	a.mu.Lock()
 	if a.calls == nil {
 		a.calls = map[string]int{}
 	}
 	a.calls[op]++
+	h, err := config()
+	a.mu.Unlock()
+	if h != nil {
+		if herr := h(ctx, m); herr != nil {
+			err = herr
+		}
+	}
+	return err
 }
 
 func (a *Actuator) fill(m *machinev1beta1.Machine) {
@@ -100,13 +103,12 @@ func (a *Actuator) fill(m *machinev1beta1.Machine) {
 	if len(a.Addresses) > 0 {
 		m.Status.Addresses = nil
 		for _, ip := range a.Addresses {
-			m.Status.Addresses = append(m.Status.Addresses, nodeAddress(ip))
+			m.Status.Addresses = append(m.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
 		}
 	}
 }
 
-// ProviderSpecKinds implements machine.ProviderSpecServer: every kind of
-// Groups.
+// ProviderSpecKinds implements machine.ProviderSpecServer: every kind of Groups.
 func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -119,72 +121,36 @@ func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 
 // Create implements machine.Actuator.
 func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
-	a.mu.Lock()
-	a.count(Create)
-	hook, err, sets := a.CreateHook, a.CreateErr, a.CreateSetsInstance
-	a.mu.Unlock()
-	if hook != nil {
-		if herr := hook(ctx, m); herr != nil {
-			err = herr
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if sets {
-		a.mu.Lock()
-		a.ExistsValue = true
-		a.fill(m)
-		a.mu.Unlock()
-	}
-	return nil
-}
-
-// Update implements machine.Actuator.
-func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
-	a.mu.Lock()
-	a.count(Update)
-	hook, err := a.UpdateHook, a.UpdateErr
-	a.fill(m)
-	a.mu.Unlock()
-	if hook != nil {
-		if herr := hook(ctx, m); herr != nil {
-			err = herr
-		}
+	var sets bool
+	err := a.call(ctx, m, Create, func() (hook, error) { sets = a.CreateSetsInstance; return a.CreateHook, a.CreateErr })
+	if err == nil && sets {
+		a.Set(func(a *Actuator) { a.ExistsValue = true; a.fill(m) })
 	}
 	return err
 }
 
+// Update implements machine.Actuator.
+func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
+	return a.call(ctx, m, Update, func() (hook, error) { a.fill(m); return a.UpdateHook, a.UpdateErr })
+}
+
 // Exists implements machine.Actuator.
 func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
-	a.mu.Lock()
-	a.count(Exists)
-	hook, v, err := a.ExistsHook, a.ExistsValue, a.ExistsErr
-	a.mu.Unlock()
-	if hook != nil {
-		return hook(ctx, m)
+	var h func(ctx context.Context, m *machinev1beta1.Machine) (bool, error)
+	var v bool
+	err := a.call(ctx, m, Exists, func() (hook, error) { h, v = a.ExistsHook, a.ExistsValue; return nil, a.ExistsErr })
+	if h != nil {
+		return h(ctx, m)
 	}
 	return v, err
 }
 
 // Delete implements machine.Actuator.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
-	a.mu.Lock()
-	a.count(Delete)
-	hook, err, removes := a.DeleteHook, a.DeleteErr, a.DeleteRemovesInstance
-	a.mu.Unlock()
-	if hook != nil {
-		if herr := hook(ctx, m); herr != nil {
-			err = herr
-		}
+	var removes bool
+	err := a.call(ctx, m, Delete, func() (hook, error) { removes = a.DeleteRemovesInstance; return a.DeleteHook, a.DeleteErr })
+	if err == nil && removes {
+		a.Set(func(a *Actuator) { a.ExistsValue = false })
 	}
-	if err != nil {
-		return err
-	}
-	if removes {
-		a.mu.Lock()
-		a.ExistsValue = false
-		a.mu.Unlock()
-	}
-	return nil
+	return err
 }
