@@ -17,7 +17,7 @@ type usageError struct{ error }
 // run executes the command line and returns the process exit code:
 // 0 on success, 2 for usage errors, 1 for everything else.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdout, stderr)
+	root := newRootCommandWith(stdout, stderr, runStart)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -41,15 +41,11 @@ func (usageError) usage(root *cobra.Command, args []string) string {
 	return cmd.UsageString()
 }
 
-func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
-	return newRootCommandWith(stdout, stderr, runStart)
-}
-
-// newRootCommandWith is newRootCommand with the operator's run replaced.
+// newRootCommandWith is the command line, with start running the operator.
 func newRootCommandWith(stdout, stderr io.Writer, start starter) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "machine-api-operator",
-		Args:          func(cmd *cobra.Command, args []string) error { return usageArgs(cmd, args) },
+		Args:          usageArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		Short:         "Operator for the Machine API: machines, machine sets and health checks",
 		SilenceUsage:  true,

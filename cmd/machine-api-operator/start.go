@@ -34,8 +34,8 @@ type startOptions struct {
 	namespace      string
 	leaderElect    bool
 	leaderElection leaderelection.Timing
-	// tls is the metrics server's TLS; tlsFromFlags when either TLS flag
-	// was given, else it follows the cluster's TLS profile.
+	// tls is the metrics server's TLS, fixed when a TLS flag was given
+	// (tlsFromFlags), else following the cluster's TLS profile.
 	tls                   tlsflags.Options
 	tlsFromFlags          bool
 	metricsAddr           string
@@ -52,8 +52,7 @@ const (
 	webhookCertsOperator  = "operator"
 )
 
-// starter runs the operator once the command line is accepted (runStart;
-// tests stub it to check command lines alone).
+// starter runs the operator once the command line is accepted (tests stub it).
 type starter func(ctx context.Context, o *startOptions, stderr io.Writer) error
 
 func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
@@ -95,10 +94,7 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.StringVar(&o.imagesJSON, "images-json", "", "Path to images.json (required).")
 	f.StringVar(&o.namespace, "namespace", ns, "Namespace of the operands (default: $COMPONENT_NAMESPACE, else openshift-machine-api).")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader with the Lease "+config.OperatorLeaseName+" so only one replica syncs.")
-	// OpenShift's lease duration and renew deadline (137 s, 107 s); the
-	// retry period is 250 ms, not 26 s, and the leader writes the lease
-	// every 10 s: a standby takes over within the lease duration + 1.1 s
-	// of the leader's last write (pkg/leaderelection).
+	// OpenShift's lease duration and renew deadline. See docs/reliability.md.
 	o.leaderElection = leaderelection.Timing{
 		LeaseDuration: 137 * time.Second,
 		RenewDeadline: 107 * time.Second,
@@ -106,9 +102,6 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 		RenewInterval: leaderelection.DefaultRenewInterval,
 	}
 	o.leaderElection.AddFlags(f)
-	// Without them, the operator's metrics server follows the cluster's TLS
-	// profile (APIServer spec.tlsSecurityProfile, as the operand's servers
-	// do), changes included.
 	o.tls = tlsflags.Options{MinVersion: tlsflags.DefaultMinVersion}
 	o.tls.AddFlags(f)
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", defaultMetricsAddress(),
@@ -123,18 +116,13 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	return cmd
 }
 
-// defaultMetricsPort is the operator's metrics port: the container port
-// https of its Deployment and the port of the Service machine-api-operator,
-// as on OpenShift.
-const defaultMetricsPort = "8443"
-
-// defaultMetricsAddress is :$METRICS_PORT (the variable OpenShift's operator
-// Deployment sets), else :8443.
+// defaultMetricsAddress is :$METRICS_PORT (set by OpenShift's Deployment),
+// else :8443 (OpenShift's port).
 func defaultMetricsAddress() string {
 	if p := os.Getenv("METRICS_PORT"); p != "" {
 		return ":" + p
 	}
-	return ":" + defaultMetricsPort
+	return ":8443"
 }
 
 func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
@@ -155,8 +143,6 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.UserAgent = "machine-api-operator/" + version.String()
 
-	// auto is decided at every sync (service-ca may arrive after the
-	// operator on a fresh OpenShift install).
 	certificates := map[string]operator.WebhookCertificates{
 		webhookCertsAuto:      operator.CertificatesAuto,
 		webhookCertsServiceCA: operator.CertificatesServiceCA,
@@ -195,11 +181,9 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	return nil
 }
 
-// resolveMetricsTLS returns the TLS settings of the operator's metrics
-// server: the flags if given (fixed; live is nil), else the cluster's TLS
-// profile as live settings the operator keeps following (the Intermediate
-// profile where the cluster has no APIServer, or it cannot be read: the
-// operator must start regardless).
+// resolveMetricsTLS returns the metrics server's TLS: the flags if given (live
+// nil), else the cluster's profile as live settings (Intermediate when it
+// cannot be read: the operator must start regardless).
 func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOptions) (configure func(*tls.Config), live *tlsflags.Live, err error) {
 	if o.tlsFromFlags {
 		configure, err = o.tls.Apply()

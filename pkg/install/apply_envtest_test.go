@@ -453,7 +453,7 @@ func runOperatorAsServiceAccount(ctx context.Context, t *testing.T, c client.Cli
 			Namespace:      namespace,
 			ImagesJSONPath: imagesPath,
 			ReleaseVersion: release,
-			ServiceCA:      false, // the operator issues the webhook certificates (Secrets)
+			Certificates:   operator.CertificatesAuto, // no service-ca here: the operator issues the webhook certificates (Secrets)
 			StableDuration: time.Second,
 			DegradedAfter:  time.Minute,
 		}, operator.ManagerOptions{

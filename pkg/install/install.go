@@ -1,8 +1,6 @@
-// Package install reads the release payload in install/ (the manifests the
-// cluster version operator applies) the way the cluster version operator
-// does: the YAML files in file-name order, the documents of each file in
-// order. Its tests check the payload: names and apply order, images, CRD
-// copies, RBAC, and an apply to a real API server.
+// Package install reads the release payload in install/ as the cluster
+// version operator does (files by name, documents in order); its tests check
+// the payload.
 package install
 
 import (
@@ -21,17 +19,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ImageReferencesFile lists the payload's images (an ImageStream); it is read
-// by release tooling, not applied.
+// ImageReferencesFile lists the payload's images for release tooling.
 const ImageReferencesFile = "image-references"
 
 // Manifest is one document of a payload file.
 type Manifest struct {
-	// File is the base name of the file.
-	File string
-	// Index is the position of the document in the file, from 0, counting
-	// only non-empty documents.
-	Index  int
+	File   string // base name
+	Index  int    // among the file's non-empty documents, from 0
 	Object *unstructured.Unstructured
 }
 
@@ -44,8 +38,7 @@ func (m Manifest) String() string {
 	return fmt.Sprintf("%s[%d] %s %s", m.File, m.Index, m.Object.GetKind(), name)
 }
 
-// Files returns the base names of the manifest files in dir (*.yaml, *.yml,
-// *.json), sorted as the cluster version operator applies them.
+// Files returns the base names of the manifest files in dir, in apply order.
 func Files(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -64,9 +57,7 @@ func Files(dir string) ([]string, error) {
 	return names, nil
 }
 
-// Load reads every manifest file in dir, in apply order. Every document must
-// have apiVersion, kind and metadata.name; empty documents (only comments or
-// whitespace) are skipped.
+// Load reads every manifest file in dir, in apply order (see Parse).
 func Load(dir string) ([]Manifest, error) {
 	files, err := Files(dir)
 	if err != nil {
@@ -92,8 +83,8 @@ func LoadFile(path string) ([]Manifest, error) {
 	return Parse(filepath.Base(path), data)
 }
 
-// Parse splits data (one or more YAML documents) into objects; file names
-// them in errors and in the result.
+// Parse splits data into objects, each with apiVersion, kind and
+// metadata.name; empty documents are skipped. file names them.
 func Parse(file string, data []byte) ([]Manifest, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []Manifest
@@ -115,14 +106,10 @@ func Parse(file string, data []byte) ([]Manifest, error) {
 		}
 		u := &unstructured.Unstructured{Object: obj}
 		var missing []string
-		if u.GetAPIVersion() == "" {
-			missing = append(missing, "apiVersion")
-		}
-		if u.GetKind() == "" {
-			missing = append(missing, "kind")
-		}
-		if u.GetName() == "" {
-			missing = append(missing, "metadata.name")
+		for _, f := range [][2]string{{"apiVersion", u.GetAPIVersion()}, {"kind", u.GetKind()}, {"metadata.name", u.GetName()}} {
+			if f[1] == "" {
+				missing = append(missing, f[0])
+			}
 		}
 		if len(missing) > 0 {
 			return nil, fmt.Errorf("%s document %d: missing %s", file, idx, strings.Join(missing, ", "))

@@ -1,8 +1,5 @@
-// Package operand holds what every operand binary (machine-controller-manager,
-// nodelink-controller, machineset-controller, machine-healthcheck) shares:
-// the common flags and the controller-runtime manager they configure. A
-// binary's main parses the flags, builds the manager, adds its controllers
-// and starts it.
+// Package operand holds what every operand binary shares: the common flags
+// and the controller-runtime manager they configure.
 package operand
 
 import (
@@ -42,56 +39,38 @@ type Options struct {
 	LeaderElectionID string
 	// LeaderElectionNamespace holds the Lease; "" is Namespace.
 	LeaderElectionNamespace string
-	// LeaderElection is the election's timing (the --leader-elect-* flags).
-	LeaderElection     leaderelection.Timing
-	MetricsBindAddress string
-	// MetricsCertDir holds the metrics serving certificate (tls.crt,
-	// tls.key); "" serves a self-signed one (see metrics.SecureServerOptions).
-	MetricsCertDir          string
+	LeaderElection          leaderelection.Timing
+	MetricsBindAddress      string
+	MetricsCertDir          string // "" serves a self-signed certificate
 	HealthProbeBindAddress  string
 	PprofBindAddress        string
 	MaxConcurrentReconciles int
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
-	// TLS configures the metrics and webhook servers.
-	TLS tlsflags.Options
-	// FeatureGates are OpenShift's feature gates as the operator passes
-	// them (--feature-gates=A=true,B=false). MachineAPIMigration (the
-	// machine and machineset controllers) and VSphereHostVMGroupZonal (the
-	// vSphere provider) change these binaries' behaviour; the others are
-	// accepted, so that OpenShift's operator can drive them, and logged.
+	TLS                     tlsflags.Options // of the metrics and webhook servers
+	// FeatureGates are OpenShift's, as its operator passes them; unknown ones
+	// are accepted and logged.
 	FeatureGates map[string]bool
-	// Webhook, when set, adds the admission webhook server flags; binaries
-	// that serve no webhook leave it nil.
+	// Webhook adds the webhook server flags; nil for binaries without one.
 	Webhook *WebhookOptions
 }
 
-// WebhookOptions configure the admission webhook server of a binary that
-// serves one. The flag names are OpenShift's (--webhook-enabled,
-// --webhook-port, --webhook-cert-dir), so either operator can drive the
-// binary.
+// WebhookOptions configure a binary's admission webhook server (OpenShift's
+// flag names).
 type WebhookOptions struct {
 	Enabled bool
-	// Host is the address to bind; "" binds every address.
-	Host string
-	Port int
-	// CertDir holds the serving certificate as tls.crt and tls.key (the
-	// layout of a kubernetes.io/tls Secret mounted there).
-	CertDir string
+	Host    string // "" binds every address
+	Port    int
+	CertDir string // tls.crt and tls.key
 }
 
-// Defaults returns the options of a binary; leaderElectionID names its Lease
-// and the ports are the binary's defaults (the operator renders them
-// explicitly for each container).
+// Defaults returns the options of a binary; leaderElectionID names its Lease.
 func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 	return Options{
 		Namespace:        names.DefaultNamespace,
 		LeaderElect:      true,
 		LeaderElectionID: leaderElectionID,
-		// OpenShift's lease duration and renew deadline; a standby checks
-		// the lease every 250 ms while the leader writes it every 10 s, so
-		// a failover takes the lease duration + 1.1 s at most
-		// (docs/reliability.md).
+		// OpenShift's lease duration and renew deadline. See docs/reliability.md.
 		LeaderElection: leaderelection.Timing{
 			LeaseDuration: 120 * time.Second,
 			RenewDeadline: 90 * time.Second,
@@ -101,8 +80,7 @@ func Defaults(leaderElectionID, metricsAddr, healthAddr string) Options {
 		MetricsBindAddress:      metricsAddr,
 		HealthProbeBindAddress:  healthAddr,
 		MaxConcurrentReconciles: 1,
-		// Sized by the scale benchmark (docs/performance.md); the operator
-		// renders the same values.
+		// Sized by the scale benchmark (docs/performance.md).
 		KubeAPIQPS:   200,
 		KubeAPIBurst: 400,
 		TLS:          tlsflags.Options{MinVersion: tlsflags.DefaultMinVersion},
@@ -122,7 +100,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
 		"Directory with the metrics serving certificate (tls.crt, tls.key), re-read when it changes; empty, or while the files are missing, a self-signed certificate is served.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of /healthz and /readyz; 0 disables them.")
-	// OpenShift's binaries call it --health-addr.
 	fs.StringVar(&o.HealthProbeBindAddress, "health-addr", o.HealthProbeBindAddress, "Same as --health-probe-bind-address (OpenShift's name).")
 	o.TLS.AddFlags(fs)
 	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates",
@@ -174,8 +151,8 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// RESTConfig loads the client configuration: --kubeconfig, else in-cluster,
-// else $KUBECONFIG; with the QPS and burst flags and a user agent.
+// RESTConfig loads --kubeconfig, else in-cluster, else $KUBECONFIG, with the
+// QPS and burst flags and a user agent.
 func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
 	cfg, err := kubeconfig.Load(o.Kubeconfig)
 	if err != nil {
@@ -186,10 +163,8 @@ func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewManager builds the binary's manager: namespaced cache for the Machine
-// API objects (cluster-scoped objects such as Nodes are cached cluster-wide),
-// leader election, metrics (HTTPS with authentication and authorization by
-// the API server: metrics.SecureServerOptions), health probes.
+// NewManager builds the binary's manager: namespaced cache, leader election,
+// secure metrics, health probes, the webhook server if enabled.
 func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	ctrl.SetLogger(klog.NewKlogr())
 	applyTLS, err := o.TLS.Apply()
@@ -205,18 +180,19 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	}
 	var webhookServer webhook.Server
 	if w := o.Webhook; w != nil && w.Enabled {
-		// certwatcher (inside the server) reloads tls.crt/tls.key when the
-		// mounted Secret is rotated.
+		// Its certwatcher reloads a rotated certificate.
 		webhookServer = webhook.NewServer(webhook.Options{
 			Host: w.Host, Port: w.Port, CertDir: w.CertDir, CertName: "tls.crt", KeyName: "tls.key",
 			TLSOpts: []func(*tls.Config){applyTLS},
 		})
 	}
 	var lock *leaderelection.Lock
+	var lockInterface resourcelock.Interface // nil stays an untyped nil
 	if o.LeaderElect {
 		if lock, err = leaderelection.NewLock(cfg, leaseNamespace, o.LeaderElectionID, o.LeaderElection); err != nil {
 			return nil, err
 		}
+		lockInterface = lock
 	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
 		WebhookServer:                       webhookServer,
@@ -228,7 +204,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		LeaderElection:                      o.LeaderElect,
 		LeaderElectionID:                    o.LeaderElectionID,
 		LeaderElectionNamespace:             leaseNamespace,
-		LeaderElectionResourceLockInterface: lockInterface(lock),
+		LeaderElectionResourceLockInterface: lockInterface,
 		LeaderElectionReleaseOnCancel:       true,
 		LeaseDuration:                       &o.LeaderElection.LeaseDuration,
 		RenewDeadline:                       &o.LeaderElection.RenewDeadline,
@@ -249,9 +225,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	if webhookServer != nil {
-		// Ready only once the webhook server serves, so the Service sends
-		// admission requests to pods that answer them. (GetWebhookServer
-		// also adds the server to the manager's runnables.)
+		// Ready only once the webhook server serves (GetWebhookServer adds it).
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, err
 		}
@@ -259,8 +233,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// FeatureGate reports whether --feature-gates turned OpenShift's gate
-// name on.
+// FeatureGate reports whether --feature-gates turned gate name on.
 func (o *Options) FeatureGate(name configv1.FeatureGateName) bool {
 	return o.FeatureGates[string(name)]
 }
@@ -270,10 +243,8 @@ func (o *Options) ControllerOptions() controller.Options {
 	return controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 }
 
-// ParseArgs parses a binary's command line with its flag set (which must be
-// built with pflag.ContinueOnError) and refuses positional arguments, which
-// no operand takes. Binaries parse and validate before anything else, so a
-// test can tell whether a rendered command line would start them.
+// ParseArgs parses a command line with a ContinueOnError flag set and refuses
+// positional arguments, so a test can tell whether it would start the binary.
 func ParseArgs(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -284,8 +255,7 @@ func ParseArgs(fs *pflag.FlagSet, args []string) error {
 	return nil
 }
 
-// ExitOnParseError ends the process when the command line was refused:
-// status 0 for --help, 2 (usage) otherwise.
+// ExitOnParseError exits 0 for --help, 2 for a refused command line.
 func ExitOnParseError(name string, err error) {
 	if err == nil {
 		return
@@ -295,13 +265,4 @@ func ExitOnParseError(name string, err error) {
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	os.Exit(2)
-}
-
-// lockInterface is lock as the manager's option: nil (no election) stays an
-// untyped nil.
-func lockInterface(lock *leaderelection.Lock) resourcelock.Interface {
-	if lock == nil {
-		return nil
-	}
-	return lock
 }

@@ -1,15 +1,6 @@
 // Package crdwait starts a controller once the API server serves the custom
-// resources it watches, so that an operand binary started before its CRDs
-// (a bare cluster the operator is still installing, or OpenShift's operator,
-// which ships no NodeMaintenance CRD) waits for them instead of exiting, and
-// picks them up without a restart.
-//
-// A controller-runtime manager accepts controllers after it has started:
-// the gate registers the controller (its indexes, watches and reconciler)
-// as soon as every kind is served, whether that is before Start or later.
-// Served means the API server's discovery lists the kind; the manager's
-// RESTMapper re-reads a group version it does not know on every lookup, so
-// a poll costs one discovery request per missing group version.
+// resources it watches, so a binary started before its CRDs waits instead of
+// exiting. A poll costs one discovery request per missing group version.
 package crdwait
 
 import (
@@ -35,8 +26,7 @@ import (
 // are served.
 const DefaultPollInterval = 5 * time.Second
 
-// WaitingGauge is 1 for each kind a controller waits for (the API server
-// does not serve it yet), 0 once served.
+// WaitingGauge is 1 for each kind a controller waits for, 0 once served.
 var WaitingGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "machine_api_operand_waiting_for_crd",
 	Help: "1 while a controller waits for the API server to serve a kind it watches (its CRD is not installed), 0 once served.",
@@ -44,26 +34,17 @@ var WaitingGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 
 // Gate is a controller whose setup waits for the kinds it watches.
 type Gate struct {
-	// Name names the controller in logs, the readiness check and the metric.
-	Name string
-	// Kinds are the custom resource kinds the controller reads or watches.
-	Kinds []schema.GroupVersionKind
-	// Setup registers the controller with the manager. It is called once,
-	// when every kind is served.
+	Name  string                    // in logs, the readiness check and the metric
+	Kinds []schema.GroupVersionKind // the custom resource kinds it reads or watches
+	// Setup registers the controller; called once, when every kind is served.
 	Setup func(manager.Manager) error
-	// Required makes the binary's readiness check (/readyz, check
-	// "crd-<Name>") fail while the gate waits: for controllers that are the
-	// binary's purpose, as opposed to optional ones.
-	Required bool
-	// PollInterval is how often a waiting gate looks again (default
-	// DefaultPollInterval).
-	PollInterval time.Duration
+	// Required fails the readiness check "crd-<Name>" while the gate waits.
+	Required     bool
+	PollInterval time.Duration // default DefaultPollInterval
 }
 
-// Add registers g with mgr (before mgr.Start). When every kind is served
-// already, g.Setup runs now, as if there were no gate; an error from it is
-// returned. Otherwise the gate polls until the kinds are served, logs what
-// it waits for, then runs g.Setup; an error then stops the manager.
+// Add registers g with mgr (before mgr.Start): g.Setup runs now if every kind
+// is served (its error returned), else once they are (its error stops mgr).
 func Add(mgr manager.Manager, g Gate) error {
 	_, err := add(mgr, g)
 	return err
@@ -88,7 +69,6 @@ func add(mgr manager.Manager, g Gate) (*waiter, error) {
 	if err == nil && len(missing) == 0 {
 		return w, w.setup()
 	}
-	// Unknown (API server unreachable) or missing: decide while running.
 	return w, mgr.Add(w)
 }
 
@@ -102,8 +82,8 @@ type waiter struct {
 	waiting string // what the last poll found missing, for readiness
 }
 
-// NeedLeaderElection is false: every replica sets up its controllers (and
-// their caches); the controllers themselves still wait for leadership.
+// NeedLeaderElection: every replica sets up its controllers (which still wait
+// for leadership).
 func (w *waiter) NeedLeaderElection() bool { return false }
 
 // Start polls until the kinds are served, then sets the controller up.
@@ -131,8 +111,7 @@ func (w *waiter) Start(ctx context.Context) error {
 		return false, nil
 	})
 	if err != nil {
-		// Cancelled: the manager is stopping.
-		return nil
+		return nil // the manager is stopping
 	}
 	log.Info("The kinds this controller watches are served; starting it")
 	return w.setup()
@@ -153,9 +132,8 @@ func (w *waiter) setup() error {
 	return nil
 }
 
-// missing lists the gate's kinds the API server does not serve, and
-// updates WaitingGauge. An error other than "no match" (the API server
-// unreachable) is returned as such: nothing is known.
+// missing lists the gate's kinds not served and updates WaitingGauge; any
+// error but "no match" means nothing is known.
 func (w *waiter) missing() ([]schema.GroupVersionKind, error) {
 	var missing []schema.GroupVersionKind
 	var errs []error

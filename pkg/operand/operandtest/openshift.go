@@ -1,6 +1,5 @@
-// Package operandtest holds the command lines OpenShift's machine-api-operator
-// passes to the operand containers, so that each binary's tests check it
-// accepts them: either operator can then drive this project's images.
+// Package operandtest holds the command lines OpenShift's operator passes to
+// the operand containers, so each binary's tests check it accepts them.
 package operandtest
 
 import (
@@ -14,22 +13,18 @@ import (
 // Namespace is the operand namespace OpenShift's operator passes.
 const Namespace = "openshift-machine-api"
 
-// CommonArgs are the arguments OpenShift's operator gives every operand
-// container (nodelink-controller and machine-healthcheck get only these).
+// CommonArgs are the arguments OpenShift's operator gives every operand container.
 func CommonArgs() []string {
 	return []string{"--logtostderr=true", "--v=3", "--leader-elect=true", "--leader-elect-lease-duration=120s", "--namespace=" + Namespace}
 }
 
-// FeatureGateArgs are CommonArgs and the feature gates, as OpenShift's
-// operator renders them for the machineset and machine controllers: every
-// gate of the cluster's FeatureGate status, sorted, name=bool.
+// FeatureGateArgs are CommonArgs and the feature gates, as OpenShift renders
+// them for the machineset and machine controllers.
 func FeatureGateArgs() []string {
 	return append(CommonArgs(), "--feature-gates=MachineAPIMigration=false,VSphereMultiVCenterDay2=true,VSphereMultiVCenters=true")
 }
 
-// TLSArgs are the arguments OpenShift's operator renders from the
-// Intermediate TLS profile (the default) for the machineset controller and
-// the BareMetal machine controller: IANA cipher names, Go's version name.
+// TLSArgs are what OpenShift's operator renders from the Intermediate profile.
 func TLSArgs() []string {
 	return []string{
 		"--tls-cipher-suites=TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256," +
@@ -40,10 +35,8 @@ func TLSArgs() []string {
 	}
 }
 
-// UpstreamFlags are the flags OpenShift's operand binaries define beyond
-// what its operator renders (with their upstream default values except the
-// addresses, which the caller picks), for a binary that also serves
-// admission webhooks when webhooks is true.
+// UpstreamFlags are the flags OpenShift's binaries define beyond what its
+// operator renders (upstream defaults, the caller's addresses).
 func UpstreamFlags(healthAddr, metricsAddr string, webhooks bool) []string {
 	args := []string{
 		"--health-addr=" + healthAddr,
@@ -56,15 +49,13 @@ func UpstreamFlags(healthAddr, metricsAddr string, webhooks bool) []string {
 	return args
 }
 
-// Want is what a binary's options must hold after parsing OpenShift's
-// command line.
+// Want is what a binary's options must hold after OpenShift's command line.
 type Want struct {
 	HealthAddr, MetricsAddr string
 	FeatureGates, TLS       bool
 }
 
-// Check fails t when o is not what OpenShift's command line (CommonArgs,
-// plus FeatureGateArgs, TLSArgs and UpstreamFlags as w says) asked for.
+// Check fails t when o is not what OpenShift's command line asked for.
 func Check(t testing.TB, o operand.Options, w Want) {
 	t.Helper()
 	if !o.LeaderElect || o.LeaderElection.LeaseDuration != 120*time.Second {

@@ -1,9 +1,6 @@
-// Package collector is the operator's Prometheus collector of OpenShift's
-// Machine and MachineSet series (same names, labels and meaning; list in
-// docs/contract.md, "metrics"), read from the informer cache at scrape time.
-// A kind that cannot be listed gets mapi_mao_collector_up 0 and no other
-// series, as on OpenShift. The per-MachineSet series are served here only:
-// served by two targets they would be two series and break alerts.
+// Package collector serves OpenShift's Machine and MachineSet series from the
+// informer cache at scrape time (served here only, not by two targets). See
+// docs/contract.md, "metrics".
 package collector
 
 import (
@@ -14,6 +11,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,8 +20,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Values of the kind label of mapi_mao_collector_up (OpenShift's: the name
-// of the count series of that kind).
+// Values of the kind label of mapi_mao_collector_up (OpenShift's).
 const (
 	KindMachines    = "mapi_machine_items"
 	KindMachineSets = "mapi_machineset_items"
@@ -62,17 +59,13 @@ type Source interface {
 // errNotSynced: the informer has not listed its kind yet (or cannot).
 var errNotSynced = errors.New("the informer has not synced")
 
-// Collector is a prometheus.Collector and a manager.Runnable (add it to the
-// operator's manager: it registers itself with controller-runtime's metrics
-// registry while the manager runs).
+// Collector is a prometheus.Collector and a manager.Runnable that registers
+// it while the manager runs.
 type Collector struct {
 	source    Source
 	namespace string
-	// timeout bounds one scrape's reads (they are cache reads; only a
-	// missing informer costs an API discovery request).
-	timeout time.Duration
-	// warmup is how often Start retries starting the informers.
-	warmup time.Duration
+	timeout   time.Duration // of one scrape's reads
+	warmup    time.Duration // how often Start retries starting the informers
 }
 
 // New returns a collector of the Machines and MachineSets of namespace.
@@ -98,17 +91,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 func (c *Collector) collectMachines(ctx context.Context, ch chan<- prometheus.Metric) {
 	list := &machinev1beta1.MachineList{}
-	if err := c.list(ctx, &machinev1beta1.Machine{}, list); err != nil {
-		log.FromContext(ctx).V(2).Info("metrics: cannot list Machines", "err", err.Error())
-		ch <- up(KindMachines, false)
+	if !c.list(ctx, ch, &machinev1beta1.Machine{}, list, KindMachines, machineCountDesc) {
 		return
 	}
-	ch <- up(KindMachines, true)
-	ch <- gauge(machineCountDesc, float64(len(list.Items)))
 	for i := range list.Items {
 		m := &list.Items[i]
-		// As on OpenShift, only Machines with a phase: a Machine no
-		// machine controller has seen yet has none.
+		// As on OpenShift, only Machines with a phase.
 		if m.Status.Phase == nil || *m.Status.Phase == "" {
 			continue
 		}
@@ -126,13 +114,9 @@ func (c *Collector) collectMachines(ctx context.Context, ch chan<- prometheus.Me
 
 func (c *Collector) collectMachineSets(ctx context.Context, ch chan<- prometheus.Metric) {
 	list := &machinev1beta1.MachineSetList{}
-	if err := c.list(ctx, &machinev1beta1.MachineSet{}, list); err != nil {
-		log.FromContext(ctx).V(2).Info("metrics: cannot list MachineSets", "err", err.Error())
-		ch <- up(KindMachineSets, false)
+	if !c.list(ctx, ch, &machinev1beta1.MachineSet{}, list, KindMachineSets, machineSetCountDesc) {
 		return
 	}
-	ch <- up(KindMachineSets, true)
-	ch <- gauge(machineSetCountDesc, float64(len(list.Items)))
 	for i := range list.Items {
 		ms := &list.Items[i]
 		ch <- gauge(machineSetInfoDesc, created(ms.CreationTimestamp), ms.Name, ms.Namespace, apiVersion(ms.APIVersion))
@@ -145,26 +129,33 @@ func (c *Collector) collectMachineSets(ctx context.Context, ch chan<- prometheus
 	}
 }
 
-// list reads the namespace's objects from the cache, only once the kind's
-// informer has synced: reading an unsynced informer would block the scrape
-// (or report an empty, wrong list).
-func (c *Collector) list(ctx context.Context, obj client.Object, list client.ObjectList) error {
+// list reads the namespace's objects from a synced informer (an unsynced one
+// would block the scrape), emits the up and count series, and says whether
+// it could.
+func (c *Collector) list(ctx context.Context, ch chan<- prometheus.Metric, obj client.Object, list client.ObjectList,
+	kind string, count *prometheus.Desc) bool {
 	inf, err := c.source.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err == nil && !inf.HasSynced() {
+		err = errNotSynced
+	}
+	if err == nil {
+		err = c.source.List(ctx, list, client.InNamespace(c.namespace))
+	}
 	if err != nil {
-		return err
+		log.FromContext(ctx).V(2).Info("metrics: cannot list "+kindNames[kind], "err", err.Error())
+		ch <- up(kind, false)
+		return false
 	}
-	if !inf.HasSynced() {
-		return errNotSynced
-	}
-	return c.source.List(ctx, list, client.InNamespace(c.namespace))
+	ch <- up(kind, true)
+	ch <- gauge(count, float64(meta.LenList(list)))
+	return true
 }
 
-// Start registers the collector with controller-runtime's metrics registry
-// (replacing one registered earlier in the process, e.g. by a previous
-// manager in a test) and starts the Machine and MachineSet informers, so the
-// first scrape finds them synced; until the Machine API CRDs exist (the
-// operator installs them itself on vanilla Kubernetes) it retries every 10s.
-// When the manager stops, the collector is unregistered.
+var kindNames = map[string]string{KindMachines: "Machines", KindMachineSets: "MachineSets"}
+
+// Start registers the collector (replacing an earlier one in the process) and
+// starts the informers so the first scrape finds them synced, retrying until
+// the CRDs exist; it unregisters when the manager stops.
 func (c *Collector) Start(ctx context.Context) error {
 	ctrlmetrics.Registry.Unregister(c)
 	if err := ctrlmetrics.Registry.Register(c); err != nil {
@@ -189,8 +180,7 @@ func (c *Collector) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection: every replica serves its metrics (the cache runs on
-// every replica).
+// NeedLeaderElection: every replica serves its metrics.
 func (c *Collector) NeedLeaderElection() bool { return false }
 
 func up(kind string, ok bool) prometheus.Metric {
@@ -207,8 +197,7 @@ func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
 
 func created(t metav1.Time) float64 { return float64(t.Unix()) }
 
-// apiVersion is the object's apiVersion; typed objects from the cache may
-// not carry it, and Machines and MachineSets have one version.
+// apiVersion is the object's, or the only one (cached objects may lack it).
 func apiVersion(v string) string {
 	if v == "" {
 		return machinev1beta1.GroupVersion.String()
@@ -216,14 +205,8 @@ func apiVersion(v string) string {
 	return v
 }
 
-// Transform strips cached Machines and MachineSets down to what the
-// operator reads: for the collector name, namespace, creation time;
-// spec.providerID, status.phase and status.nodeRef.name; spec.replicas and
-// the status replica counts; for the install gate (Running worker Machines
-// of each MachineSet) the Machines' labels and the MachineSets' selector. The
-// operator's cache so costs a few hundred bytes per object instead of its
-// providerSpec, providerStatus, conditions and managedFields. Use it as the
-// cache's Transform for both kinds. Other objects pass unchanged.
+// Transform strips cached Machines and MachineSets to what the collector and
+// the install gate read (a few hundred bytes each); others pass unchanged.
 func Transform(in any) (any, error) {
 	switch o := in.(type) {
 	case *machinev1beta1.Machine:
@@ -247,8 +230,7 @@ func Transform(in any) (any, error) {
 	return in, nil
 }
 
-// strippedMeta keeps the identity, version and lifecycle of an object's
-// metadata (the informer needs name, namespace and resourceVersion).
+// strippedMeta keeps the identity, version and lifecycle of an object.
 func strippedMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,

@@ -1,6 +1,5 @@
 // Package crdwaittest starts an API server with only some of the project's
-// CRDs, and installs the others while a test runs: how the operand binaries
-// are tested on a cluster where the CRDs they watch are missing.
+// CRDs and installs the others while a test runs.
 package crdwaittest
 
 import (
@@ -33,8 +32,8 @@ type Env struct {
 	Client client.Client
 }
 
-// Start starts an API server (the binaries of testenv) with the given CRD
-// sets installed (none: a bare cluster) and stops it when the test ends.
+// Start starts an API server with the given CRD sets (none: a bare cluster)
+// and stops it when the test ends.
 func Start(t testing.TB, sets ...manifests.CRDSet) *Env {
 	t.Helper()
 	binDir, err := testenv.BinDir()
@@ -80,8 +79,7 @@ func CRDs(t testing.TB, sets ...manifests.CRDSet) []*apiextensionsv1.CustomResou
 	return crds
 }
 
-// Install creates the CRDs of the given sets and waits until the API
-// server serves them, as an operator installing them would.
+// Install creates the CRDs of the given sets and waits until they are served.
 func (e *Env) Install(t testing.TB, sets ...manifests.CRDSet) {
 	t.Helper()
 	crds := CRDs(t, sets...)
@@ -95,12 +93,9 @@ func (e *Env) Install(t testing.TB, sets ...manifests.CRDSet) {
 	}
 }
 
-// StartBinaryWithoutCRDs runs an operand binary on a bare API server, in
-// namespace ns: setup builds its manager with the health probe server at
-// healthAddr and adds its controllers. It waits until /readyz reports the
-// crdwait check failing, then installs the Machine API CRDs and waits until
-// the binary is ready, without a restart, as on a cluster whose operator
-// installs the CRDs after the binary started.
+// StartBinaryWithoutCRDs runs a binary (setup builds its manager with health
+// probes at healthAddr) on a bare API server, waits until /readyz fails the
+// check named failing, installs the Machine API CRDs and waits until ready.
 func StartBinaryWithoutCRDs(t *testing.T, ns, failing string, setup func(cfg *rest.Config, healthAddr string) (manager.Manager, error)) *Env {
 	t.Helper()
 	e := Start(t)
@@ -119,8 +114,7 @@ func StartBinaryWithoutCRDs(t *testing.T, ns, failing string, setup func(cfg *re
 	return e
 }
 
-// FreeAddr returns a loopback address with a port free right now, for a
-// binary's health probe server.
+// FreeAddr returns a loopback address with a port free right now.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -134,8 +128,7 @@ func FreeAddr(t testing.TB) string {
 	return addr
 }
 
-// Readyz returns the status code and body of http://addr/readyz?verbose
-// (each check on a line, "[-]name failed" for a failing one).
+// Readyz returns the status code and body of http://addr/readyz?verbose.
 func Readyz(ctx context.Context, addr string) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz?verbose=true", nil)
 	if err != nil {
@@ -150,8 +143,8 @@ func Readyz(ctx context.Context, addr string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-// ReadyzCondition holds when /readyz at addr answers wantReady (200, or
-// not 200 with "[-]<failing> failed" in the body).
+// ReadyzCondition holds when /readyz at addr answers 200, or (not
+// wantReady) not 200 with "[-]<failing> failed" in the body.
 func ReadyzCondition(addr string, wantReady bool, failing string) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		code, body, err := Readyz(ctx, addr)

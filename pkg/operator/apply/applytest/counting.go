@@ -92,7 +92,9 @@ func (c *CountingTransport) Writes() int { return c.sum(IsWrite) }
 func (c *CountingTransport) Reads() int { return c.sum(func(v string) bool { return !IsWrite(v) }) }
 
 // Count returns the number of requests counted with verb.
-func (c *CountingTransport) Count(verb string) int { return c.sum(func(v string) bool { return v == verb }) }
+func (c *CountingTransport) Count(verb string) int {
+	return c.sum(func(v string) bool { return v == verb })
+}
 
 // Total returns the number of requests counted.
 func (c *CountingTransport) Total() int { return c.sum(func(string) bool { return true }) }

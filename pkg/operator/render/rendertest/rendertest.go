@@ -1,14 +1,10 @@
-// Package rendertest gives the tests of this project's binaries the
-// containers that start them: every container of this project's image in the
-// operator's golden renders (pkg/operator/render/testdata, one directory per
-// platform and configuration) and in the install/ payload. A binary's test
-// parses each container's args with the binary's own flag set, so a rendered
-// flag the binary does not accept fails the build instead of crashing a pod.
+// Package rendertest gives a binary's tests every container of this
+// project's image that starts it, in the golden renders and install/, so a
+// rendered flag the binary refuses fails a test instead of crashing a pod.
 package rendertest
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -17,13 +13,12 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // OurImages are the repositories of this project's image in the golden
-// renders' inputs (pkg/operator/render/cases_test.go) and in install/.
+// renders' inputs and in install/.
 var OurImages = []string{
 	"quay.io/openshift/origin-machine-api-operator",
 	"quay.io/machine-api-operator/kubemark-machine-controllers",
@@ -31,16 +26,13 @@ var OurImages = []string{
 
 // Container is one container that starts a binary.
 type Container struct {
-	// Source is the file and workload it comes from.
-	Source string
-	Name   string
-	// Command and Args are the container's.
+	Source        string // the file and workload it comes from
+	Name          string
 	Command, Args []string
 }
 
-// Containers returns every container of this project's image whose command
-// is binary (for example "/machineset-controller"). It fails the test when
-// there is none, so a test built on it cannot pass vacuously.
+// Containers returns every container of this project's image whose command is
+// binary (e.g. "/machineset-controller"); none fails the test.
 func Containers(t testing.TB, binary string) []Container {
 	t.Helper()
 	_, self, _, _ := runtime.Caller(0)
@@ -93,37 +85,19 @@ func podSpecs(path string) (map[string]corev1.PodSpec, error) {
 	specs := map[string]corev1.PodSpec{}
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
-		var raw map[string]any
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				return specs, nil
-			}
+		// The part a Deployment and a DaemonSet share.
+		var w struct {
+			Kind     string
+			Metadata struct{ Name string }
+			Spec     struct{ Template corev1.PodTemplateSpec }
+		}
+		if err := dec.Decode(&w); errors.Is(err, io.EOF) {
+			return specs, nil
+		} else if err != nil {
 			return nil, err
 		}
-		if raw == nil {
-			continue
-		}
-		kind, _ := raw["kind"].(string)
-		if kind != "Deployment" && kind != "DaemonSet" {
-			continue
-		}
-		doc, err := json.Marshal(raw)
-		if err != nil {
-			return nil, err
-		}
-		switch kind {
-		case "Deployment":
-			d := &appsv1.Deployment{}
-			if err := json.Unmarshal(doc, d); err != nil {
-				return nil, err
-			}
-			specs["Deployment/"+d.Name] = d.Spec.Template.Spec
-		case "DaemonSet":
-			d := &appsv1.DaemonSet{}
-			if err := json.Unmarshal(doc, d); err != nil {
-				return nil, err
-			}
-			specs["DaemonSet/"+d.Name] = d.Spec.Template.Spec
+		if w.Kind == "Deployment" || w.Kind == "DaemonSet" {
+			specs[w.Kind+"/"+w.Metadata.Name] = w.Spec.Template.Spec
 		}
 	}
 }
