@@ -1,18 +1,14 @@
-// Command machine-healthcheck runs the health controllers: the
-// MachineHealthCheck controller (remediates unhealthy Machines, with the
-// maxUnhealthy short-circuit) and the NodeMaintenance controller (cordons
-// and drains a node declaratively, and undoes it when the NodeMaintenance is
-// deleted).
+// Command machine-healthcheck runs the MachineHealthCheck and NodeMaintenance controllers.
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,19 +22,11 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
-// leaderElectionID is OpenShift's lease name for the health check
-// controller, so that OpenShift's image and this one never both lead.
-const leaderElectionID = names.HealthCheckLeaseName
-
 // flags are this binary's own flags, beyond the shared operand ones.
 type flags struct {
-	mhc machinehealthcheck.Options
-	// nodeMaintenance runs the NodeMaintenance controller.
-	nodeMaintenance bool
-	// leaseNamespace is where the NodeMaintenance controller holds the node
-	// leases: --lease-namespace, else $LEASE_NAMESPACE (medik8s's
-	// variable), else nodemaintenance.DefaultLeaseNamespace.
-	leaseNamespace string
+	mhc             machinehealthcheck.Options
+	nodeMaintenance bool   // run the NodeMaintenance controller
+	leaseNamespace  string // --lease-namespace, else $LEASE_NAMESPACE (medik8s's), else the default
 }
 
 func main() {
@@ -53,17 +41,15 @@ func main() {
 // parse parses and validates the command line; leaseNamespaceEnv is
 // $LEASE_NAMESPACE.
 func parse(args []string, leaseNamespaceEnv string) (operand.Options, flags, error) {
-	opts := operand.Defaults(leaderElectionID, ":8083", ":9442")
+	// OpenShift's lease name: OpenShift's image and this one never both lead.
+	opts := operand.Defaults(names.HealthCheckLeaseName, ":8083", ":9442")
 	opts.MaxConcurrentReconciles = 10
 	f := flags{
 		mhc: machinehealthcheck.Options{
 			RemediationInterval:    machinehealthcheck.DefaultRemediationInterval,
 			NodeStartupTimeoutFrom: machinehealthcheck.StartupFromCreation,
 		},
-		leaseNamespace: nodemaintenance.DefaultLeaseNamespace,
-	}
-	if leaseNamespaceEnv != "" {
-		f.leaseNamespace = leaseNamespaceEnv
+		leaseNamespace: cmp.Or(leaseNamespaceEnv, nodemaintenance.DefaultLeaseNamespace),
 	}
 	var noNodeMaintenance bool
 	fs := pflag.NewFlagSet("machine-healthcheck", pflag.ContinueOnError)
@@ -112,11 +98,8 @@ func run(opts operand.Options, f flags) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// addControllers registers the MachineHealthCheck controller and, with
-// f.nodeMaintenance, the NodeMaintenance controller, each once the API
-// server serves its CRDs (crdwait): the MachineHealthCheck controller does
-// not wait for the NodeMaintenance CRD, which OpenShift's own operator does
-// not install.
+// addControllers registers the controllers, each once its CRDs are served
+// (the NodeMaintenance CRD is not OpenShift's: the other does not wait for it).
 func addControllers(mgr manager.Manager, copts controller.Options, f flags) error {
 	err := crdwait.Add(mgr, crdwait.Gate{
 		Name:     "machinehealthcheck",
@@ -132,13 +115,8 @@ func addControllers(mgr manager.Manager, copts controller.Options, f flags) erro
 	return crdwait.Add(mgr, crdwait.Gate{
 		Name:  "nodemaintenance",
 		Kinds: []schema.GroupVersionKind{nmv1beta1.GroupVersion.WithKind(nmv1beta1.Kind)},
-		Setup: func(mgr manager.Manager) error {
-			kube, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
-			if err != nil {
-				return fmt.Errorf("creating the clientset for draining: %w", err)
-			}
-			nm := nodemaintenance.NewReconciler(nodemaintenance.Options{KubeClient: kube, LeaseNamespace: f.leaseNamespace})
-			return nm.SetupWithManager(mgr, copts)
+		Setup: func(mgr manager.Manager) error { // SetupWithManager builds the drain's clientset
+			return nodemaintenance.NewReconciler(nodemaintenance.Options{LeaseNamespace: f.leaseNamespace}).SetupWithManager(mgr, copts)
 		},
 	})
 }

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"cmp"
 	"context"
 	"sync/atomic"
 	"time"
@@ -15,16 +16,12 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
-// probeMachineName names the Machine the probe reads; it is not expected
-// to exist (NotFound is an answer, which is all the probe wants).
+// probeMachineName names the Machine the probe reads; NotFound is an answer too.
 const probeMachineName = "machine-api-safety-apiserver-probe"
 
-// APIServerGate is the API-server freeze: a machine.Gate that is frozen
-// while the API server has not answered for longer than
-// --machine-safety-apiserver-statuscheck-timeout. It probes every
-// --machine-safety-apiserver-statuscheck-period (every timeout/5 while the
-// API server does not answer) and reports machine_api_machine_controller_
-// frozen and a log line on each change.
+// APIServerGate is the API-server freeze: a machine.Gate frozen while the API
+// server has not answered for longer than the timeout (decideAPIServer;
+// docs/safety.md). Each change is logged and in MachineControllerFrozen.
 type APIServerGate struct {
 	reader    client.Reader
 	key       types.NamespacedName
@@ -38,12 +35,9 @@ type APIServerGate struct {
 var _ machine.Gate = &APIServerGate{}
 
 // NewAPIServerGate returns the gate. reader must read uncached (a cache
-// answers while the API server does not); namespace is where the probe
-// looks ("default" when empty).
+// answers while the API server does not); the probe reads in namespace ("default" when empty).
 func NewAPIServerGate(reader client.Reader, namespace string, opts MachineControllerOptions) *APIServerGate {
-	if namespace == "" {
-		namespace = "default"
-	}
+	namespace = cmp.Or(namespace, "default")
 	RegisterMetrics()
 	MachineControllerFrozen.Set(0)
 	return &APIServerGate{
@@ -58,8 +52,7 @@ func NewAPIServerGate(reader client.Reader, namespace string, opts MachineContro
 // Frozen implements machine.Gate.
 func (g *APIServerGate) Frozen() bool { return g.frozen.Load() }
 
-// NeedLeaderElection: every replica probes, so a new leader starts with
-// an up-to-date gate.
+// NeedLeaderElection: every replica probes, so a new leader's gate is up to date.
 func (g *APIServerGate) NeedLeaderElection() bool { return false }
 
 // Start probes until ctx ends.
@@ -96,8 +89,7 @@ func (g *APIServerGate) Start(ctx context.Context) error {
 	}
 }
 
-// probe reads the probe Machine: any answer of the API server (the Machine,
-// NotFound, or no such kind yet) means it is reachable.
+// probe reads the probe Machine: any answer (even NotFound or no such kind) means reachable.
 func (g *APIServerGate) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(g.timeout/3, 100*time.Millisecond))
 	defer cancel()

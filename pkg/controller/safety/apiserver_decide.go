@@ -2,12 +2,10 @@ package safety
 
 import "time"
 
-// apiServerState is what the API-server check remembers between probes.
+// apiServerState is what the API-server check remembers between probes:
+// downSince is the first failed probe of the current outage (zero while reachable).
 type apiServerState struct {
-	// frozen: the machine controller creates and deletes no instances.
-	frozen bool
-	// downSince is when the first failed probe of the current outage
-	// started (zero while reachable).
+	frozen    bool
 	downSince time.Time
 }
 
@@ -18,12 +16,9 @@ type probeOutcome struct {
 	froze, thawed bool
 }
 
-// decideAPIServer folds one probe into the state, as machine-controller-
-// manager does: a reachable API server thaws at once and is probed again
-// after period; an unreachable one freezes once it has been down longer
-// than timeout, and is probed every timeout/5 meanwhile (and while frozen,
-// so that the thaw comes within seconds, where machine-controller-manager
-// waits a period).
+// decideAPIServer folds one probe into the state: reachable thaws at once,
+// next probe after period; unreachable freezes once down longer than timeout,
+// probing every timeout/5 meanwhile and while frozen (docs/safety.md).
 func decideAPIServer(s apiServerState, reachable bool, probedAt time.Time, period, timeout time.Duration) probeOutcome {
 	if reachable {
 		return probeOutcome{next: period, thawed: s.frozen}

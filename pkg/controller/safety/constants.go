@@ -1,39 +1,40 @@
+// Package safety is the Machine API's safety net after gardener's
+// machine-controller-manager, with its flag names and defaults: the overshoot
+// freeze (OvershootController), the API-server freeze (APIServerGate) and
+// orphan instance collection (OrphanCollector), each decided by a pure
+// function (*_decide.go). See docs/safety.md.
 package safety
 
 import "time"
 
-// Flag defaults: machine-controller-manager's.
+// Flag defaults (machine-controller-manager's).
 const (
-	// DefaultSafetyUp is --safety-up: how many Machines beyond the expected
-	// maximum a MachineSet may have before it is frozen.
+	// DefaultSafetyUp is --safety-up: Machines beyond the expected maximum before a freeze.
 	DefaultSafetyUp = 2
-	// DefaultSafetyDown is --safety-down: how far below the freeze threshold
-	// the count must fall before the freeze lifts.
+	// DefaultSafetyDown is --safety-down: how far below the threshold the freeze lifts.
 	DefaultSafetyDown = 1
 	// DefaultOvershootingPeriod is --machine-safety-overshooting-period.
 	DefaultOvershootingPeriod = time.Minute
-	// DefaultAPIServerCheckPeriod is
-	// --machine-safety-apiserver-statuscheck-period.
+	// DefaultAPIServerCheckPeriod is --machine-safety-apiserver-statuscheck-period.
 	DefaultAPIServerCheckPeriod = time.Minute
-	// DefaultAPIServerCheckTimeout is
-	// --machine-safety-apiserver-statuscheck-timeout.
+	// DefaultAPIServerCheckTimeout is --machine-safety-apiserver-statuscheck-timeout.
 	DefaultAPIServerCheckTimeout = 30 * time.Second
 	// DefaultOrphanPeriod is --machine-safety-orphan-vms-period.
 	DefaultOrphanPeriod = 15 * time.Minute
 )
 
-// FreezeLabel is the label machine-controller-manager puts on a frozen
-// MachineSet or MachineDeployment, with the value FreezeLabelValue.
+// FreezeLabel (value FreezeLabelValue) marks a frozen MachineSet or
+// MachineDeployment (machine-controller-manager's).
 const (
 	FreezeLabel      = "freeze"
 	FreezeLabelValue = "True"
 )
 
-// UnfreezeAnnotation on a MachineSet or MachineDeployment forces its freeze
-// to lift (machine-controller-manager's name); the controller removes it.
+// UnfreezeAnnotation on a MachineSet or MachineDeployment lifts its freeze;
+// the controller removes it.
 const UnfreezeAnnotation = "safety.machine.sapcloud.io/unfreeze"
 
-// Reasons of the Frozen condition and of the unfreeze log line and event
+// Reasons of the Frozen condition, the unfreeze log line and event
 // (machine-controller-manager's).
 const (
 	ReasonOverShootingReplicaCount   = "OverShootingReplicaCount"
@@ -53,6 +54,5 @@ const (
 // ControllerName names the overshoot controller (logs, metrics, events).
 const ControllerName = "machine-safety-overshooting"
 
-// IndexMachineSetOwnerName indexes Machines by the names of the
-// MachineSets among their ownerReferences.
+// IndexMachineSetOwnerName indexes Machines by their MachineSet owners' names.
 const IndexMachineSetOwnerName = "safety:metadata.ownerReferences.machineset.name"

@@ -10,13 +10,9 @@ import (
 
 // OvershootOptions configure the overshoot freeze (machineset-controller).
 type OvershootOptions struct {
-	// SafetyUp is --safety-up (DefaultSafetyUp).
-	SafetyUp int
-	// SafetyDown is --safety-down (DefaultSafetyDown).
-	SafetyDown int
-	// Period is --machine-safety-overshooting-period: every MachineSet is
-	// evaluated this often, and on every Machine creation.
-	Period time.Duration
+	SafetyUp   int           // --safety-up
+	SafetyDown int           // --safety-down
+	Period     time.Duration // --machine-safety-overshooting-period
 }
 
 // DefaultOvershootOptions are machine-controller-manager's defaults.
@@ -49,16 +45,11 @@ func (o OvershootOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
-// MachineControllerOptions configure the machine controller's safety checks
-// (machine-controller-manager).
+// MachineControllerOptions configure the machine controller's safety checks.
 type MachineControllerOptions struct {
-	// APIServerCheckPeriod is --machine-safety-apiserver-statuscheck-period.
-	APIServerCheckPeriod time.Duration
-	// APIServerCheckTimeout is --machine-safety-apiserver-statuscheck-timeout.
-	APIServerCheckTimeout time.Duration
-	// OrphanPeriod is --machine-safety-orphan-vms-period (also the grace an
-	// instance gets after its creation).
-	OrphanPeriod time.Duration
+	APIServerCheckPeriod  time.Duration // --machine-safety-apiserver-statuscheck-period
+	APIServerCheckTimeout time.Duration // --machine-safety-apiserver-statuscheck-timeout
+	OrphanPeriod          time.Duration // --machine-safety-orphan-vms-period (also an instance's grace)
 }
 
 // DefaultMachineControllerOptions are machine-controller-manager's defaults.

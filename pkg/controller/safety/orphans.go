@@ -15,30 +15,23 @@ import (
 
 // OrphanCollectorOptions configure an OrphanCollector.
 type OrphanCollectorOptions struct {
-	// Client lists Machines, normally from the manager's cache.
-	Client client.Reader
-	// APIReader re-lists Machines uncached before anything is deleted.
-	APIReader client.Reader
-	// Listers are the providers that list their instances.
-	Listers []machine.InstanceLister
-	// Namespace (optional) is the Machines' namespace; empty means all.
-	Namespace string
-	// Period is --machine-safety-orphan-vms-period: a pass runs every
-	// Period, and an instance younger than Period is left alone.
+	Client    client.Reader            // lists Machines, normally cached
+	APIReader client.Reader            // re-lists them uncached before a deletion
+	Listers   []machine.InstanceLister // the providers listing their instances
+	Namespace string                   // of the Machines; empty: all
+	// Period is --machine-safety-orphan-vms-period: between passes, and an instance's grace.
 	Period time.Duration
-	// Gate (optional): no pass runs while it is frozen.
-	Gate machine.Gate
+	Gate   machine.Gate // optional: no pass while it is frozen
 }
 
-// OrphanCollector deletes the provider instances that no Machine owns
+// OrphanCollector deletes the provider instances no Machine owns
 // (orphanInstances), every Period, on the leader only.
 type OrphanCollector struct {
 	opts OrphanCollectorOptions
 	now  func() time.Time
 }
 
-// NewOrphanCollector returns a collector; add it to the manager once the
-// Machine API is served.
+// NewOrphanCollector returns a collector; add it to the manager once the Machine API is served.
 func NewOrphanCollector(opts OrphanCollectorOptions) *OrphanCollector {
 	RegisterMetrics()
 	if opts.Period <= 0 {
@@ -50,8 +43,7 @@ func NewOrphanCollector(opts OrphanCollectorOptions) *OrphanCollector {
 // NeedLeaderElection: only the leader deletes instances.
 func (c *OrphanCollector) NeedLeaderElection() bool { return true }
 
-// Start runs a pass every Period (the first one Period after the start,
-// when the controllers have settled) until ctx ends.
+// Start runs a pass every Period (the first after one Period) until ctx ends.
 func (c *OrphanCollector) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("machine-safety-orphan-instances")
 	t := time.NewTicker(c.opts.Period)
@@ -68,17 +60,15 @@ func (c *OrphanCollector) Start(ctx context.Context) error {
 	}
 }
 
-// collect is one pass: observe (instances, cached Machines), decide,
-// confirm with an uncached list of Machines, act (delete), report (log,
-// metric).
+// collect is one pass: observe, decide, confirm uncached, delete, report.
 func (c *OrphanCollector) collect(ctx context.Context) error {
 	if c.opts.Gate != nil && c.opts.Gate.Frozen() {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	machines, err := listMachines(ctx, c.opts.Client, c.opts.Namespace)
+	machines, err := listMachines(ctx, c.opts.Client, client.InNamespace(c.opts.Namespace))
 	if err != nil {
-		return err
+		return fmt.Errorf("listing Machines: %w", err)
 	}
 	var errs []error
 	var fresh []*machinev1beta1.Machine
@@ -92,11 +82,9 @@ func (c *OrphanCollector) collect(ctx context.Context) error {
 		if len(candidates) == 0 {
 			continue
 		}
-		// The cache may lag behind a Machine just created: confirm on the
-		// API server before deleting anything.
-		if fresh == nil {
-			if fresh, err = listMachines(ctx, c.opts.APIReader, c.opts.Namespace); err != nil {
-				return errors.Join(append(errs, err)...)
+		if fresh == nil { // the cache may lag behind a Machine just created
+			if fresh, err = listMachines(ctx, c.opts.APIReader, client.InNamespace(c.opts.Namespace)); err != nil {
+				return errors.Join(append(errs, fmt.Errorf("listing Machines: %w", err))...)
 			}
 		}
 		for _, inst := range orphanInstances(candidates, fresh, c.now(), c.opts.Period) {
@@ -111,11 +99,11 @@ func (c *OrphanCollector) collect(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// listMachines lists the Machines of namespace (all when empty).
-func listMachines(ctx context.Context, r client.Reader, namespace string) ([]*machinev1beta1.Machine, error) {
+// listMachines lists Machines.
+func listMachines(ctx context.Context, r client.Reader, opts ...client.ListOption) ([]*machinev1beta1.Machine, error) {
 	list := &machinev1beta1.MachineList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing Machines: %w", err)
+	if err := r.List(ctx, list, opts...); err != nil {
+		return nil, err
 	}
 	out := make([]*machinev1beta1.Machine, len(list.Items))
 	for i := range list.Items {

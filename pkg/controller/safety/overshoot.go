@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,9 +24,8 @@ import (
 )
 
 // OvershootController freezes MachineSets (and their MachineDeployment)
-// backed by too many Machines; see decideOvershoot. One reconcile per
-// MachineSet, on its changes, on every Machine creation it owns, and every
-// Period.
+// backed by too many Machines (decideOvershoot), evaluating each on its
+// changes, its Machines' creations and deletions, and every Period.
 type OvershootController struct {
 	client    client.Client
 	apiReader client.Reader
@@ -35,9 +35,8 @@ type OvershootController struct {
 	now       func() time.Time
 }
 
-// NewOvershootController returns the overshoot freeze for the MachineSets
-// of namespace (every namespace when empty). Invalid options are replaced
-// by the defaults (parse validates the flags).
+// NewOvershootController returns the overshoot freeze for namespace's
+// MachineSets (empty: all); invalid options become the defaults.
 func NewOvershootController(opts OvershootOptions, namespace string) *OvershootController {
 	if opts.Validate() != nil {
 		opts = DefaultOvershootOptions()
@@ -45,9 +44,8 @@ func NewOvershootController(opts OvershootOptions, namespace string) *OvershootC
 	return &OvershootController{opts: opts, namespace: namespace, now: time.Now, events: &patch.Events{}}
 }
 
-// Reconcile evaluates one MachineSet: observe (from the cache), decide,
-// act (labels, conditions, annotations) and report (events, log lines),
-// for the set and then for its MachineDeployment.
+// Reconcile evaluates one MachineSet, then its MachineDeployment: observe,
+// decide, act, report.
 func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if c.namespace != "" && req.Namespace != c.namespace {
 		return ctrl.Result{}, nil
@@ -56,8 +54,7 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 	if v == nil || err != nil {
 		return ctrl.Result{}, err
 	}
-	if v.mdUnfreeze {
-		// As machine-controller-manager: the request reaches every set.
+	if v.mdUnfreeze { // as machine-controller-manager: the request reaches every set
 		if err := c.propagateUnfreeze(ctx, v.siblings, v.ms.UID); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -66,9 +63,7 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 	_, unfreeze := v.ms.Annotations[UnfreezeAnnotation]
 	d := decideOvershoot(v.ms.Name, v.count, v.th, marks, unfreeze || v.mdUnfreeze, v.settled)
 	ctrl.LoggerFrom(ctx).V(4).Info("overshoot check", "machines", v.count, "high", v.th.high, "low", v.th.low, "frozen", marks.frozen(), "settled", v.settled)
-	if d.frozen && !marks.frozen() {
-		// A freeze is rare: confirm the count on the API server first (the
-		// cache may not show the set controller's latest deletions yet).
+	if d.frozen && !marks.frozen() { // rare: confirm the count uncached (the cache may lag)
 		if v.count, err = c.confirmCount(ctx, v.ms); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -88,49 +83,39 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !v.settled {
-		// Look again soon: the set controller's status write is not watched.
+	if !v.settled { // the set controller's status write is not watched: look again soon
 		return ctrl.Result{RequeueAfter: min(c.opts.Period, unsettledRecheck)}, nil
 	}
 	return ctrl.Result{RequeueAfter: c.opts.Period}, nil
 }
 
-// unsettledRecheck is how soon a set whose latest spec the MachineSet
-// controller has not acted on yet is evaluated again.
+// unsettledRecheck is how soon an unsettled set is evaluated again.
 const unsettledRecheck = 2 * time.Second
 
 // confirmCount counts ms's Machines from the API server.
 func (c *OvershootController) confirmCount(ctx context.Context, ms *machinev1beta1.MachineSet) (int, error) {
-	list := &machinev1beta1.MachineList{}
-	if err := c.apiReader.List(ctx, list, client.InNamespace(ms.Namespace)); err != nil {
+	machines, err := listMachines(ctx, c.apiReader, client.InNamespace(ms.Namespace))
+	if err != nil {
 		return 0, fmt.Errorf("listing the Machines of MachineSet %s uncached: %w", ms.Name, err)
-	}
-	machines := make([]*machinev1beta1.Machine, len(list.Items))
-	for i := range list.Items {
-		machines[i] = &list.Items[i]
 	}
 	return countMachines(ms, machines), nil
 }
 
-// overshootView is what one evaluation observes.
+// overshootView is what one evaluation observes: md controls ms (nil:
+// standalone), siblings are md's sets (ms included); settled: the set and
+// deployment controllers acted on the latest specs.
 type overshootView struct {
-	ms *machinev1beta1.MachineSet
-	// md is the MachineDeployment controlling ms (nil for a standalone
-	// set), siblings its MachineSets (ms included).
-	md       *mdv1beta1.MachineDeployment
-	siblings []*machinev1beta1.MachineSet
-	// mdUnfreeze: md carries UnfreezeAnnotation.
+	ms         *machinev1beta1.MachineSet
+	md         *mdv1beta1.MachineDeployment
+	siblings   []*machinev1beta1.MachineSet
 	mdUnfreeze bool
-	// settled: the MachineSet controller has acted on ms's latest spec,
-	// and the MachineDeployment controller on md's.
-	settled bool
-	count   int
-	th      thresholds
+	settled    bool
+	count      int
+	th         thresholds
 }
 
 // observe reads the set, its MachineDeployment and that one's sets, and
-// counts the set's Machines, all from the cache; nil when the set is gone
-// or being deleted.
+// counts the set's Machines, all cached; nil when the set is gone or going.
 func (c *OvershootController) observe(ctx context.Context, key types.NamespacedName) (*overshootView, error) {
 	v := &overshootView{ms: &machinev1beta1.MachineSet{}}
 	if err := c.client.Get(ctx, key, v.ms); err != nil || v.ms.DeletionTimestamp != nil {
@@ -146,19 +131,15 @@ func (c *OvershootController) observe(ctx context.Context, key types.NamespacedN
 			return nil, err
 		}
 		_, v.mdUnfreeze = v.md.Annotations[UnfreezeAnnotation]
-		// A new deployment spec may not have reached its sets yet.
 		v.settled = v.settled && v.md.Status.ObservedGeneration >= v.md.Generation
 	}
-	machines, err := c.machinesOf(ctx, v.ms)
+	machines, err := listMachines(ctx, c.client, client.InNamespace(v.ms.Namespace),
+		client.MatchingFields{IndexMachineSetOwnerName: v.ms.Name}, client.UnsafeDisableDeepCopy)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listing the Machines of MachineSet %s: %w", v.ms.Name, err)
 	}
 	v.count = countMachines(v.ms, machines)
-	replicas := 1
-	if v.ms.Spec.Replicas != nil {
-		replicas = int(*v.ms.Spec.Replicas)
-	}
-	if v.th, err = overshootThresholds(replicas, v.md, c.opts.SafetyUp, c.opts.SafetyDown); err != nil {
+	if v.th, err = overshootThresholds(int(ptr.Deref(v.ms.Spec.Replicas, 1)), v.md, c.opts.SafetyUp, c.opts.SafetyDown); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -173,12 +154,6 @@ func (c *OvershootController) applyAndReport(ctx context.Context, obj client.Obj
 	if err := c.apply(ctx, obj, d); err != nil {
 		return fmt.Errorf("applying the freeze decision to %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	c.report(ctx, obj, kind, d, before, froze, unfroze)
-	return nil
-}
-
-// report records the event and log line of a freeze change.
-func (c *OvershootController) report(ctx context.Context, obj client.Object, kind string, d freezeDecision, before freezeMarks, froze, unfroze string) {
 	log := ctrl.LoggerFrom(ctx)
 	switch {
 	case d.frozen && !before.frozen():
@@ -188,11 +163,11 @@ func (c *OvershootController) report(ctx context.Context, obj client.Object, kin
 		log.Info("unfroze "+kind, "name", obj.GetName(), "reason", d.reason, "message", d.message)
 		c.events.Eventf(obj, nil, corev1.EventTypeNormal, unfroze, "Unfreeze", "%s: %s", d.reason, d.message)
 	}
+	return nil
 }
 
 // apply writes d on obj (a *MachineSet or *MachineDeployment): the Frozen
-// condition first (status), then the label and the annotation (metadata),
-// each only when it differs, each as a patch of only what changed.
+// condition, then the label and the annotation, each patched only when it differs.
 func (c *OvershootController) apply(ctx context.Context, obj client.Object, d freezeDecision) error {
 	conds, err := conditionsOf(obj)
 	if err != nil {
@@ -205,8 +180,7 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 	upd, _ := obj.DeepCopyObject().(client.Object)
 	updConds, _ := conditionsOf(upd)
 	switch {
-	case d.frozen && conditions.IsTrue(*conds, mdv1beta1.FrozenCondition):
-		// Only the label is missing: the first freeze's reason and message stay.
+	case d.frozen && conditions.IsTrue(*conds, mdv1beta1.FrozenCondition): // the first freeze's reason stays
 	case d.frozen:
 		*updConds = conditions.Set(*updConds, frozenCondition(d), c.now())
 	default:
@@ -240,8 +214,7 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 	return nil
 }
 
-// conditionsOf returns a pointer to the status conditions of a MachineSet
-// or MachineDeployment.
+// conditionsOf returns a pointer to a MachineSet's or MachineDeployment's conditions.
 func conditionsOf(obj client.Object) (*[]machinev1beta1.Condition, error) {
 	switch o := obj.(type) {
 	case *machinev1beta1.MachineSet:
@@ -253,7 +226,7 @@ func conditionsOf(obj client.Object) (*[]machinev1beta1.Condition, error) {
 }
 
 // propagateUnfreeze puts UnfreezeAnnotation on the frozen sets but self
-// (each clears it when its freeze lifts; self is thawed by the caller).
+// (each clears it when it thaws).
 func (c *OvershootController) propagateUnfreeze(ctx context.Context, sets []*machinev1beta1.MachineSet, self types.UID) error {
 	for _, s := range sets {
 		if _, ok := s.Annotations[UnfreezeAnnotation]; ok || s.UID == self || !MachineSetFrozen(s) {
@@ -271,8 +244,7 @@ func (c *OvershootController) propagateUnfreeze(ctx context.Context, sets []*mac
 	return nil
 }
 
-// owningDeployment returns the MachineDeployment controlling ms, nil when
-// there is none (or its API is not installed).
+// owningDeployment returns the MachineDeployment controlling ms (nil: none, or no such API).
 func (c *OvershootController) owningDeployment(ctx context.Context, ms *machinev1beta1.MachineSet) (*mdv1beta1.MachineDeployment, error) {
 	ref := metav1.GetControllerOfNoCopy(ms)
 	if ref == nil || ref.Kind != "MachineDeployment" {
@@ -305,20 +277,6 @@ func (c *OvershootController) setsOf(ctx context.Context, md *mdv1beta1.MachineD
 		if ref := metav1.GetControllerOfNoCopy(&list.Items[i]); ref != nil && ref.UID == md.UID {
 			out = append(out, &list.Items[i])
 		}
-	}
-	return out, nil
-}
-
-// machinesOf lists the Machines naming ms among their owners (index).
-func (c *OvershootController) machinesOf(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
-	list := &machinev1beta1.MachineList{}
-	if err := c.client.List(ctx, list, client.InNamespace(ms.Namespace),
-		client.MatchingFields{IndexMachineSetOwnerName: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing the Machines of MachineSet %s: %w", ms.Name, err)
-	}
-	out := make([]*machinev1beta1.Machine, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
 	}
 	return out, nil
 }

@@ -1,40 +1,35 @@
 package safety
 
-// The overshoot freeze's decisions: pure functions of what the controller
-// observed (docs/safety.md, "Overshoot freeze").
+// The overshoot freeze's decisions (docs/safety.md, "Overshoot freeze").
 
 import (
 	"fmt"
+	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// defaultMaxSurge is a RollingUpdate MachineDeployment's maxSurge when it
-// is not set (the Deployment default; the webhook normally sets it).
+// defaultMaxSurge is an unset RollingUpdate maxSurge (the Deployment default).
 var defaultMaxSurge = intstr.FromString("25%")
 
-// thresholds bound a MachineSet's Machine count: at high or above it is
-// frozen, at low or below the freeze lifts.
+// thresholds bound a MachineSet's Machine count: frozen at ≥ high, thawed at ≤ low.
 type thresholds struct{ high, low int }
 
-// overshootThresholds returns the thresholds of a MachineSet of replicas,
-// owned by md (nil for a standalone set): standalone high = 2×replicas +
-// safetyUp; in a MachineDeployment high = md.replicas + maxSurge (percent
-// rounded up) + safetyUp, as the deployment may surge; low = high −
-// safetyDown.
+// overshootThresholds returns the thresholds of a MachineSet of replicas
+// owned by md (nil: standalone): high = 2×replicas + safetyUp, or in a
+// MachineDeployment md.replicas + maxSurge + safetyUp; low = high − safetyDown.
 func overshootThresholds(replicas int, md *mdv1beta1.MachineDeployment, safetyUp, safetyDown int) (thresholds, error) {
 	high := 2*replicas + safetyUp
 	if md != nil {
-		mdReplicas := 1
-		if md.Spec.Replicas != nil {
-			mdReplicas = int(*md.Spec.Replicas)
-		}
+		mdReplicas := int(ptr.Deref(md.Spec.Replicas, 1))
 		surge, err := maxSurge(md, mdReplicas)
 		if err != nil {
 			return thresholds{}, fmt.Errorf("reading maxSurge of MachineDeployment %s: %w", md.Name, err)
@@ -44,23 +39,21 @@ func overshootThresholds(replicas int, md *mdv1beta1.MachineDeployment, safetyUp
 	return thresholds{high: high, low: high - safetyDown}, nil
 }
 
-// maxSurge is md's maxSurge for replicas, percentages rounded up; 0 for the
-// Recreate and OnDelete strategies, which never surge.
+// maxSurge is md's maxSurge for replicas, rounded up; 0 for strategies that never surge.
 func maxSurge(md *mdv1beta1.MachineDeployment, replicas int) (int, error) {
 	s := md.Spec.Strategy
 	if s.Type != "" && s.Type != mdv1beta1.RollingUpdateStrategy {
 		return 0, nil
 	}
-	v := &defaultMaxSurge
-	if s.RollingUpdate != nil && s.RollingUpdate.MaxSurge != nil {
-		v = s.RollingUpdate.MaxSurge
+	v := defaultMaxSurge
+	if s.RollingUpdate != nil {
+		v = ptr.Deref(s.RollingUpdate.MaxSurge, v)
 	}
-	return intstr.GetScaledValueFromIntOrPercent(v, replicas, true)
+	return intstr.GetScaledValueFromIntOrPercent(&v, replicas, true)
 }
 
 // countMachines counts the Machines backing ms as machine-controller-manager
-// does: an ownerReference to ms (by name and UID) and the template's labels;
-// Machines being deleted are on their way out and not counted.
+// does (owner by name and UID, the template's labels), not those being deleted.
 func countMachines(ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Machine) int {
 	template := labels.SelectorFromSet(ms.Spec.Template.Labels)
 	n := 0
@@ -68,18 +61,16 @@ func countMachines(ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Mac
 		if m.DeletionTimestamp != nil || !template.Matches(labels.Set(m.Labels)) {
 			continue
 		}
-		for _, ref := range m.OwnerReferences {
-			if ref.Kind == "MachineSet" && ref.Name == ms.Name && ref.UID == ms.UID {
-				n++
-				break
-			}
+		if slices.ContainsFunc(m.OwnerReferences, func(ref metav1.OwnerReference) bool {
+			return ref.Kind == "MachineSet" && ref.Name == ms.Name && ref.UID == ms.UID
+		}) {
+			n++
 		}
 	}
 	return n
 }
 
-// freezeMarks are the two marks of a freeze on an object: the freeze label
-// and a Frozen=True condition. Either one means frozen.
+// freezeMarks are a freeze's two marks, the label and Frozen=True: either means frozen.
 type freezeMarks struct{ label, condition bool }
 
 func (f freezeMarks) frozen() bool   { return f.label || f.condition }
@@ -99,20 +90,15 @@ func MachineSetFrozen(ms *machinev1beta1.MachineSet) bool {
 	return marksOf(ms.Labels, ms.Status.Conditions).frozen()
 }
 
-// freezeDecision is the desired freeze state of an object.
+// freezeDecision is an object's desired freeze state: reason and message are
+// the Frozen condition's, or why it lifted; clearUnfreeze removes UnfreezeAnnotation.
 type freezeDecision struct {
-	// frozen is the desired state.
-	frozen bool
-	// reason and message are the Frozen condition's when frozen, and say
-	// why the freeze lifted otherwise.
+	frozen          bool
 	reason, message string
-	// clearUnfreeze: remove UnfreezeAnnotation.
-	clearUnfreeze bool
+	clearUnfreeze   bool
 }
 
-// changes reports whether applying d to an object with marks writes
-// anything: a freeze completes missing marks, an unfreeze removes present
-// ones.
+// changes reports whether applying d to an object with marks writes anything.
 func (d freezeDecision) changes(marks freezeMarks) bool {
 	if d.frozen {
 		return !marks.complete()
@@ -120,13 +106,10 @@ func (d freezeDecision) changes(marks freezeMarks) bool {
 	return marks.frozen()
 }
 
-// decideOvershoot decides a MachineSet's freeze from its Machine count:
-// frozen at count ≥ high, unfrozen at count ≤ low, unchanged in between
-// (hysteresis); UnfreezeAnnotation lifts the freeze whatever the count (the
-// next evaluation freezes again if the count is still high). settled says
-// the MachineSet controller has acted on the set's latest spec
-// (status.observedGeneration): until then a scale-down's surplus may not be
-// marked for deletion yet, so nothing is frozen.
+// decideOvershoot decides a MachineSet's freeze from its Machine count, with
+// hysteresis between the thresholds; UnfreezeAnnotation lifts it whatever the
+// count. Nothing is frozen until settled (the MachineSet controller acted on
+// the latest spec: a scale-down's surplus may not be marked yet).
 func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, unfreezeRequested, settled bool) freezeDecision {
 	switch {
 	case unfreezeRequested:
@@ -142,17 +125,16 @@ func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, u
 		return freezeDecision{reason: ReasonUnderShootingReplicaCount,
 			message: fmt.Sprintf("The number of machines backing MachineSet: %s is %d <= %d which is the lower threshold", name, count, th.low)}
 	case marks.frozen():
-		// Between the thresholds a freeze holds; a missing mark is restored.
+		// A freeze holds between the thresholds; a missing mark is restored.
 		return freezeDecision{frozen: true, reason: ReasonOverShootingReplicaCount,
 			message: fmt.Sprintf("The number of machines backing MachineSet: %s is %d, above %d, the lower threshold", name, count, th.low)}
 	}
 	return freezeDecision{}
 }
 
-// decideDeployment decides a MachineDeployment's freeze: frozen while any
-// of its MachineSets is (the set's reason and message when that set froze
-// now, MachineDeploymentStateSync otherwise); UnfreezeAnnotation on it lifts
-// the freeze (and is propagated to its sets by the caller).
+// decideDeployment decides a MachineDeployment's freeze: frozen while any of
+// its MachineSets is (with that set's reason when it froze now); its
+// UnfreezeAnnotation lifts it (the caller propagates it to the sets).
 func decideDeployment(name string, anySetFrozen bool, setDecision freezeDecision, setFrozeNow, unfreezeRequested bool) freezeDecision {
 	switch {
 	case unfreezeRequested:

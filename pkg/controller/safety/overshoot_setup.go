@@ -18,12 +18,10 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 )
 
-// SetupWithManager registers the overshoot controller and its Machine
-// index with mgr. It watches MachineSets (creation, spec, label and
-// annotation changes) and Machine creations and deletions (mapped to the
-// MachineSets among their owners: a deletion can only thaw, and does so at
-// once instead of at the next Period); every MachineSet is also evaluated
-// every Period.
+// SetupWithManager registers the overshoot controller and its Machine index
+// with mgr. It watches MachineSets (spec, labels, annotations) and Machine
+// creations and deletions (to their MachineSet owners: a deletion thaws at
+// once, not at the next Period).
 func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if c.client == nil {
 		c.client = mgr.GetClient()
@@ -45,27 +43,17 @@ func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller
 		Named("machine-safety-overshooting").
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&machinev1beta1.Machine{}, handler.Funcs{CreateFunc: c.machineCreated, UpdateFunc: c.machineDeleting, DeleteFunc: c.machineDeleted}).
+		Watches(&machinev1beta1.Machine{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { c.enqueueOwners(e.Object, q) },
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) { // a deletion started: it no longer counts
+				if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil {
+					c.enqueueOwners(e.ObjectNew, q)
+				}
+			},
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { c.enqueueOwners(e.Object, q) },
+		}).
 		WithOptions(opts).
 		Complete(c)
-}
-
-// machineCreated enqueues the MachineSets among a new Machine's owners.
-func (c *OvershootController) machineCreated(_ context.Context, e event.CreateEvent, q queue) {
-	c.enqueueOwners(e.Object, q)
-}
-
-// machineDeleting enqueues the owners of a Machine whose deletion just
-// started (it no longer counts).
-func (c *OvershootController) machineDeleting(_ context.Context, e event.UpdateEvent, q queue) {
-	if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil {
-		c.enqueueOwners(e.ObjectNew, q)
-	}
-}
-
-// machineDeleted enqueues the owners of a deleted Machine.
-func (c *OvershootController) machineDeleted(_ context.Context, e event.DeleteEvent, q queue) {
-	c.enqueueOwners(e.Object, q)
 }
 
 func (c *OvershootController) enqueueOwners(o client.Object, q queue) {
