@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,7 @@ type deliveryCache struct {
 	cache.Cache
 	scheme    *runtime.Scheme
 	mu        sync.Mutex
-	informers map[informerKey]*handlerSet
+	informers map[informerKey]map[toolscache.ResourceEventHandlerRegistration]*deliveries
 }
 
 // informerKey names an informer: its kind, and whether it holds metadata only.
@@ -47,7 +48,8 @@ func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if opts.Scheme == nil {
 		opts.Scheme = clientgoscheme.Scheme
 	}
-	return &deliveryCache{Cache: c, scheme: opts.Scheme, informers: map[informerKey]*handlerSet{}}, nil
+	return &deliveryCache{Cache: c, scheme: opts.Scheme,
+		informers: map[informerKey]map[toolscache.ResourceEventHandlerRegistration]*deliveries{}}, nil
 }
 
 func (c *deliveryCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
@@ -74,13 +76,11 @@ func (c *deliveryCache) GetInformerForKind(ctx context.Context, gvk schema.Group
 func (c *deliveryCache) track(k informerKey, i cache.Informer) cache.Informer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h, ok := c.informers[k]
-	if !ok {
-		h = &handlerSet{m: map[toolscache.ResourceEventHandlerRegistration]*deliveries{}}
-		c.informers[k] = h
+	if c.informers[k] == nil {
+		c.informers[k] = map[toolscache.ResourceEventHandlerRegistration]*deliveries{}
 	}
 	// Per kind: a multi-namespace cache wraps its informers anew on each call.
-	return &trackedInformer{Informer: i, handlers: h}
+	return &trackedInformer{Informer: i, cache: c, key: k}
 }
 
 // delivered returns nil when list's kind has an event handler and every
@@ -93,18 +93,23 @@ func (c *deliveryCache) delivered(ctx context.Context, list client.ObjectList) e
 	k := informerKey{gvk: gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))}
 	_, k.metadata = list.(*metav1.PartialObjectMetadataList)
 	c.mu.Lock()
-	informers := maps.Clone(c.informers)
+	handlers := map[informerKey][]*deliveries{}
+	for k, m := range c.informers {
+		handlers[k] = slices.Collect(maps.Values(m))
+	}
 	c.mu.Unlock()
-	if h := informers[k]; h == nil || h.len() == 0 {
+	if len(handlers[k]) == 0 {
 		return fmt.Errorf("no event handler on the informer of %v yet", k.gvk)
 	}
-	for k, h := range informers {
+	for k, ds := range handlers {
 		stored, err := c.stored(ctx, k)
 		if err != nil {
 			return err
 		}
-		if err := h.handed(stored); err != nil {
-			return fmt.Errorf("%v: %w", k.gvk, err)
+		for _, d := range ds {
+			if got := d.snapshot(); !maps.Equal(got, stored) {
+				return fmt.Errorf("%v: an event handler has not been handed every event yet: handed %v, cache holds %v", k.gvk, got, stored)
+			}
 		}
 	}
 	return nil
@@ -131,7 +136,8 @@ func (c *deliveryCache) stored(ctx context.Context, k informerKey) (map[string]s
 // trackedInformer wraps the event handlers registered on an informer.
 type trackedInformer struct {
 	cache.Informer
-	handlers *handlerSet
+	cache *deliveryCache
+	key   informerKey
 }
 
 func (t *trackedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -146,46 +152,18 @@ func (t *trackedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventH
 	d := &deliveries{next: h, versions: map[string]string{}}
 	r, err := t.Informer.AddEventHandlerWithOptions(d, o)
 	if err == nil {
-		t.handlers.mu.Lock()
-		t.handlers.m[r] = d
-		t.handlers.mu.Unlock()
+		t.cache.mu.Lock()
+		t.cache.informers[t.key][r] = d
+		t.cache.mu.Unlock()
 	}
 	return r, err
 }
 
 func (t *trackedInformer) RemoveEventHandler(r toolscache.ResourceEventHandlerRegistration) error {
-	t.handlers.mu.Lock()
-	delete(t.handlers.m, r)
-	t.handlers.mu.Unlock()
+	t.cache.mu.Lock()
+	delete(t.cache.informers[t.key], r)
+	t.cache.mu.Unlock()
 	return t.Informer.RemoveEventHandler(r)
-}
-
-// handlerSet holds the deliveries of the handlers registered on one kind.
-type handlerSet struct {
-	mu sync.Mutex
-	m  map[toolscache.ResourceEventHandlerRegistration]*deliveries
-}
-
-func (s *handlerSet) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
-}
-
-// handed returns nil when every handler was last handed stored.
-func (s *handlerSet) handed(stored map[string]string) error {
-	s.mu.Lock()
-	handlers := make([]*deliveries, 0, len(s.m))
-	for _, d := range s.m {
-		handlers = append(handlers, d)
-	}
-	s.mu.Unlock()
-	for _, d := range handlers {
-		if got := d.snapshot(); !maps.Equal(got, stored) {
-			return fmt.Errorf("an event handler has not been handed every event yet: handed %v, cache holds %v", got, stored)
-		}
-	}
-	return nil
 }
 
 // deliveries passes events on to a handler and records, once it returned,

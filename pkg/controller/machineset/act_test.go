@@ -262,8 +262,7 @@ func TestMachineHandlerObservations(t *testing.T) {
 	ms.Name = "owner-u1"
 	r, _, _ := fakeReconciler(t, interceptor.Funcs{}, ms)
 	key := types.NamespacedName{Namespace: "ns", Name: "owner-u1"}
-	r.expectations.BeginCreations(key, 1)
-	r.expectations.CreationSucceeded(key, "m")
+	r.expectations.ExpectCreations(key, "m")
 	m := mk("m", 0, ownedBy("u1"))
 	r.expectations.ExpectDeletions(key, m.UID)
 
@@ -350,8 +349,7 @@ func TestExpectationsCheckedBeforeListing(t *testing.T) {
 		},
 	}
 	r, _, _ = fakeReconciler(t, funcs, ms)
-	r.expectations.BeginCreations(key, 1)
-	r.expectations.CreationSucceeded(key, "x")
+	r.expectations.ExpectCreations(key, "x")
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key}); err != nil {
 		t.Fatal(err)
 	}

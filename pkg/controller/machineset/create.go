@@ -30,7 +30,6 @@ func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.Mach
 	done := 0
 	for batch := 1; done < n; batch *= 2 {
 		size := min(batch, n-done)
-		r.expectations.BeginCreations(key, size)
 		errs := parallel(size, size, func(int) error { return r.createMachine(ctx, ms, key) })
 		done += size
 		if failed, first := failures(errs); failed > 0 {
@@ -47,6 +46,8 @@ func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.Mach
 func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName) error {
 	m := newMachine(ms)
 	m.Name = apinames.SimpleNameGenerator.GenerateName(m.GenerateName)
+	name := m.Name
+	r.expectations.ExpectCreations(key, name)
 	sent := m.DeepCopy() // a failed Create may have changed m
 	err := r.client.Create(ctx, m)
 	if unknownOutcome(err) {
@@ -56,15 +57,13 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 	switch {
 	case errors.Is(err, errOutcomeUnknown): // expected until the timeout, never created twice
 		ctrl.LoggerFrom(ctx).Info("Machine creation outcome unknown; expecting it until the expectations timeout", "machine", m.Name, "err", err)
-		r.expectations.CreationSucceeded(key, m.Name)
 		return err
 	case err != nil:
-		r.expectations.CreationFailed(key)
+		r.expectations.CreationObserved(key, name) // nothing will be observed
 		MachineCreatesTotal.WithLabelValues(ResultFailure).Inc()
 		r.events.Eventf(ms, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
 		return err
 	}
-	r.expectations.CreationSucceeded(key, m.Name)
 	MachineCreatesTotal.WithLabelValues(ResultSuccess).Inc()
 	r.events.Eventf(ms, m, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created machine: %s", m.Name)
 	return nil

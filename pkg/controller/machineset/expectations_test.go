@@ -52,11 +52,9 @@ func TestExpectationsEmptyIsSatisfied(t *testing.T) {
 
 func TestExpectationsCreations(t *testing.T) {
 	e, _, _ := newTestExpectations(time.Minute)
-	e.BeginCreations(msKey, 3)
-	mustSatisfied(t, e, false) // in flight
-	e.CreationSucceeded(msKey, "a")
-	e.CreationSucceeded(msKey, "b")
-	e.CreationFailed(msKey)
+	e.ExpectCreations(msKey, "a", "b", "c")
+	mustSatisfied(t, e, false)     // in flight
+	e.CreationObserved(msKey, "c") // its Create failed
 	if c, _ := e.Pending(msKey); c != 2 {
 		t.Fatalf("pending creates = %d, want 2", c)
 	}
@@ -69,25 +67,19 @@ func TestExpectationsCreations(t *testing.T) {
 	mustSatisfied(t, e, true)
 }
 
-// An informer faster than the Create response: the observation comes
-// before CreationSucceeded and must not leave the name expected.
+// An informer faster than the Create response: the name was expected before
+// the Create was sent, so the observation leaves nothing expected.
 func TestExpectationsObservationBeforeResponse(t *testing.T) {
 	e, _, _ := newTestExpectations(time.Minute)
-	e.BeginCreations(msKey, 2)
+	e.ExpectCreations(msKey, "fast", "slow")
 	e.CreationObserved(msKey, "fast")
-	e.CreationSucceeded(msKey, "fast")
-	e.CreationSucceeded(msKey, "slow")
 	mustSatisfied(t, e, false)
 	e.CreationObserved(msKey, "slow")
 	mustSatisfied(t, e, true)
 
-	// An early observation is forgotten once nothing is in flight, so an
-	// unrelated later name is still expected.
-	e.BeginCreations(msKey, 1)
+	// An observation is not remembered, so a later name is still expected.
 	e.CreationObserved(msKey, "stray")
-	e.CreationFailed(msKey)
-	e.BeginCreations(msKey, 1)
-	e.CreationSucceeded(msKey, "stray")
+	e.ExpectCreations(msKey, "stray")
 	mustSatisfied(t, e, false)
 }
 
@@ -107,9 +99,7 @@ func TestExpectationsDeletions(t *testing.T) {
 
 func TestExpectationsTimeout(t *testing.T) {
 	e, clk, log := newTestExpectations(5 * time.Minute)
-	e.BeginCreations(msKey, 2)
-	e.CreationSucceeded(msKey, "a")
-	e.CreationSucceeded(msKey, "b")
+	e.ExpectCreations(msKey, "a", "b")
 	clk.SetTime(t0.Add(2 * time.Minute))
 	e.ExpectDeletions(msKey, "u1")
 	if wait := mustSatisfied(t, e, false); wait != 5*time.Minute-2*time.Minute {
@@ -176,12 +166,11 @@ func TestExpectationsDefaultTimeout(t *testing.T) {
 func TestExpectationsConcurrent(t *testing.T) {
 	e, _, _ := newTestExpectations(time.Minute)
 	const n = 200
-	e.BeginCreations(msKey, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		name := string(rune('a'+i%26)) + string(rune('A'+i/26))
-		wg.Go(func() { e.CreationSucceeded(msKey, name) })
-		wg.Go(func() { e.CreationObserved(msKey, name) })
+		wg.Go(func() { e.ExpectCreations(msKey, name); e.CreationObserved(msKey, name) })
+		wg.Go(func() { e.Pending(msKey); e.Satisfied(msKey) })
 	}
 	wg.Wait()
 	mustSatisfied(t, e, true)

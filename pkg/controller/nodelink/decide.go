@@ -75,37 +75,33 @@ var reservedAnnotations = map[string]bool{MachineAnnotation: true, LastAppliedAn
 func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastApplied) nodePlan {
 	out := node.DeepCopy()
 	var invalid []string
-
+	ok := func(errs []string, what string, args ...any) bool {
+		if len(errs) > 0 {
+			invalid = append(invalid, fmt.Sprintf(what, args...)+": "+strings.Join(errs, "; "))
+		}
+		return len(errs) == 0
+	}
 	wantLabels := map[string]string{}
 	for k, v := range machine.Spec.ObjectMeta.Labels {
-		if errs := labelErrors(k, v); len(errs) > 0 {
-			invalid = append(invalid, fmt.Sprintf("label %q: %s", k, strings.Join(errs, "; ")))
-			continue
+		if ok(append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...), "label %q", k) {
+			wantLabels[k] = v
 		}
-		wantLabels[k] = v
 	}
 	wantAnnotations := map[string]string{}
 	for k, v := range machine.Spec.ObjectMeta.Annotations {
+		errs := validation.IsQualifiedName(strings.ToLower(k))
 		if reservedAnnotations[k] {
-			invalid = append(invalid, fmt.Sprintf("annotation %q: reserved for nodelink", k))
-			continue
+			errs = []string{"reserved for nodelink"}
 		}
-		if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
-			invalid = append(invalid, fmt.Sprintf("annotation %q: %s", k, strings.Join(errs, "; ")))
-			continue
+		if ok(errs, "annotation %q", k) {
+			wantAnnotations[k] = v
 		}
-		wantAnnotations[k] = v
 	}
 	var wantTaints []corev1.Taint
-	for _, t := range machine.Spec.Taints {
-		if errs := taintErrors(t); len(errs) > 0 {
-			invalid = append(invalid, fmt.Sprintf("taint %q (%s): %s", t.Key, t.Effect, strings.Join(errs, "; ")))
-			continue
+	for _, t := range machine.Spec.Taints { // of duplicate key+effect pairs, the first wins
+		if ok(taintErrors(t), "taint %q (%s)", t.Key, t.Effect) && !slices.ContainsFunc(wantTaints, sameTaintID(t)) {
+			wantTaints = append(wantTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 		}
-		if slices.ContainsFunc(wantTaints, sameTaintID(t)) { // the first wins
-			continue
-		}
-		wantTaints = append(wantTaints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
 	}
 	sort.Strings(invalid)
 
@@ -212,11 +208,6 @@ func taintsEqual(a, b []corev1.Taint) bool {
 	return slices.EqualFunc(a, b, func(x, y corev1.Taint) bool {
 		return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect && x.TimeAdded.Equal(y.TimeAdded)
 	})
-}
-
-func labelErrors(k, v string) []string {
-	errs := validation.IsQualifiedName(k)
-	return append(errs, validation.IsValidLabelValue(v)...)
 }
 
 func taintErrors(t corev1.Taint) []string {
