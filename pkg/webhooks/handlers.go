@@ -136,23 +136,17 @@ func locate(raw []byte, t reflect.Type, msg string) string {
 	}
 	fails := func() bool {
 		var buf bytes.Buffer
-		if err := encodeTree(&buf, doc); err != nil {
-			return false
-		}
+		encodeTree(&buf, doc)
 		err := sigsjson.UnmarshalCaseSensitivePreserveInts(buf.Bytes(), reflect.New(t).Interface())
 		return err != nil && err.Error() == msg
 	}
 	path := ""
 	for node := doc; ; {
-		var children []*jsonMember
-		switch n := node.(type) {
-		case jsonObject:
-			children = n
-		case jsonArray:
-			children = n
-		default:
+		n, ok := node.(*jsonNode)
+		if !ok {
 			return path
 		}
+		children := n.members
 		saved := make([]any, len(children))
 		for i, c := range children {
 			saved[i] = c.value
@@ -178,26 +172,27 @@ func locate(raw []byte, t reflect.Type, msg string) string {
 		if keep(lo, lo+1); lo >= len(children) || !fails() {
 			return path
 		}
-		c := children[lo]
-		if c.key == nil {
-			path = fmt.Sprintf("%s[%d]", path, lo)
+		if n.object {
+			path = childPath(path, children[lo].key)
 		} else {
-			path = childPath(path, *c.key)
+			path = fmt.Sprintf("%s[%d]", path, lo)
 		}
-		node = c.value
+		node = children[lo].value
 	}
 }
 
-// A JSON document as parseTree reads it: jsonObject, jsonArray (members
-// without keys), or a token (string, json.Number, bool, nil).
-type (
-	jsonMember struct {
-		key   *string
-		value any
-	}
-	jsonObject []*jsonMember
-	jsonArray  []*jsonMember
-)
+// jsonNode is a JSON object or array as parseTree reads it: members in order,
+// duplicate keys kept, each value a *jsonNode or a token (string,
+// json.Number, bool, nil).
+type jsonNode struct {
+	object  bool
+	members []*jsonMember
+}
+
+type jsonMember struct {
+	key   string // in an object
+	value any
+}
 
 func parseTree(dec *json.Decoder) (any, error) {
 	tok, err := dec.Token()
@@ -208,63 +203,49 @@ func parseTree(dec *json.Decoder) (any, error) {
 	if !ok {
 		return tok, nil
 	}
-	var members []*jsonMember
+	n := &jsonNode{object: delim == '{'}
 	for dec.More() {
 		m := &jsonMember{}
-		if delim == '{' {
+		if n.object {
 			k, err := dec.Token()
 			if err != nil {
 				return nil, err
 			}
-			key, _ := k.(string)
-			m.key = &key
+			m.key, _ = k.(string)
 		}
 		if m.value, err = parseTree(dec); err != nil {
 			return nil, err
 		}
-		members = append(members, m)
+		n.members = append(n.members, m)
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if delim == '{' {
-		return jsonObject(members), nil
-	}
-	return jsonArray(members), nil
+	_, err = dec.Token() // the closing delimiter
+	return n, err
 }
 
-func encodeTree(buf *bytes.Buffer, v any) error {
-	var members []*jsonMember
-	open, end := byte('{'), byte('}')
-	switch n := v.(type) {
-	case jsonObject:
-		members = n
-	case jsonArray:
-		members, open, end = n, '[', ']'
-	default:
-		b, err := json.Marshal(n)
+// encodeTree writes v as JSON (the decoder's tokens always encode).
+func encodeTree(buf *bytes.Buffer, v any) {
+	n, ok := v.(*jsonNode)
+	if !ok {
+		b, _ := json.Marshal(v)
 		buf.Write(b)
-		return err
+		return
 	}
-	buf.WriteByte(open)
-	for i, m := range members {
+	brackets := "[]"
+	if n.object {
+		brackets = "{}"
+	}
+	buf.WriteByte(brackets[0])
+	for i, m := range n.members {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if m.key != nil {
-			b, err := json.Marshal(*m.key)
-			if err != nil {
-				return err
-			}
-			buf.Write(b)
+		if n.object {
+			encodeTree(buf, m.key)
 			buf.WriteByte(':')
 		}
-		if err := encodeTree(buf, m.value); err != nil {
-			return err
-		}
+		encodeTree(buf, m.value)
 	}
-	buf.WriteByte(end)
-	return nil
+	buf.WriteByte(brackets[1])
 }
 
 // mutate answers a CREATE (and, with onUpdate, an UPDATE; old is nil on

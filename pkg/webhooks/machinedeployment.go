@@ -97,11 +97,7 @@ func ValidateMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterI
 // ValidateMachineDeploymentUpdate checks an update of old to md as
 // ValidateMachineSetUpdate checks a MachineSet's.
 func ValidateMachineDeploymentUpdate(md, old *mdv1beta1.MachineDeployment, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
-	errs := validateSelectorUnchanged(md.Spec.Selector, old.Spec.Selector)
-	newErrs, warnings := ValidateMachineDeployment(md, cluster, secrets)
-	oldErrs, _ := ValidateMachineDeployment(old, cluster, nil)
-	mdErrs, ratcheted := ratchet(newErrs, oldErrs)
-	return append(errs, mdErrs...), append(warnings, ratcheted...)
+	return ratchet(validateSelectorUnchanged(md.Spec.Selector, old.Spec.Selector), md, old, cluster, secrets, ValidateMachineDeployment)
 }
 
 func validateStrategy(s mdv1beta1.MachineDeploymentStrategy) field.ErrorList {

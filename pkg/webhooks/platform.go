@@ -125,13 +125,10 @@ func register[T any](p Provider, kind string, groups []string,
 			if json.Unmarshal(raw, spec) != nil {
 				return nil, nil // validation reports it
 			}
-			before, err := json.Marshal(spec)
-			if err != nil {
-				return nil, nil
-			}
+			before, errBefore := json.Marshal(spec)
 			warnings := def(spec, env)
-			after, err := json.Marshal(spec)
-			if err != nil {
+			after, errAfter := json.Marshal(spec)
+			if errBefore != nil || errAfter != nil {
 				return nil, nil
 			}
 			return overlay(fields, before, after), warnings
@@ -160,10 +157,7 @@ func unknownFieldWarning(raw []byte, into any) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(into)
-	if err == nil {
-		return ""
-	}
-	_, name, ok := strings.Cut(err.Error(), "unknown field ")
+	_, name, ok := strings.Cut(fmt.Sprint(err), "unknown field ")
 	if !ok {
 		return ""
 	}

@@ -23,17 +23,16 @@ var errNotObject = errors.New("providerSpec.value is not a JSON object with uniq
 func providerSpecRaw(ps machinev1beta1.ProviderSpec) ([]byte, error) {
 	v := ps.Value
 	var raw []byte
+	var err error
 	switch {
 	case v == nil:
 		return nil, nil
 	case len(v.Raw) > 0:
 		raw = v.Raw
 	case v.Object != nil:
-		b, err := json.Marshal(v.Object)
-		if err != nil {
+		if raw, err = json.Marshal(v.Object); err != nil {
 			return nil, fmt.Errorf("encoding providerSpec.value: %w", err)
 		}
-		raw = b
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -55,20 +54,14 @@ func parseFields(raw []byte) (map[string]json.RawMessage, error) {
 // stringField returns the value of key when it is a JSON string, else "".
 func stringField(fields map[string]json.RawMessage, key string) string {
 	var s string
-	if err := json.Unmarshal(fields[key], &s); err != nil {
-		return ""
-	}
+	_ = json.Unmarshal(fields[key], &s) // leaves s "" for anything else
 	return s
 }
 
 // missing is true when key is absent, null or the empty string.
 func missing(fields map[string]json.RawMessage, key string) bool {
-	v, ok := fields[key]
-	if !ok {
-		return true
-	}
-	v = bytes.TrimSpace(v)
-	return bytes.Equal(v, []byte("null")) || bytes.Equal(v, []byte(`""`))
+	v := string(bytes.TrimSpace(fields[key]))
+	return v == "" || v == "null" || v == `""`
 }
 
 // providerFor says which provider serves a providerSpec.value with the given
@@ -150,11 +143,7 @@ func defaultKubemark(fields map[string]json.RawMessage) []string {
 	var set []string
 	for _, d := range kubemarkDefaults {
 		if missing(fields, d.key) {
-			v, err := json.Marshal(d.value)
-			if err != nil {
-				return nil
-			}
-			fields[d.key] = v
+			fields[d.key], _ = json.Marshal(d.value) // a string always encodes
 			set = append(set, d.key)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -34,13 +35,10 @@ func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo, secrets Sec
 // only warnings (ratchet).
 func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
-	if id := ptrString(old.Spec.ProviderID); id != "" && ptrString(m.Spec.ProviderID) != id {
+	if id := ptr.Deref(old.Spec.ProviderID, ""); id != "" && ptr.Deref(m.Spec.ProviderID, "") != id {
 		errs = append(errs, field.Forbidden(providerIDPath, fmt.Sprintf("is immutable once set (was %q)", id)))
 	}
-	newErrs, warnings := ValidateMachine(m, cluster, secrets)
-	oldErrs, _ := validateMachineSpec(&old.Spec, cluster, old.Namespace, old.Name, nil, specPath)
-	specErrs, ratcheted := ratchet(newErrs, oldErrs)
-	return append(errs, specErrs...), append(warnings, ratcheted...)
+	return ratchet(errs, m, old, cluster, secrets, ValidateMachine)
 }
 
 // ValidateMachineSet checks a new MachineSet's selector (ValidateSelector)
@@ -55,11 +53,7 @@ func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo, secr
 // ValidateMachineSetUpdate checks an update of old to ms: spec.selector is
 // immutable; the create checks are ratcheted as in ValidateMachineUpdate.
 func ValidateMachineSetUpdate(ms, old *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
-	errs := validateSelectorUnchanged(ms.Spec.Selector, old.Spec.Selector)
-	newErrs, warnings := ValidateMachineSet(ms, cluster, secrets)
-	oldErrs, _ := ValidateMachineSet(old, cluster, nil)
-	setErrs, ratcheted := ratchet(newErrs, oldErrs)
-	return append(errs, setErrs...), append(warnings, ratcheted...)
+	return ratchet(validateSelectorUnchanged(ms.Spec.Selector, old.Spec.Selector), ms, old, cluster, secrets, ValidateMachineSet)
 }
 
 // validateSelectorUnchanged refuses a changed spec.selector, which would orphan what it selected.
@@ -116,18 +110,21 @@ func validateMachineSpec(spec *machinev1beta1.MachineSpec, cluster ClusterInfo, 
 	return append(errs, ValidateLifecycleHooks(spec.LifecycleHooks, fldPath.Child("lifecycleHooks"))...), warnings
 }
 
-// ratchet turns the errors the old object already had into warnings.
-func ratchet(errs, oldErrs field.ErrorList) (field.ErrorList, admission.Warnings) {
-	var keep field.ErrorList
-	var warnings admission.Warnings
-	for _, e := range errs {
+// ratchet adds to errs the errors of create's checks of obj, except those old
+// already had: these are warnings, so an object created while the webhook
+// was not called can still get finalizers or labels.
+func ratchet[T any](errs field.ErrorList, obj, old T, cluster ClusterInfo, secrets SecretLookup,
+	create func(T, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings)) (field.ErrorList, admission.Warnings) {
+	newErrs, warnings := create(obj, cluster, secrets)
+	oldErrs, _ := create(old, cluster, nil)
+	for _, e := range newErrs {
 		if slices.ContainsFunc(oldErrs, func(o *field.Error) bool { return o.Error() == e.Error() }) {
 			warnings = append(warnings, e.Error()+" (already invalid before this update; fix it)")
-			continue
+		} else {
+			errs = append(errs, e)
 		}
-		keep = append(keep, e)
 	}
-	return keep, warnings
+	return errs, warnings
 }
 
 // FinalizersOnlyRemoved: old is being deleted and obj only has fewer
@@ -152,11 +149,4 @@ func FinalizersOnlyRemoved(obj, old client.Object) bool {
 		x.SetManagedFields(nil)
 	}
 	return equality.Semantic.DeepEqual(n, o)
-}
-
-func ptrString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
