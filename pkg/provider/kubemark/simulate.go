@@ -97,27 +97,15 @@ func leaseSeconds(renew, until time.Time) int32 {
 func (a *Actuator) holdLease(ctx context.Context, node *corev1.Node, since, until time.Time) error {
 	lease := &coordinationv1.Lease{}
 	err := a.client.Get(ctx, leaseKey(node.Name), lease)
-	if apierrors.IsNotFound(err) {
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: corev1.NamespaceNodeLease,
-				Name:      node.Name,
-				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
-				}},
-			},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       new(LeaseHolderIdentity),
-				LeaseDurationSeconds: new(leaseSeconds(since, until)),
-				RenewTime:            new(metav1.NewMicroTime(since)),
-			},
-		}
-		if err := a.client.Create(ctx, lease); err != nil {
-			return fmt.Errorf("taking the lease of node %q: %w", node.Name, err)
-		}
-		return nil
-	}
-	if err != nil {
+	found := err == nil
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Namespace:       corev1.NamespaceNodeLease,
+			Name:            node.Name,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}},
+		}}
+	case err != nil:
 		return fmt.Errorf("getting the lease of node %q: %w", node.Name, err)
 	}
 	renew := since
@@ -129,16 +117,21 @@ func (a *Actuator) holdLease(ctx context.Context, node *corev1.Node, since, unti
 	if held && ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) == seconds && lease.Spec.RenewTime != nil {
 		return nil
 	}
-	if !held {
+	if !held && found {
 		lease.Spec.LeaseTransitions = new(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
-		lease.Spec.HolderIdentity = new(LeaseHolderIdentity)
 	}
+	lease.Spec.HolderIdentity = new(LeaseHolderIdentity)
 	if lease.Spec.RenewTime == nil {
 		lease.Spec.RenewTime = new(metav1.NewMicroTime(renew))
 	}
 	lease.Spec.LeaseDurationSeconds = &seconds
-	// The resourceVersion makes a concurrent renewal by kwok a conflict; the retry sees the new renewTime.
-	if err := a.client.Update(ctx, lease); err != nil {
+	if found {
+		// The resourceVersion makes a concurrent renewal by kwok a conflict; the retry sees the new renewTime.
+		err = a.client.Update(ctx, lease)
+	} else {
+		err = a.client.Create(ctx, lease)
+	}
+	if err != nil {
 		return fmt.Errorf("taking the lease of node %q: %w", node.Name, err)
 	}
 	return nil

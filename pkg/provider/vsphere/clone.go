@@ -29,63 +29,36 @@ const (
 	minimumHWVersion = 15
 )
 
-// cloneInput is everything the clone spec is built from, resolved on vCenter.
-type cloneInput struct {
-	name, uid string
-	spec      *machinev1beta1.VSphereMachineProviderSpec
-	userData  []byte
-	devices   object.VirtualDeviceList // the template's
-	snapshot  *types.ManagedObjectReference
-	folder    types.ManagedObjectReference
-	datastore types.ManagedObjectReference
-	pool      types.ManagedObjectReference
-	networks  []types.BaseVirtualDeviceBackingInfo // one per spec.network.devices entry
-}
-
-// cloneSpec builds the clone with OpenShift's VM settings, powered off (Create powers it on after the task).
-func cloneSpec(in cloneInput) (types.VirtualMachineCloneSpec, error) {
+// deviceChanges replaces the template's NICs by one per network backing and, for a full clone, grows its one
+// disk to diskGiB (only a full clone can).
+func deviceChanges(spec *machinev1beta1.VSphereMachineProviderSpec, devices object.VirtualDeviceList, linked bool,
+	networks []types.BaseVirtualDeviceBackingInfo) ([]types.BaseVirtualDeviceConfigSpec, error) {
 	var changes []types.BaseVirtualDeviceConfigSpec
-	moveType := types.VirtualMachineRelocateDiskMoveOptionsMoveAllDiskBackingsAndConsolidate
-	if in.snapshot != nil {
-		moveType = types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking
-	} else if in.spec.DiskGiB > 0 {
-		// Only a full clone can grow the template's disk.
-		disks := in.devices.SelectByType((*types.VirtualDisk)(nil))
+	if !linked && spec.DiskGiB > 0 {
+		disks := devices.SelectByType((*types.VirtualDisk)(nil))
 		if len(disks) != 1 {
-			return types.VirtualMachineCloneSpec{}, machine.InvalidConfiguration("template %q has %d disks: a template with exactly one disk is needed to set diskGiB", in.spec.Template, len(disks))
+			return nil, machine.InvalidConfiguration("template %q has %d disks: a template with exactly one disk is needed to set diskGiB", spec.Template, len(disks))
 		}
 		disk := *disks[0].(*types.VirtualDisk)
-		want := int64(in.spec.DiskGiB) * 1024 * 1024
+		want := int64(spec.DiskGiB) * 1024 * 1024
 		if disk.CapacityInKB > want {
-			return types.VirtualMachineCloneSpec{}, machine.InvalidConfiguration("diskGiB: can't resize template disk down, initial capacity is larger: %dKiB > %dKiB", disk.CapacityInKB, want)
+			return nil, machine.InvalidConfiguration("diskGiB: can't resize template disk down, initial capacity is larger: %dKiB > %dKiB", disk.CapacityInKB, want)
 		}
 		disk.CapacityInKB = want
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &disk})
 	}
-	for _, nic := range in.devices.SelectByType((*types.VirtualEthernetCard)(nil)) {
+	for _, nic := range devices.SelectByType((*types.VirtualEthernetCard)(nil)) {
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: nic})
 	}
-	for i, backing := range in.networks {
+	for i, backing := range networks {
 		dev, err := object.EthernetCardTypes().CreateEthernetCard(ethernetCardType, backing)
 		if err != nil {
-			return types.VirtualMachineCloneSpec{}, fmt.Errorf("creating a NIC for network %q: %w", in.spec.Network.Devices[i].NetworkName, err)
+			return nil, fmt.Errorf("creating a NIC for network %q: %w", spec.Network.Devices[i].NetworkName, err)
 		}
 		dev.GetVirtualDevice().Key = int32(-100 - i) // negative: vCenter assigns the real key
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: dev})
 	}
-	config := vmConfig(in.name, in.uid, in.spec, in.userData)
-	config.DeviceChange = changes
-	return types.VirtualMachineCloneSpec{
-		Config: &config,
-		Location: types.VirtualMachineRelocateSpec{
-			Folder:       &in.folder,
-			Datastore:    &in.datastore,
-			Pool:         &in.pool,
-			DiskMoveType: string(moveType),
-		},
-		PowerOn:  false,
-		Snapshot: in.snapshot,
-	}, nil
+	return changes, nil
 }
 
 // vmConfig is the Machine's VM configuration without devices: the clone's, and what Create applies to a
@@ -150,13 +123,13 @@ func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec
 	if v, err := strconv.Atoi(strings.TrimPrefix(tplMo.Config.Version, "vmx-")); err != nil || v < minimumHWVersion {
 		return "", machine.InvalidConfiguration("template %q: hardware lower than %d is not supported, clone stopped. Detected machine template version is %q. Please update the machine template", spec.Template, minimumHWVersion, tplMo.Config.Version)
 	}
-	in := cloneInput{name: m.Name, uid: string(m.UID), spec: spec, userData: userData, devices: tplMo.Config.Hardware.Device}
+	var snapshot *types.ManagedObjectReference
 	if spec.CloneMode == machinev1beta1.LinkedClone {
 		// No snapshot to link to: a full clone, as in OpenShift.
 		if spec.Snapshot != "" {
-			in.snapshot, _ = tpl.FindSnapshot(ctx, spec.Snapshot)
+			snapshot, _ = tpl.FindSnapshot(ctx, spec.Snapshot)
 		} else if tplMo.Snapshot != nil {
-			in.snapshot = tplMo.Snapshot.CurrentSnapshot
+			snapshot = tplMo.Snapshot.CurrentSnapshot
 		}
 	}
 	ws := spec.Workspace
@@ -172,15 +145,26 @@ func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec
 	if err != nil {
 		return "", lookupError("resource pool", "workspace.resourcePool", ws.ResourcePool, err)
 	}
-	if in.networks, err = networkBackings(ctx, s, pool, spec.Network.Devices); err != nil {
-		return "", err
-	}
-	in.folder, in.datastore, in.pool = folder.Reference(), ds.Reference(), pool.Reference()
-	cs, err := cloneSpec(in)
+	networks, err := networkBackings(ctx, s, pool, spec.Network.Devices)
 	if err != nil {
 		return "", err
 	}
-	task, err := tpl.Clone(ctx, folder, m.Name, cs)
+	config := vmConfig(m.Name, string(m.UID), spec, userData)
+	if config.DeviceChange, err = deviceChanges(spec, tplMo.Config.Hardware.Device, snapshot != nil, networks); err != nil {
+		return "", err
+	}
+	moveType := types.VirtualMachineRelocateDiskMoveOptionsMoveAllDiskBackingsAndConsolidate
+	if snapshot != nil {
+		moveType = types.VirtualMachineRelocateDiskMoveOptionsCreateNewChildDiskBacking
+	}
+	task, err := tpl.Clone(ctx, folder, m.Name, types.VirtualMachineCloneSpec{ // powered off: Create powers it on
+		Config: &config,
+		Location: types.VirtualMachineRelocateSpec{
+			Folder: new(folder.Reference()), Datastore: new(ds.Reference()), Pool: new(pool.Reference()),
+			DiskMoveType: string(moveType),
+		},
+		Snapshot: snapshot,
+	})
 	if err != nil {
 		return "", fmt.Errorf("starting the clone of template %q: %w", spec.Template, err)
 	}

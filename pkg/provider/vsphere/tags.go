@@ -20,7 +20,7 @@ type restSession struct {
 	mu     sync.Mutex
 	client *rest.Client
 	// clusterTags caches the cluster ID tag's ID per cluster ID ("" when there is none, as on UPI clusters).
-	clusterTags map[string]string
+	clusterTags sync.Map
 }
 
 // rest returns a logged-in REST client for the session's vCenter.
@@ -43,13 +43,10 @@ func (s *session) rest(ctx context.Context, creds credentials) (*rest.Client, er
 
 // clusterTagID finds the tag named after the cluster ID in the installer's category, once per cluster ID.
 func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID string) (string, error) {
-	r := &s.restSession
-	r.mu.Lock()
-	id, ok := r.clusterTags[clusterID]
-	r.mu.Unlock()
-	if ok {
-		return id, nil
+	if id, ok := s.restSession.clusterTags.Load(clusterID); ok {
+		return id.(string), nil
 	}
+	id := ""
 	cats, err := m.GetCategories(ctx)
 	if err != nil {
 		return "", fmt.Errorf("listing tag categories: %w", err)
@@ -68,12 +65,7 @@ func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID s
 			}
 		}
 	}
-	r.mu.Lock()
-	if r.clusterTags == nil {
-		r.clusterTags = map[string]string{}
-	}
-	r.clusterTags[clusterID] = id
-	r.mu.Unlock()
+	s.restSession.clusterTags.Store(clusterID, id)
 	return id, nil
 }
 
