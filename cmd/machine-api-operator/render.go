@@ -64,21 +64,15 @@ not generated: webhook configurations carry no caBundle unless --service-ca is s
 func runRender(o *renderOptions, stdout io.Writer) error {
 	in := config.Inputs{Namespace: o.namespace, ReleaseVersion: o.releaseVersion, Webhook: config.WebhookTLS{ServiceCA: o.serviceCA}, OpenShift: o.serviceCA}
 	in.Images, in.ImagesErr = config.LoadImages(o.imagesJSON)
-	in.Infrastructure = &configv1.Infrastructure{}
-	if err := readYAML(o.infrastructure, in.Infrastructure); err != nil {
+	var err error
+	if in.Infrastructure, err = readYAML[configv1.Infrastructure](o.infrastructure); err != nil {
 		return err
 	}
-	if o.featureGate != "" {
-		in.FeatureGate = &configv1.FeatureGate{}
-		if err := readYAML(o.featureGate, in.FeatureGate); err != nil {
-			return err
-		}
+	if in.FeatureGate, err = readYAML[configv1.FeatureGate](o.featureGate); err != nil {
+		return err
 	}
-	if o.proxy != "" {
-		in.Proxy = &configv1.Proxy{}
-		if err := readYAML(o.proxy, in.Proxy); err != nil {
-			return err
-		}
+	if in.Proxy, err = readYAML[configv1.Proxy](o.proxy); err != nil {
+		return err
 	}
 	cfg, err := config.Build(in)
 	if err != nil {
@@ -109,13 +103,18 @@ func runRender(o *renderOptions, stdout io.Writer) error {
 	return err
 }
 
-func readYAML(path string, into any) error {
+// readYAML decodes the object in path; nil for no path.
+func readYAML[T any](path string) (*T, error) {
+	if path == "" {
+		return nil, nil
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
+	into := new(T)
 	if err := yaml.UnmarshalStrict(data, into); err != nil {
-		return fmt.Errorf("decoding %s: %w", path, err)
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
-	return nil
+	return into, nil
 }

@@ -65,22 +65,17 @@ func Load(dir string) ([]Manifest, error) {
 	}
 	var all []Manifest
 	for _, f := range files {
-		ms, err := LoadFile(filepath.Join(dir, f))
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return nil, err
+		}
+		ms, err := Parse(f, data)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, ms...)
 	}
 	return all, nil
-}
-
-// LoadFile reads the documents of one file.
-func LoadFile(path string) ([]Manifest, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(filepath.Base(path), data)
 }
 
 // Parse splits data into objects, each with apiVersion, kind and

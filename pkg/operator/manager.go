@@ -253,13 +253,18 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	if missing := served.missing(true); len(missing) > 0 {
 		log.FromContext(ctx).Info("Starting without CRDs the operator needs; each is watched from when it is installed", "missing", missing)
 	}
+	crds, err := newCRDCache(restCfg, cache.Options{Scheme: m.Scheme, HTTPClient: httpClient, Mapper: mapper})
+	if err != nil {
+		return nil, err
+	}
+	runnables := []manager.Runnable{crds}
 	var lock resourcelock.Interface
-	var events *leaderelection.Lock
 	if m.LeaderElection {
-		if events, err = leaderelection.NewLock(restCfg, o.Namespace, config.OperatorLeaseName, m.LeaderElectionTiming); err != nil {
+		events, err := leaderelection.NewLock(restCfg, o.Namespace, config.OperatorLeaseName, m.LeaderElectionTiming)
+		if err != nil {
 			return nil, err
 		}
-		lock = events
+		lock, runnables = events, append(runnables, events)
 	}
 	t := m.LeaderElectionTiming
 	var tlsOpts []func(*tls.Config)
@@ -285,8 +290,11 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if events != nil {
-		if err := mgr.Add(events); err != nil {
+	if m.MetricsBindAddress != "0" {
+		runnables = append(runnables, collector.New(mgr.GetCache(), o.Namespace))
+	}
+	for _, r := range runnables {
+		if err := mgr.Add(r); err != nil {
 			return nil, err
 		}
 	}
@@ -294,18 +302,6 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if m.MetricsBindAddress != "0" {
-		if err := mgr.Add(collector.New(mgr.GetCache(), o.Namespace)); err != nil {
-			return nil, err
-		}
-	}
-	crds, err := newCRDCache(restCfg, cache.Options{Scheme: m.Scheme, HTTPClient: httpClient, Mapper: mapper})
-	if err != nil {
-		return nil, err
-	}
-	if err := mgr.Add(crds); err != nil {
 		return nil, err
 	}
 	var issuer CertIssuer

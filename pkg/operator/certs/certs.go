@@ -59,16 +59,7 @@ func NewCA(now time.Time, validity time.Duration) (*KeyPair, error) {
 	if validity <= 0 {
 		return nil, fmt.Errorf("CA validity must be positive, got %s", validity)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating CA key: %w", err)
-	}
-	serial, err := randomSerial()
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
+	return issue("CA", &x509.Certificate{
 		Subject:               pkix.Name{CommonName: CACommonName},
 		NotBefore:             notBefore(now),
 		NotAfter:              notAfter(now, validity),
@@ -76,12 +67,7 @@ func NewCA(now time.Time, validity time.Duration) (*KeyPair, error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, fmt.Errorf("creating CA certificate: %w", err)
-	}
-	return newKeyPair(der, key)
+	}, nil, nil)
 }
 
 // NewServingCert creates an ECDSA P-256 server certificate for dnsNames signed
@@ -111,16 +97,7 @@ func NewServingCert(ca *KeyPair, dnsNames []string, now time.Time, validity time
 	if !end.After(start) {
 		return nil, fmt.Errorf("CA expired at %s", caCert.NotAfter.Format(time.RFC3339))
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating serving key: %w", err)
-	}
-	serial, err := randomSerial()
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
+	return issue("serving", &x509.Certificate{
 		Subject:               pkix.Name{CommonName: dnsNames[0]},
 		DNSNames:              slices.Clone(dnsNames),
 		NotBefore:             start,
@@ -128,12 +105,36 @@ func NewServingCert(ca *KeyPair, dnsNames []string, now time.Time, validity time
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, key.Public(), caKey)
+	}, caCert, caKey)
+}
+
+// issue signs tmpl for a new ECDSA P-256 key with a random serial; a nil
+// parent makes it self-signed.
+func issue(what string, tmpl, parent *x509.Certificate, parentKey crypto.Signer) (*KeyPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("creating serving certificate: %w", err)
+		return nil, fmt.Errorf("generating %s key: %w", what, err)
 	}
-	return newKeyPair(der, key)
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("generating serial number: %w", err)
+	}
+	tmpl.SerialNumber = serial.Add(serial, big.NewInt(1)) // never zero
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s certificate: %w", what, err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding private key: %w", err)
+	}
+	return &KeyPair{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: pemTypeCertificate, Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: pemTypePrivateKey, Bytes: keyDER}),
+	}, nil
 }
 
 // Certificate parses the (first) certificate of CertPEM.
@@ -145,18 +146,13 @@ func (k *KeyPair) Certificate() (*x509.Certificate, error) {
 	return certs[0], nil
 }
 
-// PrivateKey parses KeyPEM (PKCS #8, SEC 1 "EC PRIVATE KEY" or PKCS #1).
-func (k *KeyPair) PrivateKey() (crypto.Signer, error) {
-	return ParsePrivateKeyPEM(k.KeyPEM)
-}
-
 // Parse parses both halves and checks that the key belongs to the certificate.
 func (k *KeyPair) Parse() (*x509.Certificate, crypto.Signer, error) {
 	cert, err := k.Certificate()
 	if err != nil {
 		return nil, nil, err
 	}
-	key, err := k.PrivateKey()
+	key, err := ParsePrivateKeyPEM(k.KeyPEM)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -229,25 +225,6 @@ func NewCertPool(bundle []byte) (*x509.CertPool, error) {
 		pool.AddCert(c)
 	}
 	return pool, nil
-}
-
-func newKeyPair(der []byte, key *ecdsa.PrivateKey) (*KeyPair, error) {
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding private key: %w", err)
-	}
-	return &KeyPair{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: pemTypeCertificate, Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: pemTypePrivateKey, Bytes: keyDER}),
-	}, nil
-}
-
-func randomSerial() (*big.Int, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("generating serial number: %w", err)
-	}
-	return serial.Add(serial, big.NewInt(1)), nil // never zero
 }
 
 // Certificates carry whole seconds: truncated for exact comparisons.

@@ -138,18 +138,11 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		progressing = *prevProgressing // bad input changes nothing
 	case complete:
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
-	case len(desired) > 0 && !slices.Equal(prev.Versions, desired):
-		msg := "Progressing towards " + formatVersions(desired)
-		if obs.Operand.Message != "" && !obs.NoOp {
-			msg += ": " + obs.Operand.Message
-		}
-		if gated && stable {
-			msg += ": waiting for worker Machines: " + obs.WaitingForWorkers
-		}
-		progressing = cond(configv1.OperatorProgressing, configv1.ConditionTrue, ReasonSyncing, msg)
-	case !rolledOut || !everAvailable:
+	case len(desired) > 0 && !slices.Equal(prev.Versions, desired), !rolledOut || !everAvailable:
 		msg := "Rolling out the Machine API"
-		if obs.Change != "" {
+		if len(desired) > 0 && !slices.Equal(prev.Versions, desired) {
+			msg = "Progressing towards " + formatVersions(desired)
+		} else if obs.Change != "" {
 			msg += " for " + obs.Change
 		}
 		if obs.Operand.Message != "" && !obs.NoOp {

@@ -128,26 +128,21 @@ func FreeAddr(t testing.TB) string {
 	return addr
 }
 
-// Readyz returns the status code and body of http://addr/readyz?verbose.
-func Readyz(ctx context.Context, addr string) (int, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz?verbose=true", nil)
-	if err != nil {
-		return 0, "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
-
 // ReadyzCondition holds when /readyz at addr answers 200, or (not
 // wantReady) not 200 with "[-]<failing> failed" in the body.
 func ReadyzCondition(addr string, wantReady bool, failing string) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
-		code, body, err := Readyz(ctx, addr)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz?verbose=true", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		raw, err := io.ReadAll(resp.Body)
+		code, body := resp.StatusCode, string(raw)
 		switch {
 		case err != nil:
 			return false, err
