@@ -59,8 +59,7 @@ type Env struct {
 // ErrMissingBinaries is returned when bin/ lacks the API server binaries.
 var ErrMissingBinaries = errors.New("kube-apiserver and etcd not found: run make tools")
 
-// BinDir returns the directory holding kube-apiserver and etcd:
-// $KUBEBUILDER_ASSETS if set, else bin/ at the repository root.
+// BinDir returns $KUBEBUILDER_ASSETS, else the repository's bin/, checking it has the binaries.
 func BinDir() (string, error) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
@@ -78,8 +77,7 @@ func BinDir() (string, error) {
 	return dir, nil
 }
 
-// RepoRoot walks up from the working directory to the one holding go.mod
-// and the Makefile.
+// RepoRoot walks up from the working directory to the one with go.mod and the Makefile.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
@@ -165,8 +163,7 @@ func Start(t testing.TB, opts Options) *Env {
 	return e
 }
 
-// Main is a TestMain body: it starts one Env into *env, runs the tests and
-// stops it. A start failure fails the package with the reason.
+// Main is a TestMain body: it starts one Env into *env, runs the tests and stops it.
 func Main(m *testing.M, env **Env) {
 	os.Exit(runMain(m, env, Options{}))
 }
@@ -200,8 +197,7 @@ func runMain(m *testing.M, env **Env, opts Options) int {
 	return code
 }
 
-// Runnable is what Run runs: a manager or cache, anything that runs until
-// its context ends.
+// Runnable is what Run runs: a manager or cache, until its context ends.
 type Runnable interface {
 	Start(ctx context.Context) error
 }

@@ -14,10 +14,9 @@ import (
 
 const mebibyte = 1 << 20
 
-// ScaleFromZeroAnnotations returns the cluster autoscaler's scale-from-zero
-// annotations (constants.go) for Machines built from spec, when its
-// providerSpec is a kubemark one (kubemark true), with the defaults applied;
-// err says why a kubemark providerSpec does not decode or validate.
+// ScaleFromZeroAnnotations returns the scale-from-zero annotations for
+// Machines built from spec, when its providerSpec is a kubemark one (kubemark
+// true); err says why such a providerSpec is invalid.
 func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map[string]string, kubemark bool, err error) {
 	if spec.ProviderSpec.Value == nil || len(spec.ProviderSpec.Value.Raw) == 0 {
 		return nil, false, nil
@@ -52,8 +51,7 @@ func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map
 	}, true, nil
 }
 
-// missingAnnotations returns the entries of want that current lacks or holds
-// with another value (nil when none).
+// missingAnnotations returns the entries of want that current lacks or differs on (nil: none).
 func missingAnnotations(current, want map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range want {

@@ -23,8 +23,7 @@ func DefaultCreateRetry() wait.Backoff {
 	return wait.Backoff{Duration: time.Second, Factor: 2, Steps: 11, Cap: 16 * time.Second}
 }
 
-// createMachines creates n Machines in batches of 1, 2, 4, ... and stops
-// after the first batch with a failure.
+// createMachines creates n Machines in batches of 1, 2, 4, ... until one fails.
 func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.MachineSet, n int) error {
 	key := client.ObjectKeyFromObject(ms)
 	done := 0

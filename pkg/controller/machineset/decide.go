@@ -17,20 +17,18 @@ import (
 // machineSetKind is the kind of the controller ownerReference on Machines.
 var machineSetKind = machinev1beta1.GroupVersion.WithKind("MachineSet")
 
-// claims sorts a MachineSet's candidate Machines. All but adopt are owned
-// and, but for deleting, not being deleted.
+// claims sorts a MachineSet's candidate Machines.
 type claims struct {
-	active   []*machinev1beta1.Machine // matching: they count
+	active   []*machinev1beta1.Machine // owned, matching: they count
 	adopt    []*machinev1beta1.Machine // orphans that match, not being deleted
-	release  []*machinev1beta1.Machine // no longer matching
-	deleting int
+	release  []*machinev1beta1.Machine // owned, no longer matching
+	deleting int                       // owned, being deleted
 }
 
 // controllerOf returns the controller ownerReference of o, or nil.
 var controllerOf = metav1.GetControllerOfNoCopy
 
-// machineSetOwner returns the MachineSet named by m's controller
-// ownerReference (in m's namespace), if it is one.
+// machineSetOwner returns the MachineSet controlling m, if one does.
 func machineSetOwner(m metav1.Object) (types.NamespacedName, bool) {
 	ref := controllerOf(m)
 	if ref == nil || ref.Kind != machineSetKind.Kind {
@@ -43,8 +41,7 @@ func machineSetOwner(m metav1.Object) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: m.GetNamespace(), Name: ref.Name}, true
 }
 
-// classifyMachines sorts machines by what the controller must do with them
-// (others' are ignored). sel is selectorOf(ms).
+// classifyMachines sorts machines (others' are ignored); sel is selectorOf(ms).
 func classifyMachines(ms *machinev1beta1.MachineSet, sel labels.Selector, machines []*machinev1beta1.Machine) claims {
 	var c claims
 	for _, m := range machines {
@@ -65,9 +62,8 @@ func classifyMachines(ms *machinev1beta1.MachineSet, sel labels.Selector, machin
 	return c
 }
 
-// replicaAction is what decide wants done: create Machines, remove these (in
-// delete order), wait for pending expectations, or nothing as Machines are
-// missing but creation is frozen.
+// replicaAction is what decide wants done (remove in delete order; frozen:
+// Machines are missing but none may be created).
 type replicaAction struct {
 	create int
 	remove []*machinev1beta1.Machine
@@ -97,8 +93,7 @@ func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, polic
 	return replicaAction{}
 }
 
-// availability says whether a Machine's Node is ready, and available (Ready
-// for minReady); when only ready, wait is the time until available.
+// availability says whether a Node is ready, and available (Ready for minReady; else wait more).
 func availability(node *corev1.Node, minReady time.Duration, now time.Time) (ready, available bool, wait time.Duration) {
 	c := nodeutil.ReadyCondition(node)
 	if c == nil || c.Status != corev1.ConditionTrue {
@@ -114,9 +109,8 @@ func availability(node *corev1.Node, minReady time.Duration, now time.Time) (rea
 	return true, false, availableAt.Sub(now)
 }
 
-// computeStatus returns ms's status for the active Machines (errors cleared);
-// nodeOf returns a Node by name (nil when unknown). requeue is the time until
-// the next ready Machine becomes available (0: none is waiting).
+// computeStatus returns ms's status for the active Machines (errors cleared)
+// and the time until the next ready Machine becomes available (0: none).
 func computeStatus(ms *machinev1beta1.MachineSet, active []*machinev1beta1.Machine, nodeOf func(name string) *corev1.Node, now time.Time) (st machinev1beta1.MachineSetStatus, requeue time.Duration) {
 	st = *ms.Status.DeepCopy()
 	st.ErrorReason, st.ErrorMessage = nil, nil

@@ -46,9 +46,8 @@ func randomKey(m *machinev1beta1.Machine) uint64 {
 	return h.Sum64()
 }
 
-// MachinesToDelete returns the first n (at most) of machines in delete order:
-// class (deleteClass), then policy (Oldest, Newest, else Random by
-// randomKey), then name. machines is not modified.
+// MachinesToDelete returns the first n of machines in delete order: class,
+// then policy (Oldest, Newest, else Random), then name.
 func MachinesToDelete(policy machinev1beta1.MachineSetDeletePolicy, machines []*machinev1beta1.Machine, n int) []*machinev1beta1.Machine {
 	if n <= 0 || len(machines) == 0 {
 		return nil

@@ -30,9 +30,8 @@ type expectation struct {
 	id       string
 }
 
-// NewExpectations returns empty expectations whose entries expire after
-// timeout (DefaultExpectationsTimeout when timeout <= 0) on clk (the real
-// clock when nil).
+// NewExpectations returns empty expectations expiring after timeout (<= 0:
+// DefaultExpectationsTimeout) on clk (nil: the real clock).
 func NewExpectations(clk clock.PassiveClock, timeout time.Duration) *Expectations {
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -93,9 +92,8 @@ func (e *Expectations) observed(key types.NamespacedName, x expectation) {
 	}
 }
 
-// Satisfied drops key's expired expectations (reporting them to OnTimeout)
-// and reports whether nothing is pending; if something is, wait is the time
-// until the first pending one expires.
+// Satisfied drops key's expired expectations (to OnTimeout) and reports
+// whether nothing is pending, else the time until the next expires.
 func (e *Expectations) Satisfied(key types.NamespacedName) (ok bool, wait time.Duration) {
 	e.mu.Lock()
 	now := e.clock.Now()
@@ -129,8 +127,7 @@ func (e *Expectations) Satisfied(key types.NamespacedName) (ok bool, wait time.D
 	return false, next.Sub(now)
 }
 
-// Pending returns how many creations and deletions are pending for key,
-// without expiring anything.
+// Pending returns how many creations and deletions are pending for key.
 func (e *Expectations) Pending(key types.NamespacedName) (creates, deletes int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,6 +1,7 @@
 package machineset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,34 +65,25 @@ type Reconciler struct {
 	expectations *Expectations
 }
 
-// NewReconciler returns a MachineSet controller with opts' defaults filled
-// in (the Default* constants). It registers the metrics.
+// NewReconciler returns a MachineSet controller (Default* for unset options); it registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
+	if opts.CreateRetry.Steps == 0 {
+		opts.CreateRetry = DefaultCreateRetry()
+	}
+	clk := cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})
 	r := &Reconciler{
-		client:      opts.Client,
-		apiReader:   opts.APIReader,
-		events:      &patch.Events{Recorder: opts.Recorder},
-		clock:       opts.Clock,
-		namespace:   opts.Namespace,
-		maxCreate:   opts.MaxCreateBurst,
-		maxDeletes:  opts.MaxConcurrentDeletes,
-		migration:   opts.MachineAPIMigration,
-		createRetry: opts.CreateRetry,
+		client:       opts.Client,
+		apiReader:    opts.APIReader,
+		events:       &patch.Events{Recorder: opts.Recorder},
+		clock:        clk,
+		namespace:    opts.Namespace,
+		maxCreate:    cmp.Or(max(opts.MaxCreateBurst, 0), DefaultMaxCreateBurst),
+		maxDeletes:   cmp.Or(max(opts.MaxConcurrentDeletes, 0), DefaultMaxConcurrentDeletes),
+		migration:    opts.MachineAPIMigration,
+		createRetry:  opts.CreateRetry,
+		expectations: NewExpectations(clk, opts.ExpectationsTimeout),
 	}
-	if r.createRetry.Steps == 0 {
-		r.createRetry = DefaultCreateRetry()
-	}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
-	}
-	if r.maxCreate <= 0 {
-		r.maxCreate = DefaultMaxCreateBurst
-	}
-	if r.maxDeletes <= 0 {
-		r.maxDeletes = DefaultMaxConcurrentDeletes
-	}
-	r.expectations = NewExpectations(r.clock, opts.ExpectationsTimeout)
 	r.expectations.OnTimeout = func(key types.NamespacedName, creates, deletes int) {
 		ExpectationTimeoutsTotal.Add(float64(creates + deletes))
 		ctrl.Log.WithName("machineset").Info("expected Machine changes never showed in the cache; dropped them",
@@ -131,8 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, nil
 }
 
-// reconcileInvalid records why ms is invalid (status and one event per
-// distinct message). It is not requeued: a fix changes the MachineSet.
+// reconcileInvalid records why ms is invalid; not requeued: a fix changes the MachineSet.
 func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.MachineSet, errs field.ErrorList, paused *machinev1beta1.Condition) error {
 	msg := errs.ToAggregate().Error()
 	ctrl.LoggerFrom(ctx).Info("MachineSet is invalid; not managing its Machines", "error", msg)
@@ -146,13 +137,11 @@ func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.Ma
 	return nil
 }
 
-// reconcileReplicas claims Machines, creates or deletes to reach
-// spec.replicas and writes the status (with paused, when not nil).
+// reconcileReplicas claims Machines, creates or deletes to reach spec.replicas, writes the status.
 func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.MachineSet, paused *machinev1beta1.Condition) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	key := client.ObjectKeyFromObject(ms)
-	// Before the list: an observation recorded after it would vouch for a
-	// Machine the list lacks.
+	// Before the list: a later observation would vouch for a Machine it lacks.
 	satisfied, _ := r.expectations.Satisfied(key)
 	machines, err := r.listMachines(ctx, ms)
 	if err != nil {
@@ -161,8 +150,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	c := classifyMachines(ms, selectorOf(ms), machines)
 	active := c.active
 
-	// A failed claim means our view is stale or contested: no replica
-	// changes until it succeeds.
+	// A failed claim means our view is stale or contested: no replica changes.
 	var claimErr error
 	if len(c.adopt) > 0 {
 		adopted, err := r.adopt(ctx, ms, c.adopt)
@@ -212,8 +200,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	return res, nil
 }
 
-// listMachines lists, from the cache, the Machines ms controls and the
-// orphans of its namespace. They are the cache's own: never modify them.
+// listMachines lists ms's Machines and orphans from the cache (its own objects: never modify them).
 func (r *Reconciler) listMachines(ctx context.Context, ms *machinev1beta1.MachineSet) ([]*machinev1beta1.Machine, error) {
 	var out []*machinev1beta1.Machine
 	for _, v := range []string{string(ms.UID), OrphanIndexValue} {
@@ -279,9 +266,8 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 	return nil
 }
 
-// adopt adds ms's controller reference to the orphans and returns the ones
-// adopted. The MachineSet is first re-read uncached so a deleted or replaced
-// MachineSet adopts nothing; the patches' optimistic lock lets another owner win.
+// adopt makes ms the orphans' controller, re-reading it uncached first so a
+// deleted or replaced MachineSet adopts nothing; the lock lets another owner win.
 func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, orphans []*machinev1beta1.Machine) ([]*machinev1beta1.Machine, error) {
 	reader := r.apiReader
 	if reader == nil {
@@ -313,9 +299,8 @@ func (r *Reconciler) release(ctx context.Context, ms *machinev1beta1.MachineSet,
 	return err
 }
 
-// patchOwners patches each Machine's ownerReferences with edit under an
-// optimistic lock, in parallel; it returns the patched Machines by index
-// (nil where gone or failed) and the errors joined.
+// patchOwners applies edit to each Machine under an optimistic lock, in
+// parallel; it returns the patched Machines by index (nil where not).
 func (r *Reconciler) patchOwners(ctx context.Context, machines []*machinev1beta1.Machine, verb, done string, edit func(*machinev1beta1.Machine)) ([]*machinev1beta1.Machine, error) {
 	out := make([]*machinev1beta1.Machine, len(machines))
 	errs := parallel(len(machines), r.maxDeletes, func(i int) error {

@@ -29,9 +29,7 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// SetupWithManager registers the controller and its cache indexes with mgr:
-// it watches MachineSets, Machines (recording expectation observations) and
-// Nodes (their readiness is in the status).
+// SetupWithManager registers the controller and its cache indexes with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -82,9 +80,8 @@ func (r *Reconciler) inNamespace(o client.Object) bool {
 	return r.namespace == "" || o.GetNamespace() == r.namespace
 }
 
-// machineHandler records expectation observations for every Machine event
-// and enqueues the MachineSets concerned: the controlling one (old and new),
-// or for an orphan every MachineSet whose selector matches.
+// machineHandler records expectation observations and enqueues the
+// MachineSets concerned (old and new owner, or those selecting an orphan).
 func (r *Reconciler) machineHandler() handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { r.observed(ctx, q, e.Object, false) },
@@ -120,8 +117,7 @@ func (r *Reconciler) machineHandler() handler.EventHandler {
 	}
 }
 
-// observed records that the Machine obj exists or existed (gone: no more),
-// and enqueues its MachineSets.
+// observed records that the Machine obj exists or existed (gone: no more).
 func (r *Reconciler) observed(ctx context.Context, q queue, obj client.Object, gone bool) {
 	m, ok := obj.(*machinev1beta1.Machine)
 	if !ok || !r.inNamespace(m) {
@@ -145,8 +141,6 @@ func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 		!equality.Semantic.DeepEqual(oldM.Status.NodeRef, newM.Status.NodeRef)
 }
 
-// enqueueFor enqueues m's controlling MachineSet, or for an orphan every
-// MachineSet that selects it.
 func (r *Reconciler) enqueueFor(ctx context.Context, q queue, m *machinev1beta1.Machine) {
 	if key, ok := machineSetOwner(m); ok {
 		q.Add(reconcile.Request{NamespacedName: key})
@@ -157,8 +151,7 @@ func (r *Reconciler) enqueueFor(ctx context.Context, q queue, m *machinev1beta1.
 	}
 }
 
-// enqueueSelecting enqueues every MachineSet of m's namespace whose selector
-// matches m's labels (a Machine without labels matches none).
+// enqueueSelecting enqueues the MachineSets selecting m (none without labels).
 func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1beta1.Machine) {
 	if len(m.Labels) == 0 {
 		return
@@ -175,8 +168,7 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1
 	}
 }
 
-// nodeToMachineSets maps a Node to the MachineSets of the Machines its
-// status.nodeRef or machine.openshift.io/machine annotation links it to.
+// nodeToMachineSets maps a Node to its Machines' MachineSets (by nodeRef and annotation).
 func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []reconcile.Request {
 	seen := map[types.NamespacedName]bool{}
 	var reqs []reconcile.Request
@@ -207,8 +199,7 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 	return reqs
 }
 
-// nodeChangeMatters passes changes of the Ready condition's status or
-// lastTransitionTime and of the machine.openshift.io/machine annotation.
+// nodeChangeMatters passes changes of the Ready condition and the machine annotation.
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 	if oldN.Annotations[nodelink.MachineAnnotation] != newN.Annotations[nodelink.MachineAnnotation] {
 		return true

@@ -42,8 +42,8 @@ func (l lastApplied) encode() string {
 	return string(b)
 }
 
-// parseLastApplied reads node's record. A malformed one is an error with an
-// empty record: nodelink cannot prove it applied anything, so removes nothing.
+// parseLastApplied reads node's record; a malformed one is an error and an
+// empty record (nodelink then removes nothing).
 func parseLastApplied(node *corev1.Node) (lastApplied, error) {
 	raw, ok := node.Annotations[LastAppliedAnnotation]
 	if !ok || raw == "" {
@@ -56,8 +56,7 @@ func parseLastApplied(node *corev1.Node) (lastApplied, error) {
 	return l, nil
 }
 
-// nodePlan is what nodelink must write to a Node: a copy with the desired
-// metadata, whether it differs, and the Machine's entries a Node cannot carry.
+// nodePlan is the desired Node, whether it differs, and what a Node cannot carry.
 type nodePlan struct {
 	Node    *corev1.Node
 	Changed bool
@@ -152,8 +151,8 @@ func needsLock(node, out *corev1.Node) bool {
 		!taintsEqual(node.Spec.Taints, out.Spec.Taints)
 }
 
-// syncMap returns a new map: current with want set and the keys of last that
-// want lacks removed while their value is still the recorded one.
+// syncMap returns current with want set and last's other keys removed while
+// they have the recorded value (a new map).
 func syncMap(current, want, last map[string]string) map[string]string {
 	out := maps.Clone(current)
 	if out == nil && len(want) > 0 {
@@ -173,8 +172,7 @@ func syncMap(current, want, last map[string]string) map[string]string {
 	return out
 }
 
-// syncTaints is syncMap for taints: wanted ones added at the end or their
-// value corrected in place.
+// syncTaints is syncMap for taints (added at the end, values corrected in place).
 func syncTaints(current, want, last []corev1.Taint) []corev1.Taint {
 	out := slices.Clone(current)
 	for _, w := range want {
@@ -256,9 +254,8 @@ func mayLink(machine *machinev1beta1.Machine, node *corev1.Node) bool {
 	return ref != nil && ref.Name == node.Name && (ref.UID == "" || ref.UID == node.UID)
 }
 
-// pickMachine chooses node's Machine: the providerID matches decide, else the
-// InternalIP ones; of those, the ones mayLink refuses are dropped. Several
-// left is ambiguous; none left (but some dropped) is matchDeleting.
+// pickMachine chooses node's Machine among the providerID matches, else the
+// InternalIP ones, dropping those mayLink refuses.
 func pickMachine(node *corev1.Node, byProviderID, byIP []*machinev1beta1.Machine) (*machinev1beta1.Machine, matchKind, []*machinev1beta1.Machine) {
 	found, kind := byProviderID, matchProviderID
 	if len(found) == 0 {

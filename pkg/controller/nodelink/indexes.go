@@ -94,8 +94,7 @@ func internalIPs(addrs []corev1.NodeAddress) []string {
 	return out
 }
 
-// CanonicalIP returns the canonical form of an IP address ("fd00:0::1" on a
-// Machine matches "fd00::1" on a Node); other strings are returned unchanged.
+// CanonicalIP returns an IP address's canonical form ("fd00:0::1" → "fd00::1"), other strings as they are.
 func CanonicalIP(s string) string {
 	ip, err := netip.ParseAddr(s)
 	if err != nil {

@@ -66,9 +66,8 @@ type Reconciler struct {
 	nodeRefs, nodePatches writes
 }
 
-// writes remembers one kind of our writes the cache has not shown yet, so
-// none is sent twice: by the version it left behind, and by the value sent
-// (for when another writer's version landed in between).
+// writes remembers one kind of our writes the cache has not shown yet, by the
+// version left behind and by the value (another writer's version may land between).
 type writes struct {
 	memo *readyourwrites.Memo
 	sent *readyourwrites.Sent
@@ -93,8 +92,7 @@ func (w writes) send(key types.NamespacedName, version, value string, write func
 	return nil
 }
 
-// NewReconciler returns a Reconciler. Its Client must read from a cache with
-// the indexes RegisterIndexes adds.
+// NewReconciler returns a Reconciler.
 func NewReconciler(opts Options) *Reconciler {
 	return &Reconciler{
 		client:      opts.Client,
@@ -105,8 +103,7 @@ func NewReconciler(opts Options) *Reconciler {
 	}
 }
 
-// SetupWithManager registers the indexes and the controller (Nodes, and
-// Machines mapped to the Nodes they match or reference).
+// SetupWithManager registers the indexes and the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.client == nil {
 		r.client = mgr.GetClient()
@@ -182,8 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, err
 }
 
-// findMachine looks the Node's Machine up by providerID, then by each of its
-// InternalIPs.
+// findMachine looks the Node's Machine up by providerID, then by InternalIP.
 func (r *Reconciler) findMachine(ctx context.Context, node *corev1.Node) (*machinev1beta1.Machine, matchKind, []*machinev1beta1.Machine, error) {
 	var byProviderID []*machinev1beta1.Machine
 	if id := node.Spec.ProviderID; id != "" {
@@ -223,8 +219,7 @@ func (r *Reconciler) findMachine(ctx context.Context, node *corev1.Node) (*machi
 	return m, kind, candidates, nil
 }
 
-// providerIDClaimedElsewhere reports whether m's providerID is the providerID
-// of an existing Node other than node.
+// providerIDClaimedElsewhere reports whether m's providerID is another Node's.
 func (r *Reconciler) providerIDClaimedElsewhere(ctx context.Context, m *machinev1beta1.Machine, node *corev1.Node) (bool, error) {
 	id := machineProviderID(m)
 	if id == "" {
@@ -332,8 +327,7 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 	})
 }
 
-// nodeRequestsForMachine maps a Machine to the Nodes it matches (by
-// providerID and by each InternalIP) and the Node its nodeRef names.
+// nodeRequestsForMachine maps a Machine to the Nodes it matches or references.
 func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Object) []reconcile.Request {
 	m, ok := obj.(*machinev1beta1.Machine)
 	if !ok || (r.namespace != "" && m.Namespace != r.namespace) {
@@ -378,8 +372,7 @@ func nodeChanged(o, n *corev1.Node) bool {
 		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
 }
 
-// machineChanged drops Machine updates nodelink ignores (phase, conditions,
-// provider status).
+// machineChanged drops Machine updates nodelink ignores (phase, conditions, provider status).
 func machineChanged(o, n *machinev1beta1.Machine) bool {
 	return machineProviderID(o) != machineProviderID(n) ||
 		!slices.Equal(internalIPs(o.Status.Addresses), internalIPs(n.Status.Addresses)) ||

@@ -16,8 +16,7 @@ import (
 // attempt's error is reported, as an earlier one may describe another state.
 type Condition func(ctx context.Context) (bool, error)
 
-// Check adapts a check that returns nil when the condition holds and an
-// error saying why otherwise.
+// Check adapts a check returning nil when the condition holds, else why not.
 func Check(f func() error) Condition {
 	return func(context.Context) (bool, error) {
 		err := f()

@@ -52,8 +52,7 @@ func Set(conds []machinev1beta1.Condition, c machinev1beta1.Condition, now time.
 	return append(conds, c)
 }
 
-// Remove returns conds without the condition of type t (a new slice when it
-// had one).
+// Remove returns conds without the condition of type t.
 func Remove(conds []machinev1beta1.Condition, t machinev1beta1.ConditionType) []machinev1beta1.Condition {
 	if Get(conds, t) == nil {
 		return conds

@@ -40,8 +40,7 @@ func (e *Events) Once(scope types.NamespacedName, subject string, regarding runt
 	return true
 }
 
-// First reports whether note is new for reason on subject (a name within
-// scope, "" for scope itself), and remembers it.
+// First reports whether note is new for reason on subject (a name within scope, "" for scope), and remembers it.
 func (e *Events) First(scope types.NamespacedName, subject, reason, note string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -63,8 +62,7 @@ func (e *Events) First(scope types.NamespacedName, subject, reason, note string)
 	return true
 }
 
-// Clear forgets reason on subject in scope (the failure is over) and reports
-// whether it was remembered.
+// Clear forgets reason on subject in scope (the failure is over); it reports whether it was remembered.
 func (e *Events) Clear(scope types.NamespacedName, subject, reason string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -53,9 +53,8 @@ func Status(ctx context.Context, c client.Client, fresh client.Reader, base, des
 	return err
 }
 
-// SetStatus writes the status set gives a copy of obj, as Status does (a nil
-// fresh reads with c). On success obj holds the server's object; on error it
-// is unchanged.
+// SetStatus writes the status set gives a copy of obj, as Status does (nil
+// fresh: c); on success obj holds the server's object.
 func SetStatus[T client.Object](ctx context.Context, c client.Client, fresh client.Reader, obj T, set func(T)) error {
 	upd, ok := obj.DeepCopyObject().(T)
 	if !ok {
@@ -72,8 +71,7 @@ func SetStatus[T client.Object](ctx context.Context, c client.Client, fresh clie
 	return nil
 }
 
-// rebaseAndPatch re-reads the object, applies ch to what it read and writes
-// the result under an optimistic lock.
+// rebaseAndPatch re-reads the object and applies ch to it under an optimistic lock.
 func rebaseAndPatch(ctx context.Context, c client.Client, fresh client.Reader, ch changes, desired client.Object) error {
 	cur, ok := desired.DeepCopyObject().(client.Object)
 	if !ok {
@@ -93,8 +91,7 @@ func rebaseAndPatch(ctx context.Context, c client.Client, fresh client.Reader, c
 	return c.Status().Patch(ctx, desired, client.RawPatch(types.MergePatchType, data))
 }
 
-// status is an object's status as JSON: the fields but conditions, and the
-// conditions in order.
+// status is an object's status as JSON: the fields but conditions, and the conditions.
 type status struct {
 	fields map[string]json.RawMessage
 	conds  []condition
@@ -143,8 +140,7 @@ func (s status) index(t string) int {
 	return slices.IndexFunc(s.conds, func(c condition) bool { return c.Type == t })
 }
 
-// changes are the top-level fields and the conditions (by type) a controller
-// set or removed.
+// changes are the top-level fields and conditions (by type) set or removed.
 type changes struct {
 	set       map[string]json.RawMessage
 	unset     []string

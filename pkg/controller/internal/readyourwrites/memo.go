@@ -1,5 +1,4 @@
-// Package readyourwrites lets a controller notice that its informer cache
-// has not yet caught up with the controller's own last write to an object.
+// Package readyourwrites tells a controller its cache has not shown its own last write yet.
 package readyourwrites
 
 import (
@@ -10,8 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// CatchUpDelay is how long a reconcile that read an object older than the
-// controller's own last write waits before looking again.
+// CatchUpDelay is how long a reconcile that read an object older than its own last write waits.
 const CatchUpDelay = 100 * time.Millisecond
 
 // TTL bounds how long a write is remembered, should the cache never show it.
@@ -36,14 +34,12 @@ func New() *Memo {
 	return &Memo{based: map[types.NamespacedName]writeMark{}}
 }
 
-// Wrote records that a reconcile which read readVersion wrote a newer
-// version (written != readVersion).
+// Wrote records that a reconcile which read readVersion wrote version written.
 func (w *Memo) Wrote(key types.NamespacedName, readVersion, written string, now time.Time) {
 	w.WroteThrough(key, []string{readVersion}, written, now)
 }
 
-// WroteThrough records that a reconcile's writes went through the versions
-// behind (empty ones and written ignored) and ended at written.
+// WroteThrough records that a reconcile's writes went through behind and ended at written.
 func (w *Memo) WroteThrough(key types.NamespacedName, behind []string, written string, now time.Time) {
 	var keep []string
 	for _, v := range behind {
@@ -59,8 +55,7 @@ func (w *Memo) WroteThrough(key types.NamespacedName, behind []string, written s
 	w.based[key] = writeMark{behind: keep, at: now}
 }
 
-// Stale reports whether version, just read from the cache, is one a recent
-// write left behind. Any other version forgets the mark.
+// Stale reports whether version, just read, is one a recent write left behind (else forgets it).
 func (w *Memo) Stale(key types.NamespacedName, version string, now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
