@@ -51,12 +51,8 @@ func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv
 		spec.Image.ResourceID = azureImageResourceID(id, env.arch)
 	}
 	// Each of the Secret references' name and namespace is defaulted on its own.
-	if spec.UserDataSecret == nil {
-		spec.UserDataSecret = &corev1.SecretReference{}
-	}
-	if spec.CredentialsSecret == nil {
-		spec.CredentialsSecret = &corev1.SecretReference{}
-	}
+	defaultPtr(&spec.UserDataSecret, corev1.SecretReference{})
+	defaultPtr(&spec.CredentialsSecret, corev1.SecretReference{})
 	spec.UserDataSecret.Name = cmp.Or(spec.UserDataSecret.Name, defaultUserDataSecret)
 	spec.CredentialsSecret.Namespace = cmp.Or(spec.CredentialsSecret.Namespace, defaultSecretNamespace)
 	spec.CredentialsSecret.Name = cmp.Or(spec.CredentialsSecret.Name, defaultAzureCredentialsSecret)

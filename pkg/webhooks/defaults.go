@@ -60,3 +60,12 @@ func defaultClusterLabel(labels map[string]string, infraName string) (map[string
 	out[ClusterIDLabel] = infraName
 	return out, true
 }
+
+// defaultPtr points a nil *p at v and says whether it did.
+func defaultPtr[T any](p **T, v T) bool {
+	if *p != nil {
+		return false
+	}
+	*p = &v
+	return true
+}

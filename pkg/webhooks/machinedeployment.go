@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
@@ -42,21 +41,15 @@ func DefaultMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterIn
 // defaultMachineDeploymentSpec fills the spec fields but the template and returns their names.
 func defaultMachineDeploymentSpec(spec *mdv1beta1.MachineDeploymentSpec) []string {
 	var set []string
-	if spec.Replicas == nil {
-		spec.Replicas = ptr.To(DefaultMachineDeploymentReplicas)
-		set = append(set, "replicas")
+	add := func(name string, changed bool) {
+		if changed {
+			set = append(set, name)
+		}
 	}
-	if defaultStrategy(&spec.Strategy) {
-		set = append(set, "strategy")
-	}
-	if spec.RevisionHistoryLimit == nil {
-		spec.RevisionHistoryLimit = ptr.To(DefaultRevisionHistoryLimit)
-		set = append(set, "revisionHistoryLimit")
-	}
-	if spec.ProgressDeadlineSeconds == nil {
-		spec.ProgressDeadlineSeconds = ptr.To(DefaultProgressDeadlineSeconds)
-		set = append(set, "progressDeadlineSeconds")
-	}
+	add("replicas", defaultPtr(&spec.Replicas, DefaultMachineDeploymentReplicas))
+	add("strategy", defaultStrategy(&spec.Strategy))
+	add("revisionHistoryLimit", defaultPtr(&spec.RevisionHistoryLimit, DefaultRevisionHistoryLimit))
+	add("progressDeadlineSeconds", defaultPtr(&spec.ProgressDeadlineSeconds, DefaultProgressDeadlineSeconds))
 	return set
 }
 
@@ -69,16 +62,10 @@ func defaultStrategy(s *mdv1beta1.MachineDeploymentStrategy) bool {
 	if s.Type != mdv1beta1.RollingUpdateStrategy {
 		return changed
 	}
-	if s.RollingUpdate == nil {
-		s.RollingUpdate, changed = &mdv1beta1.RollingUpdateMachineDeployment{}, true
-	}
-	if s.RollingUpdate.MaxSurge == nil {
-		s.RollingUpdate.MaxSurge, changed = ptr.To(intstr.FromString(DefaultMaxSurge)), true
-	}
-	if s.RollingUpdate.MaxUnavailable == nil {
-		s.RollingUpdate.MaxUnavailable, changed = ptr.To(intstr.FromString(DefaultMaxUnavailable)), true
-	}
-	return changed
+	ru := defaultPtr(&s.RollingUpdate, mdv1beta1.RollingUpdateMachineDeployment{})
+	surge := defaultPtr(&s.RollingUpdate.MaxSurge, intstr.FromString(DefaultMaxSurge))
+	unavailable := defaultPtr(&s.RollingUpdate.MaxUnavailable, intstr.FromString(DefaultMaxUnavailable))
+	return changed || ru || surge || unavailable
 }
 
 // ValidateMachineDeployment checks a new MachineDeployment as Kubernetes

@@ -220,12 +220,8 @@ func isObject(raw json.RawMessage) bool {
 
 // defaultSecretRefs names the user-data and credentials Secrets where none are.
 func defaultSecretRefs(userData, credentials **corev1.LocalObjectReference, credentialsSecret string) {
-	if *userData == nil {
-		*userData = &corev1.LocalObjectReference{Name: defaultUserDataSecret}
-	}
-	if *credentials == nil {
-		*credentials = &corev1.LocalObjectReference{Name: credentialsSecret}
-	}
+	defaultPtr(userData, corev1.LocalObjectReference{Name: defaultUserDataSecret})
+	defaultPtr(credentials, corev1.LocalObjectReference{Name: credentialsSecret})
 }
 
 // validateSecretRefs requires named user-data and credentials Secret

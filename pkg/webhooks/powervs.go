@@ -37,12 +37,8 @@ func init() {
 }
 
 func defaultPowerVS(spec *machinev1.PowerVSMachineProviderConfig, _ platformEnv) []string {
-	if spec.UserDataSecret == nil {
-		spec.UserDataSecret = &machinev1.PowerVSSecretReference{Name: defaultUserDataSecret}
-	}
-	if spec.CredentialsSecret == nil {
-		spec.CredentialsSecret = &machinev1.PowerVSSecretReference{Name: defaultPowerVSCredentialsSecret}
-	}
+	defaultPtr(&spec.UserDataSecret, machinev1.PowerVSSecretReference{Name: defaultUserDataSecret})
+	defaultPtr(&spec.CredentialsSecret, machinev1.PowerVSSecretReference{Name: defaultPowerVSCredentialsSecret})
 	spec.SystemType = cmp.Or(spec.SystemType, defaultPowerVSSystemType)
 	spec.ProcessorType = cmp.Or(spec.ProcessorType, machinev1.PowerVSProcessorTypeShared)
 	if spec.Processors.IntVal == 0 && spec.Processors.StrVal == "" {
