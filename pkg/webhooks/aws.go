@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,15 +21,8 @@ func init() {
 }
 
 func defaultAWS(spec *machinev1beta1.AWSMachineProviderConfig, env platformEnv) []string {
-	var warnings []string
-	if spec.InstanceType == "" {
-		var w string
-		spec.InstanceType, w = defaultInstanceType(ProviderAWS, env.arch, awsInstanceTypes)
-		warnings = append(warnings, w)
-	}
-	if spec.Placement.Region == "" {
-		spec.Placement.Region = env.cluster.AWSRegion
-	}
+	warnings := defaultInstanceType(&spec.InstanceType, ProviderAWS, env.arch, awsInstanceTypes)
+	spec.Placement.Region = cmp.Or(spec.Placement.Region, env.cluster.AWSRegion)
 	defaultSecretRefs(&spec.UserDataSecret, &spec.CredentialsSecret, defaultAWSCredentialsSecret)
 	return warnings
 }

@@ -35,13 +35,8 @@ func init() {
 // defaultAzure fills the VM size (by arch), the network and image the
 // installer made (named after the infrastructure), and the Secrets.
 func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) []string {
-	var warnings []string
+	warnings := defaultInstanceType(&spec.VMSize, ProviderAzure, env.arch, azureVMSizes)
 	id := env.cluster.InfrastructureName
-	if spec.VMSize == "" {
-		var w string
-		spec.VMSize, w = defaultInstanceType(ProviderAzure, env.arch, azureVMSizes)
-		warnings = append(warnings, w)
-	}
 	// The virtual network and subnet are given together or defaulted together.
 	if spec.Vnet == "" && spec.Subnet == "" {
 		spec.Vnet = id + "-vnet"

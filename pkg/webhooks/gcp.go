@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,13 +46,8 @@ func gcpDiskImage(arch string) string {
 // defaultGCP fills the machine type (by arch), the network interface, boot
 // disk and network tag the installer made (named after the infrastructure).
 func defaultGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) []string {
-	var warnings []string
+	warnings := defaultInstanceType(&spec.MachineType, ProviderGCP, env.arch, gcpMachineTypes)
 	id := env.cluster.InfrastructureName
-	if spec.MachineType == "" {
-		var w string
-		spec.MachineType, w = defaultInstanceType(ProviderGCP, env.arch, gcpMachineTypes)
-		warnings = append(warnings, w)
-	}
 	if len(spec.NetworkInterfaces) == 0 {
 		spec.NetworkInterfaces = []*machinev1beta1.GCPNetworkInterface{{Network: id + "-network", Subnetwork: id + "-worker-subnet"}}
 	}
@@ -59,14 +55,8 @@ func defaultGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) []
 		spec.Disks = []*machinev1beta1.GCPDisk{{AutoDelete: true, Boot: true, SizeGB: defaultGCPDiskSizeGB, Type: defaultGCPDiskType, Image: gcpDiskImage(env.arch)}}
 	}
 	for _, d := range spec.Disks {
-		if d == nil {
-			continue
-		}
-		if d.Type == "" {
-			d.Type = defaultGCPDiskType
-		}
-		if d.Image == "" {
-			d.Image = gcpDiskImage(env.arch)
+		if d != nil {
+			d.Type, d.Image = cmp.Or(d.Type, defaultGCPDiskType), cmp.Or(d.Image, gcpDiskImage(env.arch))
 		}
 	}
 	// A GPU count of 0 is never meant.

@@ -88,14 +88,18 @@ func (e platformEnv) credentialsWarnings(namespace, name string) []string {
 	return nil
 }
 
-// defaultInstanceType returns arch's instance type of byArch (else amd64's)
-// with OpenShift's note.
-func defaultInstanceType(platform Provider, arch string, byArch map[string]string) (string, string) {
-	if t, ok := byArch[arch]; ok {
-		return t, fmt.Sprintf("setting the default instance type %q for cloud provider %q, based on the control plane architecture (%q)", t, platform, arch)
+// defaultInstanceType sets an empty *instanceType to arch's of byArch (else
+// amd64's) and returns OpenShift's note.
+func defaultInstanceType(instanceType *string, platform Provider, arch string, byArch map[string]string) []string {
+	if *instanceType != "" {
+		return nil
 	}
-	t := byArch[archAMD64]
-	return t, fmt.Sprintf("no default instance type found for provider %q, arch %q. Defaulting to the amd64 one: %q", platform, arch, t)
+	if t, ok := byArch[arch]; ok {
+		*instanceType = t
+		return []string{fmt.Sprintf("setting the default instance type %q for cloud provider %q, based on the control plane architecture (%q)", t, platform, arch)}
+	}
+	*instanceType = byArch[archAMD64]
+	return []string{fmt.Sprintf("no default instance type found for provider %q, arch %q. Defaulting to the amd64 one: %q", platform, arch, *instanceType)}
 }
 
 // platform is one platform's providerSpec admission.
