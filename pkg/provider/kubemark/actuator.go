@@ -299,8 +299,7 @@ func (a *Actuator) pickNodeIP(ctx context.Context, m *machinev1beta1.Machine) (n
 // syncMachine sets the three fields the provider owns on the Machine from the Node: spec.providerID,
 // status.addresses and status.providerStatus.
 func syncMachine(m *machinev1beta1.Machine, node *corev1.Node, spec *kubemarkv1alpha1.KubemarkMachineProviderSpec, now time.Time) {
-	providerID := node.Spec.ProviderID
-	m.Spec.ProviderID = &providerID
+	m.Spec.ProviderID = new(node.Spec.ProviderID)
 	m.Status.Addresses = machineAddresses(node)
 	w := HealthAt(*spec.Health, node.CreationTimestamp.Time, now)
 	st := &kubemarkv1alpha1.KubemarkMachineProviderStatus{

@@ -246,11 +246,9 @@ func joinStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProv
 // observe records the VM's BIOS UUID and power state in the providerStatus.
 func (a *Actuator) observe(st *machinev1beta1.VSphereMachineProviderStatus, vm *machineVM) {
 	if vm.mo.Config != nil && vm.mo.Config.Uuid != "" {
-		id := vm.mo.Config.Uuid
-		st.InstanceID = &id
+		st.InstanceID = new(vm.mo.Config.Uuid)
 	}
-	state := string(vm.mo.Runtime.PowerState)
-	st.InstanceState = &state
+	st.InstanceState = new(string(vm.mo.Runtime.PowerState))
 }
 
 // userData reads the ignition config from the userDataSecret ("userData").

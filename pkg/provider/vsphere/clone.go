@@ -79,11 +79,10 @@ func vmConfig(name, uid string, spec *machinev1beta1.VSphereMachineProviderSpec,
 	extra = append(extra,
 		&types.OptionValue{Key: guestInfoHostname, Value: name},
 		&types.OptionValue{Key: stealClock, Value: "TRUE"})
-	diskUUID := true
 	return types.VirtualMachineConfigSpec{
 		Annotation:        name,
 		InstanceUuid:      uid,
-		Flags:             &types.VirtualMachineFlagInfo{DiskUuidEnabled: &diskUUID},
+		Flags:             &types.VirtualMachineFlagInfo{DiskUuidEnabled: new(true)},
 		ExtraConfig:       extra,
 		NumCPUs:           spec.NumCPUs,
 		NumCoresPerSocket: cores,
@@ -173,8 +172,7 @@ func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec
 
 // findTemplate finds the template by instance UUID or by name/path.
 func findTemplate(ctx context.Context, s *session, template string) (*object.VirtualMachine, error) {
-	instance := true
-	if ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, template, true, &instance); err == nil && ref != nil {
+	if ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, template, true, new(true)); err == nil && ref != nil {
 		return object.NewVirtualMachine(s.client.Client, ref.Reference()), nil
 	}
 	vm, err := s.finder.VirtualMachine(ctx, template)

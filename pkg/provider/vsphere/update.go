@@ -44,8 +44,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err := reconcileTags(ctx, s, t.creds, vm.obj.Reference(), m.Labels[machinev1beta1.MachineClusterIDLabel], t.spec.TagIDs); err != nil {
 		return err
 	}
-	id := providerIDPrefix + strings.ToLower(vm.mo.Config.Uuid)
-	m.Spec.ProviderID = &id
+	m.Spec.ProviderID = new(providerIDPrefix + strings.ToLower(vm.mo.Config.Uuid))
 	addrs, err := addresses(vm, len(t.spec.Network.Devices))
 	if err != nil {
 		return err

@@ -32,8 +32,7 @@ func (v *machineVM) state() vmState {
 
 // findMachineVM finds the VM whose instance UUID is the Machine's UID; nil when there is none.
 func findMachineVM(ctx context.Context, s *session, uid string) (*machineVM, error) {
-	instance := true
-	ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, uid, true, &instance)
+	ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, uid, true, new(true)) // by instance UUID
 	if err != nil {
 		return nil, fmt.Errorf("finding the VM with instance UUID %s: %w", uid, err)
 	}
