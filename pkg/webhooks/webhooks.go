@@ -1,15 +1,27 @@
+// Package webhooks is the machineset-controller's admission webhook server
+// for Machines, MachineSets and MachineDeployments: defaulting fills the
+// cluster-ID label and the providerSpec defaults field by field, validation
+// refuses naming the field, with OpenShift's defaults, rules and messages per
+// platform (one file each). See docs/contract.md ("Admission: providerSpec by
+// platform") and docs/machinedeployment.md.
+//
+// An update that leaves an invalid part unchanged is admitted with a warning,
+// and one that only removes finalizers from a deleting object always is, so
+// controllers can act on objects created while the webhook was down.
 package webhooks
 
 import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
 
@@ -92,4 +104,31 @@ func Handlers(opts Options) map[string]admission.Handler {
 		MutateMachineDeploymentPath:   &handler{name: WebhookMutateMachineDeployment, opts: opts, handle: mutate(mdv1beta1.Kind, true, defaultMachineDeploymentEdits)},
 		ValidateMachineDeploymentPath: &handler{name: WebhookValidateMachineDeployment, opts: opts, handle: validate(mdv1beta1.Kind, ValidateMachineDeployment, ValidateMachineDeploymentUpdate)},
 	}
+}
+
+// Values of the "result" label of RequestsTotal.
+const (
+	ResultAllowed = "allowed" // admitted unchanged
+	ResultDenied  = "denied"  // refused by a check
+	ResultPatched = "patched" // admitted with defaults added
+	ResultError   = "error"   // the request could not be handled (undecodable object)
+)
+
+var (
+	// RequestsTotal counts admission requests by webhook, operation and result.
+	RequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_webhook_requests_total",
+		Help: "Admission requests handled by the Machine API webhooks, by webhook, operation and result (allowed, denied, patched, error).",
+	}, []string{"webhook", "operation", "result"})
+
+	// DenialsTotal counts refused requests by webhook.
+	DenialsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "machine_api_webhook_denials_total",
+		Help: "Admission requests refused by the Machine API webhooks, by webhook.",
+	}, []string{"webhook"})
+)
+
+// RegisterMetrics registers the webhook metrics (again is fine).
+func RegisterMetrics() {
+	mapimetrics.Register(RequestsTotal, DenialsTotal)
 }
