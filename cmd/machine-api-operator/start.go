@@ -46,11 +46,12 @@ type startOptions struct {
 	webhookCertificates   string
 }
 
-const (
-	webhookCertsAuto      = "auto"
-	webhookCertsServiceCA = "service-ca"
-	webhookCertsOperator  = "operator"
-)
+// webhookCertificates are the values of --webhook-certificates.
+var webhookCertificates = map[string]operator.WebhookCertificates{
+	"auto":       operator.CertificatesAuto,
+	"service-ca": operator.CertificatesServiceCA,
+	"operator":   operator.CertificatesOperator,
+}
 
 // starter runs the operator once the command line is accepted (tests stub it).
 type starter func(ctx context.Context, o *startOptions, stderr io.Writer) error
@@ -73,9 +74,7 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 			if o.operandStableDuration < 0 || o.degradedAfter < 0 {
 				return usageError{errors.New("--operand-stable-duration and --degraded-after must not be negative")}
 			}
-			switch o.webhookCertificates {
-			case webhookCertsAuto, webhookCertsServiceCA, webhookCertsOperator:
-			default:
+			if _, ok := webhookCertificates[o.webhookCertificates]; !ok {
 				return usageError{fmt.Errorf("--webhook-certificates must be one of auto, service-ca, operator; got %q", o.webhookCertificates)}
 			}
 			o.tlsFromFlags = cmd.Flags().Changed(tlsflags.MinVersionFlag) || cmd.Flags().Changed(tlsflags.CipherSuitesFlag)
@@ -111,7 +110,7 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9445", "Address of /healthz and /readyz; 0 disables them.")
 	f.DurationVar(&o.operandStableDuration, "operand-stable-duration", 3*time.Minute, "How long the operand Deployment must stay available before Available=True.")
 	f.DurationVar(&o.degradedAfter, "degraded-after", 2*time.Minute, "How long a failure or an operand outage must last before Degraded=True.")
-	f.StringVar(&o.webhookCertificates, "webhook-certificates", webhookCertsAuto,
+	f.StringVar(&o.webhookCertificates, "webhook-certificates", "auto",
 		"Who issues webhook serving certificates: service-ca (OpenShift), operator (self-managed CA), or auto (service-ca while the cluster serves servicecas.operator.openshift.io, decided at every sync).")
 	return cmd
 }
@@ -143,11 +142,6 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.UserAgent = "machine-api-operator/" + version.String()
 
-	certificates := map[string]operator.WebhookCertificates{
-		webhookCertsAuto:      operator.CertificatesAuto,
-		webhookCertsServiceCA: operator.CertificatesServiceCA,
-		webhookCertsOperator:  operator.CertificatesOperator,
-	}[o.webhookCertificates]
 	logger.Info("Webhook certificates", "issuer", o.webhookCertificates)
 
 	metricsTLS, liveTLS, err := resolveMetricsTLS(ctx, restCfg, o)
@@ -159,7 +153,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 		Namespace:      o.namespace,
 		ImagesJSONPath: o.imagesJSON,
 		ReleaseVersion: release,
-		Certificates:   certificates,
+		Certificates:   webhookCertificates[o.webhookCertificates],
 		StableDuration: o.operandStableDuration,
 		DegradedAfter:  o.degradedAfter,
 		MetricsTLS:     liveTLS,

@@ -271,19 +271,14 @@ func decodeSet(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 
 // hasOwnedAncestor reports whether s owns a field enclosing p as a whole (a
 // member with nothing recorded inside it).
-func hasOwnedAncestor(s *fieldpath.Set, p fieldpath.Path) bool {
-	for i := 1; i < len(p); i++ {
-		if s.Has(p[:i]) && !hasOwnedDescendant(s, p[:i]) {
-			return true
-		}
-	}
-	return false
-}
+func hasOwnedAncestor(s *fieldpath.Set, p fieldpath.Path) bool { return ancestor(s, p, true) }
 
 // hasAncestor reports whether s has a member enclosing p.
-func hasAncestor(s *fieldpath.Set, p fieldpath.Path) bool {
+func hasAncestor(s *fieldpath.Set, p fieldpath.Path) bool { return ancestor(s, p, false) }
+
+func ancestor(s *fieldpath.Set, p fieldpath.Path, whole bool) bool {
 	for i := 1; i < len(p); i++ {
-		if s.Has(p[:i]) {
+		if s.Has(p[:i]) && (!whole || !hasOwnedDescendant(s, p[:i])) {
 			return true
 		}
 	}

@@ -74,8 +74,7 @@ func DecideCA(existing *corev1.Secret, now time.Time, opts Options) (Action, str
 	if existing == nil {
 		return Issue, "CA Secret does not exist"
 	}
-	kp := keyPairOf(existing)
-	cert, _, err := kp.Parse()
+	cert, _, err := keyPairOf(existing).Parse()
 	if err != nil {
 		return Issue, fmt.Sprintf("CA Secret holds no usable key pair: %v", err)
 	}
@@ -91,8 +90,7 @@ func Decide(existing *corev1.Secret, ca *x509.Certificate, dnsNames []string, no
 	if existing == nil {
 		return Issue, "serving certificate Secret does not exist"
 	}
-	kp := keyPairOf(existing)
-	cert, _, err := kp.Parse()
+	cert, _, err := keyPairOf(existing).Parse()
 	if err != nil {
 		return Issue, fmt.Sprintf("serving certificate Secret holds no usable key pair: %v", err)
 	}

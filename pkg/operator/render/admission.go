@@ -5,9 +5,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // LifecycleHooksPolicyName names the ValidatingAdmissionPolicy and its binding.
@@ -89,21 +88,12 @@ func LifecycleHooksAdmissionPolicy() (*admissionregistrationv1.ValidatingAdmissi
 func LifecycleHooksAdmissionPolicyYAML() ([]byte, error) {
 	policy, binding := LifecycleHooksAdmissionPolicy()
 	var out []byte
-	for _, obj := range []runtime.Object{policy, binding} {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	for _, obj := range []client.Object{policy, binding} {
+		b, err := ToYAML(obj)
 		if err != nil {
 			return nil, err
 		}
-		delete(u, "status")
-		if md, ok := u["metadata"].(map[string]any); ok {
-			delete(md, "creationTimestamp")
-		}
-		b, err := yaml.Marshal(u)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, "---\n"...)
-		out = append(out, b...)
+		out = append(append(out, "---\n"...), b...)
 	}
 	return out, nil
 }

@@ -34,11 +34,17 @@ func webhookService(cfg config.Config, name, certSecret, targetPort string) *cor
 // metricsService fronts the operand's metrics ports for the ServiceMonitor,
 // which selects it by the pods' labels.
 func metricsService(cfg config.Config) *corev1.Service {
-	var ports []corev1.ServicePort
-	for _, p := range metricsPorts(cfg) {
-		ports = append(ports, corev1.ServicePort{
-			Name: p.name, Port: p.number, TargetPort: intstr.FromString(p.name), Protocol: corev1.ProtocolTCP,
-		})
+	port := func(name string, number int32) corev1.ServicePort {
+		return corev1.ServicePort{Name: name, Port: number, TargetPort: intstr.FromString(name), Protocol: corev1.ProtocolTCP}
+	}
+	// In container order.
+	ports := []corev1.ServicePort{port(machineSetMetricsName, machineSetMetricsPort)}
+	if p := machineMetricsServicePort(cfg); p != 0 {
+		ports = append(ports, port(machineMetricsName, p))
+	}
+	ports = append(ports, port(nodeLinkMetricsName, nodeLinkMetricsPort))
+	if cfg.MachineHealthCheckEnabled {
+		ports = append(ports, port(mhcMetricsName, mhcMetricsPort))
 	}
 	svc := &corev1.Service{
 		TypeMeta:   typeMeta("v1", "Service"),
@@ -52,22 +58,4 @@ func metricsService(cfg config.Config) *corev1.Service {
 		svc.Annotations = map[string]string{servingCertAnnotation: ControllersMetricsCertSecretName}
 	}
 	return svc
-}
-
-type namedPort struct {
-	name   string
-	number int32
-}
-
-// metricsPorts are the operand's metrics ports, in container order.
-func metricsPorts(cfg config.Config) []namedPort {
-	ports := []namedPort{{machineSetMetricsName, machineSetMetricsPort}}
-	if p := machineMetricsServicePort(cfg); p != 0 {
-		ports = append(ports, namedPort{machineMetricsName, p})
-	}
-	ports = append(ports, namedPort{nodeLinkMetricsName, nodeLinkMetricsPort})
-	if cfg.MachineHealthCheckEnabled {
-		ports = append(ports, namedPort{mhcMetricsName, mhcMetricsPort})
-	}
-	return ports
 }
