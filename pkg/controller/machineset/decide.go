@@ -14,7 +14,6 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
-// machineSetKind is the kind of the controller ownerReference on Machines.
 var machineSetKind = machinev1beta1.GroupVersion.WithKind("MachineSet")
 
 // claims sorts a MachineSet's candidate Machines.
@@ -25,7 +24,6 @@ type claims struct {
 	deleting int                       // owned, being deleted
 }
 
-// controllerOf returns the controller ownerReference of o, or nil.
 var controllerOf = metav1.GetControllerOfNoCopy
 
 // machineSetOwner returns the MachineSet controlling m, if one does.
@@ -140,7 +138,6 @@ func computeStatus(ms *machinev1beta1.MachineSet, active []*machinev1beta1.Machi
 	return st, requeue
 }
 
-// invalidStatus returns ms's status marked invalid with message.
 func invalidStatus(ms *machinev1beta1.MachineSet, message string) machinev1beta1.MachineSetStatus {
 	st := *ms.Status.DeepCopy()
 	st.ErrorReason, st.ErrorMessage = ptr.To(machinev1beta1.InvalidConfigurationMachineSetError), &message

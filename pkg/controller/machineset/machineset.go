@@ -235,12 +235,10 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 	}
 }
 
-// patchStatus writes st as ms's status when it differs.
 func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
 	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, r.apiReader, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st }))
 }
 
-// syncScaleFromZero keeps the scale-from-zero annotations of a kubemark MachineSet.
 func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.MachineSet) error {
 	want, kubemark, err := ScaleFromZeroAnnotations(&ms.Spec.Template.Spec)
 	if !kubemark {
@@ -290,7 +288,6 @@ func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, o
 	return slices.DeleteFunc(adopted, func(m *machinev1beta1.Machine) bool { return m == nil }), err
 }
 
-// release removes ms's ownerReference from Machines that stopped matching.
 func (r *Reconciler) release(ctx context.Context, ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Machine) error {
 	_, err := r.patchOwners(ctx, machines, "releasing", "released Machine: its labels no longer match the selector",
 		func(m *machinev1beta1.Machine) {
@@ -320,7 +317,6 @@ func (r *Reconciler) patchOwners(ctx context.Context, machines []*machinev1beta1
 	return out, errors.Join(errs...)
 }
 
-// newMachine returns a Machine built from ms's template.
 func newMachine(ms *machinev1beta1.MachineSet) *machinev1beta1.Machine {
 	t := &ms.Spec.Template
 	return &machinev1beta1.Machine{

@@ -19,7 +19,6 @@ func parallel(n, limit int, fn func(i int) error) []error {
 	return errs
 }
 
-// failures returns how many errs are not nil, and the first of them.
 func failures(errs []error) (n int, first error) {
 	for _, err := range errs {
 		if err != nil {

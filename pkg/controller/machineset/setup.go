@@ -132,7 +132,6 @@ func (r *Reconciler) observed(ctx context.Context, q queue, obj client.Object, g
 	r.enqueueFor(ctx, q, m)
 }
 
-// machineChangeMatters reports whether an update changes what the controller counts.
 func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 	return oldM.UID != newM.UID ||
 		!maps.Equal(oldM.Labels, newM.Labels) ||

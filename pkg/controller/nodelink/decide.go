@@ -22,7 +22,6 @@ const (
 	LastAppliedAnnotation = "machine.openshift.io/nodelink-last-applied"
 )
 
-// lastApplied is what nodelink copied from the Machine onto the Node.
 type lastApplied struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -221,7 +220,6 @@ func taintErrors(t corev1.Taint) []string {
 	return errs
 }
 
-// nodeRefFor is the reference nodelink puts in a Machine's status.nodeRef.
 func nodeRefFor(node *corev1.Node) corev1.ObjectReference {
 	return corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
 }

@@ -269,7 +269,6 @@ var (
 // long enough not to spin while a loaded API server's watch lags.
 const sentPendingRetry = time.Second
 
-// setNodeRef points the Machine's status.nodeRef at node unless it already does.
 func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Machine, node *corev1.Node) error {
 	key := client.ObjectKeyFromObject(machine)
 	if nodeRefUpToDate(machine, node) {
@@ -291,7 +290,6 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 	})
 }
 
-// syncNode applies the Machine's metadata and taints to the Node.
 func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *machinev1beta1.Machine) error {
 	logger := log.FromContext(ctx)
 	last, err := parseLastApplied(node)

@@ -87,7 +87,6 @@ func Decide(gateOn bool, spec, status machinev1beta1.MachineAuthority) Decision 
 	}
 }
 
-// message is OpenShift's Paused message.
 func message(status machinev1beta1.MachineAuthority) string {
 	return fmt.Sprintf("The AuthoritativeAPI status is set to '%s'", status)
 }

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 	"unicode/utf8"
 
@@ -20,8 +21,10 @@ type Events struct {
 	Recorder events.EventRecorder
 
 	mu   sync.Mutex
-	last map[types.NamespacedName]map[string]map[string]string // scope → subject → reason → note
+	last map[types.NamespacedName]map[memoKey]string // scope → note
 }
+
+type memoKey struct{ subject, reason string }
 
 // Eventf records an event, its note cut to MaxNote.
 func (e *Events) Eventf(regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {
@@ -45,20 +48,16 @@ func (e *Events) First(scope types.NamespacedName, subject, reason, note string)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.last == nil {
-		e.last = map[types.NamespacedName]map[string]map[string]string{}
+		e.last = map[types.NamespacedName]map[memoKey]string{}
 	}
 	if e.last[scope] == nil {
-		e.last[scope] = map[string]map[string]string{}
+		e.last[scope] = map[memoKey]string{}
 	}
-	byReason := e.last[scope][subject]
-	if byReason == nil {
-		byReason = map[string]string{}
-		e.last[scope][subject] = byReason
-	}
-	if prev, ok := byReason[reason]; ok && prev == note {
+	k := memoKey{subject, reason}
+	if prev, ok := e.last[scope][k]; ok && prev == note {
 		return false
 	}
-	byReason[reason] = note
+	e.last[scope][k] = note
 	return true
 }
 
@@ -66,9 +65,9 @@ func (e *Events) First(scope types.NamespacedName, subject, reason, note string)
 func (e *Events) Clear(scope types.NamespacedName, subject, reason string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, ok := e.last[scope][subject][reason]
-	delete(e.last[scope][subject], reason)
-	e.dropEmpty(scope, subject)
+	_, ok := e.last[scope][memoKey{subject, reason}]
+	delete(e.last[scope], memoKey{subject, reason})
+	e.dropEmpty(scope)
 	return ok
 }
 
@@ -76,12 +75,8 @@ func (e *Events) Clear(scope types.NamespacedName, subject, reason string) bool 
 func (e *Events) KeepOnly(scope types.NamespacedName, keep map[string]bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for subject := range e.last[scope] {
-		if !keep[subject] {
-			delete(e.last[scope], subject)
-		}
-	}
-	e.dropEmpty(scope, "")
+	maps.DeleteFunc(e.last[scope], func(k memoKey, _ string) bool { return !keep[k.subject] })
+	e.dropEmpty(scope)
 }
 
 // Forget drops everything remembered in scope (the object is gone).
@@ -91,11 +86,8 @@ func (e *Events) Forget(scope types.NamespacedName) {
 	delete(e.last, scope)
 }
 
-func (e *Events) dropEmpty(scope types.NamespacedName, subject string) {
-	if m, ok := e.last[scope][subject]; ok && len(m) == 0 {
-		delete(e.last[scope], subject)
-	}
-	if m, ok := e.last[scope]; ok && len(m) == 0 {
+func (e *Events) dropEmpty(scope types.NamespacedName) {
+	if len(e.last[scope]) == 0 {
 		delete(e.last, scope)
 	}
 }

@@ -4,6 +4,7 @@
 package patch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -148,11 +149,10 @@ type changes struct {
 	condUnset []string
 }
 
-// diff returns the changes from one status to another.
 func diff(from, to status) changes {
 	ch := changes{set: map[string]json.RawMessage{}}
 	for k, v := range to.fields {
-		if old, ok := from.fields[k]; !ok || !jsonEqual(old, v) {
+		if old, ok := from.fields[k]; !ok || !bytes.Equal(old, v) {
 			ch.set[k] = v
 		}
 	}
@@ -163,7 +163,7 @@ func diff(from, to status) changes {
 	}
 	sort.Strings(ch.unset)
 	for _, c := range to.conds {
-		if i := from.index(c.Type); i < 0 || !jsonEqual(from.conds[i].raw, c.raw) {
+		if i := from.index(c.Type); i < 0 || !bytes.Equal(from.conds[i].raw, c.raw) {
 			ch.condSet = append(ch.condSet, c)
 		}
 	}
@@ -301,7 +301,7 @@ func mergeValue(old, new json.RawMessage) json.RawMessage {
 	for k, v := range n {
 		if ov, ok := o[k]; !ok {
 			out[k] = v
-		} else if !jsonEqual(ov, v) {
+		} else if !bytes.Equal(ov, v) {
 			out[k] = mergeValue(ov, v)
 		}
 	}
@@ -315,8 +315,4 @@ func mergeValue(old, new json.RawMessage) json.RawMessage {
 		return new
 	}
 	return data
-}
-
-func jsonEqual(a, b json.RawMessage) bool {
-	return string(a) == string(b)
 }
