@@ -132,57 +132,49 @@ func (p *Providers) ProviderSpecKinds() []schema.GroupKind {
 	return kinds
 }
 
-// providerFor picks the Machine's provider.
-func (p *Providers) providerFor(m *machinev1beta1.Machine) (Actuator, error) {
+// providerFor picks the Machine's provider; with none, one that answers every call with why.
+func (p *Providers) providerFor(m *machinev1beta1.Machine) Actuator {
 	if len(p.providers) == 0 {
-		return nil, fmt.Errorf("no machine provider is configured")
+		return unserved{fmt.Errorf("no machine provider is configured")}
 	}
 	t, ok := providerSpecType(m.Spec.ProviderSpec.Value)
 	if !ok {
-		return p.providers[0], nil
+		return p.providers[0]
 	}
 	for _, a := range p.providers {
 		if t.servedBy(a.ProviderSpecKinds()) {
-			return a, nil
+			return a
 		}
 	}
 	// Only a caller that does not filter foreign Machines, as the controller does, gets here.
-	return nil, fmt.Errorf("no provider serves providerSpec kind %s (apiVersion %s); this machine controller serves %s",
-		t.Kind, t.APIVersion, describeKinds(p.ProviderSpecKinds()))
+	return unserved{fmt.Errorf("no provider serves providerSpec kind %s (apiVersion %s); this machine controller serves %s",
+		t.Kind, t.APIVersion, describeKinds(p.ProviderSpecKinds()))}
 }
 
 // Create implements Actuator.
 func (p *Providers) Create(ctx context.Context, m *machinev1beta1.Machine) error {
-	a, err := p.providerFor(m)
-	if err != nil {
-		return err
-	}
-	return a.Create(ctx, m)
+	return p.providerFor(m).Create(ctx, m)
 }
 
 // Update implements Actuator.
 func (p *Providers) Update(ctx context.Context, m *machinev1beta1.Machine) error {
-	a, err := p.providerFor(m)
-	if err != nil {
-		return err
-	}
-	return a.Update(ctx, m)
+	return p.providerFor(m).Update(ctx, m)
 }
 
 // Exists implements Actuator.
 func (p *Providers) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
-	a, err := p.providerFor(m)
-	if err != nil {
-		return false, err
-	}
-	return a.Exists(ctx, m)
+	return p.providerFor(m).Exists(ctx, m)
 }
 
 // Delete implements Actuator.
 func (p *Providers) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
-	a, err := p.providerFor(m)
-	if err != nil {
-		return err
-	}
-	return a.Delete(ctx, m)
+	return p.providerFor(m).Delete(ctx, m)
 }
+
+// unserved is the Actuator of a Machine no provider serves: every call fails with err.
+type unserved struct{ err error }
+
+func (u unserved) Create(context.Context, *machinev1beta1.Machine) error         { return u.err }
+func (u unserved) Update(context.Context, *machinev1beta1.Machine) error         { return u.err }
+func (u unserved) Exists(context.Context, *machinev1beta1.Machine) (bool, error) { return false, u.err }
+func (u unserved) Delete(context.Context, *machinev1beta1.Machine) error         { return u.err }

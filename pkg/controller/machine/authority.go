@@ -27,7 +27,7 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority
 			return nil
 		}
 		logger.Info("another API is authoritative for this Machine: pausing", "authoritativeAPI", desired.Status.AuthoritativeAPI)
-		desired.Status.Conditions = conditions.Set(desired.Status.Conditions, *d.Paused, r.now())
+		desired.Status.Conditions = conditions.Set(desired.Status.Conditions, *d.Paused, r.Now())
 	default:
 		logger.Info("status.authoritativeAPI has an unknown value: leaving the Machine alone", "authoritativeAPI", desired.Status.AuthoritativeAPI)
 		return nil

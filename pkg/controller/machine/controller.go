@@ -64,48 +64,29 @@ type Options struct {
 
 // Reconciler is the machine controller.
 type Reconciler struct {
-	client           client.Client
-	apiReader        client.Reader
-	actuator         Actuator
-	events           *patch.Events
-	kube             kubernetes.Interface
-	nodeDrainTimeout time.Duration
-	now              func() time.Time
-	namespace        string
-	migration        bool
-	gate             Gate
-
+	Options
+	events *patch.Events
 	// Tunables (tests shorten them).
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
 	drainBackoff workqueue.TypedRateLimiter[types.NamespacedName]
-
-	writes *readyourwrites.Memo
-	cpMu   sync.Mutex // serializes the one-control-plane-drain-at-a-time check and cordon
+	writes       *readyourwrites.Memo
+	cpMu         sync.Mutex // serializes the one-control-plane-drain-at-a-time check and cordon
 }
 
 // NewReconciler returns a machine controller. It registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName]
-	r := &Reconciler{
-		client:           opts.Client,
-		apiReader:        opts.APIReader,
-		actuator:         opts.Actuator,
-		events:           &patch.Events{Recorder: opts.Recorder},
-		kube:             opts.KubeClient,
-		nodeDrainTimeout: opts.NodeDrainTimeout,
-		now:              opts.Now,
-		namespace:        opts.Namespace,
-		migration:        opts.MachineAPIMigration,
-		gate:             opts.Gate,
-		waitBackoff:      backoff(defaultWaitBackoffBase, defaultWaitBackoffMax),
-		drainBackoff:     backoff(defaultDrainBackoffBase, defaultDrainBackoffMax),
-		writes:           readyourwrites.New(),
+	return &Reconciler{
+		Options:      opts,
+		events:       &patch.Events{Recorder: opts.Recorder},
+		waitBackoff:  backoff(defaultWaitBackoffBase, defaultWaitBackoffMax),
+		drainBackoff: backoff(defaultDrainBackoffBase, defaultDrainBackoffMax),
+		writes:       readyourwrites.New(),
 	}
-	if r.now == nil {
-		r.now = time.Now
-	}
-	return r
 }
 
 // scope is one Reconcile's view of a Machine: m is the working copy, base the last state read or
@@ -128,24 +109,24 @@ func setPhase(m *machinev1beta1.Machine, phase string) { m.Status.Phase = &phase
 // Reconcile drives one Machine: observe (the cached Machine), decide and act (reconcile), report
 // (one status patch, only when the status changed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.namespace != "" && req.Namespace != r.namespace {
+	if r.Namespace != "" && req.Namespace != r.Namespace {
 		return ctrl.Result{}, nil
 	}
 	m := &machinev1beta1.Machine{}
-	if err := r.client.Get(ctx, req.NamespacedName, m); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.now()) {
+	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.Now()) {
 		// Our own last write is not in the cache yet, and its event does not wake us (machinePredicate).
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
-	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.now()) }()
+	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.Now()) }()
 	providerID := s.m.Spec.ProviderID
 	if perr := r.patchStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
@@ -174,14 +155,14 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 // the deletion pipeline or to provisioning.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
-	d := authority.Decide(r.migration, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
+	d := authority.Decide(r.MachineAPIMigration, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
 	if d.Step != authority.Reconcile {
 		return ctrl.Result{}, r.leaveToAuthority(ctx, s, d)
 	}
-	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, servedKinds(r.actuator)); foreign {
+	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, servedKinds(r.Actuator)); foreign {
 		return ctrl.Result{}, r.leaveForeign(ctx, s, spec)
 	}
-	now := r.now()
+	now := r.Now()
 	if d.Paused != nil {
 		m.Status.Conditions = conditions.Set(m.Status.Conditions, *d.Paused, now)
 	}

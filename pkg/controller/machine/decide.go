@@ -90,17 +90,14 @@ func hookNames(hooks []machinev1beta1.LifecycleHook) string {
 
 // hookConditions computes Drainable and Terminable from the lifecycle hooks.
 func hookConditions(hooks machinev1beta1.LifecycleHooks) (drainable, terminable machinev1beta1.Condition) {
-	drainable = conditions.New(DrainableCondition, corev1.ConditionTrue, ReasonNoHooks, "", "")
-	if len(hooks.PreDrain) > 0 {
-		drainable = conditions.New(DrainableCondition, corev1.ConditionFalse, ReasonHookPresent, machinev1beta1.ConditionSeverityWarning,
-			"drain is blocked by pre-drain hook(s): "+hookNames(hooks.PreDrain))
+	cond := func(t machinev1beta1.ConditionType, hooks []machinev1beta1.LifecycleHook, blocked string) machinev1beta1.Condition {
+		if len(hooks) == 0 {
+			return conditions.New(t, corev1.ConditionTrue, ReasonNoHooks, "", "")
+		}
+		return conditions.New(t, corev1.ConditionFalse, ReasonHookPresent, machinev1beta1.ConditionSeverityWarning, blocked+hookNames(hooks))
 	}
-	terminable = conditions.New(TerminableCondition, corev1.ConditionTrue, ReasonNoHooks, "", "")
-	if len(hooks.PreTerminate) > 0 {
-		terminable = conditions.New(TerminableCondition, corev1.ConditionFalse, ReasonHookPresent, machinev1beta1.ConditionSeverityWarning,
-			"termination is blocked by pre-terminate hook(s): "+hookNames(hooks.PreTerminate))
-	}
-	return drainable, terminable
+	return cond(DrainableCondition, hooks.PreDrain, "drain is blocked by pre-drain hook(s): "),
+		cond(TerminableCondition, hooks.PreTerminate, "termination is blocked by pre-terminate hook(s): ")
 }
 
 // drainAction is what the drain stage does.

@@ -40,7 +40,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	// An instance the provider could never describe (no addresses) may go despite an invalid configuration.
 	neverDescribed := func(err error) bool { return IsInvalidConfiguration(err) && len(m.Status.Addresses) == 0 }
-	if err := r.callProvider(ctx, s, OperationDelete, r.actuator.Delete); err != nil {
+	if err := r.callProvider(ctx, s, OperationDelete, r.Actuator.Delete); err != nil {
 		if !neverDescribed(err) {
 			if _, ok := AsRequeueAfter(err); !ok {
 				r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedDelete, "Delete", err.Error())
@@ -98,7 +98,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 // the name survives.
 func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference) error {
 	node := &corev1.Node{}
-	switch err := r.client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); {
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); {
 	case apierrors.IsNotFound(err):
 		return nil // the provider's Delete removed it (kubemark), or it never registered
 	case err != nil:
@@ -112,7 +112,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference
 	if ref.UID != "" {
 		opts = append(opts, client.Preconditions{UID: &ref.UID})
 	}
-	err := r.client.Delete(ctx, node, opts...)
+	err := r.Client.Delete(ctx, node, opts...)
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		return nil

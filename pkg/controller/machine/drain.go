@@ -32,7 +32,7 @@ func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result,
 	var node *corev1.Node
 	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
 		n := &corev1.Node{}
-		switch err := r.client.Get(ctx, client.ObjectKey{Name: ref.Name}, n); {
+		switch err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, n); {
 		case apierrors.IsNotFound(err):
 		case err != nil:
 			return ctrl.Result{}, false, fmt.Errorf("getting node %s: %w", ref.Name, err)
@@ -57,10 +57,10 @@ func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result,
 // timeout expired. It never waits for pods: see docs/architecture.md.
 func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ctrl.Result, bool, error) {
 	m := s.m
-	if r.kube == nil {
+	if r.KubeClient == nil {
 		return ctrl.Result{}, false, errors.New("cannot drain: the Reconciler has no Kubernetes clientset (Options.KubeClient)")
 	}
-	timeout, timeoutErr := effectiveDrainTimeout(m.Annotations, r.nodeDrainTimeout)
+	timeout, timeoutErr := effectiveDrainTimeout(m.Annotations, r.NodeDrainTimeout)
 	note := ""
 	if timeoutErr != nil {
 		note = fmt.Sprintf("; %v; using the default timeout (%s)", timeoutErr, describeTimeout(timeout))
@@ -75,7 +75,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	}
 
 	started, recorded := r.drainStart(s)
-	if timeout > 0 && r.now().Sub(started) >= timeout {
+	if timeout > 0 && r.Now().Sub(started) >= timeout {
 		return r.forceDrain(ctx, s, node, timeout, started, note)
 	}
 	results, pdbs, err := r.evictionPass(ctx, node)
@@ -94,7 +94,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	c, done, progress := passCondition(node.Name, results, pdbs, timeout, started)
 	c.Message = patch.Truncate(c.Message+note, maxConditionMessage)
 	if done {
-		DrainDurationSeconds.Observe(r.now().Sub(started).Seconds())
+		DrainDurationSeconds.Observe(r.Now().Sub(started).Seconds())
 		r.setDrained(s, c, corev1.EventTypeNormal, EventDrainSucceeded)
 		r.drainBackoff.Forget(s.key)
 		return ctrl.Result{}, true, nil
@@ -146,7 +146,7 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 		node.Annotations = map[string]string{}
 	}
 	node.Annotations[DrainingAnnotation] = want
-	if err := r.client.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+	if err := r.Client.Patch(ctx, node, client.MergeFrom(base)); err != nil {
 		return "", fmt.Errorf("cordoning node %s: %w", node.Name, err)
 	}
 	return "", nil
@@ -173,7 +173,7 @@ func drainOwnerActive(ctx context.Context, reader client.Reader, owner string) (
 func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.Time) ctrl.Result {
 	after := r.drainBackoff.When(s.key)
 	if timeout > 0 {
-		if until := started.Add(timeout).Sub(r.now()); until < after {
+		if until := started.Add(timeout).Sub(r.Now()); until < after {
 			after = max(until, 100*time.Millisecond)
 		}
 	}
@@ -186,7 +186,7 @@ func (r *Reconciler) drainStart(s *scope) (start time.Time, recorded bool) {
 	if t, ok := drainStartOf(s.m); ok {
 		return t, true
 	}
-	start = r.now()
+	start = r.Now()
 	if dt := s.m.DeletionTimestamp; dt != nil && start.Before(dt.Time) {
 		start = dt.Time
 	}
@@ -225,7 +225,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 		return ctrl.Result{}, false, fmt.Errorf("drain of node %s timed out: %w", node.Name, utilerrors.NewAggregate(failed))
 	}
 	DrainTimeoutsTotal.Inc()
-	DrainDurationSeconds.Observe(r.now().Sub(started).Seconds())
+	DrainDurationSeconds.Observe(r.Now().Sub(started).Seconds())
 	sort.Strings(deleted)
 	msg := fmt.Sprintf("drain of node %s did not finish within %s: deleted %d remaining pod(s) without eviction", node.Name, timeout, len(deleted))
 	if len(deleted) > 0 {
@@ -247,7 +247,7 @@ func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType,
 	if eventReason != "" && conditions.Changed(s.m.Status.Conditions, c) {
 		r.events.Eventf(s.m, nil, eventType, eventReason, "Drain", "%s", c.Message)
 	}
-	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.now())
+	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.Now())
 }
 
 func describeTimeout(d time.Duration) string {

@@ -106,7 +106,7 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]pol
 			continue
 		}
 		seen[p.Namespace] = true
-		l, err := r.kube.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
+		l, err := r.KubeClient.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing PodDisruptionBudgets of namespace %s: %w", p.Namespace, err))
 			continue
@@ -119,7 +119,7 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]pol
 // drainHelper configures kubectl's drain helper (package internal/drainer); on an unreachable node pods
 // get a 1s grace period and those terminating for over 1s past their deadline are not listed.
 func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.Helper {
-	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx).WithValues("node", node.Name))
+	h := drainer.NewHelper(ctx, r.KubeClient, log.FromContext(ctx).WithValues("node", node.Name))
 	if nodeUnreachable(node) {
 		h.GracePeriodSeconds = 1
 		h.SkipWaitForDeleteTimeoutSeconds = 1

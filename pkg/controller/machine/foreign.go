@@ -48,23 +48,17 @@ type specType struct {
 // providerSpecType reads the apiVersion and kind of a providerSpec.value; false when it has no
 // parsable apiVersion (absent, not a JSON object).
 func providerSpecType(value *runtime.RawExtension) (specType, bool) {
-	if value == nil {
-		return specType{}, false
-	}
 	var t specType
 	switch {
+	case value == nil:
 	case value.Object != nil:
 		t.APIVersion, t.Kind = value.Object.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
-	case len(value.Raw) > 0:
-		if json.Unmarshal(value.Raw, &t) != nil {
-			return specType{}, false
-		}
-	}
-	gv, err := schema.ParseGroupVersion(t.APIVersion)
-	if t.APIVersion == "" || err != nil {
+	case json.Unmarshal(value.Raw, &t) != nil:
 		return specType{}, false
 	}
-	return specType{APIVersion: t.APIVersion, Kind: t.Kind, Group: gv.Group}, true
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
+	t.Group = gv.Group
+	return t, t.APIVersion != "" && err == nil
 }
 
 // servedBy reports whether one of served covers the type.
@@ -113,14 +107,14 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) err
 	s.gone = true // hands off: no status patch from Reconcile
 	m := s.m
 	c := conditions.New(ProviderSupportedCondition, corev1.ConditionFalse, ReasonUnsupportedProvider,
-		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, servedKinds(r.actuator)))
+		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, servedKinds(r.Actuator)))
 	if sameCondition(m.Status.Conditions, c) {
 		return nil
 	}
 	log.FromContext(ctx).Info("leaving a Machine of another provider untouched", "apiVersion", t.APIVersion, "kind", t.Kind)
 	r.events.Eventf(m, nil, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
 	patched := m.DeepCopy()
-	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.now())
+	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.Now())
 	if err := r.patchStatusAlone(ctx, s, patched); err != nil {
 		return fmt.Errorf("setting %s on a Machine of another provider: %w", ProviderSupportedCondition, err)
 	}

@@ -21,7 +21,7 @@ func TestGateHoldsCreateAndDelete(t *testing.T) {
 	f := newFixture(t)
 	g := &frozenGate{}
 	g.frozen.Store(true)
-	f.r.gate = g
+	f.r.Gate = g
 	f.act.Set(func(a *machinetest.Actuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/gated"

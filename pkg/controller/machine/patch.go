@@ -33,7 +33,7 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	}
 	prev := s.base.ResourceVersion
-	if err := r.client.Patch(ctx, after, patch); err != nil {
+	if err := r.Client.Patch(ctx, after, patch); err != nil {
 		return err
 	}
 	s.behind = append(s.behind, prev)
@@ -68,7 +68,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.base.Status, m.Status) {
 		return nil
 	}
-	now := metav1.NewTime(r.now().Truncate(time.Second))
+	now := metav1.NewTime(r.Now().Truncate(time.Second))
 	m.Status.LastUpdated = &now
 	from, to := phaseOf(s.base), phaseOf(m)
 	// Patch a copy so a failed patch leaves the working copy intact.
@@ -76,7 +76,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	patched.ObjectMeta = *s.base.ObjectMeta.DeepCopy()
 	patched.Spec = *s.base.Spec.DeepCopy()
 	prev := s.base.ResourceVersion
-	if err := patch.Status(ctx, r.client, r.freshReader(), s.base, patched); err != nil {
+	if err := patch.Status(ctx, r.Client, r.freshReader(), s.base, patched); err != nil {
 		return fmt.Errorf("patching Machine status: %w", err)
 	}
 	s.behind = append(s.behind, prev)
@@ -85,7 +85,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if from != to {
 		PhaseTransitionsTotal.WithLabelValues(from, to).Inc()
 		if to != machinev1beta1.PhaseDeleting {
-			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.now().Sub(m.CreationTimestamp.Time).Seconds())
+			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.Now().Sub(m.CreationTimestamp.Time).Seconds())
 		}
 		log.FromContext(ctx).Info("phase changed", "from", from, "to", to)
 	}
@@ -95,7 +95,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // patchStatusAlone writes desired's status for a Machine the controller otherwise leaves alone; a
 // Machine deleted meanwhile is no error.
 func (r *Reconciler) patchStatusAlone(ctx context.Context, s *scope, desired *machinev1beta1.Machine) error {
-	if err := patch.Status(ctx, r.client, r.freshReader(), s.base, desired); err != nil {
+	if err := patch.Status(ctx, r.Client, r.freshReader(), s.base, desired); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	*s.m = *desired
@@ -105,8 +105,8 @@ func (r *Reconciler) patchStatusAlone(ctx context.Context, s *scope, desired *ma
 
 // freshReader reads uncached, for a status retry after a conflict.
 func (r *Reconciler) freshReader() client.Reader {
-	if r.apiReader != nil {
-		return r.apiReader
+	if r.APIReader != nil {
+		return r.APIReader
 	}
-	return r.client
+	return r.Client
 }

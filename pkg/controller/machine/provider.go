@@ -28,7 +28,7 @@ const gateRequeueAfter = 10 * time.Second
 
 // heldByGate reports whether the Gate holds back op (create or delete).
 func (r *Reconciler) heldByGate(ctx context.Context, op string) bool {
-	if r.gate == nil || !r.gate.Frozen() {
+	if r.Gate == nil || !r.Gate.Frozen() {
 		return false
 	}
 	log.FromContext(ctx).V(1).Info("not calling the provider: the machine controller is frozen while the API server is unreachable",
@@ -48,7 +48,7 @@ func requeueOrError(err error) (ctrl.Result, error) {
 // exists calls Actuator.Exists on a copy of the Machine.
 func (r *Reconciler) exists(ctx context.Context, s *scope) (bool, error) {
 	ProviderCallsTotal.WithLabelValues(OperationExists).Inc()
-	ok, err := r.actuator.Exists(ctx, s.m.DeepCopy())
+	ok, err := r.Actuator.Exists(ctx, s.m.DeepCopy())
 	countProviderError(s.m, OperationExists, err)
 	return ok, err
 }

@@ -54,13 +54,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 // setCondition sets a condition on the working copy.
 func (r *Reconciler) setCondition(m *machinev1beta1.Machine, t machinev1beta1.ConditionType, status corev1.ConditionStatus,
 	reason string, severity machinev1beta1.ConditionSeverity, msg string) {
-	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.now())
+	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.Now())
 }
 
 // update runs the provider's Update on an existing instance, then sets the phase its state gives.
 func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
-	updateErr := r.callProvider(ctx, s, OperationUpdate, r.actuator.Update)
+	updateErr := r.callProvider(ctx, s, OperationUpdate, r.Actuator.Update)
 	r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", "the instance exists on the provider")
 	// A RequeueAfter from Update (health checks, slow refreshes) is not a failure: the phase still advances.
 	providerWait, isWait := AsRequeueAfter(updateErr)
@@ -90,10 +90,7 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	r.waitBackoff.Forget(s.key)
 	r.events.Clear(s.key, "", EventFailedCreate)
-	if isWait {
-		return ctrl.Result{RequeueAfter: providerWait.After}, nil
-	}
-	return ctrl.Result{}, nil
+	return requeueOrError(updateErr) // a provider wait, or nil
 }
 
 // create runs the provider's Create for a Machine whose instance does not exist and was never
@@ -113,10 +110,10 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		r.fail(ctx, s, err, "")
 		return ctrl.Result{}, nil
 	}
-	if r.apiReader != nil && !s.fresh {
+	if r.APIReader != nil && !s.fresh {
 		// Never create for a stale cached view; this reconcile's locked write (the finalizer) proves it current.
 		live := &machinev1beta1.Machine{}
-		if err := r.apiReader.Get(ctx, s.key, live); err != nil {
+		if err := r.APIReader.Get(ctx, s.key, live); err != nil {
 			return ctrl.Result{}, err
 		}
 		if live.ResourceVersion != m.ResourceVersion || IsProvisioned(live) || !live.DeletionTimestamp.IsZero() {
@@ -127,7 +124,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{RequeueAfter: gateRequeueAfter}, nil
 	}
 
-	err := r.callProvider(ctx, s, OperationCreate, r.actuator.Create)
+	err := r.callProvider(ctx, s, OperationCreate, r.Actuator.Create)
 	if IsInvalidConfiguration(err) {
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())
 		r.fail(ctx, s, err, "")

@@ -30,18 +30,18 @@ const ControllerName = "machine-controller"
 // Machine through the NodeRefNameField index, so node changes wake the Machine without polling.
 // opts.MaxConcurrentReconciles 0 means DefaultMaxConcurrentReconciles.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
 	}
-	if r.kube == nil {
+	if r.KubeClient == nil {
 		kc, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 		if err != nil {
 			return fmt.Errorf("creating the clientset for draining: %w", err)
 		}
-		r.kube = kc
+		r.KubeClient = kc
 	}
-	if r.apiReader == nil {
-		r.apiReader = mgr.GetAPIReader()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -78,10 +78,10 @@ func machineNodeRefName(o client.Object) []string {
 func (r *Reconciler) machineRequests(ctx context.Context, keep func(*machinev1beta1.Machine) bool, failure string,
 	keysAndValues []any, opts ...client.ListOption) []reconcile.Request {
 	list := &machinev1beta1.MachineList{}
-	if r.namespace != "" {
-		opts = append(opts, client.InNamespace(r.namespace))
+	if r.Namespace != "" {
+		opts = append(opts, client.InNamespace(r.Namespace))
 	}
-	if err := r.client.List(ctx, list, opts...); err != nil {
+	if err := r.Client.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, failure, keysAndValues...)
 		return nil
 	}
@@ -147,7 +147,7 @@ func controlPlaneDrainEnded(oldN, newN *corev1.Node) bool {
 // machinePredicate drops events of other namespaces and updates that change only what the controller
 // itself writes, so its own writes do not wake it again.
 func (r *Reconciler) machinePredicate() predicate.Predicate {
-	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace })
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Namespace == "" || o.GetNamespace() == r.Namespace })
 	notOurs := updates.Matter(func(oldM, newM *machinev1beta1.Machine) bool { return !onlyOwnStatusChanged(oldM, newM) })
 	return predicate.And(inNamespace, notOurs)
 }

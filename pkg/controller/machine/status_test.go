@@ -70,7 +70,7 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r.client = interceptor.NewClient(inner, interceptor.Funcs{SubResourcePatch: w.intercept})
+	f.r.Client = interceptor.NewClient(inner, interceptor.Funcs{SubResourcePatch: w.intercept})
 	f.act.Set(func(a *machinetest.Actuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/m1"
@@ -115,7 +115,7 @@ func TestStatusWrittenBeforeProviderID(t *testing.T) {
 	}
 	var order []string
 	var mu sync.Mutex
-	f.r.client = interceptor.NewClient(inner, interceptor.Funcs{
+	f.r.Client = interceptor.NewClient(inner, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			mu.Lock()
 			order = append(order, "patch")
