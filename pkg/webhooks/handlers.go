@@ -285,7 +285,8 @@ func mutate[T any, P interface {
 }
 
 // validate answers a CREATE or UPDATE with create's or update's verdict on
-// the decoded objects (see validationResponse).
+// the decoded objects: admitted, or the API server's 422 Invalid listing
+// every field error.
 func validate[T any, P interface {
 	*T
 	client.Object
@@ -312,7 +313,19 @@ func validate[T any, P interface {
 		} else {
 			errs, more = update(obj, old, cluster, h.secretLookup(ctx))
 		}
-		return validationResponse(log, kind, objectName(obj.GetName(), obj.GetGenerateName()), errs, append(warnings, more...))
+		if warnings = append(warnings, more...); len(errs) == 0 {
+			if len(warnings) > 0 {
+				log.V(2).Info("Admitting with warnings", "warnings", warnings)
+			}
+			return admission.Allowed("").WithWarnings(warnings...)
+		}
+		name := obj.GetName()
+		if name == "" && obj.GetGenerateName() != "" {
+			name = obj.GetGenerateName() + "*" // a prefix on create
+		}
+		status := apierrors.NewInvalid(schema.GroupKind{Group: machinev1beta1.GroupName, Kind: kind}, name, errs).ErrStatus
+		log.V(2).Info("Refusing", "reason", status.Message)
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status, Warnings: warnings}}
 	}
 }
 
@@ -327,26 +340,4 @@ func decodeObjects(req admission.Request, obj, old any) error {
 		}
 	}
 	return nil
-}
-
-// validationResponse admits the request when errs is empty, else refuses it
-// with the API server's 422 Invalid status listing every field error.
-func validationResponse(log logr.Logger, kind, name string, errs field.ErrorList, warnings admission.Warnings) admission.Response {
-	if len(errs) == 0 {
-		if len(warnings) > 0 {
-			log.V(2).Info("Admitting with warnings", "warnings", warnings)
-		}
-		return admission.Allowed("").WithWarnings(warnings...)
-	}
-	status := apierrors.NewInvalid(schema.GroupKind{Group: machinev1beta1.GroupName, Kind: kind}, name, errs).ErrStatus
-	log.V(2).Info("Refusing", "reason", status.Message)
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status, Warnings: warnings}}
-}
-
-// objectName is the name for messages; on create it may only be a prefix.
-func objectName(name, generateName string) string {
-	if name == "" && generateName != "" {
-		return generateName + "*"
-	}
-	return name
 }

@@ -3,8 +3,6 @@ package webhooks
 import (
 	"fmt"
 	"regexp"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -128,30 +126,22 @@ func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path, atMost100 
 		}
 	case !percent.MatchString(v.StrVal):
 		return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must be an integer or percentage (e.g '5%')")}
-	case atMost100 && percentValue(v.StrVal) > 100:
+	case atMost100 && percent100(v) > 100:
 		return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must not be greater than 100%")}
 	}
 	return nil
 }
 
-// isZero: v is 0 or "0%" (not nil: that is defaulted to 25%).
-func isZero(v *intstr.IntOrString) bool {
-	if v == nil {
-		return false
-	}
-	if v.Type == intstr.Int {
-		return v.IntVal == 0
-	}
-	return percentValue(v.StrVal) == 0
+// percent100 is v in percent of 100 ("25%" → 25); 0 when it is no number.
+func percent100(v *intstr.IntOrString) int {
+	n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
+	return n
 }
 
-// percentValue is the number of a valid percentage ("25%" → 25).
-func percentValue(s string) int {
-	n, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
-	if err != nil {
-		return -1
-	}
-	return n
+// isZero: v is 0 or "0%" (not nil: that is defaulted to 25%).
+func isZero(v *intstr.IntOrString) bool {
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
+	return err == nil && n == 0
 }
 
 // defaultMachineDeploymentEdits defaults a MachineDeployment on CREATE; on
