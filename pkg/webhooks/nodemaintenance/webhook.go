@@ -109,15 +109,13 @@ func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createF
 	if !isControlPlane(node) {
 		return f, nil
 	}
-	openShift, err := v.isOpenShift(ctx)
-	if err != nil {
+	var err error
+	if f.openShift, err = v.isOpenShift(ctx); err != nil {
 		return f, fmt.Errorf("could not tell whether the cluster is OpenShift for master/control-plane quorum validation, please try again: %w", err)
 	}
-	f.openShift = openShift
-	if !openShift {
-		return f, nil
+	if f.openShift {
+		f.quorum, err = v.observeQuorum(ctx)
 	}
-	f.quorum, err = v.observeQuorum(ctx)
 	return f, err
 }
 
