@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/openshift/api/features"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -29,10 +28,8 @@ import (
 
 // flags are this binary's own flags, beyond the shared operand ones.
 type flags struct {
-	createBurst          int
-	maxConcurrentDeletes int
-	expectationsTimeout  time.Duration
-	safety               safety.OvershootOptions
+	machineset machineset.Options
+	safety     safety.OvershootOptions
 }
 
 func main() {
@@ -49,21 +46,17 @@ func parse(args []string) (operand.Options, flags, error) {
 	// OpenShift's lease name: during an upgrade only one of the two leads.
 	opts := operand.Defaults(names.MachineSetLeaseName, ":8082", ":9441")
 	opts.Webhook = &operand.WebhookOptions{Enabled: true, Port: webhooks.DefaultPort, CertDir: webhooks.DefaultCertDir}
-	f := flags{
-		createBurst:          machineset.DefaultMaxCreateBurst,
-		maxConcurrentDeletes: machineset.DefaultMaxConcurrentDeletes,
-		expectationsTimeout:  machineset.DefaultExpectationsTimeout,
-		safety:               safety.DefaultOvershootOptions(),
-	}
+	f := flags{safety: safety.DefaultOvershootOptions()}
+	ms := &f.machineset
 	opts.MaxConcurrentReconciles = 10
 	fs := pflag.NewFlagSet("machineset-controller", pflag.ContinueOnError)
 	opts.AddFlags(fs)
 	f.safety.AddFlags(fs)
-	fs.IntVar(&f.createBurst, "machine-create-burst", f.createBurst,
+	fs.IntVar(&ms.MaxCreateBurst, "machine-create-burst", machineset.DefaultMaxCreateBurst,
 		"Most Machines one MachineSet creates in one pass; they are created in growing batches (1, 2, 4, ...), stopping at the first failing batch.")
-	fs.IntVar(&f.maxConcurrentDeletes, "max-concurrent-deletes", f.maxConcurrentDeletes,
+	fs.IntVar(&ms.MaxConcurrentDeletes, "max-concurrent-deletes", machineset.DefaultMaxConcurrentDeletes,
 		"Most Machine deletions one MachineSet issues at the same time when scaling down.")
-	fs.DurationVar(&f.expectationsTimeout, "expectations-timeout", f.expectationsTimeout,
+	fs.DurationVar(&ms.ExpectationsTimeout, "expectations-timeout", machineset.DefaultExpectationsTimeout,
 		"How long a MachineSet waits to observe its own creates and deletes in the cache before acting again anyway.")
 	if err := operand.ParseArgs(fs, args); err != nil {
 		return opts, f, err
@@ -71,12 +64,13 @@ func parse(args []string) (operand.Options, flags, error) {
 	if err := errors.Join(opts.Validate(), f.safety.Validate()); err != nil {
 		return opts, f, err
 	}
-	if f.createBurst < 1 || f.maxConcurrentDeletes < 1 {
+	if ms.MaxCreateBurst < 1 || ms.MaxConcurrentDeletes < 1 {
 		return opts, f, fmt.Errorf("--machine-create-burst and --max-concurrent-deletes must be at least 1")
 	}
-	if f.expectationsTimeout <= 0 {
+	if ms.ExpectationsTimeout <= 0 {
 		return opts, f, fmt.Errorf("--expectations-timeout must be positive")
 	}
+	ms.Namespace, ms.MachineAPIMigration = opts.Namespace, opts.FeatureGate(features.FeatureGateMachineAPIMigration)
 	return opts, f, nil
 }
 
@@ -97,13 +91,7 @@ func run(opts operand.Options, f flags) error {
 
 // addControllers registers the controllers and the admission webhooks.
 func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
-	r := machineset.NewReconciler(machineset.Options{
-		MachineAPIMigration:  opts.FeatureGate(features.FeatureGateMachineAPIMigration),
-		Namespace:            opts.Namespace,
-		MaxCreateBurst:       f.createBurst,
-		MaxConcurrentDeletes: f.maxConcurrentDeletes,
-		ExpectationsTimeout:  f.expectationsTimeout,
-	})
+	r := machineset.NewReconciler(f.machineset)
 	// Without the CRDs the controllers wait for them; the webhooks serve at once.
 	err := crdwait.Add(mgr, crdwait.Gate{
 		Name: "machineset", Required: true,
