@@ -110,6 +110,8 @@ func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, serve
 		return []reconcile.Request{Request}
 	})
 	fileEvents := make(chan event.GenericEvent, 1)
+	// The first sync must not depend on some watched object existing.
+	fileEvents <- event.GenericEvent{Object: &configv1.ClusterOperator{}}
 	if err := mgr.Add(&fileWatcher{path: o.opts.ImagesJSONPath, interval: time.Second, events: fileEvents, synced: o.syncedImagesDigest}); err != nil {
 		return err
 	}
@@ -137,16 +139,6 @@ func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, serve
 	}
 	for _, obj := range ownedTypes() {
 		b = b.Watches(obj, toRequest)
-	}
-	// The first sync must not depend on some watched object existing.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		select {
-		case fileEvents <- event.GenericEvent{Object: &configv1.ClusterOperator{}}:
-		case <-ctx.Done():
-		}
-		return nil
-	})); err != nil {
-		return err
 	}
 	ctrl, err := b.Build(o)
 	if err != nil {
