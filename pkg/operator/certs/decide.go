@@ -27,6 +27,7 @@ const (
 // Action is what Decide says to do with a certificate Secret.
 type Action string
 
+// Actions.
 const (
 	Keep   Action = "Keep"   // valid and not due
 	Issue  Action = "Issue"  // no usable certificate
