@@ -181,9 +181,8 @@ func locate(raw []byte, t reflect.Type, msg string) string {
 	}
 }
 
-// jsonNode is a JSON object or array as parseTree reads it: members in order,
-// duplicate keys kept, each value a *jsonNode or a token (string,
-// json.Number, bool, nil).
+// jsonNode is a JSON object or array, members in order (duplicate keys kept),
+// each value a *jsonNode or a decoder token.
 type jsonNode struct {
 	object  bool
 	members []*jsonMember
@@ -284,9 +283,8 @@ func mutate[T any, P interface {
 	}
 }
 
-// validate answers a CREATE or UPDATE with create's or update's verdict on
-// the decoded objects: admitted, or the API server's 422 Invalid listing
-// every field error.
+// validate admits a CREATE or UPDATE that create or update finds no error in,
+// else refuses it with the API server's 422 Invalid listing every error.
 func validate[T any, P interface {
 	*T
 	client.Object

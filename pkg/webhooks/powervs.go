@@ -104,9 +104,8 @@ func validatePowerVSResource(r machinev1.PowerVSResource, resource string, path 
 	return v.errs
 }
 
-// validatePowerVSSize checks memory and processors against the system
-// type's limits: above the maximum or negative is refused, below the
-// minimum warned about. An unknown system type is only warned about.
+// validatePowerVSSize refuses memory and processors above the system type's
+// maximum or negative, and warns below its minimum or of an unknown type.
 func validatePowerVSSize(spec *machinev1.PowerVSMachineProviderConfig, path *field.Path) (field.ErrorList, []string) {
 	sys, ok := powerVSSystems[spec.SystemType]
 	if !ok {

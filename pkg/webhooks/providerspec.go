@@ -150,10 +150,9 @@ func defaultKubemark(fields map[string]json.RawMessage) []string {
 	return set
 }
 
-// ValidateProviderSpec checks the providerSpec of a known provider: kubemark's
-// as its actuator decodes it (errors under fldPath), a platform's with
-// OpenShift's rules and paths. namespace and name are the Machine's (a
-// template's name is ""); secrets checks the credentials Secret (nil: not).
+// ValidateProviderSpec checks a known provider's providerSpec: kubemark's as
+// its actuator decodes it (under fldPath), a platform's with OpenShift's rules
+// and paths. namespace and name are the Machine's (a template's name is "").
 func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, []string) {
 	raw, err := providerSpecRaw(ps)
 	if err != nil {

@@ -31,8 +31,7 @@ func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo, secrets Sec
 }
 
 // ValidateMachineUpdate checks an update of old to m: spec.providerID is
-// immutable once set; the create checks' errors that old already had are
-// only warnings (ratchet).
+// immutable once set; the create checks are ratcheted.
 func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	if id := ptr.Deref(old.Spec.ProviderID, ""); id != "" && ptr.Deref(m.Spec.ProviderID, "") != id {
