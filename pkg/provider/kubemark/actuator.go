@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -356,4 +358,64 @@ func ProviderSpecFromMachine(m *machinev1beta1.Machine) (*kubemarkv1alpha1.Kubem
 		return nil, machine.InvalidConfiguration("%s", strings.Join(msgs, "; "))
 	}
 	return spec, nil
+}
+
+// recentTTL is how long the provider trusts what it did itself over a cache that does not show it yet
+// (the informer catches up in well under a second normally, within this bound after an API-server outage).
+const recentTTL = time.Minute
+
+// recentNodes remembers the Nodes this process registered and deleted in the last recentTTL, so a lagging
+// cache costs no uncached read (Exists) and no repeated DELETE (Delete). Lost on restart.
+type recentNodes struct {
+	mu    sync.Mutex
+	nodes map[string]recentNode // by node name
+}
+
+// recentNode is the last thing this process did to a Node: registered it, or deleted it (with its UID).
+type recentNode struct {
+	deleted bool
+	uid     types.UID
+	at      time.Time
+}
+
+func newRecentNodes() *recentNodes { return &recentNodes{nodes: map[string]recentNode{}} }
+
+// noteRegistered records that the Node name was just created.
+func (r *recentNodes) noteRegistered(name string, now time.Time) { r.note(name, recentNode{at: now}) }
+
+// noteDeleted records that the Node name with uid was just deleted.
+func (r *recentNodes) noteDeleted(name string, uid types.UID, now time.Time) {
+	r.note(name, recentNode{deleted: true, uid: uid, at: now})
+}
+
+func (r *recentNodes) note(name string, n recentNode) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, old := range r.nodes {
+		if n.at.Sub(old.at) >= recentTTL {
+			delete(r.nodes, k)
+		}
+	}
+	r.nodes[name] = n
+}
+
+// last returns what this process did to the Node name within recentTTL.
+func (r *recentNodes) last(name string, now time.Time) (recentNode, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.nodes[name]
+	return n, ok && now.Sub(n.at) < recentTTL
+}
+
+// wasRegistered reports whether this process created the Node name within recentTTL (and has not deleted it).
+func (r *recentNodes) wasRegistered(name string, now time.Time) bool {
+	n, ok := r.last(name, now)
+	return ok && !n.deleted
+}
+
+// wasDeleted reports whether this process deleted the Node name within recentTTL; uid, when set, must be
+// the deleted Node's.
+func (r *recentNodes) wasDeleted(name string, uid types.UID, now time.Time) bool {
+	n, ok := r.last(name, now)
+	return ok && n.deleted && (uid == "" || n.uid == uid)
 }
