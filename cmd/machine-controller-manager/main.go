@@ -1,6 +1,5 @@
-// Command machine-controller-manager runs the machine controller with both built-in providers, each
-// Machine dispatched by its providerSpec type: kubemark (docs/kubemark.md) and vSphere (docs/vsphere.md).
-// A Machine of any other type is left untouched.
+// Command machine-controller-manager runs the machine controller with the kubemark (docs/kubemark.md) and
+// vSphere (docs/vsphere.md) providers, each Machine dispatched by its providerSpec type.
 package main
 
 import (
@@ -119,17 +118,14 @@ func run(opts operand.Options, f flags) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// addControllers registers the providers and, once the Machine CRD is served (until then the binary
-// waits, not ready), the machine controller.
+// addControllers registers the providers and, once the Machine CRD is served, the machine controller.
 func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 	return addControllersWith(mgr, opts, f, vsphere.Options{}, opts.ControllerOptions())
 }
 
-// addControllersWith takes the vSphere provider's options (but Client) and the controller's options:
-// tests shorten the provider's poll interval and run several managers.
+// addControllersWith takes the vSphere provider's and the controller's options, which tests shorten.
 func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOpts vsphere.Options, co controller.Options) error {
-	// Uncached: the cache covers only --namespace, and a few Lease reads are cheaper than a cluster-wide
-	// watch. The vSphere provider reads its few objects with get alone: no Secret informer, least RBAC.
+	// Uncached: the cache covers only --namespace; no Secret informer and the least RBAC for vSphere.
 	providerClient, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return fmt.Errorf("creating the provider client: %w", err)
@@ -148,8 +144,7 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	}
 	// kubemark first: it reports on a providerSpec naming no type, as when it was the only provider.
 	km := kubemark.NewActuator(kubemark.Options{Client: providerClient, NodeReader: mgr.GetClient()})
-	// The safety checks (docs/safety.md): the API-server freeze gates Create and Delete; each provider
-	// lists its orphans.
+	// The safety checks: docs/safety.md.
 	gate := safety.NewAPIServerGate(providerClient, opts.Namespace, f.safety)
 	if err := mgr.Add(gate); err != nil {
 		return fmt.Errorf("adding the API-server check: %w", err)

@@ -1,7 +1,6 @@
 package machine
 
-// Machines another API is authoritative for (OpenShift's MachineAPIMigration gate): only
-// status.authoritativeAPI (when unset) or the Paused condition is written. See package internal/authority.
+// Machines another API is authoritative for get only status.authoritativeAPI or Paused (package internal/authority).
 
 import (
 	"context"

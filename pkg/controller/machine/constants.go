@@ -7,16 +7,14 @@ const (
 	// ExcludeNodeDrainingAnnotation on a Machine skips the drain, whatever its value.
 	ExcludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
 
-	// NodeDrainTimeoutAnnotation on a Machine overrides Options.NodeDrainTimeout: a Go duration,
-	// "0" waits forever. After it the remaining pods are deleted without eviction.
+	// NodeDrainTimeoutAnnotation on a Machine overrides Options.NodeDrainTimeout ("0" waits forever).
 	NodeDrainTimeoutAnnotation = "machine.openshift.io/node-drain-timeout"
 
 	// DrainingAnnotation ("<namespace>/<machine>") marks a Node we cordoned for a drain: only such a Node,
 	// while that Machine is being deleted, counts for the one-control-plane-drain-at-a-time rule.
 	DrainingAnnotation = "machine.openshift.io/draining-for-machine"
 
-	// DrainStartedAnnotation on a deleting Machine is when its drain started (RFC 3339, UTC), so the
-	// drain timeout survives restarts. See docs/openshift.md.
+	// DrainStartedAnnotation on a deleting Machine is when its drain started. See docs/openshift.md.
 	DrainStartedAnnotation = "machine.openshift.io/drain-started-at"
 
 	// InstanceStateAnnotation shows the provider's instance state; "Unknown" once the Machine is Failed.
@@ -82,11 +80,9 @@ const (
 	DrainableCondition      = machinev1beta1.MachineDrainable
 	TerminableCondition     = machinev1beta1.MachineTerminable
 
-	// ProviderUpdatedCondition (ours) is False/InvalidConfiguration once Update rejected the providerSpec
-	// of an existing instance; absent until then.
+	// ProviderUpdatedCondition (ours) is absent until Update rejects the providerSpec of an instance.
 	ProviderUpdatedCondition machinev1beta1.ConditionType = "ProviderUpdated"
 
-	// ProviderSupportedCondition (ours) is False/UnsupportedProvider on a Machine of another provider,
-	// which is otherwise left untouched; absent on every other Machine.
+	// ProviderSupportedCondition (ours) is False on a Machine of another provider, absent on the others.
 	ProviderSupportedCondition machinev1beta1.ConditionType = "ProviderSupported"
 )

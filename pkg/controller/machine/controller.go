@@ -24,8 +24,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
-// Waits on the provider or on pods are per-Machine exponential backoffs, never fixed polling. A drain
-// comes back after one eviction pass, doubling while nothing new is evicted: see docs/architecture.md.
+// Waits on the provider or on pods are per-Machine exponential backoffs, never fixed polling.
 const (
 	defaultWaitBackoffBase  = time.Second
 	defaultWaitBackoffMax   = 2 * time.Minute
@@ -33,16 +32,14 @@ const (
 	defaultDrainBackoffMax  = 5 * time.Second
 )
 
-// DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles: a reconcile never
-// waits for pods or instances, so a blocked drain holds a worker for one eviction pass only.
+// DefaultMaxConcurrentReconciles is the default of --max-concurrent-reconciles (sized in docs/performance.md).
 const DefaultMaxConcurrentReconciles = 50
 
 // Options configure a Reconciler.
 type Options struct {
 	// Client reads and writes Machines and Nodes (normally the manager's cached client).
 	Client client.Client
-	// APIReader (optional, default the manager's) re-reads the Machine uncached before Create, so
-	// a stale cache cannot hide a providerID written moments ago.
+	// APIReader (optional, default the manager's) re-reads the Machine uncached before Create.
 	APIReader client.Reader
 	// Actuator is the provider; if it implements ProviderSpecServer, other providers' Machines are left alone.
 	Actuator Actuator
@@ -94,20 +91,17 @@ func NewReconciler(opts Options) *Reconciler {
 type scope struct {
 	m, base *machinev1beta1.Machine
 	key     types.NamespacedName
-	// gone: the finalizer was removed, or the Machine is not ours; patchStatus writes nothing.
-	gone bool
-	// fresh: a write under an optimistic lock succeeded, so m is the API server's current object.
-	fresh bool
-	// behind lists the resourceVersions this reconcile's writes left behind (package readyourwrites).
-	behind []string
+	gone    bool     // the finalizer was removed, or the Machine is not ours: patchStatus writes nothing
+	fresh   bool     // a write under an optimistic lock succeeded: m is the API server's current object
+	behind  []string // the resourceVersions our writes left behind (package readyourwrites)
 }
 
 func phaseOf(m *machinev1beta1.Machine) string { return ptr.Deref(m.Status.Phase, "") }
 
 func setPhase(m *machinev1beta1.Machine, phase string) { m.Status.Phase = &phase }
 
-// Reconcile drives one Machine: observe (the cached Machine), decide and act (reconcile), report
-// (one status patch, only when the status changed).
+// Reconcile drives one Machine: observe (the cached Machine), decide and act (reconcile), report (one
+// status patch, only when the status changed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.Namespace != "" && req.Namespace != r.Namespace {
 		return ctrl.Result{}, nil

@@ -15,8 +15,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
-// IsProvisioned reports whether the provider has ever reported an instance for the Machine: it has a
-// providerID or addresses.
+// IsProvisioned reports whether the provider ever reported the Machine's instance (providerID or addresses).
 func IsProvisioned(m *machinev1beta1.Machine) bool {
 	return (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
 }
@@ -46,8 +45,7 @@ func decideProvisioning(phase string, exists, provisioned, hasNodeRef bool) prov
 	}
 }
 
-// phaseAfterCreate is the phase once Create succeeded, and whether the instance counts as existing:
-// one that reported providerID or addresses goes straight to Provisioned (or Running) in the one status write.
+// phaseAfterCreate is the phase once Create succeeded, and whether the instance counts as existing.
 func phaseAfterCreate(provisioned, hasNodeRef bool) (phase string, exists bool) {
 	if !provisioned {
 		return machinev1beta1.PhaseProvisioning, false
@@ -133,8 +131,7 @@ func decideDrain(m *machinev1beta1.Machine, node *corev1.Node) drainDecision {
 	return drainDecision{Action: drainRun}
 }
 
-// effectiveDrainTimeout is NodeDrainTimeoutAnnotation when present and valid, else def (0: wait
-// forever); an invalid annotation also returns an error naming it.
+// effectiveDrainTimeout is NodeDrainTimeoutAnnotation when valid, else def and, if invalid, an error.
 func effectiveDrainTimeout(annotations map[string]string, def time.Duration) (time.Duration, error) {
 	v, ok := annotations[NodeDrainTimeoutAnnotation]
 	if !ok {
@@ -163,9 +160,8 @@ func cordonedByUs(n *corev1.Node) bool {
 	return ok && n.Spec.Unschedulable
 }
 
-// controlPlaneDrainAllowed implements "one control-plane drain at a time". A node counts as drained by
-// us when cordonedByUs and its annotation's Machine is in activeOwners (exists and is being deleted), so
-// stale annotations and others' cordons block nothing. It returns the blocking node when not allowed.
+// controlPlaneDrainAllowed implements "one control-plane drain at a time", or returns the blocking node.
+// Stale annotations (activeOwners: the Machine exists and is being deleted) and others' cordons block nothing.
 func controlPlaneDrainAllowed(node *corev1.Node, nodes []corev1.Node, activeOwners map[string]bool) (bool, string) {
 	drainedByUs := func(n *corev1.Node) bool {
 		return cordonedByUs(n) && activeOwners[n.Annotations[DrainingAnnotation]]

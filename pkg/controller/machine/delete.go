@@ -93,9 +93,8 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// deleteNode deletes the Machine's Node unless the cache shows it gone, being deleted or replaced (a
-// lagging cache only costs a request). nodeRef's UID, when set, is a precondition: a new Node reusing
-// the name survives.
+// deleteNode deletes the Machine's Node unless the cache shows it gone, deleting or replaced; nodeRef's
+// UID is a precondition, so a new Node reusing the name survives.
 func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference) error {
 	node := &corev1.Node{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); {

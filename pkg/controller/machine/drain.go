@@ -53,8 +53,7 @@ func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result,
 	return r.drain(ctx, s, node)
 }
 
-// drain cordons the node and makes one eviction pass, or deletes the remaining pods once the drain
-// timeout expired. It never waits for pods: see docs/architecture.md.
+// drain cordons the node and makes one eviction pass, or forceDrain after the timeout (docs/architecture.md).
 func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ctrl.Result, bool, error) {
 	m := s.m
 	if r.KubeClient == nil {
@@ -107,9 +106,8 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	return r.drainRequeue(s, timeout, started), false, nil
 }
 
-// cordonForDrain cordons the node with DrainingAnnotation, unless it is a control-plane node and another
-// one is being drained by us: that one's name is returned then. The check and cordon are serialized and
-// read uncached, so two concurrent reconciles cannot both start a control-plane drain.
+// cordonForDrain cordons the node, or returns the control-plane node whose drain it waits for. Serialized
+// and uncached, so two concurrent reconciles cannot both start a control-plane drain.
 func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *machinev1beta1.Machine) (string, error) {
 	want := m.Namespace + "/" + m.Name
 	if node.Spec.Unschedulable && node.Annotations[DrainingAnnotation] == want {
@@ -168,8 +166,7 @@ func drainOwnerActive(ctx context.Context, reader client.Reader, owner string) (
 	return !m.DeletionTimestamp.IsZero(), nil
 }
 
-// drainRequeue is when to make the next pass: the drain backoff, but no
-// later than the drain deadline.
+// drainRequeue is when to make the next pass: the drain backoff, but no later than the deadline.
 func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.Time) ctrl.Result {
 	after := r.drainBackoff.When(s.key)
 	if timeout > 0 {
@@ -202,8 +199,7 @@ func (r *Reconciler) recordDrainStart(ctx context.Context, s *scope, node *corev
 	return nil
 }
 
-// forceDrain ends a drain whose timeout expired: the remaining pods are deleted without eviction
-// (PodDisruptionBudgets no longer hold them), and the deletion goes on without waiting for them.
+// forceDrain deletes the remaining pods without eviction (no PodDisruptionBudget holds them) and moves on.
 func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node, timeout time.Duration, started time.Time, note string) (ctrl.Result, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, drainPassTimeout)
 	defer cancel()
@@ -241,8 +237,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 	return ctrl.Result{}, true, nil
 }
 
-// setDrained sets the Drained condition and, when its status or reason changes, records the event
-// (none when eventReason is empty).
+// setDrained sets Drained and, when its status or reason changes, records the event (if eventReason).
 func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType, eventReason string) {
 	if eventReason != "" && conditions.Changed(s.m.Status.Conditions, c) {
 		r.events.Eventf(s.m, nil, eventType, eventReason, "Drain", "%s", c.Message)

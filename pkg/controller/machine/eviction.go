@@ -1,7 +1,6 @@
 package machine
 
-// One eviction pass: list the pods the drain must remove, evict each once (never waiting for one to
-// terminate), and turn what happened to each pod into the Drained message (pure, drain_decide_test.go).
+// One eviction pass (never waiting for a pod to terminate), and the Drained message from its results.
 
 import (
 	"cmp"
@@ -29,9 +28,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// evictionPass evicts, once, each of the node's pods that needsEviction; when it evicted any, it lists
-// again to see which are gone already, and for blocked pods it lists their namespaces' budgets, to name
-// them. The error is a failed listing of the pods; an eviction error is a result.
+// evictionPass evicts each pod that needsEviction once, then lists which are gone and the budgets that
+// block the others. The error is a failed listing of the pods; an eviction error is a result.
 func (r *Reconciler) evictionPass(ctx context.Context, node *corev1.Node) ([]podEviction, []policyv1.PodDisruptionBudget, error) {
 	ctx, cancel := context.WithTimeout(ctx, drainPassTimeout)
 	defer cancel()
@@ -116,8 +114,7 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]pol
 	return out, errors.Join(errs...)
 }
 
-// drainHelper configures kubectl's drain helper (package internal/drainer); on an unreachable node pods
-// get a 1s grace period and those terminating for over 1s past their deadline are not listed.
+// drainHelper is kubectl's drain helper, with 1s grace periods on an unreachable node.
 func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.Helper {
 	h := drainer.NewHelper(ctx, r.KubeClient, log.FromContext(ctx).WithValues("node", node.Name))
 	if nodeUnreachable(node) {
@@ -127,8 +124,8 @@ func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.
 	return h
 }
 
-// needsEviction reports whether a pass evicts the pod: one not terminating yet or, on an unreachable node
-// (where the drain uses a 1s grace period), one terminating with a longer grace period, to shorten it.
+// needsEviction reports whether a pass evicts the pod: one not terminating yet or, on an unreachable node,
+// one whose grace period is longer than the drain's 1s, to shorten it.
 func needsEviction(p *corev1.Pod, unreachable bool) bool {
 	if p.DeletionTimestamp == nil {
 		return true
@@ -178,8 +175,7 @@ func classifyEviction(err error, terminating bool) (evictionOutcome, string) {
 	}
 }
 
-// passCondition decides the Drained condition from a pass's results: True/Drained when no pod is left
-// (done), else False/DrainInProgress, a Warning when a pod is blocked or failed. progress: a pod was evicted.
+// passCondition decides Drained from a pass's results; done: no pod is left, progress: a pod was evicted.
 func passCondition(node string, results []podEviction, pdbs []policyv1.PodDisruptionBudget, timeout time.Duration, started time.Time) (c machinev1beta1.Condition, done, progress bool) {
 	remaining, progress, warn := passOutcome(results)
 	if remaining == 0 {
@@ -214,9 +210,8 @@ const (
 	maxErrorInMessage = 300 // bytes of an eviction error quoted in a Drained message
 )
 
-// describeEvictionPass summarizes a pass: how many pods remain and why, then up to maxPodsInMessage pods
-// (blocked first) with the PodDisruptionBudgets that select them. It depends only on the pods' state, so
-// passes that find the same state write nothing.
+// describeEvictionPass summarizes a pass (blocked pods first, with their budgets). It depends only on the
+// pods' state, so passes that find the same state write nothing.
 func describeEvictionPass(results []podEviction, pdbs []policyv1.PodDisruptionBudget) string {
 	var remaining []podEviction
 	counts := map[evictionOutcome]int{}

@@ -19,8 +19,7 @@ const (
 const maxReasonLength = 128
 
 var (
-	// PhaseTransitionSeconds observes, when a Machine enters a phase (not Deleting), the seconds since
-	// its creation (OpenShift's metric; its buckets plus 900s to 3600s).
+	// PhaseTransitionSeconds observes the seconds from creation to each phase but Deleting (OpenShift's).
 	PhaseTransitionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mapi_machine_phase_transition_seconds",
 		Help:    "Seconds from Machine creation until it entered the phase.",
@@ -46,8 +45,7 @@ var (
 	}, []string{"operation"})
 
 	// InstanceCreateFailed, InstanceUpdateFailed and InstanceDeleteFailed count failed provider calls per
-	// Machine (OpenShift's names and labels). reason is the MachineError's reason, else the error message
-	// cut to maxReasonLength. A Machine's series go with it.
+	// Machine (OpenShift's), by MachineError reason or error message; a Machine's series go with it.
 	InstanceCreateFailed = newInstanceFailed("mapi_instance_create_failed", "create")
 	InstanceUpdateFailed = newInstanceFailed("mapi_instance_update_failed", "update")
 	InstanceDeleteFailed = newInstanceFailed("mapi_instance_delete_failed", "delete")
@@ -78,8 +76,7 @@ func newInstanceFailed(name, verb string) *prometheus.CounterVec {
 	}, []string{"name", "namespace", "reason"})
 }
 
-// RegisterMetrics registers the controller's metrics with controller-runtime's metrics.Registry. It is
-// safe to call many times (NewReconciler calls it).
+// RegisterMetrics registers the metrics with controller-runtime's registry; calling it again is safe.
 func RegisterMetrics() {
 	mapimetrics.Register(PhaseTransitionSeconds, PhaseTransitionsTotal, ProviderCallsTotal, ProviderErrorsTotal,
 		InstanceCreateFailed, InstanceUpdateFailed, InstanceDeleteFailed, DrainDurationSeconds, DrainTimeoutsTotal)

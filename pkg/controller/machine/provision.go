@@ -1,7 +1,6 @@
 package machine
 
-// Provisioning: a Machine that is not being deleted is created through the provider, then updated
-// until it is Running; Failed is terminal.
+// Provisioning: create the instance, then update until Running; Failed is terminal.
 
 import (
 	"context"
@@ -93,8 +92,7 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 	return requeueOrError(updateErr) // a provider wait, or nil
 }
 
-// create runs the provider's Create for a Machine whose instance does not exist and was never
-// provisioned. Provisioning is written with the reconcile's one status write, after Create: the
+// create runs the provider's Create. Provisioning is written after it, with the one status write: the
 // finalizer, already persisted, is what keeps an instance from being lost.
 func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
@@ -153,15 +151,13 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	r.events.Clear(s.key, "", EventFailedCreate)
 	r.events.Eventf(m, nil, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
 	if exists || m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
-		// Provisioned now: nodelink's nodeRef or a Node change wakes us for Running. A providerID patch
-		// (spec) wakes us too; addresses alone (status) would not.
+		// A nodeRef, a Node change or our providerID patch wakes us; addresses alone (status) would not.
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil // nothing will wake us: look again
 }
 
-// fail marks the Machine Failed (terminal). reasonErr, when a *MachineError, gives errorReason and
-// errorMessage; otherwise message is used.
+// fail marks the Machine Failed; a *MachineError reasonErr gives errorReason and errorMessage.
 func (r *Reconciler) fail(ctx context.Context, s *scope, reasonErr error, message string) {
 	m := s.m
 	if me := asMachineError(reasonErr); me != nil {
@@ -182,8 +178,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, reasonErr error, messag
 	}
 }
 
-// unknownInstanceState sets instanceState/vmState to "Unknown" in a provider status that has one of
-// them (the cloud providers' convention).
+// unknownInstanceState sets a provider status's instanceState/vmState to "Unknown" (providers' convention).
 func unknownInstanceState(ps *runtime.RawExtension) *runtime.RawExtension {
 	var obj map[string]any
 	if ps == nil || json.Unmarshal(ps.Raw, &obj) != nil {

@@ -1,5 +1,4 @@
-// Package machinetest holds test helpers for the machine controller and for providers: a scriptable fake
-// Actuator that counts calls.
+// Package machinetest holds a scriptable fake Actuator that counts calls.
 package machinetest
 
 import (
@@ -22,8 +21,7 @@ type Actuator struct {
 	// Errors returned by each operation (nil = success).
 	CreateErr, UpdateErr, ExistsErr, DeleteErr error
 
-	// Hooks run at the start of each call with the Machine the controller passed (they may set
-	// providerID, addresses and providerStatus). A hook's non-nil error replaces the configured one.
+	// Hooks run at the start of each call with the controller's Machine; a non-nil error replaces the configured one.
 	CreateHook, UpdateHook, DeleteHook hook
 	ExistsHook                         func(ctx context.Context, m *machinev1beta1.Machine) (bool, error)
 
@@ -31,12 +29,10 @@ type Actuator struct {
 	CreateSetsInstance bool
 	// DeleteRemovesInstance makes a successful Delete clear ExistsValue.
 	DeleteRemovesInstance bool
-	// ProviderID and Addresses are written by Create/Update when set.
-	ProviderID string
-	Addresses  []string
+	ProviderID            string   // written by Create/Update when set
+	Addresses             []string // likewise
 
-	// Groups, when set, are the providerSpec API groups the fake serves (machine.ProviderSpecServer);
-	// empty serves every Machine.
+	// Groups are the providerSpec API groups the fake serves (machine.ProviderSpecServer); empty serves all.
 	Groups []string
 
 	calls map[string]int
