@@ -335,22 +335,20 @@ func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Obje
 	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
 		names[ref.Name] = true
 	}
-	lookups := [][2]string{}
-	if id := machineProviderID(m); id != "" {
-		lookups = append(lookups, [2]string{IndexNodeProviderID, id})
-	}
-	for _, ip := range internalIPs(m.Status.Addresses) {
-		lookups = append(lookups, [2]string{IndexNodeInternalIP, ip})
-	}
-	for _, l := range lookups {
-		nodes, err := r.listNodes(ctx, l[0], l[1])
+	lookup := func(index, value string) {
+		nodes, err := r.listNodes(ctx, index, value)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "mapping machine to nodes", "machine", m.Namespace+"/"+m.Name)
-			continue
 		}
 		for _, n := range nodes {
 			names[n] = true
 		}
+	}
+	if id := machineProviderID(m); id != "" {
+		lookup(IndexNodeProviderID, id)
+	}
+	for _, ip := range internalIPs(m.Status.Addresses) {
+		lookup(IndexNodeInternalIP, ip)
 	}
 	reqs := make([]reconcile.Request, 0, len(names))
 	for _, n := range slices.Sorted(maps.Keys(names)) {

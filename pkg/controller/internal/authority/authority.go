@@ -39,16 +39,10 @@ const (
 )
 
 func (s Step) String() string {
-	switch s {
-	case Reconcile:
-		return "Reconcile"
-	case InitStatus:
-		return "InitStatus"
-	case Pause:
-		return "Pause"
-	default:
-		return "Ignore"
+	if s < Reconcile || s > Ignore {
+		s = Ignore
 	}
+	return [...]string{"Reconcile", "InitStatus", "Pause", "Ignore"}[s]
 }
 
 // Decision is what Decide returns.
