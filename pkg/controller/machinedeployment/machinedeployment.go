@@ -170,10 +170,7 @@ func (r *Reconciler) setOwner(ctx context.Context, ms *machinev1beta1.MachineSet
 		upd.OwnerReferences = slices.DeleteFunc(upd.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == md.UID })
 	}
 	if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("claiming MachineSet %s (adopt=%t): %w", ms.Name, adopt, err)
+		return client.IgnoreNotFound(fmt.Errorf("claiming MachineSet %s (adopt=%t): %w", ms.Name, adopt, err))
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("claimed MachineSet", "machineset", ms.Name, "adopt", adopt)
 	*ms = *upd

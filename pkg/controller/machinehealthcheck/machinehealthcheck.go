@@ -1,6 +1,7 @@
 package machinehealthcheck
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,10 +98,7 @@ func NewReconciler(opts Options) *Reconciler {
 		backoffOn: opts.RemediationBackoff,
 		pacing:    newPacing(),
 
-		startupFrom: opts.NodeStartupTimeoutFrom,
-	}
-	if r.startupFrom == "" {
-		r.startupFrom = StartupFromCreation
+		startupFrom: cmp.Or(opts.NodeStartupTimeoutFrom, StartupFromCreation),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}

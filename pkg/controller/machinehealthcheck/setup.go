@@ -101,11 +101,8 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machin
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
 	var machines []*machinev1beta1.Machine
 	list := &machinev1beta1.MachineList{}
-	opts := []client.ListOption{client.MatchingFields{machine.NodeRefNameField: o.GetName()}, client.UnsafeDisableDeepCopy}
-	if r.namespace != "" {
-		opts = append(opts, client.InNamespace(r.namespace))
-	}
-	if err := r.client.List(ctx, list, opts...); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{machine.NodeRefNameField: o.GetName()},
+		client.InNamespace(r.namespace), client.UnsafeDisableDeepCopy); err != nil { // "": every namespace
 		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", o.GetName())
 	}
 	for i := range list.Items {

@@ -246,10 +246,7 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	base := nm.DeepCopy()
 	controllerutil.RemoveFinalizer(nm, Finalizer)
 	if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("removing the finalizer: %w", err)
+		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
 	}
 	r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventRemovedMaintenance, "Release", "Removed the node maintenance of node %s", nm.Spec.NodeName)
 	forgetMetrics(nm.Name)

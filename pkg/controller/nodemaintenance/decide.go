@@ -187,11 +187,11 @@ func etcdGuardBlock(node *corev1.Node, pods []corev1.Pod, pdbs []policyv1.PodDis
 }
 
 // drainDeadline returns when the drain times out; ok is false when it never does.
-func drainDeadline(nm *nmv1beta1.NodeMaintenance) (time.Time, bool) {
-	if nm.Spec.DrainTimeout == nil || nm.Status.DrainStartTime == nil {
+func drainDeadline(timeout *metav1.Duration, start *metav1.Time) (time.Time, bool) {
+	if timeout == nil || start == nil {
 		return time.Time{}, false
 	}
-	return nm.Status.DrainStartTime.Add(nm.Spec.DrainTimeout.Duration), true
+	return start.Add(timeout.Duration), true
 }
 
 // pendingStatus fills the pending pods of the status, sorted.

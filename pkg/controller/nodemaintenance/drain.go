@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +32,7 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		return ctrl.Result{}, nil
 	}
 	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx))
-	withStart := *nm
-	withStart.Status.DrainStartTime = st.DrainStartTime
-	deadline, bounded := drainDeadline(&withStart)
+	deadline, bounded := drainDeadline(nm.Spec.DrainTimeout, st.DrainStartTime)
 	now := r.now()
 
 	if bounded && !now.Before(deadline) {
@@ -51,7 +49,6 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 			st.LastError = patch.Truncate("drain timeout expired; "+errors.Join(failed...).Error(), 1024)
 			return ctrl.Result{}, errors.Join(failed...)
 		}
-		sort.Strings(deleted)
 		msg := fmt.Sprintf("drain of node %s did not finish within the drain timeout %s: deleted %d remaining pod(s) without eviction: %s",
 			nodeName, nm.Spec.DrainTimeout.Duration, len(deleted), listNames(deleted))
 		r.events.Eventf(nm, nil, corev1.EventTypeWarning, EventDrainTimedOut, "Drain", "%s", msg)
@@ -90,11 +87,9 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	pendingStatus(st, remaining)
 	var msgs []string
 	if len(blocked) > 0 {
-		sort.Strings(blocked)
 		msgs = append(msgs, "eviction blocked by a PodDisruptionBudget: "+listNames(blocked))
 	}
 	if len(failed) > 0 {
-		sort.Strings(failed)
 		msgs = append(msgs, "eviction failed: "+listNames(failed))
 	}
 	if len(msgs) == 0 {
@@ -122,7 +117,9 @@ func (r *Reconciler) succeed(st *nmv1beta1.NodeMaintenanceStatus, note string) {
 	st.LastError = note
 }
 
+// listNames sorts names and lists at most maxPodsInMessage of them.
 func listNames(names []string) string {
+	slices.Sort(names)
 	if len(names) > maxPodsInMessage {
 		return strings.Join(names[:maxPodsInMessage], ", ") + fmt.Sprintf(" and %d more", len(names)-maxPodsInMessage)
 	}

@@ -169,18 +169,17 @@ func (c *OvershootController) applyAndReport(ctx context.Context, obj client.Obj
 // apply writes d on obj (a *MachineSet or *MachineDeployment): the Frozen
 // condition, then the label and the annotation, each patched only when it differs.
 func (c *OvershootController) apply(ctx context.Context, obj client.Object, d freezeDecision) error {
-	conds, err := conditionsOf(obj)
-	if err != nil {
-		return err
-	}
 	base, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return fmt.Errorf("copying %T", obj)
 	}
 	upd, _ := obj.DeepCopyObject().(client.Object)
-	updConds, _ := conditionsOf(upd)
+	updConds, err := conditionsOf(upd)
+	if err != nil {
+		return err
+	}
 	switch {
-	case d.frozen && conditions.IsTrue(*conds, mdv1beta1.FrozenCondition): // the first freeze's reason stays
+	case d.frozen && conditions.IsTrue(*updConds, mdv1beta1.FrozenCondition): // the first freeze's reason stays
 	case d.frozen:
 		*updConds = conditions.Set(*updConds, frozenCondition(d), c.now())
 	default:
