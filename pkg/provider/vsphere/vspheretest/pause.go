@@ -2,7 +2,6 @@ package vspheretest
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"sync"
@@ -108,31 +107,28 @@ func (p *proxy) relay(client net.Conn) {
 // pipe copies src to dst, holding every chunk while paused. The end of src is passed on as a half-close, so
 // a request sent just before the client gave up still reaches vcsim; an error closes both sides.
 func (p *proxy) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		if !p.hold() {
-			break
-		}
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.hold() {
-				break
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				break
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			if tc, ok := dst.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
-				return
-			}
-			break
-		}
-		if err != nil {
-			break
-		}
+	_, err := io.Copy(dst, heldReader{p, src})
+	if tc, ok := dst.(*net.TCPConn); ok && err == nil {
+		_ = tc.CloseWrite()
+		return
 	}
 	_ = dst.Close()
 	_ = src.Close()
+}
+
+// heldReader reads from r only while the proxy is not paused, and holds what it read until then.
+type heldReader struct {
+	p *proxy
+	r io.Reader
+}
+
+func (h heldReader) Read(b []byte) (int, error) {
+	if !h.p.hold() {
+		return 0, net.ErrClosed
+	}
+	n, err := h.r.Read(b)
+	if n > 0 && !h.p.hold() {
+		return 0, net.ErrClosed
+	}
+	return n, err
 }
