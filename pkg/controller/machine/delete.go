@@ -62,10 +62,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	r.waitBackoff.Forget(s.key)
 
-	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
-		if err := r.deleteNode(ctx, ref); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.deleteNode(ctx, m.Status.NodeRef); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.removeFinalizer(ctx, s)
 }
@@ -93,19 +91,31 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// deleteNode deletes the Machine's Node unless the cache shows it gone, deleting or replaced; nodeRef's
-// UID is a precondition, so a new Node reusing the name survives.
-func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference) error {
+// machineNode returns the Node nodeRef names (from the cache), or nil when it is gone or a new Node
+// reuses its name (nodeRef's UID differs).
+func (r *Reconciler) machineNode(ctx context.Context, ref *corev1.ObjectReference) (*corev1.Node, error) {
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
 	node := &corev1.Node{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); {
 	case apierrors.IsNotFound(err):
-		return nil // the provider's Delete removed it (kubemark), or it never registered
+		return nil, nil
 	case err != nil:
-		return fmt.Errorf("getting node %s: %w", ref.Name, err)
-	case node.DeletionTimestamp != nil, ref.UID != "" && node.UID != ref.UID:
-		return nil
+		return nil, fmt.Errorf("getting node %s: %w", ref.Name, err)
+	case ref.UID != "" && node.UID != ref.UID:
+		return nil, nil
 	}
-	node = &corev1.Node{}
+	return node, nil
+}
+
+// deleteNode deletes the Machine's Node unless the cache shows it gone, deleting or replaced; nodeRef's
+// UID is a precondition, so a new Node reusing the name survives.
+func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference) error {
+	if node, err := r.machineNode(ctx, ref); err != nil || node == nil || node.DeletionTimestamp != nil {
+		return err // NotFound: the provider's Delete removed it (kubemark), or it never registered
+	}
+	node := &corev1.Node{}
 	node.Name = ref.Name
 	var opts []client.DeleteOption
 	if ref.UID != "" {

@@ -29,16 +29,9 @@ const (
 // drainStage runs the drain stage of the deletion pipeline; done: Drained=True, the pipeline goes on.
 func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result, done bool, err error) {
 	m := s.m
-	var node *corev1.Node
-	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
-		n := &corev1.Node{}
-		switch err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, n); {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return ctrl.Result{}, false, fmt.Errorf("getting node %s: %w", ref.Name, err)
-		case ref.UID == "" || n.UID == ref.UID: // else a new node reuses the name: the Machine's is gone
-			node = n
-		}
+	node, err := r.machineNode(ctx, m.Status.NodeRef)
+	if err != nil {
+		return ctrl.Result{}, false, err
 	}
 	switch dec := decideDrain(m, node); dec.Action {
 	case drainBlocked:

@@ -5,7 +5,6 @@ package machine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -63,13 +62,7 @@ func (r *Reconciler) evictionPass(ctx context.Context, node *corev1.Node) ([]pod
 			markGone(results, left)
 		}
 	}
-	var pdbs []policyv1.PodDisruptionBudget
-	if slices.ContainsFunc(results, func(p podEviction) bool { return p.Outcome == podBlocked }) {
-		if pdbs, err = r.listPDBs(ctx, results); err != nil {
-			log.FromContext(ctx).Error(err, "listing PodDisruptionBudgets to explain a blocked drain")
-		}
-	}
-	return results, pdbs, nil
+	return results, r.listPDBs(ctx, results), nil
 }
 
 // podsToEvict lists the pods kubectl's drain would remove from the node.
@@ -94,11 +87,10 @@ func markGone(results []podEviction, left []corev1.Pod) {
 	}
 }
 
-// listPDBs lists the PodDisruptionBudgets of the blocked pods' namespaces.
-func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]policyv1.PodDisruptionBudget, error) {
-	seen := map[string]bool{}
+// listPDBs lists the PodDisruptionBudgets of the blocked pods' namespaces; a failure only costs their names.
+func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) []policyv1.PodDisruptionBudget {
 	var out []policyv1.PodDisruptionBudget
-	var errs []error
+	seen := map[string]bool{}
 	for _, p := range results {
 		if p.Outcome != podBlocked || seen[p.Namespace] {
 			continue
@@ -106,12 +98,12 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) ([]pol
 		seen[p.Namespace] = true
 		l, err := r.KubeClient.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("listing PodDisruptionBudgets of namespace %s: %w", p.Namespace, err))
+			log.FromContext(ctx).Error(err, "listing PodDisruptionBudgets to explain a blocked drain", "namespace", p.Namespace)
 			continue
 		}
 		out = append(out, l.Items...)
 	}
-	return out, errors.Join(errs...)
+	return out
 }
 
 // drainHelper is kubectl's drain helper, with 1s grace periods on an unreachable node.

@@ -74,50 +74,16 @@ func machineNodeRefName(o client.Object) []string {
 	return []string{m.Status.NodeRef.Name}
 }
 
-// machineRequests lists our Machines from the cache and returns those keep accepts; a failure is logged.
-func (r *Reconciler) machineRequests(ctx context.Context, keep func(*machinev1beta1.Machine) bool, failure string,
-	keysAndValues []any, opts ...client.ListOption) []reconcile.Request {
-	list := &machinev1beta1.MachineList{}
-	if r.Namespace != "" {
-		opts = append(opts, client.InNamespace(r.Namespace))
-	}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, failure, keysAndValues...)
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		if keep(&list.Items[i]) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
-}
-
-// nodeToMachines maps a Node to the Machines whose nodeRef names it.
-func (r *Reconciler) nodeToMachines(ctx context.Context, o client.Object) []reconcile.Request {
-	all := func(*machinev1beta1.Machine) bool { return true }
-	return r.machineRequests(ctx, all, "mapping a node to machines", []any{"node", o.GetName()},
-		client.MatchingFields{NodeRefNameField: o.GetName()})
-}
-
-// machinesWaitingForControlPlaneDrain lists the deleting Machines whose drain waits for another
-// control-plane drain.
-func (r *Reconciler) machinesWaitingForControlPlaneDrain(ctx context.Context) []reconcile.Request {
-	return r.machineRequests(ctx, waitingForControlPlaneDrain, "listing machines waiting for a control-plane drain", nil)
-}
-
 // nodeHandler enqueues the Machines of a Node and, when a control-plane drain of ours ends, the Machines
 // waiting for it, so they do not sit out their drain backoff.
 func (r *Reconciler) nodeHandler() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	enqueue := func(ctx context.Context, q queue, node client.Object, drainEnded bool) {
-		reqs := r.nodeToMachines(ctx, node)
+		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("node", node.GetName()))
+		all := func(*machinev1beta1.Machine) bool { return true }
+		r.enqueueMachines(ctx, q, all, "mapping a node to machines", client.MatchingFields{NodeRefNameField: node.GetName()})
 		if drainEnded {
-			reqs = append(reqs, r.machinesWaitingForControlPlaneDrain(ctx)...)
-		}
-		for _, req := range reqs {
-			q.Add(req)
+			r.enqueueMachines(ctx, q, waitingForControlPlaneDrain, "listing machines waiting for a control-plane drain")
 		}
 	}
 	return handler.Funcs{
@@ -132,6 +98,24 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 			enqueue(ctx, q, e.Object, ok && controlPlaneDrainEnded(n, nil))
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue(ctx, q, e.Object, false) },
+	}
+}
+
+// enqueueMachines adds our cached Machines that keep accepts to q; a failed listing is logged.
+func (r *Reconciler) enqueueMachines(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request],
+	keep func(*machinev1beta1.Machine) bool, failure string, opts ...client.ListOption) {
+	list := &machinev1beta1.MachineList{}
+	if r.Namespace != "" {
+		opts = append(opts, client.InNamespace(r.Namespace))
+	}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, failure)
+		return
+	}
+	for i := range list.Items {
+		if keep(&list.Items[i]) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 }
 
