@@ -178,7 +178,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		err := taskError(info)
 		st.TaskRef = "" // the next call starts over
 		setCreation(st, a.now(), err)
-		return joinStatus(m, st, err)
+		return writeStatus(m, st, err)
 	case createClone:
 		userData, err := a.userData(ctx, m, t.spec)
 		if err != nil {
@@ -187,12 +187,12 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		ref, err := startClone(ctx, s, m, t.spec, userData)
 		if err != nil {
 			setCreation(st, a.now(), err)
-			return joinStatus(m, st, err)
+			return writeStatus(m, st, err)
 		}
 		logger.Info("cloning the VM", "template", t.spec.Template, "task", ref)
 		st.TaskRef = ref
 		setCreation(st, a.now(), nil)
-		return joinStatus(m, st, machine.RequeueAfter(a.poll, "cloning the VM from template "+t.spec.Template))
+		return writeStatus(m, st, machine.RequeueAfter(a.poll, "cloning the VM from template "+t.spec.Template))
 	case createConflict:
 		return fmt.Errorf("VM %s in folder %q is %s and its instance UUID is not this Machine's UID %s: it belongs to something else; rename or remove it", vm.mo.Name, t.spec.Workspace.Folder, vm.mo.Runtime.PowerState, m.UID)
 	case createConfigure:
@@ -206,7 +206,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 		logger.Info("applying the Machine's configuration to the clone", "vm", vm.mo.Name, "task", task.Reference().Value)
 		st.TaskRef = task.Reference().Value
-		return joinStatus(m, st, machine.RequeueAfter(a.poll, "configuring the cloned VM"))
+		return writeStatus(m, st, machine.RequeueAfter(a.poll, "configuring the cloned VM"))
 	case createJoinGroup:
 		// Polled via taskRef like every Create task (OpenShift waits on it); the next call re-checks membership.
 		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), true)
@@ -218,7 +218,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 		logger.Info("adding the VM to its VM group", "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup, "task", ref)
 		st.TaskRef = ref
-		return joinStatus(m, st, machine.RequeueAfter(a.poll, "adding the VM to VM group "+t.spec.Workspace.VMGroup))
+		return writeStatus(m, st, machine.RequeueAfter(a.poll, "adding the VM to VM group "+t.spec.Workspace.VMGroup))
 	case createPowerOn:
 		ref, err := powerOn(ctx, s, vm)
 		if err != nil {
@@ -227,20 +227,12 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		logger.Info("powering the VM on", "vm", vm.mo.Name, "task", ref)
 		st.TaskRef = ref
 		a.observe(st, vm)
-		return joinStatus(m, st, machine.RequeueAfter(a.poll, "powering the VM on"))
+		return writeStatus(m, st, machine.RequeueAfter(a.poll, "powering the VM on"))
 	default: // createDone
 		a.observe(st, vm)
 		setCreation(st, a.now(), nil)
-		return writeStatus(m, st)
+		return writeStatus(m, st, nil)
 	}
-}
-
-// joinStatus writes the providerStatus and returns err (or the encoding error).
-func joinStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProviderStatus, err error) error {
-	if werr := writeStatus(m, st); werr != nil {
-		return werr
-	}
-	return err
 }
 
 // observe records the VM's BIOS UUID and power state in the providerStatus.

@@ -50,16 +50,16 @@ func decodeStatus(m *machinev1beta1.Machine) *machinev1beta1.VSphereMachineProvi
 	return st
 }
 
-// writeStatus stores st on the Machine (persisted by the machine controller).
-func writeStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProviderStatus) error {
+// writeStatus stores st on the Machine (persisted by the machine controller) and returns err.
+func writeStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProviderStatus, err error) error {
 	st.APIVersion = machinev1beta1.GroupVersion.String()
 	st.Kind = providerStatusKind
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encoding providerStatus: %w", err)
+	raw, merr := json.Marshal(st)
+	if merr != nil { // cannot happen: plain fields only
+		panic(fmt.Sprintf("encoding VSphereMachineProviderStatus: %v", merr))
 	}
 	m.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
-	return nil
+	return err
 }
 
 // setCreation records the MachineCreation condition as OpenShift does (True/MachineCreationSucceeded, or

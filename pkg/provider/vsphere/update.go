@@ -51,9 +51,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	m.Status.Addresses = addrs
 	a.observe(st, vm)
-	if err := writeStatus(m, st); err != nil {
-		return err
-	}
+	writeStatus(m, st, nil)
 	return a.patchMetadata(ctx, m, vm.mo.Runtime.PowerState, failureDomainFor(t.spec.Workspace, t.settings.FailureDomains))
 }
 
