@@ -52,40 +52,18 @@ func MachinesToDelete(policy machinev1beta1.MachineSetDeletePolicy, machines []*
 	if n <= 0 || len(machines) == 0 {
 		return nil
 	}
-	type candidate struct {
-		m     *machinev1beta1.Machine
-		class int
-		hash  uint64
-	}
-	cands := make([]candidate, len(machines))
-	for i, m := range machines {
-		cands[i] = candidate{m: m, class: deleteClass(m)}
-		if policy != machinev1beta1.OldestMachineSetDeletePolicy && policy != machinev1beta1.NewestMachineSetDeletePolicy {
-			cands[i].hash = randomKey(m)
-		}
-	}
-	slices.SortFunc(cands, func(a, b candidate) int {
-		if c := cmp.Compare(a.class, b.class); c != 0 {
-			return c
-		}
-		var c int
+	byPolicy := func(a, b *machinev1beta1.Machine) int {
 		switch policy {
 		case machinev1beta1.OldestMachineSetDeletePolicy:
-			c = a.m.CreationTimestamp.Compare(b.m.CreationTimestamp.Time)
+			return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 		case machinev1beta1.NewestMachineSetDeletePolicy:
-			c = b.m.CreationTimestamp.Compare(a.m.CreationTimestamp.Time)
-		default:
-			c = cmp.Compare(a.hash, b.hash)
+			return b.CreationTimestamp.Compare(a.CreationTimestamp.Time)
 		}
-		if c != 0 {
-			return c
-		}
-		return cmp.Compare(a.m.Name, b.m.Name)
-	})
-	n = min(n, len(cands))
-	out := make([]*machinev1beta1.Machine, n)
-	for i := range n {
-		out[i] = cands[i].m
+		return cmp.Compare(randomKey(a), randomKey(b))
 	}
-	return out
+	out := slices.Clone(machines)
+	slices.SortFunc(out, func(a, b *machinev1beta1.Machine) int {
+		return cmp.Or(cmp.Compare(deleteClass(a), deleteClass(b)), byPolicy(a, b), cmp.Compare(a.Name, b.Name))
+	})
+	return out[:min(n, len(out))]
 }
