@@ -62,7 +62,6 @@ const (
 	EventFailedCreate        = "FailedCreate"
 	EventFailedUpdate        = "FailedUpdate"
 	EventFailed              = "Failed"
-	EventInstanceGone        = "InstanceMissing"
 	EventDeleted             = "Deleted"
 	EventFailedDelete        = "FailedDelete"
 	EventDrainBlocked        = "DrainBlocked"

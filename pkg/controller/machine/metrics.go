@@ -27,28 +27,18 @@ var (
 	}, []string{"phase"})
 
 	// PhaseTransitionsTotal counts phase transitions ("" is a new Machine).
-	PhaseTransitionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "machine_api_machine_phase_transitions_total",
-		Help: "Machine phase transitions written by the machine controller.",
-	}, []string{"from", "to"})
-
+	PhaseTransitionsTotal = counterVec("machine_api_machine_phase_transitions_total",
+		"Machine phase transitions written by the machine controller.", "from", "to")
 	// ProviderCallsTotal counts Actuator calls.
-	ProviderCallsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "machine_api_provider_calls_total",
-		Help: "Calls of the provider (Actuator) by operation.",
-	}, []string{"operation"})
-
+	ProviderCallsTotal = counterVec("machine_api_provider_calls_total", "Calls of the provider (Actuator) by operation.", "operation")
 	// ProviderErrorsTotal counts failed Actuator calls (a RequeueAfterError is a wait, not a failure).
-	ProviderErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "machine_api_provider_errors_total",
-		Help: "Provider (Actuator) calls that failed, by operation.",
-	}, []string{"operation"})
+	ProviderErrorsTotal = counterVec("machine_api_provider_errors_total", "Provider (Actuator) calls that failed, by operation.", "operation")
 
 	// InstanceCreateFailed, InstanceUpdateFailed and InstanceDeleteFailed count failed provider calls per
 	// Machine (OpenShift's), by MachineError reason or error message; a Machine's series go with it.
-	InstanceCreateFailed = newInstanceFailed("mapi_instance_create_failed", "create")
-	InstanceUpdateFailed = newInstanceFailed("mapi_instance_update_failed", "update")
-	InstanceDeleteFailed = newInstanceFailed("mapi_instance_delete_failed", "delete")
+	InstanceCreateFailed = instanceFailedCounter("mapi_instance_create_failed", "create")
+	InstanceUpdateFailed = instanceFailedCounter("mapi_instance_update_failed", "update")
+	InstanceDeleteFailed = instanceFailedCounter("mapi_instance_delete_failed", "delete")
 
 	// DrainDurationSeconds observes node drains, from DrainStartedAnnotation until drained or timed out.
 	DrainDurationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -69,11 +59,12 @@ var (
 	}
 )
 
-func newInstanceFailed(name, verb string) *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: name,
-		Help: "Number of times the provider failed to " + verb + " the Machine's instance.",
-	}, []string{"name", "namespace", "reason"})
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func instanceFailedCounter(name, verb string) *prometheus.CounterVec {
+	return counterVec(name, "Number of times the provider failed to "+verb+" the Machine's instance.", "name", "namespace", "reason")
 }
 
 // RegisterMetrics registers the metrics with controller-runtime's registry; calling it again is safe.
