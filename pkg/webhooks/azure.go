@@ -268,12 +268,7 @@ func checkAzureResourceID(id string) error {
 	if !strings.HasPrefix(id, "/") {
 		return fmt.Errorf("invalid resource ID: resource id '%s' must start with '/'", id)
 	}
-	var parts []string
-	for _, s := range strings.Split(id, "/") {
-		if s != "" {
-			parts = append(parts, s)
-		}
-	}
+	parts := strings.FieldsFunc(id, func(r rune) bool { return r == '/' })
 	invalid := fmt.Errorf("invalid resource ID: %s", id)
 	if len(parts) < 2 || (!strings.EqualFold(parts[0], "subscriptions") && !strings.EqualFold(parts[0], "providers")) {
 		return invalid

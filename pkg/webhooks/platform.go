@@ -166,12 +166,8 @@ func unknownFieldWarning(raw []byte, into any) string {
 		return ""
 	}
 	name = strings.ReplaceAll(name, `"`, "")
-	return (&field.Error{
-		Type:     field.ErrorTypeNotSupported,
-		Field:    providerSpecPath.Child("value").String(),
-		BadValue: name,
-		Detail:   fmt.Sprintf("Unknown field (%s) will be ignored", name),
-	}).Error()
+	return (&field.Error{Type: field.ErrorTypeNotSupported, Field: providerSpecPath.Child("value").String(), BadValue: name,
+		Detail: fmt.Sprintf("Unknown field (%s) will be ignored", name)}).Error()
 }
 
 // gvkWarning is OpenShift's warning for a value whose apiVersion and kind
