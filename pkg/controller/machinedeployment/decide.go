@@ -242,18 +242,14 @@ func SetName(mdName, hash string) string {
 // the next revision and md's minReadySeconds; with none and create, plans one.
 func (r *rollout) findNewSet(create bool) {
 	hash := TemplateHash(&r.md.Spec.Template, r.md.Status.CollisionCount)
-	for _, s := range r.sets {
-		if EqualIgnoringHash(&s.ms.Spec.Template, &r.md.Spec.Template) {
-			r.newSet = s
-			break
-		}
-	}
-	if r.newSet == nil {
-		for _, s := range r.sets {
-			if s.ms.Name == SetName(r.md.Name, hash) && s.ms.Spec.Template.Labels[mdv1beta1.MachineTemplateHashLabel] == hash {
-				r.newSet = s
-			}
-		}
+	if i := slices.IndexFunc(r.sets, func(s *set) bool {
+		return EqualIgnoringHash(&s.ms.Spec.Template, &r.md.Spec.Template)
+	}); i >= 0 {
+		r.newSet = r.sets[i]
+	} else if i := slices.IndexFunc(r.sets, func(s *set) bool {
+		return s.ms.Name == SetName(r.md.Name, hash) && s.ms.Spec.Template.Labels[mdv1beta1.MachineTemplateHashLabel] == hash
+	}); i >= 0 { // names are unique: at most one
+		r.newSet = r.sets[i]
 	}
 	newRevision := strconv.FormatInt(r.maxOldRevision()+1, 10)
 	if s := r.newSet; s != nil {

@@ -31,11 +31,10 @@ func (r *rollout) setReplicas(s *set, n int32, force bool) bool {
 	return changed
 }
 
-// footprint is the most Machines all sets may have at once.
-func (r *rollout) footprint() int32 {
-	var n int32
-	for _, s := range r.all() {
-		n += s.footprint()
+// sum adds f over sets.
+func sum(sets []*set, f func(*set) int32) (n int32) {
+	for _, s := range sets {
+		n += f(s)
 	}
 	return n
 }
@@ -49,13 +48,9 @@ func (r *rollout) newSetReplicas() int32 {
 	case mdv1beta1.RecreateStrategy:
 		return r.replicas
 	case mdv1beta1.OnDeleteStrategy:
-		var old int32
-		for _, s := range r.old() {
-			old += s.replicas()
-		}
-		return min(max(r.replicas-old, cur), r.replicas)
+		return min(max(r.replicas-sum(r.old(), (*set).replicas), cur), r.replicas)
 	}
-	room := r.replicas + r.surge - r.footprint()
+	room := r.replicas + r.surge - sum(r.all(), (*set).footprint)
 	if room <= 0 {
 		return cur
 	}
@@ -87,16 +82,10 @@ func (r *rollout) rolling() {
 // Machines available: first replicas not available anyway, then available ones.
 func (r *rollout) scaleDownOld() bool {
 	old := r.old()
-	var oldReplicas, all int32
-	for _, s := range old {
-		oldReplicas += s.replicas()
-	}
-	if oldReplicas == 0 {
+	if sum(old, (*set).replicas) == 0 {
 		return false
 	}
-	for _, s := range r.all() {
-		all += max(s.replicas(), s.active())
-	}
+	all := sum(r.all(), func(s *set) int32 { return max(s.replicas(), s.active()) })
 	minAvailable := r.replicas - r.unavail
 	var newUnavailable int32
 	if ns := r.newSet; ns != nil {
@@ -118,11 +107,8 @@ func (r *rollout) scaleDownOld() bool {
 			scaled = true
 		}
 	}
-	var available int32 // then as many as availability allows
-	for _, s := range r.all() {
-		available += s.availableAt(s.replicas())
-	}
-	budget := available - minAvailable
+	// Then as many as availability allows.
+	budget := sum(r.all(), func(s *set) int32 { return s.availableAt(s.replicas()) }) - minAvailable
 	for _, s := range old {
 		if budget <= 0 {
 			break
@@ -182,11 +168,7 @@ func (r *rollout) recreate() {
 // deleted Machines leave, the new set takes up the rest of replicas.
 func (r *rollout) onDelete() {
 	scaled := false
-	var total int32
-	for _, s := range r.all() {
-		total += s.replicas()
-	}
-	excess := total - r.replicas
+	excess := sum(r.all(), (*set).replicas) - r.replicas
 	for _, s := range r.old() {
 		target := min(s.replicas(), s.active())
 		if excess > 0 {
@@ -255,10 +237,7 @@ func (r *rollout) scale() {
 	if strategyOf(r.md) != mdv1beta1.RollingUpdateStrategy {
 		return
 	}
-	var current, allowed int32
-	for _, s := range active {
-		current += s.replicas()
-	}
+	current, allowed := sum(active, (*set).replicas), int32(0)
 	if r.replicas > 0 {
 		allowed = r.replicas + r.surge
 	}

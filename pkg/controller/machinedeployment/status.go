@@ -3,6 +3,7 @@ package machinedeployment
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -180,12 +181,7 @@ func (r *rollout) deadlineCheck(st *mdv1beta1.MachineDeploymentStatus, deadline 
 // rollout those of old sets' Machines, never the new set's.
 func (r *rollout) taints(states []SetState) map[string]bool {
 	nodes := map[string]bool{}
-	inProgress := false
-	for _, s := range r.old() {
-		if s.active() > 0 {
-			inProgress = r.newSet != nil
-		}
-	}
+	inProgress := r.newSet != nil && slices.ContainsFunc(r.old(), func(s *set) bool { return s.active() > 0 })
 	for _, st := range states {
 		want := inProgress && (r.create || st.Set.Name != r.newSet.ms.Name)
 		for _, n := range st.Nodes {

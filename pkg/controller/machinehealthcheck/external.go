@@ -170,13 +170,8 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 	if err != nil {
 		return nil // reported when remediating
 	}
-	var healthy []*machinev1beta1.Machine
-	for _, t := range targets {
-		if t.verdict.Health == Healthy {
-			healthy = append(healthy, t.machine)
-		}
-	}
-	if len(healthy) == 0 {
+	healthy := func(t target) bool { return t.verdict.Health == Healthy }
+	if !slices.ContainsFunc(targets, healthy) {
 		return nil
 	}
 	list := &unstructured.UnstructuredList{}
@@ -192,9 +187,10 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 		byName[list.Items[i].GetName()] = &list.Items[i]
 	}
 	var errs []error
-	for _, m := range healthy {
+	for _, t := range targets {
+		m := t.machine
 		req, ok := byName[m.Name]
-		if !ok || req.GetDeletionTimestamp() != nil ||
+		if !healthy(t) || !ok || req.GetDeletionTimestamp() != nil ||
 			!slices.ContainsFunc(req.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == m.UID }) {
 			continue
 		}

@@ -323,12 +323,7 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 // unhealthyOldestFirst returns the Unhealthy targets, the oldest Machine
 // first (then by name): the order in which the pacing serves them.
 func unhealthyOldestFirst(targets []target) []target {
-	var out []target
-	for _, t := range targets {
-		if t.verdict.Health == Unhealthy {
-			out = append(out, t)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(targets), func(t target) bool { return t.verdict.Health != Unhealthy })
 	slices.SortStableFunc(out, func(a, b target) int {
 		if c := a.machine.CreationTimestamp.Compare(b.machine.CreationTimestamp.Time); c != 0 {
 			return c

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -72,10 +73,9 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	err = c.applyAndReport(ctx, v.ms, d, marks, "MachineSet", EventFrozeMachineSet, EventUnfrozeMachineSet)
 	if v.md != nil {
-		anyFrozen := d.frozen
-		for _, s := range v.siblings {
-			anyFrozen = anyFrozen || (s.UID != v.ms.UID && MachineSetFrozen(s))
-		}
+		anyFrozen := d.frozen || slices.ContainsFunc(v.siblings, func(s *machinev1beta1.MachineSet) bool {
+			return s.UID != v.ms.UID && MachineSetFrozen(s)
+		})
 		mdMarks := marksOf(v.md.Labels, v.md.Status.Conditions)
 		mdd := decideDeployment(v.md.Name, anyFrozen, d, d.frozen && !marks.frozen(), v.mdUnfreeze)
 		err = errors.Join(err, c.applyAndReport(ctx, v.md, mdd, mdMarks, "MachineDeployment", EventFrozeMachineDeployment, EventUnfrozeMachineDeployment))
