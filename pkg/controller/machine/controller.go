@@ -103,8 +103,7 @@ func phaseOf(m *machinev1beta1.Machine) string { return ptr.Deref(m.Status.Phase
 
 func setPhase(m *machinev1beta1.Machine, phase string) { m.Status.Phase = &phase }
 
-// Reconcile drives one Machine: observe (the cached Machine), decide and act (reconcile), report (one
-// status patch, only when the status changed).
+// Reconcile drives one Machine: observe, decide and act (reconcile), report (one status patch if changed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if r.Namespace != "" && req.Namespace != r.Namespace {
 		return ctrl.Result{}, nil
@@ -148,8 +147,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	deleteInstanceFailedMetrics(key.Name, key.Namespace)
 }
 
-// reconcile leaves the Machine to another API or provider, or sets the hook conditions and goes on to
-// the deletion pipeline or to provisioning.
+// reconcile leaves the Machine alone (leave.go), or goes on to the deletion pipeline or provisioning.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
 	d := authority.Decide(r.MachineAPIMigration, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
@@ -190,12 +188,9 @@ func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// The controller's only writes to the Machine: a metadata/spec merge patch (finalizer, providerID,
-// annotations) and one status patch per reconcile, only when the status changed, carrying only what
-// this controller changed (package internal/patch, docs/architecture.md).
+// The Machine writes: metadata/spec merge patches and one status patch (docs/architecture.md).
 
-// patchObject changes metadata/spec with a merge patch, with an optimistic lock for lists others edit
-// too (finalizers), and keeps the in-memory status as it is.
+// patchObject merge-patches metadata/spec, under an optimistic lock for lists others edit (finalizers).
 func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock bool, mutate func(*machinev1beta1.Machine)) error {
 	before := s.m.DeepCopy()
 	after := s.m.DeepCopy()
@@ -229,8 +224,7 @@ func (r *Reconciler) annotate(ctx context.Context, s *scope, key, value string) 
 	})
 }
 
-// patchStatus writes the status when it differs from what was last read or written; lastUpdated changes
-// only then. errorReason/errorMessage exist only in phase Failed.
+// patchStatus writes the status, with a new lastUpdated, only when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if s.gone {
 		return nil
@@ -268,8 +262,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// patchStatusAlone writes desired's status for a Machine the controller otherwise leaves alone; a
-// Machine deleted meanwhile is no error.
+// patchStatusAlone writes desired's status for a Machine left alone; one deleted meanwhile is no error.
 func (r *Reconciler) patchStatusAlone(ctx context.Context, s *scope, desired *machinev1beta1.Machine) error {
 	if err := patch.Status(ctx, r.Client, r.freshReader(), s.base, desired); err != nil {
 		return client.IgnoreNotFound(err)

@@ -113,8 +113,7 @@ type drainDecision struct {
 	Message string
 }
 
-// decideDrain decides whether to drain the Machine's node (nil: no nodeRef or no Node). preDrain hooks
-// come first, blocking even a skipped drain: the API says they "also block further lifecycle events".
+// decideDrain decides whether to drain; preDrain hooks "also block further lifecycle events", even a skip.
 func decideDrain(m *machinev1beta1.Machine, node *corev1.Node) drainDecision {
 	if hooks := m.Spec.LifecycleHooks.PreDrain; len(hooks) > 0 {
 		return drainDecision{Action: drainBlocked, Message: "blocked by pre-drain hook(s): " + hookNames(hooks)}
@@ -195,8 +194,7 @@ func waitingForControlPlaneDrain(m *machinev1beta1.Machine) bool {
 	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonWaitingForControlPlaneDrain
 }
 
-// drainStartOf returns a deleting Machine's DrainStartedAnnotation when it parses and does not predate
-// the deletion (an older value was copied from another object and would expire the timeout at once).
+// drainStartOf returns DrainStartedAnnotation unless it predates the deletion (copied from another object).
 func drainStartOf(m *machinev1beta1.Machine) (time.Time, bool) {
 	v, ok := m.Annotations[DrainStartedAnnotation]
 	if !ok || m.DeletionTimestamp.IsZero() {

@@ -91,8 +91,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// machineNode returns the Node nodeRef names (from the cache), or nil when it is gone or a new Node
-// reuses its name (nodeRef's UID differs).
+// machineNode returns the cached Node nodeRef names; nil when it is gone or a new Node reuses the name.
 func (r *Reconciler) machineNode(ctx context.Context, ref *corev1.ObjectReference) (*corev1.Node, error) {
 	if ref == nil || ref.Name == "" {
 		return nil, nil
@@ -109,8 +108,7 @@ func (r *Reconciler) machineNode(ctx context.Context, ref *corev1.ObjectReferenc
 	return node, nil
 }
 
-// deleteNode deletes the Machine's Node unless the cache shows it gone, deleting or replaced; nodeRef's
-// UID is a precondition, so a new Node reusing the name survives.
+// deleteNode deletes the Machine's Node, with nodeRef's UID as precondition, unless the cache shows it gone.
 func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference) error {
 	if node, err := r.machineNode(ctx, ref); err != nil || node == nil || node.DeletionTimestamp != nil {
 		return err // NotFound: the provider's Delete removed it (kubemark), or it never registered

@@ -55,7 +55,11 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	timeout, timeoutErr := effectiveDrainTimeout(m.Annotations, r.NodeDrainTimeout)
 	note := ""
 	if timeoutErr != nil {
-		note = fmt.Sprintf("; %v; using the default timeout (%s)", timeoutErr, describeTimeout(timeout))
+		shown := timeout.String()
+		if timeout == 0 {
+			shown = "none: wait forever"
+		}
+		note = fmt.Sprintf("; %v; using the default timeout (%s)", timeoutErr, shown)
 	}
 	if blocker, err := r.cordonForDrain(ctx, node, m); err != nil {
 		return ctrl.Result{}, false, err
@@ -99,8 +103,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	return r.drainRequeue(s, timeout, started), false, nil
 }
 
-// cordonForDrain cordons the node, or returns the control-plane node whose drain it waits for. Serialized
-// and uncached, so two concurrent reconciles cannot both start a control-plane drain.
+// cordonForDrain cordons the node, or returns the control-plane node whose drain it waits for (serialized).
 func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *machinev1beta1.Machine) (string, error) {
 	want := m.Namespace + "/" + m.Name
 	if node.Spec.Unschedulable && node.Annotations[DrainingAnnotation] == want {
@@ -170,8 +173,7 @@ func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.
 	return ctrl.Result{RequeueAfter: after}
 }
 
-// drainStart returns DrainStartedAnnotation when valid (recorded), else now, but not before the
-// deletion (our clock may be behind the API server's), or drainStartOf would reject it.
+// drainStart returns DrainStartedAnnotation when valid (recorded), else now but not before the deletion.
 func (r *Reconciler) drainStart(s *scope) (start time.Time, recorded bool) {
 	if t, ok := drainStartOf(s.m); ok {
 		return t, true
@@ -236,11 +238,4 @@ func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType,
 		r.events.Eventf(s.m, nil, eventType, eventReason, "Drain", "%s", c.Message)
 	}
 	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.Now())
-}
-
-func describeTimeout(d time.Duration) string {
-	if d == 0 {
-		return "none: wait forever"
-	}
-	return d.String()
 }

@@ -27,8 +27,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// evictionPass evicts each pod that needsEviction once, then lists which are gone and the budgets that
-// block the others. The error is a failed listing of the pods; an eviction error is a result.
+// evictionPass evicts each pod that needsEviction once; the error is a failed listing of the pods.
 func (r *Reconciler) evictionPass(ctx context.Context, node *corev1.Node) ([]podEviction, []policyv1.PodDisruptionBudget, error) {
 	ctx, cancel := context.WithTimeout(ctx, drainPassTimeout)
 	defer cancel()
@@ -116,8 +115,7 @@ func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.
 	return h
 }
 
-// needsEviction reports whether a pass evicts the pod: one not terminating yet or, on an unreachable node,
-// one whose grace period is longer than the drain's 1s, to shorten it.
+// needsEviction: a pod not terminating yet or, on an unreachable node, one whose grace period exceeds 1s.
 func needsEviction(p *corev1.Pod, unreachable bool) bool {
 	if p.DeletionTimestamp == nil {
 		return true
@@ -202,8 +200,7 @@ const (
 	maxErrorInMessage = 300 // bytes of an eviction error quoted in a Drained message
 )
 
-// describeEvictionPass summarizes a pass (blocked pods first, with their budgets). It depends only on the
-// pods' state, so passes that find the same state write nothing.
+// describeEvictionPass depends only on the pods' state, so passes that find the same state write nothing.
 func describeEvictionPass(results []podEviction, pdbs []policyv1.PodDisruptionBudget) string {
 	var remaining []podEviction
 	counts := map[evictionOutcome]int{}

@@ -47,9 +47,8 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority
 	return nil
 }
 
-// ProviderSpecServer is implemented by an Actuator that knows which providerSpec types it serves (every
-// provider should): the controller never calls it for a Machine of another type. An Actuator without
-// it, or returning no kind, is given every Machine.
+// ProviderSpecServer is an Actuator that names the providerSpec types it serves (every provider should);
+// without it, or with no kind, the Actuator gets every Machine.
 type ProviderSpecServer interface {
 	// ProviderSpecKinds returns the group and kind of each providerSpec.value type the provider decodes.
 	// An empty Kind stands for every kind of a group of the provider's own; a group shared with other
@@ -72,8 +71,7 @@ type specType struct {
 	Group      string `json:"-"`
 }
 
-// providerSpecType reads the apiVersion and kind of a providerSpec.value; false when it has no
-// parsable apiVersion (absent, not a JSON object).
+// providerSpecType reads a providerSpec.value's apiVersion and kind; false without a parsable apiVersion.
 func providerSpecType(value *runtime.RawExtension) (specType, bool) {
 	var t specType
 	switch {
@@ -95,8 +93,7 @@ func (t specType) servedBy(served []schema.GroupKind) bool {
 	})
 }
 
-// foreignProviderSpec decides whether a providerSpec.value belongs to another provider. A value without
-// a parsable apiVersion is not foreign: the provider reports what is wrong with it. Empty served serves all.
+// foreignProviderSpec decides whether a providerSpec.value, with a parsable apiVersion, is another's.
 func foreignProviderSpec(value *runtime.RawExtension, served []schema.GroupKind) (specType, bool) {
 	if len(served) == 0 {
 		return specType{}, false

@@ -92,8 +92,7 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 	return requeueOrError(updateErr) // a provider wait, or nil
 }
 
-// create runs the provider's Create. Provisioning is written after it, with the one status write: the
-// finalizer, already persisted, is what keeps an instance from being lost.
+// create runs the provider's Create; the finalizer, not the phase, keeps an instance from being lost.
 func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
 	msg := "the instance has not been created yet"

@@ -26,9 +26,7 @@ import (
 // ControllerName is the name events are recorded under; the controller itself is named "machine".
 const ControllerName = "machine-controller"
 
-// SetupWithManager registers the controller: it watches Machines and Nodes, a Node mapped to its
-// Machine through the NodeRefNameField index, so node changes wake the Machine without polling.
-// opts.MaxConcurrentReconciles 0 means DefaultMaxConcurrentReconciles.
+// SetupWithManager registers the controller, watching Machines and their Nodes (NodeRefNameField index).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -60,8 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// IndexMachinesByNodeRef adds the NodeRefNameField index, unless another controller of the same
-// manager did (index.Register).
+// IndexMachinesByNodeRef adds the NodeRefNameField index unless another controller did.
 func IndexMachinesByNodeRef(ctx context.Context, indexer client.FieldIndexer) error {
 	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: NodeRefNameField, Extract: machineNodeRefName})
 }
@@ -119,8 +116,7 @@ func (r *Reconciler) enqueueMachines(ctx context.Context, q workqueue.TypedRateL
 	}
 }
 
-// controlPlaneDrainEnded reports whether a control-plane node we cordoned for a drain (oldN) stopped
-// counting as drained by us: deleted (newN nil), being deleted, uncordoned or no longer annotated.
+// controlPlaneDrainEnded reports whether a control-plane node we cordoned (oldN) stopped being drained.
 func controlPlaneDrainEnded(oldN, newN *corev1.Node) bool {
 	if !isControlPlaneNode(oldN) || !cordonedByUs(oldN) || oldN.DeletionTimestamp != nil {
 		return false
@@ -136,8 +132,7 @@ func (r *Reconciler) machinePredicate() predicate.Predicate {
 	return predicate.And(inNamespace, notOurs)
 }
 
-// onlyOwnStatusChanged reports whether old and new differ only in the status fields the machine
-// controller writes and its DrainStartedAnnotation.
+// onlyOwnStatusChanged reports whether old and new differ only in what the controller writes.
 func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 	strip := func(m *machinev1beta1.Machine) *machinev1beta1.Machine {
 		c := m.DeepCopy()
@@ -155,8 +150,7 @@ func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 	return equality.Semantic.DeepEqual(strip(oldM), strip(newM))
 }
 
-// nodeChangeMatters passes the Node changes that matter to a Machine: readiness, cordon, our drain
-// annotation, deletion, replacement; heartbeats and other status updates are dropped.
+// nodeChangeMatters drops Node heartbeats and other changes that do not matter to a Machine.
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 	return readyStatus(oldN) != readyStatus(newN) ||
 		oldN.Spec.Unschedulable != newN.Spec.Unschedulable ||

@@ -11,8 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Actuator is a fake machine.Actuator, safe for concurrent use: configure it with the fields (under
-// Set) and read the counters with Calls. The zero value reports no instance and succeeds at everything.
+// Actuator is a fake machine.Actuator: configure it under Set, read the counters with Calls.
 type Actuator struct {
 	mu sync.Mutex
 
@@ -56,17 +55,15 @@ func (a *Actuator) Set(f func(a *Actuator)) {
 }
 
 // Calls returns how many times op was called.
-func (a *Actuator) Calls(op string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.calls[op]
+func (a *Actuator) Calls(op string) (n int) {
+	a.Set(func(a *Actuator) { n = a.calls[op] })
+	return n
 }
 
 // AllCalls returns a copy of every counter.
-func (a *Actuator) AllCalls() map[string]int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return maps.Clone(a.calls)
+func (a *Actuator) AllCalls() (calls map[string]int) {
+	a.Set(func(a *Actuator) { calls = maps.Clone(a.calls) })
+	return calls
 }
 
 // Reset zeroes the counters.
@@ -105,13 +102,12 @@ func (a *Actuator) fill(m *machinev1beta1.Machine) {
 }
 
 // ProviderSpecKinds implements machine.ProviderSpecServer: every kind of Groups.
-func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var kinds []schema.GroupKind
-	for _, g := range a.Groups {
-		kinds = append(kinds, schema.GroupKind{Group: g})
-	}
+func (a *Actuator) ProviderSpecKinds() (kinds []schema.GroupKind) {
+	a.Set(func(a *Actuator) {
+		for _, g := range a.Groups {
+			kinds = append(kinds, schema.GroupKind{Group: g})
+		}
+	})
 	return kinds
 }
 
