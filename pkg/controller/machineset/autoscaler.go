@@ -2,7 +2,6 @@ package machineset
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -36,11 +35,7 @@ func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map
 	if len(errs) > 0 {
 		return nil, true, errs.ToAggregate()
 	}
-	ps.Default()
-	cpu, mem, pods := ps.CPU, ps.Memory, ps.Pods
-	if cpu == nil || mem == nil || pods == nil {
-		return nil, true, fmt.Errorf("kubemark providerSpec lacks cpu, memory or pods after defaulting")
-	}
+	cpu, mem, pods := ps.CPU, ps.Memory, ps.Pods // defaulted by DecodeProviderSpec
 	return map[string]string{
 		CPUAnnotation:             strconv.FormatInt(cpu.Value(), 10),
 		MemoryAnnotation:          strconv.FormatInt(mem.Value()/mebibyte, 10),

@@ -46,8 +46,10 @@ func Until(ctx context.Context, timeout time.Duration, cond Condition) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return timedOut(ctx, timeout, last)
 		case <-timer.C:
+		}
+		if ctx.Err() != nil { // checked after the timer too: both may be ready at once
+			return timedOut(ctx, timeout, last)
 		}
 		ok, err := cond(ctx)
 		if ok {
