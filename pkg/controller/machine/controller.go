@@ -217,10 +217,7 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 // annotate sets a Machine annotation (no request when it has that value already).
 func (r *Reconciler) annotate(ctx context.Context, s *scope, key, value string) error {
 	return r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) {
-		if m.Annotations == nil {
-			m.Annotations = map[string]string{}
-		}
-		m.Annotations[key] = value
+		metav1.SetMetaDataAnnotation(&m.ObjectMeta, key, value)
 	})
 }
 

@@ -88,11 +88,12 @@ func hookNames(hooks []machinev1beta1.LifecycleHook) string {
 
 // hookConditions computes Drainable and Terminable from the lifecycle hooks.
 func hookConditions(hooks machinev1beta1.LifecycleHooks) (drainable, terminable machinev1beta1.Condition) {
-	cond := func(t machinev1beta1.ConditionType, hooks []machinev1beta1.LifecycleHook, blocked string) machinev1beta1.Condition {
-		if len(hooks) == 0 {
+	cond := func(t machinev1beta1.ConditionType, hs []machinev1beta1.LifecycleHook, blocked string) machinev1beta1.Condition {
+		if len(hs) == 0 {
 			return conditions.New(t, corev1.ConditionTrue, ReasonNoHooks, "", "")
 		}
-		return conditions.New(t, corev1.ConditionFalse, ReasonHookPresent, machinev1beta1.ConditionSeverityWarning, blocked+hookNames(hooks))
+		return conditions.New(t, corev1.ConditionFalse, ReasonHookPresent, machinev1beta1.ConditionSeverityWarning,
+			blocked+hookNames(hs))
 	}
 	return cond(DrainableCondition, hooks.PreDrain, "drain is blocked by pre-drain hook(s): "),
 		cond(TerminableCondition, hooks.PreTerminate, "termination is blocked by pre-terminate hook(s): ")

@@ -7,6 +7,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -113,8 +114,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference
 	if node, err := r.machineNode(ctx, ref); err != nil || node == nil || node.DeletionTimestamp != nil {
 		return err // NotFound: the provider's Delete removed it (kubemark), or it never registered
 	}
-	node := &corev1.Node{}
-	node.Name = ref.Name
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ref.Name}}
 	var opts []client.DeleteOption
 	if ref.UID != "" {
 		opts = append(opts, client.Preconditions{UID: &ref.UID})

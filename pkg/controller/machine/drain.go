@@ -11,6 +11,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +23,7 @@ import (
 
 const (
 	maxConditionMessage = 2048             // bounds the condition messages the controller writes
-	drainPassTimeout    = 10 * time.Second // bounds one eviction pass's API calls: a slow API server holds no worker either
+	drainPassTimeout    = 10 * time.Second // bounds a pass's API calls: a slow API server holds no worker
 	evictionParallelism = 8                // concurrent eviction requests of a pass
 )
 
@@ -136,10 +137,7 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 	}
 	base := node.DeepCopy()
 	node.Spec.Unschedulable = true
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	node.Annotations[DrainingAnnotation] = want
+	metav1.SetMetaDataAnnotation(&node.ObjectMeta, DrainingAnnotation, want)
 	if err := r.Client.Patch(ctx, node, client.MergeFrom(base)); err != nil {
 		return "", fmt.Errorf("cordoning node %s: %w", node.Name, err)
 	}

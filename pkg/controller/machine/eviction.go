@@ -212,7 +212,8 @@ func describeEvictionPass(results []podEviction, pdbs []policyv1.PodDisruptionBu
 		counts[r.Outcome]++
 	}
 	slices.SortFunc(remaining, func(a, b podEviction) int {
-		return cmp.Or(cmp.Compare(a.Outcome, b.Outcome), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(a.Outcome, b.Outcome), strings.Compare(a.Namespace, b.Namespace),
+			strings.Compare(a.Name, b.Name))
 	})
 	var why []string
 	for o, text := range [...]string{podBlocked: "blocked by a PodDisruptionBudget", podEvictionFailed: "eviction failed",

@@ -30,9 +30,11 @@ var (
 	PhaseTransitionsTotal = counterVec("machine_api_machine_phase_transitions_total",
 		"Machine phase transitions written by the machine controller.", "from", "to")
 	// ProviderCallsTotal counts Actuator calls.
-	ProviderCallsTotal = counterVec("machine_api_provider_calls_total", "Calls of the provider (Actuator) by operation.", "operation")
+	ProviderCallsTotal = counterVec("machine_api_provider_calls_total",
+		"Calls of the provider (Actuator) by operation.", "operation")
 	// ProviderErrorsTotal counts failed Actuator calls (a RequeueAfterError is a wait, not a failure).
-	ProviderErrorsTotal = counterVec("machine_api_provider_errors_total", "Provider (Actuator) calls that failed, by operation.", "operation")
+	ProviderErrorsTotal = counterVec("machine_api_provider_errors_total",
+		"Provider (Actuator) calls that failed, by operation.", "operation")
 
 	// InstanceCreateFailed, InstanceUpdateFailed and InstanceDeleteFailed count failed provider calls per
 	// Machine (OpenShift's), by MachineError reason or error message; a Machine's series go with it.
@@ -64,7 +66,8 @@ func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 }
 
 func instanceFailedCounter(name, verb string) *prometheus.CounterVec {
-	return counterVec(name, "Number of times the provider failed to "+verb+" the Machine's instance.", "name", "namespace", "reason")
+	return counterVec(name, "Number of times the provider failed to "+verb+" the Machine's instance.",
+		"name", "namespace", "reason")
 }
 
 // RegisterMetrics registers the metrics with controller-runtime's registry; calling it again is safe.

@@ -50,9 +50,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 }
 
+const instanceExistsMessage = "the instance exists on the provider"
+
 // setCondition sets a condition on the working copy.
-func (r *Reconciler) setCondition(m *machinev1beta1.Machine, t machinev1beta1.ConditionType, status corev1.ConditionStatus,
-	reason string, severity machinev1beta1.ConditionSeverity, msg string) {
+func (r *Reconciler) setCondition(m *machinev1beta1.Machine, t machinev1beta1.ConditionType,
+	status corev1.ConditionStatus, reason string, severity machinev1beta1.ConditionSeverity, msg string) {
 	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.Now())
 }
 
@@ -60,7 +62,7 @@ func (r *Reconciler) setCondition(m *machinev1beta1.Machine, t machinev1beta1.Co
 func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
 	updateErr := r.callProvider(ctx, s, OperationUpdate, r.Actuator.Update)
-	r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", "the instance exists on the provider")
+	r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", instanceExistsMessage)
 	// A RequeueAfter from Update (health checks, slow refreshes) is not a failure: the phase still advances.
 	providerWait, isWait := AsRequeueAfter(updateErr)
 	if updateErr != nil && !isWait {
@@ -99,7 +101,8 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	if c := conditions.Get(m.Status.Conditions, InstanceExistsCondition); c != nil && c.Reason == ReasonInstanceNotCreated {
 		msg = c.Message // keep the last create error until the next outcome
 	}
-	r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityWarning, msg)
+	r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated,
+		machinev1beta1.ConditionSeverityWarning, msg)
 	setPhase(m, machinev1beta1.PhaseProvisioning)
 	if m.Spec.ProviderSpec.Value == nil {
 		err := InvalidConfiguration("spec.providerSpec.value is required: the provider needs its configuration to create an instance")
@@ -141,7 +144,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	phase, exists := phaseAfterCreate(IsProvisioned(m), m.Status.NodeRef != nil)
 	setPhase(m, phase)
 	if exists {
-		r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", "the instance exists on the provider")
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", instanceExistsMessage)
 		r.waitBackoff.Forget(s.key)
 	} else {
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated,

@@ -127,7 +127,9 @@ func controlPlaneDrainEnded(oldN, newN *corev1.Node) bool {
 // machinePredicate drops events of other namespaces and updates that change only what the controller
 // itself writes, so its own writes do not wake it again.
 func (r *Reconciler) machinePredicate() predicate.Predicate {
-	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.Namespace == "" || o.GetNamespace() == r.Namespace })
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.Namespace == "" || o.GetNamespace() == r.Namespace
+	})
 	notOurs := updates.Matter(func(oldM, newM *machinev1beta1.Machine) bool { return !onlyOwnStatusChanged(oldM, newM) })
 	return predicate.And(inNamespace, notOurs)
 }

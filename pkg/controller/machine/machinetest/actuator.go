@@ -139,9 +139,9 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 
 // Delete implements machine.Actuator.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
-	var removes bool
-	err := a.call(ctx, m, Delete, func() (hook, error) { removes = a.DeleteRemovesInstance; return a.DeleteHook, a.DeleteErr })
-	if err == nil && removes {
+	var gone bool
+	err := a.call(ctx, m, Delete, func() (hook, error) { gone = a.DeleteRemovesInstance; return a.DeleteHook, a.DeleteErr })
+	if err == nil && gone {
 		a.Set(func(a *Actuator) { a.ExistsValue = false })
 	}
 	return err
