@@ -70,8 +70,7 @@ func (t Timing) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Lock is a Lease lock for controller-runtime's manager with the renew
-// interval applied, and the broadcaster of its LeaderElection events.
+// Lock is a Lease lock for controller-runtime's manager, with its event broadcaster.
 type Lock struct {
 	resourcelock.Interface
 	broadcaster record.EventBroadcaster
@@ -83,9 +82,8 @@ const (
 	PodUIDEnv  = "POD_UID"  // metadata.uid
 )
 
-// Identity is a process's leader-election identity: its pod's ($POD_NAME, with
-// _$POD_UID when set), so a restarted container retakes its Lease at once;
-// outside a pod hostname_UUID (controller-runtime's default).
+// Identity is a process's leader-election identity: its pod's, so a restarted
+// container retakes its Lease at once; outside a pod hostname_UUID.
 func Identity(getenv func(string) string, hostname func() (string, error), newUUID func() string) (string, error) {
 	if pod := getenv(PodNameEnv); pod != "" {
 		if uid := getenv(PodUIDEnv); uid != "" {
@@ -135,9 +133,8 @@ func (l *Lock) Start(ctx context.Context) error {
 // NeedLeaderElection is false: the broadcaster serves standbys too.
 func (l *Lock) NeedLeaderElection() bool { return false }
 
-// WithRenewInterval returns lock with the leader's renewals coalesced: an
-// Update that only renews the record this process last wrote, within interval
-// of that write, succeeds without a request. interval 0 returns lock unchanged.
+// WithRenewInterval returns lock whose Update only renewing the record it last
+// wrote, within interval of that write, sends no request (0: lock unchanged).
 func WithRenewInterval(lock resourcelock.Interface, interval time.Duration, now func() time.Time) resourcelock.Interface {
 	if interval <= 0 {
 		return lock

@@ -27,12 +27,9 @@ const (
 	KeyFile  = "tls.key"
 )
 
-// SecureServerOptions are the options of every binary's metrics server: HTTPS
-// (HTTP/1.1 only, against HTTP/2 stream-reset floods), each request
-// authenticated and authorized by the API server. certDir "" serves a
-// self-signed certificate; otherwise its tls.crt/tls.key, re-read when they
-// change, self-signed while they are missing. tlsOpts (the binary's TLS
-// flags) apply last. See docs/architecture.md ("Metrics").
+// SecureServerOptions are every binary's metrics server options: HTTPS (HTTP/1.1
+// only, against HTTP/2 stream-reset floods), requests authorized by the API
+// server, certDir's pair or self-signed. See docs/architecture.md ("Metrics").
 func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Config)) metricsserver.Options {
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
@@ -55,9 +52,8 @@ func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Confi
 	return opts
 }
 
-// authnAuthzFilter is controller-runtime's filters.WithAuthenticationAndAuthorization,
-// except that a token the API server rejects gets 401 (as from kube-apiserver
-// and kube-rbac-proxy), not controller-runtime's 500.
+// authnAuthzFilter is controller-runtime's filters.WithAuthenticationAndAuthorization, but
+// a rejected token gets 401 (as from kube-apiserver and kube-rbac-proxy), not 500.
 func authnAuthzFilter(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
 	filter, err := filters.WithAuthenticationAndAuthorization(c, httpClient)
 	if err != nil {

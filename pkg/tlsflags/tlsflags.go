@@ -13,8 +13,7 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 )
 
-// Options are the TLS flags of every TLS server of a binary, rendered from the
-// cluster's TLS security profile (APIServer spec.tlsSecurityProfile).
+// Options are the TLS flags of a binary's TLS servers, from the cluster's TLS security profile.
 type Options struct {
 	MinVersion   string   // a Go constant name: VersionTLS12, VersionTLS13
 	CipherSuites []string // IANA names (TLS 1.2; Go fixes 1.3's); empty keeps Go's defaults
@@ -37,8 +36,7 @@ func (t *Options) AddFlags(fs *pflag.FlagSet) {
 		"Comma-separated IANA names of the TLS 1.2 cipher suites of the metrics and webhook servers; empty keeps Go's defaults.")
 }
 
-// Apply returns the function that sets the options on a tls.Config, or the
-// error naming the flag whose value is unknown.
+// Apply returns the function setting the options on a tls.Config, or the flag's error.
 func (t Options) Apply() (func(*tls.Config), error) {
 	version, err := cliflag.TLSVersion(t.MinVersion)
 	if err != nil {

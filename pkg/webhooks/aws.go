@@ -27,8 +27,6 @@ func defaultAWS(spec *machinev1beta1.AWSMachineProviderConfig, env platformEnv) 
 	return warnings
 }
 
-// validateAWS refuses what the AWS provider cannot create and warns about
-// what makes nodes unlikely to join.
 func validateAWS(spec *machinev1beta1.AWSMachineProviderConfig, env platformEnv) (field.ErrorList, []string) {
 	var v verdict
 	p := providerSpecPath
@@ -68,8 +66,7 @@ func validateAWS(spec *machinev1beta1.AWSMachineProviderConfig, env platformEnv)
 	return v.errs, v.warnings
 }
 
-// duplicatedAWSTags returns each tag name given more than once, once, in
-// the order of its second occurrence.
+// duplicatedAWSTags returns each name given more than once, in the order of its second occurrence.
 func duplicatedAWSTags(tags []machinev1beta1.TagSpecification) []string {
 	seen := map[string]int{}
 	var dup []string

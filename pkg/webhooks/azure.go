@@ -32,8 +32,7 @@ func init() {
 	register(ProviderAzure, "AzureMachineProviderSpec", []string{"azureproviderconfig.openshift.io", machinev1beta1.GroupName}, defaultAzure, validateAzure)
 }
 
-// defaultAzure fills the VM size (by arch), the network and image the
-// installer made (named after the infrastructure), and the Secrets.
+// defaultAzure also fills the network and image the installer made.
 func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) []string {
 	warnings := defaultInstanceType(&spec.VMSize, ProviderAzure, env.arch, azureVMSizes)
 	id := env.cluster.InfrastructureName
@@ -201,8 +200,7 @@ func validateAzureSecurityProfile(spec *machinev1beta1.AzureMachineProviderSpec,
 	return nil
 }
 
-// validateAzureDataDisks checks each data disk; disk names are
-// "<machine name>_<nameSuffix>" (the template's Machines have no name yet).
+// validateAzureDataDisks checks each data disk, named "<machine name>_<nameSuffix>".
 func validateAzureDataDisks(machineName string, disks []machinev1beta1.DataDisk, path *field.Path) field.ErrorList {
 	var v verdict
 	luns := map[int32]bool{}
@@ -258,9 +256,8 @@ func validateAzureDiagnostics(d machinev1beta1.AzureDiagnostics, path *field.Pat
 	return nil
 }
 
-// checkAzureResourceID checks the shape of an Azure resource ID:
-// /subscriptions/<id>[/resourceGroups/<name>]/providers/<namespace>/<type>/<name>...
-// or /providers/..., as OpenShift's parser does.
+// checkAzureResourceID checks an Azure resource ID's shape as OpenShift's parser:
+// /subscriptions/<id>[/resourceGroups/<name>]/providers/<namespace>/<type>/<name>... or /providers/...
 func checkAzureResourceID(id string) error {
 	if id == "" {
 		return fmt.Errorf("invalid resource ID: id cannot be empty")

@@ -12,8 +12,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// Provider names a machine provider whose providerSpec this package defaults
-// and validates.
+// Provider names a machine provider whose providerSpec this package admits.
 type Provider string
 
 // The providers: unknown (its providerSpec is left alone), kubemark, and the
@@ -29,9 +28,8 @@ const (
 	ProviderNutanix  Provider = Provider(configv1.NutanixPlatformType)
 )
 
-// ClusterInfo is what admission needs to know about the cluster, from the
-// Infrastructure "cluster" (and on Azure the DNS "cluster"). The zero value:
-// no cluster-ID label default, provider chosen by providerSpec group only.
+// ClusterInfo is what admission needs to know about the cluster (the zero
+// value: no cluster-ID label default, provider chosen by providerSpec only).
 type ClusterInfo struct {
 	// Provider serves a providerSpec.value naming neither apiVersion nor kind.
 	Provider Provider
@@ -46,9 +44,8 @@ type ClusterInfo struct {
 	DNSDisconnected bool
 }
 
-// ClusterInfoFromInfrastructure derives the ClusterInfo of infra (nil: the
-// zero value). The platform is the status's, else the spec's; External named
-// "kubemark" is the kubemark provider.
+// ClusterInfoFromInfrastructure derives the ClusterInfo of infra (nil: the zero
+// value); the platform is the status's, else the spec's.
 func ClusterInfoFromInfrastructure(infra *configv1.Infrastructure) ClusterInfo {
 	if infra == nil {
 		return ClusterInfo{}
@@ -96,8 +93,7 @@ func lookupClusterInfo(ctx context.Context, r client.Reader) (ClusterInfo, error
 	return info, nil
 }
 
-// getOptional reads the config.openshift.io object "cluster" of resource into
-// obj; found is false when it or its API does not exist.
+// getOptional reads the config.openshift.io object "cluster"; not found when it or its API is missing.
 func getOptional(ctx context.Context, r client.Reader, obj client.Object, resource string) (found bool, err error) {
 	err = r.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, obj)
 	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {

@@ -29,9 +29,8 @@ func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	return d
 }
 
-// DefaultMachineSet defaults the template's spec as a Machine's and adds the
-// cluster-ID label to the MachineSet's and the template's labels (never to
-// the immutable selector; a template label cannot break its match).
+// DefaultMachineSet defaults the template as a Machine, and the cluster-ID label on the
+// MachineSet too (never on the immutable selector, whose match it cannot break).
 func DefaultMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo) Defaulted {
 	return defaultTemplated(&ms.Labels, &ms.Spec.Template, cluster)
 }
@@ -47,8 +46,7 @@ func defaultTemplated(labels *map[string]string, tmpl *machinev1beta1.MachineTem
 	return d
 }
 
-// defaultClusterLabel returns a copy of labels with the cluster-ID label
-// infraName added when missing (and infraName known), and whether it was.
+// defaultClusterLabel returns a copy of labels with the cluster-ID label added, if it was.
 func defaultClusterLabel(labels map[string]string, infraName string) (map[string]string, bool) {
 	if _, ok := labels[ClusterIDLabel]; ok || infraName == "" {
 		return labels, false

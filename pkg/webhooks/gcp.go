@@ -43,8 +43,7 @@ func gcpDiskImage(arch string) string {
 	return gcpDiskImages[archAMD64]
 }
 
-// defaultGCP fills the machine type (by arch), the network interface, boot
-// disk and network tag the installer made (named after the infrastructure).
+// defaultGCP also fills what the installer set up (named after the infrastructure).
 func defaultGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) []string {
 	warnings := defaultInstanceType(&spec.MachineType, ProviderGCP, env.arch, gcpMachineTypes)
 	id := env.cluster.InfrastructureName

@@ -124,9 +124,8 @@ func decode(raw []byte, into any) error {
 }
 
 // locate returns the path (spec.taints[0].timeAdded) of the value in raw that
-// makes decoding into a t fail with msg: it descends, by bisection, into the
-// member that still fails with every sibling null (which decodes into any
-// type); "" when no single value does. Keys keep their order and duplicates.
+// makes decoding into a t fail with msg ("" if none): it bisects into the member
+// that still fails with every sibling null, which decodes into any type.
 func locate(raw []byte, t reflect.Type, msg string) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

@@ -27,9 +27,8 @@ var (
 	progressDeadlineSecondsPath = specPath.Child("progressDeadlineSeconds")
 )
 
-// DefaultMachineDeployment fills what md leaves out as a Deployment's
-// defaulting does, and its template as DefaultMachineSet does (so its
-// MachineSets carry the template the MachineSet webhook would have made).
+// DefaultMachineDeployment defaults md as a Deployment, and its template as
+// DefaultMachineSet (so its MachineSets get what that webhook would add).
 func DefaultMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterInfo) Defaulted {
 	d := defaultTemplated(&md.Labels, &md.Spec.Template, cluster)
 	d.Spec = defaultMachineDeploymentSpec(&md.Spec)
@@ -66,8 +65,7 @@ func defaultStrategy(s *mdv1beta1.MachineDeploymentStrategy) bool {
 	return changed || ru || surge || unavailable
 }
 
-// ValidateMachineDeployment checks a new MachineDeployment as Kubernetes
-// checks a Deployment, its selector and template as a MachineSet's.
+// ValidateMachineDeployment checks md as Kubernetes a Deployment, its selector and template as a MachineSet's.
 func ValidateMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := ValidateSelector(md.Spec.Selector, md.Spec.Template.Labels)
 	errs = append(errs, validateStrategy(md.Spec.Strategy)...)
@@ -79,8 +77,7 @@ func ValidateMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterI
 	return append(errs, specErrs...), warnings
 }
 
-// ValidateMachineDeploymentUpdate checks an update of old to md as
-// ValidateMachineSetUpdate checks a MachineSet's.
+// ValidateMachineDeploymentUpdate checks an update as ValidateMachineSetUpdate does.
 func ValidateMachineDeploymentUpdate(md, old *mdv1beta1.MachineDeployment, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	return ratchet(validateSelectorUnchanged(md.Spec.Selector, old.Spec.Selector), md, old, cluster, secrets, ValidateMachineDeployment)
 }
@@ -144,9 +141,8 @@ func isZero(v *intstr.IntOrString) bool {
 	return err == nil && n == 0
 }
 
-// defaultMachineDeploymentEdits defaults a MachineDeployment on CREATE; on
-// UPDATE its template only when the update changes it (a default added to an
-// unchanged template would start a rollout).
+// defaultMachineDeploymentEdits defaults the template on UPDATE only when the
+// update changes it: a default added to an unchanged one would start a rollout.
 func defaultMachineDeploymentEdits(md, old *mdv1beta1.MachineDeployment, cluster ClusterInfo) (Defaulted, []edit) {
 	var d Defaulted
 	if old != nil && equality.Semantic.DeepEqual(md.Spec.Template, old.Spec.Template) {

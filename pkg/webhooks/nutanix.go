@@ -10,8 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Nutanix defaults and recommended minimums (OpenShift's, from the Nutanix
-// provider).
+// Nutanix defaults and recommended minimums (OpenShift's).
 const (
 	defaultNutanixCredentialsSecret = "nutanix-credentials"
 	minNutanixCPUSockets            = 1
@@ -73,9 +72,8 @@ func validateNutanix(spec *machinev1.NutanixMachineProviderConfig, env platformE
 	return v.errs, v.warnings
 }
 
-// validateNutanixIdentifier checks a reference to a Nutanix resource by
-// name or UUID; the path is providerSpec.<resource> (subnet for each of
-// subnets, as OpenShift names it).
+// validateNutanixIdentifier checks a reference by name or UUID at providerSpec.<resource>
+// (subnet for each of subnets, as OpenShift names it).
 func validateNutanixIdentifier(resource string, id machinev1.NutanixResourceIdentifier) field.ErrorList {
 	path := providerSpecPath.Child(resource)
 	switch id.Type {

@@ -78,8 +78,7 @@ func hugeNumber(v any, path string) (string, json.Number) {
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// childPath appends a JSON object key to a path in the style of field
-// paths: metadata.name, or ["a key"] when the key is not an identifier.
+// childPath appends a key to a field path: metadata.name, or ["a key"] for a non-identifier.
 func childPath(path, key string) string {
 	switch {
 	case !identifier.MatchString(key):

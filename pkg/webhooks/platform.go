@@ -38,8 +38,7 @@ var providerSpecPath = field.NewPath("providerSpec")
 // SecretLookup says whether the Secret namespace/name exists; nil: no check.
 type SecretLookup func(namespace, name string) (bool, error)
 
-// platformEnv is what a platform's defaulting and validation read besides
-// the providerSpec value.
+// platformEnv is what a platform reads besides the providerSpec value.
 type platformEnv struct {
 	cluster         ClusterInfo
 	arch            string // controlPlaneArch; tests set others
@@ -71,8 +70,7 @@ func (v *verdict) add(errs field.ErrorList, warnings []string) {
 	v.errs, v.warnings = append(v.errs, errs...), append(v.warnings, warnings...)
 }
 
-// credentialsWarnings is OpenShift's warning when the credentials Secret
-// namespace/name does not exist or cannot be read.
+// credentialsWarnings is OpenShift's warning when the credentials Secret is missing or unreadable.
 func (e platformEnv) credentialsWarnings(namespace, name string) []string {
 	if e.secrets == nil {
 		return nil
@@ -185,10 +183,9 @@ func gvkWarning(raw []byte, kind string, groups []string) string {
 	return fmt.Sprintf("incorrect GroupVersionKind for %s object: %s", kind, gvk)
 }
 
-// overlay writes into fields (a value's top-level keys) every member of after
-// that differs from before (the typed value's JSON around defaulting) and
-// returns their keys; it descends into objects present in all three, so the
-// user's other keys, unknown ones too, stay verbatim.
+// overlay writes into fields every member of after that differs from before
+// (the typed value around defaulting) and returns their keys; it descends into
+// objects in all three, so the user's other keys, unknown ones too, stay verbatim.
 func overlay(fields map[string]json.RawMessage, before, after []byte) []string {
 	var b, a map[string]json.RawMessage
 	if json.Unmarshal(before, &b) != nil || json.Unmarshal(after, &a) != nil {
@@ -224,8 +221,7 @@ func defaultSecretRefs(userData, credentials **corev1.LocalObjectReference, cred
 	defaultPtr(credentials, corev1.LocalObjectReference{Name: credentialsSecret})
 }
 
-// validateSecretRefs requires named user-data and credentials Secret
-// references and warns when the credentials Secret does not exist.
+// validateSecretRefs requires named user-data and credentials Secrets.
 func (e platformEnv) validateSecretRefs(userData, credentials *corev1.LocalObjectReference, p *field.Path) (field.ErrorList, []string) {
 	errs, warnings := e.validateCredentialsRef(credentials, p)
 	return append(validateUserDataRef(userData, p), errs...), warnings

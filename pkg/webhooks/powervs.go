@@ -78,8 +78,7 @@ func validatePowerVS(spec *machinev1.PowerVSMachineProviderConfig, env platformE
 	return v.errs, v.warnings
 }
 
-// validatePowerVSResource checks a reference to a serviceInstance, image or
-// network: its type and the matching value; RegEx is for networks only.
+// validatePowerVSResource checks a reference's type and value (RegEx for networks only).
 func validatePowerVSResource(r machinev1.PowerVSResource, resource string, path *field.Path) field.ErrorList {
 	id, name, regex := machinev1.PowerVSResourceTypeID, machinev1.PowerVSResourceTypeName, machinev1.PowerVSResourceTypeRegEx
 	var v verdict

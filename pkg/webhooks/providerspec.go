@@ -64,11 +64,9 @@ func missing(fields map[string]json.RawMessage, key string) bool {
 	return v == "" || v == "null" || v == `""`
 }
 
-// providerFor says which provider serves a providerSpec.value with the given
-// keys (nil: no value) on a cluster of provider cluster: without apiVersion
-// and kind the cluster's; kubemark's group or kind on any cluster; as
-// OpenShift, only the cluster's platform (its kind, or without kind a group of
-// it); else ProviderUnknown (another provider's value).
+// providerFor says which provider serves a providerSpec.value with these keys
+// (nil: none): without apiVersion and kind the cluster's; kubemark anywhere; as
+// OpenShift, only the cluster's platform; else ProviderUnknown.
 func providerFor(fields map[string]json.RawMessage, cluster Provider) Provider {
 	apiVersion, kind := stringField(fields, "apiVersion"), stringField(fields, "kind")
 	if apiVersion == "" && kind == "" {
@@ -106,9 +104,8 @@ var kubemarkDefaults = []struct{ key, value string }{
 	{"pods", kubemarkv1alpha1.DefaultPods},
 }
 
-// DefaultProviderSpec fills the keys a providerSpec.value of a known provider
-// (providerFor) leaves out, keeping the others' JSON, and returns their names
-// (nil: unchanged) and the platform's notes (logged only, as on OpenShift).
+// DefaultProviderSpec fills the keys a known provider's providerSpec.value lacks,
+// keeping the others' JSON; it returns their names and the platform's notes.
 func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (set, warnings []string) {
 	raw, err := providerSpecRaw(*ps)
 	if err != nil {

@@ -24,8 +24,7 @@ var (
 	templateSpecPath   = templatePath.Child("spec")
 )
 
-// ValidateMachine checks a new Machine's providerSpec and lifecycle hook
-// names; secrets checks the credentials Secret exists (nil: not checked).
+// ValidateMachine checks a new Machine's providerSpec and lifecycle hook names.
 func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	return validateMachineSpec(&m.Spec, cluster, m.Namespace, m.Name, secrets, specPath)
 }
@@ -40,8 +39,7 @@ func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, 
 	return ratchet(errs, m, old, cluster, secrets, ValidateMachine)
 }
 
-// ValidateMachineSet checks a new MachineSet's selector (ValidateSelector)
-// and its template's spec as a Machine's.
+// ValidateMachineSet checks a new MachineSet's selector, and its template as a Machine.
 func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := ValidateSelector(ms.Spec.Selector, ms.Spec.Template.Labels)
 	// As OpenShift: the template is checked as a Machine without a name.
@@ -49,8 +47,7 @@ func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo, secr
 	return append(errs, specErrs...), warnings
 }
 
-// ValidateMachineSetUpdate checks an update of old to ms: spec.selector is
-// immutable; the create checks are ratcheted as in ValidateMachineUpdate.
+// ValidateMachineSetUpdate checks an update: spec.selector is immutable; the create checks ratchet.
 func ValidateMachineSetUpdate(ms, old *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	return ratchet(validateSelectorUnchanged(ms.Spec.Selector, old.Spec.Selector), ms, old, cluster, secrets, ValidateMachineSet)
 }
@@ -64,9 +61,8 @@ func validateSelectorUnchanged(sel, old metav1.LabelSelector) field.ErrorList {
 		fmt.Sprintf("field is immutable (was %q)", metav1.FormatLabelSelector(&old)))}
 }
 
-// ValidateSelector requires a valid, non-empty selector matching
-// templateLabels, or the MachineSet would not see its own Machines (or, empty,
-// adopt every Machine in the namespace).
+// ValidateSelector requires a valid selector matching templateLabels, or the MachineSet
+// would not see its own Machines; an empty one would adopt every Machine in the namespace.
 func ValidateSelector(sel metav1.LabelSelector, templateLabels map[string]string) field.ErrorList {
 	errs := metav1validation.ValidateLabelSelector(&sel, metav1validation.LabelSelectorValidationOptions{}, selectorPath)
 	if len(errs) > 0 {
@@ -109,9 +105,8 @@ func validateMachineSpec(spec *machinev1beta1.MachineSpec, cluster ClusterInfo, 
 	return append(errs, ValidateLifecycleHooks(spec.LifecycleHooks, fldPath.Child("lifecycleHooks"))...), warnings
 }
 
-// ratchet adds to errs the errors of create's checks of obj, except those old
-// already had: these are warnings, so an object created while the webhook
-// was not called can still get finalizers or labels.
+// ratchet adds create's errors for obj to errs, but those old had are warnings:
+// an object created while the webhook was not called can still be updated.
 func ratchet[T any](errs field.ErrorList, obj, old T, cluster ClusterInfo, secrets SecretLookup,
 	create func(T, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings)) (field.ErrorList, admission.Warnings) {
 	newErrs, warnings := create(obj, cluster, secrets)

@@ -27,8 +27,7 @@ type createFacts struct {
 	quorum       quorumFacts // read for a control-plane node on OpenShift only
 }
 
-// quorumFacts are the PodDisruptionBudgets in openshift-etcd and the pods
-// the single one selects (read only when there is exactly one).
+// quorumFacts are the budgets in openshift-etcd and the pods a single one selects.
 type quorumFacts struct {
 	pdbs      []policyv1.PodDisruptionBudget
 	guardPods []corev1.Pod

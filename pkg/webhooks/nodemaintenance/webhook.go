@@ -89,8 +89,7 @@ func (v *Validator) ValidateDelete(context.Context, *nmv1beta1.NodeMaintenance) 
 	return nil, nil
 }
 
-// observeCreate reads what decideCreate needs, stopping at a missing node;
-// the etcd quorum guard only for a control-plane node on OpenShift.
+// observeCreate reads what decideCreate needs, as far as it needs it.
 func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createFacts, error) {
 	var f createFacts
 	node := &corev1.Node{}
@@ -119,8 +118,7 @@ func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createF
 	return f, err
 }
 
-// observeQuorum lists the PodDisruptionBudgets in openshift-etcd and, when
-// there is exactly one allowing no disruption, the guard pods it selects.
+// observeQuorum reads the etcd budgets and, when one alone allows no disruption, its pods.
 func (v *Validator) observeQuorum(ctx context.Context) (quorumFacts, error) {
 	var q quorumFacts
 	pdbs := &policyv1.PodDisruptionBudgetList{}
