@@ -157,14 +157,9 @@ func syncMap(current, want, last map[string]string) map[string]string {
 	if out == nil && len(want) > 0 {
 		out = map[string]string{}
 	}
-	for k, v := range want {
-		out[k] = v
-	}
+	maps.Copy(out, want)
 	for k, v := range last {
-		if _, keep := want[k]; keep {
-			continue
-		}
-		if cur, ok := out[k]; ok && cur == v {
+		if _, keep := want[k]; !keep && out[k] == v {
 			delete(out, k)
 		}
 	}
@@ -175,20 +170,16 @@ func syncMap(current, want, last map[string]string) map[string]string {
 func syncTaints(current, want, last []corev1.Taint) []corev1.Taint {
 	out := slices.Clone(current)
 	for _, w := range want {
-		i := slices.IndexFunc(out, sameTaintID(w))
-		if i < 0 {
+		if i := slices.IndexFunc(out, sameTaintID(w)); i >= 0 {
+			out[i].Value = w.Value
+		} else {
 			out = append(out, w)
-			continue
 		}
-		out[i].Value = w.Value
 	}
 	for _, l := range last {
-		if slices.ContainsFunc(want, sameTaintID(l)) {
-			continue
+		if !slices.ContainsFunc(want, sameTaintID(l)) {
+			out = slices.DeleteFunc(out, func(t corev1.Taint) bool { return sameTaintID(l)(t) && t.Value == l.Value })
 		}
-		out = slices.DeleteFunc(out, func(t corev1.Taint) bool {
-			return t.Key == l.Key && t.Effect == l.Effect && t.Value == l.Value
-		})
 	}
 	if len(out) == 0 && current == nil {
 		return nil
