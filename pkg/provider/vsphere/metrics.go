@@ -64,17 +64,15 @@ func (a *Actuator) RegisterMetrics(reg prometheus.Registerer) error {
 	m := a.sessions.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	err := reg.Register(m.vec)
 	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
+	switch err := reg.Register(m.vec); {
+	case errors.As(err, &are):
 		existing, ok := are.ExistingCollector.(*prometheus.HistogramVec)
 		if !ok {
 			return fmt.Errorf("registering %s: a different collector of that name is registered", RequestDurationMetric)
 		}
 		m.vec = existing
-		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("registering %s: %w", RequestDurationMetric, err)
 	}
 	return nil
