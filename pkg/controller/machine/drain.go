@@ -217,12 +217,11 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 	DrainDurationSeconds.Observe(r.Now().Sub(started).Seconds())
 	sort.Strings(deleted)
 	msg := fmt.Sprintf("drain of node %s did not finish within %s: deleted %d remaining pod(s) without eviction", node.Name, timeout, len(deleted))
+	if n := len(deleted); n > maxPodsInMessage {
+		deleted = append(deleted[:maxPodsInMessage], fmt.Sprintf("and %d more", n-maxPodsInMessage))
+	}
 	if len(deleted) > 0 {
-		shown := deleted
-		if len(shown) > maxPodsInMessage {
-			shown = append(shown[:maxPodsInMessage:maxPodsInMessage], fmt.Sprintf("and %d more", len(deleted)-maxPodsInMessage))
-		}
-		msg += ": " + strings.Join(shown, ", ")
+		msg += ": " + strings.Join(deleted, ", ")
 	}
 	r.setDrained(s, conditions.New(DrainedCondition, corev1.ConditionTrue, ReasonDrainTimedOut, "", patch.Truncate(msg+note, maxConditionMessage)),
 		corev1.EventTypeWarning, EventDrainTimedOut)

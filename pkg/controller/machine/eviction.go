@@ -75,12 +75,8 @@ func podsToEvict(h *drain.Helper, nodeName string) ([]corev1.Pod, error) {
 
 // markGone sets podGone on the results whose pod is not in left.
 func markGone(results []podEviction, left []corev1.Pod) {
-	still := make(map[string]bool, len(left))
-	for _, p := range left {
-		still[p.Namespace+"/"+p.Name] = true
-	}
-	for i := range results {
-		if !still[results[i].Namespace+"/"+results[i].Name] {
+	for i, r := range results {
+		if !slices.ContainsFunc(left, func(p corev1.Pod) bool { return p.Namespace == r.Namespace && p.Name == r.Name }) {
 			results[i].Outcome = podGone
 		}
 	}

@@ -5,6 +5,7 @@ package machine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -26,7 +27,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	exists, err := r.exists(ctx, s)
 	if err != nil {
 		if IsInvalidConfiguration(err) && !IsProvisioned(m) {
-			r.fail(ctx, s, err, "") // retrying cannot help a providerSpec the provider cannot read
+			r.fail(ctx, s, err) // retrying cannot help a providerSpec the provider cannot read
 			return ctrl.Result{}, nil
 		}
 		if ra, ok := AsRequeueAfter(err); ok {
@@ -41,7 +42,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	case step.InstanceMissing:
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceMissing,
 			machinev1beta1.ConditionSeverityWarning, "the provisioned instance no longer exists on the provider")
-		r.fail(ctx, s, nil, "the instance was not found on the provider: it was deleted outside the Machine API")
+		r.fail(ctx, s, errors.New("the instance was not found on the provider: it was deleted outside the Machine API"))
 		return ctrl.Result{}, nil
 	case step.Create:
 		return r.create(ctx, s)
@@ -107,7 +108,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	if m.Spec.ProviderSpec.Value == nil {
 		err := InvalidConfiguration("spec.providerSpec.value is required: the provider needs its configuration to create an instance")
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Message)
-		r.fail(ctx, s, err, "")
+		r.fail(ctx, s, err)
 		return ctrl.Result{}, nil
 	}
 	if r.APIReader != nil && !s.fresh {
@@ -127,7 +128,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	err := r.callProvider(ctx, s, OperationCreate, r.Actuator.Create)
 	if IsInvalidConfiguration(err) {
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())
-		r.fail(ctx, s, err, "")
+		r.fail(ctx, s, err)
 		return ctrl.Result{}, nil
 	}
 	if ra, ok := AsRequeueAfter(err); ok {
@@ -159,15 +160,14 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil // nothing will wake us: look again
 }
 
-// fail marks the Machine Failed; a *MachineError reasonErr gives errorReason and errorMessage.
-func (r *Reconciler) fail(ctx context.Context, s *scope, reasonErr error, message string) {
+// fail marks the Machine Failed; a *MachineError gives errorReason and errorMessage.
+func (r *Reconciler) fail(ctx context.Context, s *scope, err error) {
 	m := s.m
-	if me := asMachineError(reasonErr); me != nil {
+	message := err.Error()
+	if me := asMachineError(err); me != nil {
 		reason := me.Reason
 		m.Status.ErrorReason = &reason
 		message = me.Message
-	} else if reasonErr != nil && message == "" {
-		message = reasonErr.Error()
 	}
 	m.Status.ErrorMessage = &message
 	if phaseOf(m) != machinev1beta1.PhaseFailed {
