@@ -1,8 +1,11 @@
+// Package metrics registers collectors with controller-runtime's registry and
+// gives every binary its metrics server's options (SecureServerOptions).
 package metrics
 
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,11 +15,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -26,6 +31,19 @@ const (
 	CertFile = "tls.crt"
 	KeyFile  = "tls.key"
 )
+
+// Register registers collectors with controller-runtime's metrics.Registry;
+// registering one again is fine, a name clash panics (a programming error).
+func Register(collectors ...prometheus.Collector) {
+	for _, c := range collectors {
+		if err := ctrlmetrics.Registry.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
+}
 
 // SecureServerOptions are every binary's metrics server options: HTTPS (HTTP/1.1
 // only, against HTTP/2 stream-reset floods), requests authorized by the API

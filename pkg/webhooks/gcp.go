@@ -35,27 +35,20 @@ func init() {
 	register(ProviderGCP, "GCPMachineProviderSpec", []string{"gcpprovider.openshift.io", machinev1beta1.GroupName}, defaultGCP, validateGCP)
 }
 
-// gcpDiskImage is the default boot image for arch (amd64's for others).
-func gcpDiskImage(arch string) string {
-	if arch == archARM64 {
-		return gcpDiskImages[archARM64]
-	}
-	return gcpDiskImages[archAMD64]
-}
-
 // defaultGCP also fills what the installer set up (named after the infrastructure).
 func defaultGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) []string {
 	warnings := defaultInstanceType(&spec.MachineType, ProviderGCP, env.arch, gcpMachineTypes)
 	id := env.cluster.InfrastructureName
+	image := cmp.Or(gcpDiskImages[env.arch], gcpDiskImages[archAMD64])
 	if len(spec.NetworkInterfaces) == 0 {
 		spec.NetworkInterfaces = []*machinev1beta1.GCPNetworkInterface{{Network: id + "-network", Subnetwork: id + "-worker-subnet"}}
 	}
 	if len(spec.Disks) == 0 {
-		spec.Disks = []*machinev1beta1.GCPDisk{{AutoDelete: true, Boot: true, SizeGB: defaultGCPDiskSizeGB, Type: defaultGCPDiskType, Image: gcpDiskImage(env.arch)}}
+		spec.Disks = []*machinev1beta1.GCPDisk{{AutoDelete: true, Boot: true, SizeGB: defaultGCPDiskSizeGB, Type: defaultGCPDiskType, Image: image}}
 	}
 	for _, d := range spec.Disks {
 		if d != nil {
-			d.Type, d.Image = cmp.Or(d.Type, defaultGCPDiskType), cmp.Or(d.Image, gcpDiskImage(env.arch))
+			d.Type, d.Image = cmp.Or(d.Type, defaultGCPDiskType), cmp.Or(d.Image, image)
 		}
 	}
 	// A GPU count of 0 is never meant.
