@@ -69,11 +69,10 @@ func IndexMachinesByController(ctx context.Context, indexer client.FieldIndexer)
 }
 
 func machineControllerIndex(o client.Object) []string {
-	ref := controllerOf(o)
-	if ref == nil {
-		return []string{OrphanIndexValue}
+	if ref := controllerOf(o); ref != nil {
+		return []string{string(ref.UID)}
 	}
-	return []string{string(ref.UID)}
+	return []string{OrphanIndexValue}
 }
 
 func (r *Reconciler) inNamespace(o client.Object) bool {
@@ -178,11 +177,8 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 		}
 	}
 	list := &machinev1beta1.MachineList{}
-	opts := []client.ListOption{client.MatchingFields{machine.NodeRefNameField: o.GetName()}, client.UnsafeDisableDeepCopy}
-	if r.namespace != "" {
-		opts = append(opts, client.InNamespace(r.namespace))
-	}
-	if err := r.client.List(ctx, list, opts...); err != nil {
+	if err := r.client.List(ctx, list, client.InNamespace(r.namespace), // "": all
+		client.MatchingFields{machine.NodeRefNameField: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", o.GetName())
 	}
 	for i := range list.Items {

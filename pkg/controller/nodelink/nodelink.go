@@ -234,11 +234,7 @@ func (r *Reconciler) providerIDClaimedElsewhere(ctx context.Context, m *machinev
 
 func (r *Reconciler) listMachines(ctx context.Context, index, value string) ([]*machinev1beta1.Machine, error) {
 	list := &machinev1beta1.MachineList{}
-	opts := []client.ListOption{client.MatchingFields{index: value}}
-	if r.namespace != "" {
-		opts = append(opts, client.InNamespace(r.namespace))
-	}
-	if err := r.client.List(ctx, list, opts...); err != nil {
+	if err := r.client.List(ctx, list, client.MatchingFields{index: value}, client.InNamespace(r.namespace)); err != nil {
 		return nil, fmt.Errorf("listing machines by %s=%s: %w", index, value, err)
 	}
 	out := make([]*machinev1beta1.Machine, 0, len(list.Items))
