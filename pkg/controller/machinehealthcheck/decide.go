@@ -101,10 +101,11 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 	var soonest time.Duration
 	suspectReason := ""
 	for _, c := range p.conditions {
-		nc := nodeCondition(node, c.Type)
-		if nc == nil || nc.Status != c.Status {
+		i := slices.IndexFunc(node.Status.Conditions, func(nc corev1.NodeCondition) bool { return nc.Type == c.Type })
+		if i < 0 || node.Status.Conditions[i].Status != c.Status {
 			continue
 		}
+		nc := node.Status.Conditions[i]
 		expiry := nc.LastTransitionTime.Add(c.Timeout.Duration)
 		if !now.Before(expiry) {
 			return verdict{Health: Unhealthy, Reason: fmt.Sprintf("Node %s has condition %s=%s for more than %s", node.Name, c.Type, c.Status, c.Timeout.Duration),
@@ -119,13 +120,6 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 		return verdict{Health: Suspect, Reason: suspectReason, Recheck: soonest}
 	}
 	return verdict{Health: Healthy}
-}
-
-func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
-	if i := slices.IndexFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == t }); i >= 0 {
-		return &n.Status.Conditions[i]
-	}
-	return nil
 }
 
 // maxUnhealthyValue resolves spec.maxUnhealthy against total targets: nil
@@ -211,15 +205,12 @@ func earliest(a, b time.Duration) time.Duration {
 
 // restrictedMessage is the RemediationAllowed=False/TooManyUnhealthy message.
 func restrictedMessage(s summary, spec *intstr.IntOrString) string {
-	return fmt.Sprintf("Remediation is not allowed: %d of %d machines are unhealthy, more than maxUnhealthy %s (= %d)",
-		s.Unhealthy, s.Expected, maxUnhealthyString(spec), s.MaxUnhealthy)
-}
-
-func maxUnhealthyString(v *intstr.IntOrString) string {
-	if v == nil {
-		return "100% (default)"
+	maxSpec := "100% (default)"
+	if spec != nil {
+		maxSpec = spec.String()
 	}
-	return v.String()
+	return fmt.Sprintf("Remediation is not allowed: %d of %d machines are unhealthy, more than maxUnhealthy %s (= %d)",
+		s.Unhealthy, s.Expected, maxSpec, s.MaxUnhealthy)
 }
 
 // excludedNode reports why node must not be remediated ("" if it may be).

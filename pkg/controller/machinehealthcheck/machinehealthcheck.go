@@ -96,7 +96,7 @@ func NewReconciler(opts Options) *Reconciler {
 		limit:     rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
 		backoff:   defaultBackoff,
 		backoffOn: opts.RemediationBackoff,
-		pacing:    newPacing(),
+		pacing:    &pacing{mhcs: map[types.NamespacedName]*mhcPacing{}},
 
 		startupFrom: cmp.Or(opts.NodeStartupTimeoutFrom, StartupFromCreation),
 	}

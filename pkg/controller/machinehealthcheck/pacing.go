@@ -227,10 +227,6 @@ type pacing struct {
 	mhcs map[types.NamespacedName]*mhcPacing
 }
 
-func newPacing() *pacing {
-	return &pacing{mhcs: map[types.NamespacedName]*mhcPacing{}}
-}
-
 // get returns mhc's state, creating it.
 func (p *pacing) get(mhc types.NamespacedName) *mhcPacing {
 	p.mu.Lock()

@@ -81,8 +81,6 @@ func NewReconciler(opts Options) *Reconciler {
 	return r
 }
 
-func (r *Reconciler) now() time.Time { return r.clock.Now() }
-
 // apiReader is Options.APIReader, else Client.
 func (r *Reconciler) apiReader() client.Reader {
 	if r.reader != nil {
@@ -192,7 +190,7 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 	}
 
 	if st.DrainStartTime == nil {
-		st.DrainStartTime = ptr.To(metav1.NewTime(r.now()))
+		st.DrainStartTime = ptr.To(metav1.NewTime(r.clock.Now()))
 		all, err := r.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, err)
@@ -261,7 +259,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 		setPhaseMetric(nm.Name, st.Phase)
 		return nil
 	}
-	st.LastUpdate = ptr.To(metav1.NewTime(r.now()))
+	st.LastUpdate = ptr.To(metav1.NewTime(r.clock.Now()))
 	if err := patch.SetStatus(ctx, r.client, r.reader, nm, func(nm *nmv1beta1.NodeMaintenance) { nm.Status = st }); err != nil {
 		return client.IgnoreNotFound(err)
 	}

@@ -33,7 +33,7 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	}
 	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx))
 	deadline, bounded := drainDeadline(nm.Spec.DrainTimeout, st.DrainStartTime)
-	now := r.now()
+	now := r.clock.Now()
 
 	if bounded && !now.Before(deadline) {
 		var deleted []string

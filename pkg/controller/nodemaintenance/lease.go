@@ -41,7 +41,7 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 		} else if err != nil {
 			return err
 		}
-		plan = planLease(cur, r.leaseNS, name, node, r.now())
+		plan = planLease(cur, r.leaseNS, name, node, r.clock.Now())
 		if plan.want == nil {
 			return nil
 		}
@@ -103,7 +103,7 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		st.LastError = patch.Truncate(leaseErrorMessage+": "+err.Error(), 1024)
 		return ctrl.Result{}, false, err
 	}
-	verdict, after := decideLease(st, plan, r.leaseRef(node.Name), r.now(), r.poll)
+	verdict, after := decideLease(st, plan, r.leaseRef(node.Name), r.clock.Now(), r.poll)
 	res = ctrl.Result{RequeueAfter: after}
 	switch verdict {
 	case leaseProceed:

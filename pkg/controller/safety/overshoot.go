@@ -181,7 +181,8 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 	switch {
 	case d.frozen && conditions.IsTrue(*updConds, mdv1beta1.FrozenCondition): // the first freeze's reason stays
 	case d.frozen:
-		*updConds = conditions.Set(*updConds, frozenCondition(d), c.now())
+		frozen := conditions.New(mdv1beta1.FrozenCondition, corev1.ConditionTrue, d.reason, "", d.message)
+		*updConds = conditions.Set(*updConds, frozen, c.now())
 	default:
 		*updConds = conditions.Remove(*updConds, mdv1beta1.FrozenCondition)
 	}

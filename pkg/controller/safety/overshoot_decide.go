@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -152,9 +151,4 @@ func decideDeployment(name string, anySetFrozen bool, setDecision freezeDecision
 		reason = ReasonUnfreezeAnnotation
 	}
 	return freezeDecision{reason: reason, message: fmt.Sprintf("No MachineSet of MachineDeployment: %s is frozen", name)}
-}
-
-// frozenCondition is the Frozen=True condition of a freeze decision.
-func frozenCondition(d freezeDecision) machinev1beta1.Condition {
-	return conditions.New(mdv1beta1.FrozenCondition, corev1.ConditionTrue, d.reason, "", d.message)
 }
