@@ -214,8 +214,7 @@ func Run(t testing.TB, r Runnable) (stop func()) {
 			t.Errorf("%T: %v", r, err)
 		}
 	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
+	stop = sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(stop)
 	return stop
 }
