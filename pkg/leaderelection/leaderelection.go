@@ -1,7 +1,6 @@
-// Package leaderelection configures every binary's leader election: client-go's
-// elector on a Lease with a lock whose leader writes the Lease less often than
-// the elector checks it, and the pod's identity. See docs/architecture.md
-// ("Leader election") and docs/reliability.md.
+// Package leaderelection configures every binary's leader election: a Lease that the leader
+// writes less often than the elector checks it, and the pod's identity. See
+// docs/architecture.md ("Leader election") and docs/reliability.md.
 package leaderelection
 
 import (
@@ -37,8 +36,7 @@ const (
 	DefaultRenewInterval = 10 * time.Second
 )
 
-// AddFlags registers OpenShift's leader-election timing flags and this
-// project's --leader-elect-renew-interval, with t's values as defaults.
+// AddFlags registers OpenShift's timing flags and --leader-elect-renew-interval, t's values as defaults.
 func (t *Timing) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&t.LeaseDuration, "leader-elect-lease-duration", t.LeaseDuration,
 		"How long a standby waits, after it last saw the leader renew, before it takes over the lease.")
@@ -174,12 +172,11 @@ func (l *coalescingLock) write(ctx context.Context, ler resourcelock.LeaderElect
 	err := write(ctx, ler)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err != nil {
-		l.written = nil
-		return err
-	}
 	l.written, l.writtenAt = &ler, sent
-	return nil
+	if err != nil {
+		l.written = nil // the next renewal is sent
+	}
+	return err
 }
 
 // isRenewalOf: next only moves the renew time of last, held by identity.

@@ -1,5 +1,4 @@
-// Package metrics registers collectors with controller-runtime's registry and
-// gives every binary its metrics server's options (SecureServerOptions).
+// Package metrics registers collectors and gives every binary its metrics server's options.
 package metrics
 
 import (
@@ -32,8 +31,7 @@ const (
 	KeyFile  = "tls.key"
 )
 
-// Register registers collectors with controller-runtime's metrics.Registry;
-// registering one again is fine, a name clash panics (a programming error).
+// Register registers collectors with controller-runtime's registry; again is fine, a clash panics.
 func Register(collectors ...prometheus.Collector) {
 	for _, c := range collectors {
 		if err := ctrlmetrics.Registry.Register(c); err != nil {
@@ -94,9 +92,6 @@ func unauthorizedOnAuthnError(h http.Handler) http.Handler {
 	})
 }
 
-// authnFailedBody starts the body of the filter's 500 for a failed authentication.
-const authnFailedBody = "Authentication failed"
-
 // authnErrorAsUnauthorized turns the filter's 500 "Authentication failed" into
 // 401 "Unauthorized"; a 500 is held back until its body shows which it is.
 type authnErrorAsUnauthorized struct {
@@ -116,7 +111,7 @@ func (w *authnErrorAsUnauthorized) WriteHeader(code int) {
 func (w *authnErrorAsUnauthorized) Write(b []byte) (int, error) {
 	if w.held {
 		w.held, w.started = false, true
-		if bytes.HasPrefix(b, []byte(authnFailedBody)) {
+		if bytes.HasPrefix(b, []byte("Authentication failed")) { // the filter's body for this 500
 			http.Error(w.ResponseWriter, "Unauthorized", http.StatusUnauthorized)
 			return len(b), nil
 		}

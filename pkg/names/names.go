@@ -1,6 +1,5 @@
-// Package names holds the fixed names every binary shares: OpenShift's where it
-// has one (see docs/contract.md; docs/openshift.md lists the few that differ).
-// It imports nothing, so any package may import it.
+// Package names holds the fixed names every binary shares, OpenShift's (docs/contract.md,
+// docs/openshift.md). It imports nothing, so any package may import it.
 package names
 
 // Namespace and cluster-scoped singletons.

@@ -1,5 +1,4 @@
-// Package tlsflags holds OpenShift's server TLS flags (--tls-min-version,
-// --tls-cipher-suites) of the operator and the operands.
+// Package tlsflags holds OpenShift's server TLS flags of the operator and the operands.
 package tlsflags
 
 import (

@@ -53,9 +53,8 @@ func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv
 	return warnings
 }
 
-// azureImageResourceID is the installer's image in the cluster's gallery
-// (gallery names cannot hold dashes); arm64 uses the -gen2 image, which
-// older amd64 clusters may not have.
+// azureImageResourceID is the installer's image in the cluster's gallery (whose name holds
+// no dashes); arm64 uses the -gen2 image, which older amd64 clusters may not have.
 func azureImageResourceID(clusterID, arch string) string {
 	image := clusterID
 	if arch == archARM64 {
@@ -92,9 +91,8 @@ func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEn
 	}
 	v.add(validateAzureOSDisk(spec.OSDisk, p.Child("osDisk")), nil)
 	if id := spec.CapacityReservationGroupID; id != "" {
-		if err := checkAzureResourceID(strings.TrimPrefix(id, "azure://")); err != nil {
-			v.check(true, field.Invalid(p.Child("capacityReservationGroupID"), id, err.Error()))
-		}
+		err := checkAzureResourceID(strings.TrimPrefix(id, "azure://"))
+		v.check(err != nil, field.Invalid(p.Child("capacityReservationGroupID"), id, fmt.Sprint(err)))
 	}
 	ultra := spec.UltraSSDCapability
 	enabled, disabled := machinev1beta1.AzureUltraSSDCapabilityEnabled, machinev1beta1.AzureUltraSSDCapabilityDisabled
@@ -107,9 +105,8 @@ func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEn
 	return v.errs, v.warnings
 }
 
-// validateAzureImage: a resource ID alone, or a marketplace image with
-// offer, publisher, SKU and version (OpenShift names these paths with
-// capitals: image.Offer).
+// validateAzureImage: a resource ID alone, or offer, publisher, SKU and version
+// (OpenShift names these paths with capitals: image.Offer).
 func validateAzureImage(image machinev1beta1.Image, path *field.Path) field.ErrorList {
 	if image == (machinev1beta1.Image{}) {
 		return field.ErrorList{field.Required(path, "an image reference must be provided")}
@@ -143,8 +140,7 @@ func validateAzureOSDisk(d machinev1beta1.OSDisk, path *field.Path) field.ErrorL
 	return v.errs
 }
 
-// validateAzureSecurityProfile reports the first inconsistency between the
-// security profile and the OS disk's encryption, as OpenShift does.
+// validateAzureSecurityProfile reports, as OpenShift, the first inconsistency with the disk encryption.
 func validateAzureSecurityProfile(spec *machinev1beta1.AzureMachineProviderSpec, path *field.Path) field.ErrorList {
 	encryption := spec.OSDisk.ManagedDisk.SecurityProfile.SecurityEncryptionType
 	sp := spec.SecurityProfile

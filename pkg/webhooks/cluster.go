@@ -15,8 +15,7 @@ import (
 // Provider names a machine provider whose providerSpec this package admits.
 type Provider string
 
-// The providers: unknown (its providerSpec is left alone), kubemark, and the
-// platforms OpenShift's webhooks admit, named after their Infrastructure type.
+// The providers: unknown (left alone), kubemark, and the platforms, named after their type.
 const (
 	ProviderUnknown  Provider = ""
 	ProviderKubemark Provider = "kubemark"
@@ -44,8 +43,7 @@ type ClusterInfo struct {
 	DNSDisconnected bool
 }
 
-// ClusterInfoFromInfrastructure derives the ClusterInfo of infra (nil: the zero
-// value); the platform is the status's, else the spec's.
+// ClusterInfoFromInfrastructure derives the ClusterInfo of infra (nil: the zero value).
 func ClusterInfoFromInfrastructure(infra *configv1.Infrastructure) ClusterInfo {
 	if infra == nil {
 		return ClusterInfo{}
@@ -71,8 +69,7 @@ func ClusterInfoFromInfrastructure(infra *configv1.Infrastructure) ClusterInfo {
 	return info
 }
 
-// lookupClusterInfo reads the Infrastructure "cluster", and on Azure the DNS
-// "cluster"; a nil reader, a missing object or API give the zero value.
+// lookupClusterInfo reads the Infrastructure (on Azure the DNS too); missing: the zero value.
 func lookupClusterInfo(ctx context.Context, r client.Reader) (ClusterInfo, error) {
 	if r == nil {
 		return ClusterInfo{}, nil

@@ -20,8 +20,7 @@ type Defaulted struct {
 // Changed is true when defaulting changed anything.
 func (d Defaulted) Changed() bool { return d.Labels || len(d.ProviderSpec) > 0 || len(d.Spec) > 0 }
 
-// DefaultMachine fills the cluster-ID label (never overwritten: that would
-// orphan the Machine) and the providerSpec defaults.
+// DefaultMachine fills the cluster-ID label (never overwritten: that orphans) and providerSpec.
 func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	var d Defaulted
 	m.Labels, d.Labels = defaultClusterLabel(m.Labels, cluster.InfrastructureName)

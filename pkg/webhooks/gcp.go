@@ -126,8 +126,7 @@ func validateGCPShieldedInstance(c machinev1beta1.GCPShieldedInstanceConfig, pat
 	return v.errs
 }
 
-// validateGCPConfidentialCompute accepts Enabled (with Terminate on host
-// maintenance and an n2d/c2d machine), Disabled or nothing: the API's
+// validateGCPConfidentialCompute accepts Enabled, Disabled or nothing: the API's
 // technology values are refused as by the OpenShift release this follows.
 func validateGCPConfidentialCompute(spec *machinev1beta1.GCPMachineProviderSpec, p *field.Path) field.ErrorList {
 	var v verdict

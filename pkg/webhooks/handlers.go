@@ -64,8 +64,7 @@ func resultOf(resp admission.Response) string {
 	}
 }
 
-// cluster reads the ClusterInfo for one request; a failed read is logged and
-// returned as a warning, and the request handled without cluster facts.
+// cluster reads the ClusterInfo; a failed read is a warning, the request handled without it.
 func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, admission.Warnings) {
 	ctx, cancel := context.WithTimeout(ctx, h.opts.LookupTimeout)
 	defer cancel()
@@ -96,8 +95,7 @@ func (h *handler) secretLookup(ctx context.Context) SecretLookup {
 	}
 }
 
-// decode decodes the JSON object of a request into the pointer into; every
-// error says where the document is wrong (byte offset, or field path).
+// decode decodes a request's JSON object into into; every error says where the document is wrong.
 func decode(raw []byte, into any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
@@ -184,8 +182,7 @@ func locate(raw []byte, t reflect.Type, msg string) string {
 	}
 }
 
-// jsonNode is a JSON object or array, members in order (duplicate keys kept),
-// each value a *jsonNode or a decoder token.
+// jsonNode is a JSON object or array, members in order, duplicate keys kept.
 type jsonNode struct {
 	object  bool
 	members []*jsonMember
@@ -381,8 +378,7 @@ func patchResponse(original []byte, edits []edit) admission.Response {
 	return admission.PatchResponseFromRaw(original, patched)
 }
 
-// hugeNumber returns the path and text of the first number in v (decoded
-// with UseNumber) too large for a float64, such as 1e400; "" if none.
+// hugeNumber returns the path and text of the first number in v too large for a float64.
 func hugeNumber(v any, path string) (string, json.Number) {
 	switch n := v.(type) {
 	case json.Number:

@@ -111,8 +111,7 @@ func validateStrategy(s mdv1beta1.MachineDeploymentStrategy) field.ErrorList {
 
 var percent = regexp.MustCompile(`^[0-9]+%$`)
 
-// validateIntOrPercent checks a maxSurge or maxUnavailable: nil (defaulted),
-// a number ≥ 0 or a percentage (at most 100% when atMost100).
+// validateIntOrPercent accepts nil (defaulted), a number ≥ 0 or a percentage (≤ 100% when atMost100).
 func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path, atMost100 bool) field.ErrorList {
 	switch {
 	case v == nil:

@@ -86,8 +86,7 @@ func (e platformEnv) credentialsWarnings(namespace, name string) []string {
 	return nil
 }
 
-// defaultInstanceType sets an empty *instanceType to arch's of byArch (else
-// amd64's) and returns OpenShift's note.
+// defaultInstanceType sets an empty *instanceType to arch's (else amd64's), with OpenShift's note.
 func defaultInstanceType(instanceType *string, platform Provider, arch string, byArch map[string]string) []string {
 	if *instanceType != "" {
 		return nil
@@ -153,8 +152,7 @@ func register[T any](p Provider, kind string, groups []string,
 	}
 }
 
-// unknownFieldWarning is OpenShift's warning for the first key of raw that
-// into's type does not have ("" when none).
+// unknownFieldWarning is OpenShift's warning for the first key of raw into's type lacks.
 func unknownFieldWarning(raw []byte, into any) string {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -168,8 +166,7 @@ func unknownFieldWarning(raw []byte, into any) string {
 		Detail: fmt.Sprintf("Unknown field (%s) will be ignored", name)}).Error()
 }
 
-// gvkWarning is OpenShift's warning for a value whose apiVersion and kind
-// are not kind in one of groups, version v1beta1 or v1.
+// gvkWarning is OpenShift's warning for a value not of kind in groups, version v1beta1 or v1.
 func gvkWarning(raw []byte, kind string, groups []string) string {
 	if groups == nil {
 		return ""
@@ -211,8 +208,7 @@ func overlay(fields map[string]json.RawMessage, before, after []byte) []string {
 }
 
 func isObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '{'
+	return bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{"))
 }
 
 // defaultSecretRefs names the user-data and credentials Secrets where none are.

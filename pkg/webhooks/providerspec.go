@@ -147,9 +147,8 @@ func defaultKubemark(fields map[string]json.RawMessage) []string {
 	return set
 }
 
-// ValidateProviderSpec checks a known provider's providerSpec: kubemark's as
-// its actuator decodes it (under fldPath), a platform's with OpenShift's rules
-// and paths. namespace and name are the Machine's (a template's name is "").
+// ValidateProviderSpec checks a known provider's providerSpec: kubemark's as its actuator
+// decodes it (under fldPath), a platform's with OpenShift's rules and paths.
 func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, []string) {
 	raw, err := providerSpecRaw(ps)
 	if err != nil {

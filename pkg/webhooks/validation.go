@@ -29,8 +29,7 @@ func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo, secrets Sec
 	return validateMachineSpec(&m.Spec, cluster, m.Namespace, m.Name, secrets, specPath)
 }
 
-// ValidateMachineUpdate checks an update of old to m: spec.providerID is
-// immutable once set; the create checks are ratcheted.
+// ValidateMachineUpdate checks an update: spec.providerID is immutable once set; the create checks ratchet.
 func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	if id := ptr.Deref(old.Spec.ProviderID, ""); id != "" && ptr.Deref(m.Spec.ProviderID, "") != id {

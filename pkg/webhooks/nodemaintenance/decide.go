@@ -64,9 +64,8 @@ func isControlPlane(node *corev1.Node) bool {
 	return cp || master
 }
 
-// etcdDisruptionAllowed is medik8s's quorum rule: exactly one budget in
-// openshift-etcd (else cannot tell: no) that allows a disruption, or the
-// node's guard pod is not Ready (already disrupted) or missing.
+// etcdDisruptionAllowed is medik8s's rule: one budget in openshift-etcd (else cannot tell:
+// no) that allows a disruption, or the node's guard pod is not Ready (disrupted) or missing.
 func etcdDisruptionAllowed(nodeName string, q quorumFacts) bool {
 	if len(q.pdbs) != 1 {
 		return false

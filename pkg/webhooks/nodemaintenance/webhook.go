@@ -1,6 +1,5 @@
-// Package nodemaintenance serves the NodeMaintenance validating webhook with
-// the rules and messages of medik8s's node-maintenance-operator. See
-// docs/contract.md ("Admission: NodeMaintenance").
+// Package nodemaintenance serves the NodeMaintenance validating webhook with medik8s's
+// rules and messages. See docs/contract.md ("Admission: NodeMaintenance").
 package nodemaintenance
 
 import (
@@ -65,8 +64,7 @@ func KindServed(mapper meta.RESTMapper, gvk schema.GroupVersionKind) func(contex
 	}
 }
 
-// ValidateCreate refuses as decideCreate does; a failed read refuses too,
-// asking to try again (as medik8s does).
+// ValidateCreate refuses as decideCreate does; a failed read asks to try again (as medik8s).
 func (v *Validator) ValidateCreate(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (admission.Warnings, error) {
 	nodeName := nm.Spec.NodeName
 	facts, err := v.observeCreate(ctx, nodeName)
