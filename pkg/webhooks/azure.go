@@ -232,24 +232,20 @@ func validateAzureDiagnostics(d machinev1beta1.AzureDiagnostics, path *field.Pat
 	if d.Boot == nil {
 		return nil
 	}
-	cm := path.Child("boot", "customerManaged")
+	var v verdict
+	customer, cm := d.Boot.CustomerManaged, path.Child("boot", "customerManaged")
+	azure, customerManaged := machinev1beta1.AzureManagedAzureDiagnosticsStorage, machinev1beta1.CustomerManagedAzureDiagnosticsStorage
 	switch d.Boot.StorageAccountType {
-	case machinev1beta1.CustomerManagedAzureDiagnosticsStorage:
-		if d.Boot.CustomerManaged == nil {
-			return field.ErrorList{field.Required(cm, "customerManaged configuration must be provided")}
-		}
-		if d.Boot.CustomerManaged.StorageAccountURI == "" {
-			return field.ErrorList{field.Required(cm.Child("storageAccountURI"), "storageAccountURI must be provided")}
-		}
-	case machinev1beta1.AzureManagedAzureDiagnosticsStorage:
-		if d.Boot.CustomerManaged != nil {
-			return field.ErrorList{field.Invalid(cm, d.Boot.CustomerManaged, "customerManaged may not be set when type is AzureManaged")}
-		}
+	case customerManaged:
+		v.check(customer == nil, field.Required(cm, "customerManaged configuration must be provided"))
+		v.check(customer != nil && customer.StorageAccountURI == "", field.Required(cm.Child("storageAccountURI"), "storageAccountURI must be provided"))
+	case azure:
+		v.check(customer != nil, field.Invalid(cm, customer, "customerManaged may not be set when type is AzureManaged"))
 	default:
-		return field.ErrorList{field.Invalid(path.Child("boot", "storageAccountType"), d.Boot.StorageAccountType,
-			fmt.Sprintf("storageAccountType must be one of: %s, %s", machinev1beta1.AzureManagedAzureDiagnosticsStorage, machinev1beta1.CustomerManagedAzureDiagnosticsStorage))}
+		v.check(true, field.Invalid(path.Child("boot", "storageAccountType"), d.Boot.StorageAccountType,
+			fmt.Sprintf("storageAccountType must be one of: %s, %s", azure, customerManaged)))
 	}
-	return nil
+	return v.errs
 }
 
 // checkAzureResourceID checks an Azure resource ID's shape as OpenShift's parser:
