@@ -17,10 +17,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/leaderelection"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
@@ -128,6 +131,8 @@ type harnessOptions struct {
 	degradedAfter  time.Duration
 	stable         time.Duration
 	metricsTLS     *tlsflags.Live
+	// holdGC (optional) delays the stand-in garbage collector until closed.
+	holdGC <-chan struct{}
 }
 
 // writeImages writes images.json into a temp dir and returns its path.
@@ -204,6 +209,7 @@ func startOperator(t *testing.T, images string, o harnessOptions) *running {
 		}
 	}()
 
+	go collectForeground(ctx, o.ns, o.holdGC)
 	r := &running{t: t, ns: o.ns, images: images, counter: counter}
 	var stopped bool
 	r.stop = func() {
@@ -412,4 +418,39 @@ func runManager(ctx context.Context, cfg *rest.Config, images string, o harnessO
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// collectForeground plays the garbage collector envtest lacks (after hold is
+// closed, if set): it removes the foregroundDeletion finalizer of ns's
+// Deployments and DaemonSets being deleted, whose pods (none: envtest runs
+// no controllers) are then gone.
+func collectForeground(ctx context.Context, ns string, hold <-chan struct{}) {
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return
+		}
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &appsv1.DaemonSetList{}} {
+			if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				continue
+			}
+			_ = meta.EachListItem(list, func(o runtime.Object) error {
+				obj := o.(client.Object)
+				if obj.GetDeletionTimestamp() != nil && controllerutil.RemoveFinalizer(obj, metav1.FinalizerDeleteDependents) {
+					_ = env.Client.Update(ctx, obj)
+				}
+				return nil
+			})
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

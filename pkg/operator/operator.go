@@ -6,6 +6,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,21 +105,37 @@ func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, 
 var Request = reconcile.Request{NamespacedName: types.NamespacedName{Name: config.ClusterOperatorName}}
 
 // PrunableKinds are the kinds the operator deletes when obsolete. Never CRDs:
-// deleting a CRD deletes every Machine.
-var PrunableKinds = []schema.GroupVersionKind{
+// deleting a CRD deletes every Machine. The identity kinds come last: see
+// prune.
+var PrunableKinds = slices.Concat(workloadKinds, frontKinds, identityKinds)
+
+// workloadKinds run pods: deleted in the foreground.
+var workloadKinds = []schema.GroupVersionKind{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"),
 	appsv1.SchemeGroupVersion.WithKind("DaemonSet"),
+}
+
+// frontKinds route requests to the workloads' pods.
+var frontKinds = []schema.GroupVersionKind{
 	corev1.SchemeGroupVersion.WithKind("Service"),
-	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
-	rbacv1.SchemeGroupVersion.WithKind("Role"),
-	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
-	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
-	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"),
 }
+
+// identityKinds are what the workloads' pods act as.
+var identityKinds = []schema.GroupVersionKind{
+	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
+	rbacv1.SchemeGroupVersion.WithKind("Role"),
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
+}
+
+// pruneWait is how soon a sync looks again at workloads still being deleted
+// (their deletion's watch event normally comes first).
+const pruneWait = 5 * time.Second
 
 // Reconcile runs one sync. It returns an error only for failures worth a
 // rate-limited retry; timers come back as RequeueAfter.
@@ -252,10 +270,34 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, t
 	}
 	// Prune only after a fully successful apply: a partial failure never
 	// removes something still in use.
-	if _, err := o.applier.Prune(ctx, PrunableKinds, cfg.Namespace, objs); err != nil {
+	pending, err := o.prune(ctx, cfg.Namespace, objs)
+	if err != nil {
 		return res, requeue, fmt.Errorf("pruning obsolete objects: %w", err)
 	}
+	if pending {
+		requeue = minPositive(requeue, pruneWait)
+	}
 	return res, requeue, nil
+}
+
+// prune deletes the obsolete workloads in the foreground, and their
+// ServiceAccounts and RBAC only once they are gone: a stopping operand keeps
+// the identity it needs to release its leader lease (otherwise its successor
+// waits out the lease). It reports whether workloads are still being deleted.
+func (o *Operator) prune(ctx context.Context, namespace string, keep []client.Object) (bool, error) {
+	if _, err := o.applier.Prune(ctx, workloadKinds, namespace, keep,
+		client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		return false, err
+	}
+	if _, err := o.applier.Prune(ctx, frontKinds, namespace, keep); err != nil {
+		return false, err
+	}
+	left, err := o.applier.Obsolete(ctx, workloadKinds, namespace, keep)
+	if err != nil || len(left) > 0 {
+		return len(left) > 0, err
+	}
+	_, err = o.applier.Prune(ctx, identityKinds, namespace, keep)
+	return false, err
 }
 
 // installCRDs applies the CRDs the operator owns on this cluster.

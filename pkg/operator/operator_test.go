@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,7 +165,8 @@ func TestDriftIsReverted(t *testing.T) {
 func TestPrune(t *testing.T) {
 	ns := newNamespace(t)
 	setInfrastructure(t, configv1.AWSPlatformType, "")
-	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns})
+	holdGC := make(chan struct{})
+	startOperator(t, writeImages(t, testImages), harnessOptions{ns: ns, holdGC: holdGC})
 	ctx := context.Background()
 	d := waitDeployment(t, ns)
 	if !hasContainer(d, render.MachineHealthCheckContainer) {
@@ -189,16 +192,42 @@ func TestPrune(t *testing.T) {
 		return d != nil && !hasContainer(d, render.MachineHealthCheckContainer) && hasContainer(d, render.MachineContainer), err
 	})
 
-	// AWS → None: the Deployment, DaemonSet and webhooks go; CRDs stay.
+	// AWS → None: the Deployment and DaemonSet are deleted in the foreground,
+	// the webhooks and Service at once; the ServiceAccounts and RBAC the
+	// stopping pods act as stay until the workloads are gone; CRDs stay.
 	setInfrastructure(t, configv1.NonePlatformType, "")
 	waitCondition(t, configv1.OperatorAvailable, configv1.ConditionTrue, status.ReasonAsExpected, "NoOp")
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.OperandDeploymentName}}
+	for _, obj := range []client.Object{deployment, ds} {
+		poll.Eventually(t, 10*time.Second, "foreground deletion of "+obj.GetName(), func(ctx context.Context) (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			return err == nil && obj.GetDeletionTimestamp() != nil && slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents), err
+		})
+	}
 	for _, obj := range []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.OperandDeploymentName}},
-		ds,
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.WebhookConfigurationName}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: config.WebhookServiceName}},
 	} {
+		poll.Eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
+			ok, err := exists(ctx, obj)
+			return !ok, err
+		})
+	}
+	identity := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.ControllersServiceAccountName}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.ControllersServiceAccountName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: render.ControllersServiceAccountName}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.TerminationHandlerServiceAccountName}},
+	}
+	syncs(t, 2) // syncs while the workloads are still being deleted
+	for _, obj := range identity {
+		if ok, err := exists(ctx, obj); !ok {
+			t.Errorf("%T %s pruned while the pods using it may still run (err %v)", obj, obj.GetName(), err)
+		}
+	}
+	close(holdGC)
+	for _, obj := range append([]client.Object{deployment, ds}, identity...) {
 		poll.Eventually(t, 10*time.Second, "pruned "+obj.GetName(), func(ctx context.Context) (bool, error) {
 			ok, err := exists(ctx, obj)
 			return !ok, err

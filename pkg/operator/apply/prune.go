@@ -28,8 +28,41 @@ func IsNeverPruned(gk schema.GroupKind) bool {
 // Prune deletes the objects of kinds this installation applied (by labels,
 // never by name) that are not in keep, and returns them. It needs an Owner;
 // namespace limits namespaced kinds ("" = all). It skips objects being
-// deleted, deletes with a UID precondition and continues past failures.
-func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object) ([]ObjectRef, error) {
+// deleted, deletes with a UID precondition (background propagation unless
+// opts say otherwise) and continues past failures.
+func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object,
+	opts ...client.DeleteOption) ([]ObjectRef, error) {
+	objs, errs := a.Obsolete(ctx, kinds, namespace, keep)
+	var deleted []ObjectRef
+	for _, o := range objs {
+		if o.Object.GetDeletionTimestamp() != nil {
+			continue
+		}
+		uid := o.Object.GetUID()
+		err := a.client.Delete(ctx, o.Object, append([]client.DeleteOption{
+			client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid}}, opts...)...)
+		switch {
+		case err == nil:
+			log.FromContext(ctx).Info("Pruned an obsolete object", "object", o.Ref.String())
+			deleted = append(deleted, o.Ref)
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		default:
+			errs = errors.Join(errs, fmt.Errorf("prune: deleting %s: %w", o.Ref, err))
+		}
+	}
+	return deleted, errs
+}
+
+// ObsoleteObject is an object Prune deletes (or that is being deleted).
+type ObsoleteObject struct {
+	Ref    ObjectRef
+	Object client.Object
+}
+
+// Obsolete lists what Prune would delete, objects already being deleted
+// included (a foreground deletion keeps its object until its dependents
+// are gone). Kinds that could not be listed are reported in the error.
+func (a *Applier) Obsolete(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object) ([]ObsoleteObject, error) {
 	if a.owner == "" {
 		return nil, errors.New("prune: the Applier has no Owner, so it cannot tell its objects from another installation's")
 	}
@@ -51,7 +84,7 @@ func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, na
 		keepSet[key{gvk.GroupKind(), ns, obj.GetName()}] = true
 	}
 
-	var deleted []ObjectRef
+	var found []ObsoleteObject
 	var errs []error
 	for _, gvk := range kinds {
 		if IsNeverPruned(gvk.GroupKind()) {
@@ -77,25 +110,10 @@ func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, na
 			if obj.GetLabels()[config.ManagedByLabel] != config.ManagedByValue || ownedBy(obj) != a.owner {
 				continue // a reader that ignores the selector; never guess
 			}
-			if obj.GetDeletionTimestamp() != nil {
-				continue
-			}
-			ref := ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: obj.GetName()}
-			uid := obj.GetUID()
-			err := a.client.Delete(ctx, obj,
-				client.PropagationPolicy(metav1.DeletePropagationBackground),
-				client.Preconditions{UID: &uid})
-			switch {
-			case err == nil:
-				log.FromContext(ctx).Info("Pruned an obsolete object", "object", ref.String())
-				deleted = append(deleted, ref)
-			case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			default:
-				errs = append(errs, fmt.Errorf("prune: deleting %s: %w", ref, err))
-			}
+			found = append(found, ObsoleteObject{Ref: ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: obj.GetName()}, Object: obj})
 		}
 	}
-	return deleted, errors.Join(errs...)
+	return found, errors.Join(errs...)
 }
 
 // listOwned lists this installation's objects of kind gvk (in namespace, if set).
