@@ -70,7 +70,6 @@ func clusterPlatform(ctx context.Context, c client.Reader) configv1.PlatformType
 	return infra.Status.PlatformStatus.Type
 }
 
-// parse parses and validates the command line.
 func parse(args []string) (operand.Options, flags, error) {
 	opts := operand.Defaults(leaderElectionID, ":8081", ":9440")
 	// Provisioning is a chain of API round trips: sized by the scale benchmark (docs/performance.md).

@@ -4,21 +4,14 @@ import machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 
 // Annotations and labels the machine controller reads or writes (docs/contract.md).
 const (
-	// ExcludeNodeDrainingAnnotation on a Machine skips the drain, whatever its value.
-	ExcludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
-
-	// NodeDrainTimeoutAnnotation on a Machine overrides Options.NodeDrainTimeout ("0" waits forever).
-	NodeDrainTimeoutAnnotation = "machine.openshift.io/node-drain-timeout"
+	ExcludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining" // on a Machine: no drain
+	NodeDrainTimeoutAnnotation    = "machine.openshift.io/node-drain-timeout"    // overrides Options.NodeDrainTimeout
+	DrainStartedAnnotation        = "machine.openshift.io/drain-started-at"      // see docs/openshift.md
+	InstanceStateAnnotation       = "machine.openshift.io/instance-state"        // "Unknown" once Failed
 
 	// DrainingAnnotation ("<namespace>/<machine>") marks a Node we cordoned for a drain: only such a Node,
 	// while that Machine is being deleted, counts for the one-control-plane-drain-at-a-time rule.
 	DrainingAnnotation = "machine.openshift.io/draining-for-machine"
-
-	// DrainStartedAnnotation on a deleting Machine is when its drain started. See docs/openshift.md.
-	DrainStartedAnnotation = "machine.openshift.io/drain-started-at"
-
-	// InstanceStateAnnotation shows the provider's instance state; "Unknown" once the Machine is Failed.
-	InstanceStateAnnotation = "machine.openshift.io/instance-state"
 
 	// Node role labels that identify a control-plane node.
 	ControlPlaneNodeRoleLabel = "node-role.kubernetes.io/control-plane"

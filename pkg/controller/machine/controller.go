@@ -40,26 +40,16 @@ const DefaultMaxConcurrentReconciles = 50
 
 // Options configure a Reconciler.
 type Options struct {
-	// Client reads and writes Machines and Nodes (normally the manager's cached client).
-	Client client.Client
-	// APIReader (optional, default the manager's) re-reads the Machine uncached before Create.
-	APIReader client.Reader
-	// Actuator is the provider; if it implements ProviderSpecServer, other providers' Machines are left alone.
-	Actuator Actuator
-	// Recorder (optional, default the manager's recorder ControllerName) receives events.
-	Recorder events.EventRecorder
-	// NodeDrainTimeout bounds a drain (0 waits forever); NodeDrainTimeoutAnnotation overrides it.
-	NodeDrainTimeout time.Duration
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-	// Namespace (optional) restricts the controller to the Machines of one namespace.
-	Namespace string
-	// MachineAPIMigration is OpenShift's feature gate of that name (package internal/authority).
-	MachineAPIMigration bool
-	// Gate (optional) holds back instance creations and deletions while it is frozen.
-	Gate Gate
-	// KubeClient is the clientset the drain uses; SetupWithManager builds it when nil.
-	KubeClient kubernetes.Interface
+	Client              client.Client        // Machines and Nodes (normally the manager's cached client)
+	APIReader           client.Reader        // optional (default the manager's): re-reads the Machine before Create
+	Actuator            Actuator             // the provider; a ProviderSpecServer is never given others' Machines
+	Recorder            events.EventRecorder // optional (default the manager's, named ControllerName)
+	NodeDrainTimeout    time.Duration        // bounds a drain (0 waits forever); NodeDrainTimeoutAnnotation overrides it
+	Now                 func() time.Time     // the clock (default time.Now)
+	Namespace           string               // optional: only the Machines of this namespace
+	MachineAPIMigration bool                 // OpenShift's feature gate of that name (package internal/authority)
+	Gate                Gate                 // optional: holds back instance creations and deletions while frozen
+	KubeClient          kubernetes.Interface // the drain's clientset; SetupWithManager builds it when nil
 }
 
 // Reconciler is the machine controller.

@@ -88,12 +88,12 @@ func hookNames(hooks []machinev1beta1.LifecycleHook) string {
 
 // hookConditions computes Drainable and Terminable from the lifecycle hooks.
 func hookConditions(hooks machinev1beta1.LifecycleHooks) (drainable, terminable machinev1beta1.Condition) {
-	cond := func(t machinev1beta1.ConditionType, hs []machinev1beta1.LifecycleHook, blocked string) machinev1beta1.Condition {
+	cond := func(t machinev1beta1.ConditionType, hs []machinev1beta1.LifecycleHook, msg string) machinev1beta1.Condition {
 		if len(hs) == 0 {
 			return conditions.New(t, corev1.ConditionTrue, ReasonNoHooks, "", "")
 		}
 		return conditions.New(t, corev1.ConditionFalse, ReasonHookPresent, machinev1beta1.ConditionSeverityWarning,
-			blocked+hookNames(hs))
+			msg+hookNames(hs))
 	}
 	return cond(DrainableCondition, hooks.PreDrain, "drain is blocked by pre-drain hook(s): "),
 		cond(TerminableCondition, hooks.PreTerminate, "termination is blocked by pre-terminate hook(s): ")
@@ -108,7 +108,6 @@ const (
 	drainRun                        // cordon and evict
 )
 
-// drainDecision is the outcome of decideDrain.
 type drainDecision struct {
 	Action  drainAction
 	Message string
@@ -188,21 +187,15 @@ func nodeUnreachable(n *corev1.Node) bool {
 
 // waitingForControlPlaneDrain reports whether a deleting Machine's drain waits for another control-plane node.
 func waitingForControlPlaneDrain(m *machinev1beta1.Machine) bool {
-	if m.DeletionTimestamp.IsZero() {
-		return false
-	}
 	c := conditions.Get(m.Status.Conditions, DrainedCondition)
-	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == ReasonWaitingForControlPlaneDrain
+	return !m.DeletionTimestamp.IsZero() && c != nil && c.Status == corev1.ConditionFalse &&
+		c.Reason == ReasonWaitingForControlPlaneDrain
 }
 
 // drainStartOf returns DrainStartedAnnotation unless it predates the deletion (copied from another object).
 func drainStartOf(m *machinev1beta1.Machine) (time.Time, bool) {
-	v, ok := m.Annotations[DrainStartedAnnotation]
-	if !ok || m.DeletionTimestamp.IsZero() {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil || t.Before(m.DeletionTimestamp.Truncate(time.Second)) {
+	t, err := time.Parse(time.RFC3339, m.Annotations[DrainStartedAnnotation])
+	if err != nil || m.DeletionTimestamp.IsZero() || t.Before(m.DeletionTimestamp.Truncate(time.Second)) {
 		return time.Time{}, false
 	}
 	return t, true

@@ -113,10 +113,8 @@ func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.
 
 // needsEviction: a pod not terminating yet or, on an unreachable node, one whose grace period exceeds 1s.
 func needsEviction(p *corev1.Pod, unreachable bool) bool {
-	if p.DeletionTimestamp == nil {
-		return true
-	}
-	return unreachable && (p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 1)
+	return p.DeletionTimestamp == nil ||
+		unreachable && (p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds > 1)
 }
 
 // evictionOutcome is what an eviction pass did with, or found of, a pod.

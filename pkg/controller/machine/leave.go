@@ -50,9 +50,8 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority
 // ProviderSpecServer is an Actuator that names the providerSpec types it serves (every provider should);
 // without it, or with no kind, the Actuator gets every Machine.
 type ProviderSpecServer interface {
-	// ProviderSpecKinds returns the group and kind of each providerSpec.value type the provider decodes.
-	// An empty Kind stands for every kind of a group of the provider's own; a group shared with other
-	// providers (machine.openshift.io) must name the kind.
+	// ProviderSpecKinds returns the providerSpec.value types the provider decodes; an empty Kind is every
+	// kind of the group, only for a group of its own (a shared one, machine.openshift.io, names the kind).
 	ProviderSpecKinds() []schema.GroupKind
 }
 
@@ -64,7 +63,6 @@ func servedKinds(a Actuator) []schema.GroupKind {
 	return nil
 }
 
-// specType is the apiVersion and kind of a providerSpec.value.
 type specType struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -117,11 +115,9 @@ func describeKinds(served []schema.GroupKind) string {
 
 // unsupportedProviderMessage is the ProviderSupported=False message.
 func unsupportedProviderMessage(t specType, served []schema.GroupKind) string {
-	kind := cmp.Or(t.Kind, "(none)")
-	group := cmp.Or(t.Group, "the core group")
 	return fmt.Sprintf("spec.providerSpec.value has kind %s (apiVersion %s): it needs the machine controller of the provider serving %s; "+
 		"this machine controller serves only %s and leaves the Machine untouched",
-		kind, t.APIVersion, group, describeKinds(served))
+		cmp.Or(t.Kind, "(none)"), t.APIVersion, cmp.Or(t.Group, "the core group"), describeKinds(served))
 }
 
 // leaveForeign only reports on a Machine of another provider: ProviderSupported=False (a patch of the

@@ -31,8 +31,7 @@ import (
 type Actuator interface {
 	// Create creates the instance. Called only when Exists reported false.
 	Create(ctx context.Context, machine *machinev1beta1.Machine) error
-	// Update brings an existing instance in line with the Machine and refreshes providerID, addresses
-	// and providerStatus.
+	// Update brings an existing instance in line with the Machine and refreshes what Create may set.
 	Update(ctx context.Context, machine *machinev1beta1.Machine) error
 	// Exists reports whether the instance exists: false only when it is certainly gone (or never created).
 	Exists(ctx context.Context, machine *machinev1beta1.Machine) (bool, error)
@@ -97,11 +96,9 @@ type Instance struct {
 
 // InstanceLister is an optional provider interface for the orphan collection (docs/safety.md).
 type InstanceLister interface {
-	// ListInstances lists the instances that Machines of namespace own or would own (the whole
-	// cluster's when namespace is empty or the provider cannot tell namespaces apart).
+	// ListInstances lists the instances Machines of namespace own or would own (all when it cannot tell).
 	ListInstances(ctx context.Context, namespace string) ([]Instance, error)
-	// DeleteInstance deletes inst, and nothing when the instance named inst.Name is no longer the one
-	// of inst.ProviderID; a missing instance counts as deleted.
+	// DeleteInstance deletes inst unless inst.Name now names another instance; a missing one is deleted.
 	DeleteInstance(ctx context.Context, inst Instance) error
 }
 

@@ -15,24 +15,18 @@ import (
 type Actuator struct {
 	mu sync.Mutex
 
-	// ExistsValue is what Exists answers (after ExistsHook).
-	ExistsValue bool
-	// Errors returned by each operation (nil = success).
-	CreateErr, UpdateErr, ExistsErr, DeleteErr error
+	ExistsValue                                bool  // what Exists answers (after ExistsHook)
+	CreateErr, UpdateErr, ExistsErr, DeleteErr error // returned by each operation (nil = success)
 
 	// Hooks run at the start of each call with the controller's Machine; a non-nil error replaces the configured one.
 	CreateHook, UpdateHook, DeleteHook hook
 	ExistsHook                         func(ctx context.Context, m *machinev1beta1.Machine) (bool, error)
 
-	// CreateSetsInstance makes a successful Create set ExistsValue and, when set, ProviderID and Addresses.
-	CreateSetsInstance bool
-	// DeleteRemovesInstance makes a successful Delete clear ExistsValue.
-	DeleteRemovesInstance bool
+	CreateSetsInstance    bool     // a successful Create sets ExistsValue, ProviderID and Addresses
+	DeleteRemovesInstance bool     // a successful Delete clears ExistsValue
 	ProviderID            string   // written by Create/Update when set
 	Addresses             []string // likewise
-
-	// Groups are the providerSpec API groups the fake serves (machine.ProviderSpecServer); empty serves all.
-	Groups []string
+	Groups                []string // the providerSpec API groups served (machine.ProviderSpecServer); empty: all
 
 	calls map[string]int
 }
