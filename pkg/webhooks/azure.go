@@ -108,22 +108,19 @@ func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEn
 // validateAzureImage: a resource ID alone, or offer, publisher, SKU and version
 // (OpenShift names these paths with capitals: image.Offer).
 func validateAzureImage(image machinev1beta1.Image, path *field.Path) field.ErrorList {
-	if image == (machinev1beta1.Image{}) {
-		return field.ErrorList{field.Required(path, "an image reference must be provided")}
-	}
-	if image.ResourceID != "" {
-		if image != (machinev1beta1.Image{ResourceID: image.ResourceID}) {
-			return field.ErrorList{field.Required(path.Child("resourceID"), "resourceID is already specified, other fields such as [Offer, Publisher, SKU, Version] should not be set")}
-		}
-		return nil
-	}
-	var errs field.ErrorList
-	for _, f := range []struct{ name, value string }{{"Offer", image.Offer}, {"Publisher", image.Publisher}, {"SKU", image.SKU}, {"Version", image.Version}} {
-		if f.value == "" {
-			errs = append(errs, field.Required(path.Child(f.name), f.name+" must be provided"))
+	var v verdict
+	switch {
+	case image == (machinev1beta1.Image{}):
+		v.check(true, field.Required(path, "an image reference must be provided"))
+	case image.ResourceID != "":
+		v.check(image != (machinev1beta1.Image{ResourceID: image.ResourceID}), field.Required(path.Child("resourceID"),
+			"resourceID is already specified, other fields such as [Offer, Publisher, SKU, Version] should not be set"))
+	default:
+		for _, f := range []struct{ name, value string }{{"Offer", image.Offer}, {"Publisher", image.Publisher}, {"SKU", image.SKU}, {"Version", image.Version}} {
+			v.check(f.value == "", field.Required(path.Child(f.name), f.name+" must be provided"))
 		}
 	}
-	return errs
+	return v.errs
 }
 
 func validateAzureOSDisk(d machinev1beta1.OSDisk, path *field.Path) field.ErrorList {
