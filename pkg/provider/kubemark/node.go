@@ -77,10 +77,8 @@ func pickNodeIP(namespace, name string, used func(ip string) (bool, error)) (net
 
 // nodeLabels are the Machine's node labels (nodelink keeps them in sync later) and a kubelet's, which win.
 func nodeLabels(m *machinev1beta1.Machine) map[string]string {
-	labels := maps.Clone(m.Spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := map[string]string{}
+	maps.Copy(labels, m.Spec.Labels)
 	maps.Copy(labels, map[string]string{
 		corev1.LabelHostname:           m.Name,
 		corev1.LabelOSStable:           "linux",

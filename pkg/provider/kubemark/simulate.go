@@ -29,10 +29,7 @@ type HealthWindow struct {
 // HealthAt is the health schedule (docs/kubemark.md): given the defaulted policy, when the node registered and
 // now, whether the node is healthy and when that changes. Times before registration are the first healthy spell.
 func HealthAt(policy kubemarkv1alpha1.HealthPolicy, registeredAt, now time.Time) HealthWindow {
-	var after time.Duration
-	if policy.UnhealthyAfter != nil {
-		after = policy.UnhealthyAfter.Duration
-	}
+	after := ptr.Deref(policy.UnhealthyAfter, metav1.Duration{}).Duration
 	if after <= 0 {
 		return HealthWindow{Healthy: true, Since: registeredAt}
 	}
