@@ -172,18 +172,21 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
+	step := decideCreate(task, state)
+	var userData []byte
+	if step == createClone || step == createConfigure { // the steps that write the ignition config
+		if userData, err = a.userData(ctx, m, t.spec); err != nil {
+			return err
+		}
+	}
 	logger := log.FromContext(ctx)
-	switch decideCreate(task, state) {
+	switch step {
 	case createReportTask:
 		err := taskError(info)
 		st.TaskRef = "" // the next call starts over
 		setCreation(st, a.now(), err)
 		return writeStatus(m, st, err)
 	case createClone:
-		userData, err := a.userData(ctx, m, t.spec)
-		if err != nil {
-			return err
-		}
 		ref, err := startClone(ctx, s, m, t.spec, userData)
 		if err != nil {
 			setCreation(st, a.now(), err)
@@ -196,10 +199,6 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	case createConflict:
 		return fmt.Errorf("VM %s in folder %q is %s and its instance UUID is not this Machine's UID %s: it belongs to something else; rename or remove it", vm.mo.Name, t.spec.Workspace.Folder, vm.mo.Runtime.PowerState, m.UID)
 	case createConfigure:
-		userData, err := a.userData(ctx, m, t.spec)
-		if err != nil {
-			return err
-		}
 		task, err := vm.obj.Reconfigure(ctx, vmConfig(m.Name, string(m.UID), t.spec, userData))
 		if err != nil {
 			return fmt.Errorf("configuring VM %s: %w", vm.mo.Name, err)
