@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -103,12 +104,8 @@ func (w *WorkTracker) Quiescent(within time.Duration, caughtUp ...func(context.C
 				return false, err
 			}
 		}
-		after, err := w.idle(within)
-		if err != nil {
-			return false, err
-		}
-		if after != before {
-			return false, fmt.Errorf("the controller took work while the caches were compared")
+		if after, err := w.idle(within); err != nil || after != before {
+			return false, cmp.Or(err, fmt.Errorf("the controller took work while the caches were compared"))
 		}
 		return true, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -121,17 +122,14 @@ func statusOf(obj client.Object) (status, error) {
 	if rc, ok := st.fields["conditions"]; ok {
 		delete(st.fields, "conditions")
 		var list []json.RawMessage
-		if err := json.Unmarshal(rc, &list); err != nil {
+		var heads []struct {
+			Type string `json:"type"`
+		}
+		if err := errors.Join(json.Unmarshal(rc, &list), json.Unmarshal(rc, &heads)); err != nil {
 			return status{}, fmt.Errorf("decoding the conditions of %T: %w", obj, err)
 		}
-		for _, c := range list {
-			var head struct {
-				Type string `json:"type"`
-			}
-			if err := json.Unmarshal(c, &head); err != nil {
-				return status{}, fmt.Errorf("decoding a condition of %T: %w", obj, err)
-			}
-			st.conds = append(st.conds, condition{Type: head.Type, raw: c})
+		for i, c := range list {
+			st.conds = append(st.conds, condition{Type: heads[i].Type, raw: c})
 		}
 	}
 	return st, nil
