@@ -44,19 +44,15 @@ func NewExpectations(clk clock.PassiveClock, timeout time.Duration) *Expectation
 
 // ExpectCreations records that Machines of these names are about to be created for key.
 func (e *Expectations) ExpectCreations(key types.NamespacedName, names ...string) {
-	e.expect(key, false, names...)
+	expect(e, key, false, names)
 }
 
 // ExpectDeletions records that the Machines uids are about to be deleted for key.
 func (e *Expectations) ExpectDeletions(key types.NamespacedName, uids ...types.UID) {
-	ids := make([]string, len(uids))
-	for i, uid := range uids {
-		ids[i] = string(uid)
-	}
-	e.expect(key, true, ids...)
+	expect(e, key, true, uids)
 }
 
-func (e *Expectations) expect(key types.NamespacedName, deletion bool, ids ...string) {
+func expect[ID ~string](e *Expectations, key types.NamespacedName, deletion bool, ids []ID) {
 	if len(ids) == 0 {
 		return
 	}
@@ -67,7 +63,7 @@ func (e *Expectations) expect(key types.NamespacedName, deletion bool, ids ...st
 	}
 	deadline := e.clock.Now().Add(e.timeout)
 	for _, id := range ids {
-		e.sets[key][expectation{deletion, id}] = deadline
+		e.sets[key][expectation{deletion, string(id)}] = deadline
 	}
 }
 

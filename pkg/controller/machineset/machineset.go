@@ -253,9 +253,8 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 		return nil
 	}
 	upd := ms.DeepCopy()
-	upd.Annotations = maps.Clone(ms.Annotations)
 	if upd.Annotations == nil {
-		upd.Annotations = diff
+		upd.Annotations = map[string]string{}
 	}
 	maps.Copy(upd.Annotations, diff)
 	if err := r.client.Patch(ctx, upd, client.MergeFrom(ms)); err != nil && !apierrors.IsNotFound(err) {
