@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -45,10 +46,7 @@ func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Scheme == nil {
-		opts.Scheme = clientgoscheme.Scheme
-	}
-	return &deliveryCache{Cache: c, scheme: opts.Scheme,
+	return &deliveryCache{Cache: c, scheme: cmp.Or(opts.Scheme, clientgoscheme.Scheme),
 		informers: map[informerKey]map[toolscache.ResourceEventHandlerRegistration]*deliveries{}}, nil
 }
 
