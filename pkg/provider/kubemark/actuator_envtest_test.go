@@ -626,7 +626,8 @@ func TestHealthPeriodic(t *testing.T) {
 	assertUnhealthy(t, m.Name, reg.Add(25*time.Minute))
 	lease = getLease(t, m.Name)
 	if lease == nil || *lease.Spec.HolderIdentity != LeaseHolderIdentity || !lease.Spec.RenewTime.Time.Equal(reg.Add(25*time.Minute)) ||
-		*lease.Spec.LeaseDurationSeconds != 5*60 || len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].UID != n.UID {
+		*lease.Spec.LeaseDurationSeconds != 5*60 || len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].UID != n.UID ||
+		lease.Spec.LeaseTransitions != nil { // a new Lease has had no holder before
 		t.Errorf("created lease %+v %+v", lease.ObjectMeta.OwnerReferences, lease.Spec)
 	}
 }

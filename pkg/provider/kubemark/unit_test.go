@@ -340,3 +340,34 @@ func TestNewNodeRegistersReady(t *testing.T) {
 		t.Errorf("unhealthy at registration: conditions = %+v, want none", c)
 	}
 }
+
+// The memory of this process's own writes answers with the last thing done to a Node, within recentTTL only.
+// Breaks if: wasDeleted drops its n.deleted check ("registered, not deleted"), or wasRegistered its !n.deleted
+// ("deleted, not registered").
+func TestRecentNodes(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := newRecentNodes()
+	r.noteRegistered("a", now)
+	r.noteDeleted("b", "uid-b", now)
+	r.noteRegistered("c", now.Add(-time.Second))
+	r.noteDeleted("c", "uid-c", now)
+	for _, tc := range []struct {
+		name      string
+		got, want bool
+	}{
+		{"registered", r.wasRegistered("a", now), true},
+		{"registered, not deleted", r.wasDeleted("a", "", now), false},
+		{"deleted", r.wasDeleted("b", "", now), true},
+		{"deleted, with its UID", r.wasDeleted("b", "uid-b", now), true},
+		{"deleted, another UID", r.wasDeleted("b", "uid-x", now), false},
+		{"deleted, not registered", r.wasRegistered("b", now), false},
+		{"registered then deleted: deleted", r.wasDeleted("c", "uid-c", now), true},
+		{"registered then deleted: not registered", r.wasRegistered("c", now), false},
+		{"forgotten after recentTTL", r.wasRegistered("a", now.Add(recentTTL)), false},
+		{"never seen", r.wasDeleted("d", "", now), false},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
