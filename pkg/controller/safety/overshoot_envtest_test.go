@@ -101,6 +101,17 @@ func waitFrozen(t *testing.T, obj client.Object, wantReason, wantMessage string)
 	})
 }
 
+// waitEvents waits until exactly n events of reason about name are recorded.
+func waitEvents(t *testing.T, rec *recorder, reason, name string, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d %s events", n, reason), func() error {
+		if got := rec.find(reason, name); len(got) != n {
+			return fmt.Errorf("%s events %q, want %d", reason, got, n)
+		}
+		return nil
+	})
+}
+
 func waitUnfrozen(t *testing.T, obj client.Object) {
 	t.Helper()
 	eventually(t, obj.GetName()+" unfrozen", func() error {
@@ -123,17 +134,13 @@ func TestOvershootFreezesAndUnfreezes(t *testing.T) {
 	// The message names the count it froze at: 4, not 3.
 	machines = append(machines, addMachines(t, ms, 1)...)
 	waitFrozen(t, ms, ReasonOverShootingReplicaCount, "The number of machines backing MachineSet: web is 4 >= 4 which is the Max-ScaleUp-Limit")
-	if got := rec.find(EventFrozeMachineSet, "web"); len(got) != 1 {
-		t.Errorf("FrozeMachineSet events %q, want one", got)
-	}
+	waitEvents(t, rec, EventFrozeMachineSet, "web", 1) // recorded after the write
 
 	if err := env.Client.Delete(t.Context(), machines[0]); err != nil {
 		t.Fatal(err)
 	}
 	waitUnfrozen(t, ms)
-	if got := rec.find(EventUnfrozeMachineSet, "web"); len(got) != 1 {
-		t.Errorf("UnfrozeMachineSet events %q, want one", got)
-	}
+	waitEvents(t, rec, EventUnfrozeMachineSet, "web", 1)
 
 	// Frozen again, then lifted by the annotation (it comes back while the
 	// count stays high: the event and the removed annotation show the lift).
