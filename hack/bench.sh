@@ -64,7 +64,14 @@ if [ ${#patches[@]} -gt 0 ]; then
 	kubectl patch deployment machine-api-controllers --type=json -p "[$(IFS=,; echo "${patches[*]}")]" >/dev/null
 	kubectl rollout status deployment machine-api-controllers --timeout=120s >/dev/null
 fi
-pod_ip=$(kubectl get pods -l k8s-app=controller --field-selector=status.phase=Running -o jsonpath='{.items[0].status.podIP}')
+# The rollout can report complete before the new pod runs: wait for it.
+pod_ip=
+for _ in $(seq 1 120); do
+	pod_ip=$(kubectl get pods -l k8s-app=controller --field-selector=status.phase=Running -o jsonpath='{.items[*].status.podIP}' 2>/dev/null | awk '{print $1}')
+	[ -n "$pod_ip" ] && break
+	sleep 0.5
+done
+[ -n "$pod_ip" ] || { echo "no running operand pod after 60 s" >&2; exit 1; }
 if [ "${MHC:-0}" = 1 ]; then
 	# A MachineHealthCheck covering the benchmark's Machines (timeouts long
 	# enough that nothing is remediated): the health controller's cost.
