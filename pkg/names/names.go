@@ -77,7 +77,7 @@ const (
 // Ownership of what the operator applies.
 const (
 	// ManagedByLabel (value ManagedByValue) marks every object the operator
-	// applies; pruning finds obsolete objects by it alone.
+	// applies; pruning selects by it and the installation's namespace label.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "machine-api-operator"
 	// FieldManager is the operator's server-side apply field manager.
