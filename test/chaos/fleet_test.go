@@ -143,6 +143,19 @@ func cutKind(key string) (kind, name string, ok bool) {
 
 // follow lists and watches one kind until ctx ends.
 func (l *fleetLog) follow(ctx context.Context, newList func() client.ObjectList, opts ...client.ListOption) {
+	listWatch(ctx, newList, opts, l.relisted, func(typ watch.EventType, obj client.Object) {
+		l.mu.Lock()
+		l.record(typ, obj, revision(obj), false)
+		l.mu.Unlock()
+	})
+}
+
+// listWatch lists a kind, then watches it from that list's version until ctx
+// ends: a broken watch resumes from the last version seen (an API server
+// outage), a version that is gone (410) relists. relisted gets each list
+// (first: the initial one), event each watched change (bookmarks aside).
+func listWatch(ctx context.Context, newList func() client.ObjectList, opts []client.ListOption,
+	relisted func(list client.ObjectList, first bool), event func(watch.EventType, client.Object)) {
 	rv, first := "", true
 	for ctx.Err() == nil {
 		if rv == "" {
@@ -153,7 +166,7 @@ func (l *fleetLog) follow(ctx context.Context, newList func() client.ObjectList,
 			}) != nil {
 				return // ctx ended
 			}
-			l.relisted(list, first)
+			relisted(list, first)
 			first = false
 			rv = list.GetResourceVersion()
 		}
@@ -179,9 +192,7 @@ func (l *fleetLog) follow(ctx context.Context, newList func() client.ObjectList,
 			}
 			rv = obj.GetResourceVersion()
 			if ev.Type != watch.Bookmark {
-				l.mu.Lock()
-				l.record(ev.Type, obj, revision(obj), false)
-				l.mu.Unlock()
+				event(ev.Type, obj)
 			}
 		}
 		wi.Stop()

@@ -115,63 +115,33 @@ func (w *ownershipWatch) observe(t watch.EventType, m *machinev1beta1.Machine) {
 // resourceVersion when the watch breaks (an API server outage) and
 // re-listing when that version is gone.
 func (w *ownershipWatch) run(ctx context.Context, t testing.TB) {
-	rv := ""
-	for ctx.Err() == nil {
-		if rv == "" {
-			list := &machinev1beta1.MachineList{}
-			if poll.Until(ctx, 0, func(ctx context.Context) (bool, error) {
-				err := cluster.List(ctx, list, client.InNamespace(namespace))
-				return err == nil, err
-			}) != nil {
-				return // ctx ended
-			}
-			w.mu.Lock()
-			w.relists++
-			seen := map[types.UID]bool{}
-			for i := range list.Items {
-				m := &list.Items[i]
-				if w.owned(m) {
-					seen[m.UID] = true
-				}
-			}
-			for uid := range w.deleting {
-				if !seen[uid] {
-					delete(w.deleting, uid)
-				}
-			}
-			w.mu.Unlock()
-			for i := range list.Items {
-				w.observe(watch.Modified, &list.Items[i]) // not a creation we saw happen
-			}
-			rv = list.ResourceVersion
-		}
-		var wi watch.Interface
-		if poll.Until(ctx, 0, func(ctx context.Context) (bool, error) {
-			var err error
-			wi, err = cluster.Watch(ctx, &machinev1beta1.MachineList{}, client.InNamespace(namespace),
-				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
-			return err == nil, err
-		}) != nil {
-			return // ctx ended
-		}
-		for ev := range wi.ResultChan() {
-			if ev.Type == watch.Error {
-				if st, ok := ev.Object.(*metav1.Status); ok && st.Code == 410 {
-					rv = ""
-				}
-				break
-			}
-			m, ok := ev.Object.(*machinev1beta1.Machine)
-			if !ok {
-				continue
-			}
-			rv = m.ResourceVersion
-			if ev.Type != watch.Bookmark {
-				w.observe(ev.Type, m)
+	relisted := func(l client.ObjectList, _ bool) {
+		list := l.(*machinev1beta1.MachineList)
+		w.mu.Lock()
+		w.relists++
+		seen := map[types.UID]bool{}
+		for i := range list.Items {
+			m := &list.Items[i]
+			if w.owned(m) {
+				seen[m.UID] = true
 			}
 		}
-		wi.Stop()
+		for uid := range w.deleting {
+			if !seen[uid] {
+				delete(w.deleting, uid)
+			}
+		}
+		w.mu.Unlock()
+		for i := range list.Items {
+			w.observe(watch.Modified, &list.Items[i]) // not a creation we saw happen
+		}
 	}
+	listWatch(ctx, func() client.ObjectList { return &machinev1beta1.MachineList{} }, []client.ListOption{client.InNamespace(namespace)},
+		relisted, func(typ watch.EventType, obj client.Object) {
+			if m, ok := obj.(*machinev1beta1.Machine); ok {
+				w.observe(typ, m)
+			}
+		})
 }
 
 // checkEndState waits until the MachineSet owns exactly want Machines, none

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
@@ -321,15 +322,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 	if err != nil {
 		return ctrl.Result{}, false, fmt.Errorf("drain of node %s timed out: %w", node.Name, err)
 	}
-	var deleted []string
-	var failed []error
-	for _, p := range pods {
-		if err := h.DeletePod(p); err != nil && !apierrors.IsNotFound(err) {
-			failed = append(failed, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
-			continue
-		}
-		deleted = append(deleted, p.Namespace+"/"+p.Name)
-	}
+	deleted, failed := drainer.DeletePods(h, pods)
 	if len(failed) > 0 {
 		return ctrl.Result{}, false, fmt.Errorf("drain of node %s timed out: %w", node.Name, utilerrors.NewAggregate(failed))
 	}

@@ -36,15 +36,7 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	now := r.clock.Now()
 
 	if bounded && !now.Before(deadline) {
-		var deleted []string
-		var failed []error
-		for _, p := range pods {
-			if err := h.DeletePod(p); err != nil && !apierrors.IsNotFound(err) {
-				failed = append(failed, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
-				continue
-			}
-			deleted = append(deleted, p.Namespace+"/"+p.Name)
-		}
+		deleted, failed := drainer.DeletePods(h, pods)
 		if len(failed) > 0 {
 			st.LastError = patch.Truncate("drain timeout expired; "+errors.Join(failed...).Error(), 1024)
 			return ctrl.Result{}, errors.Join(failed...)

@@ -4,9 +4,12 @@ package drainer
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 )
@@ -36,4 +39,18 @@ func (w logWriter) Write(p []byte) (int, error) {
 		w.log.V(1).Info(msg)
 	}
 	return len(p), nil
+}
+
+// DeletePods deletes pods without eviction (a drain past its timeout) and
+// returns the "namespace/name" of each deleted (or already gone) and the
+// errors of the others.
+func DeletePods(h *drain.Helper, pods []corev1.Pod) (deleted []string, failed []error) {
+	for _, p := range pods {
+		if err := h.DeletePod(p); err != nil && !apierrors.IsNotFound(err) {
+			failed = append(failed, fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err))
+			continue
+		}
+		deleted = append(deleted, p.Namespace+"/"+p.Name)
+	}
+	return deleted, failed
 }
