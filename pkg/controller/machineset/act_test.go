@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -355,5 +356,29 @@ func TestExpectationsCheckedBeforeListing(t *testing.T) {
 	}
 	if n := creates.Load(); n != 0 {
 		t.Errorf("%d creates from a list older than the observations, want 0", n)
+	}
+}
+
+// TestExpectationsExpiredDuringReconcileRequeue: Creates slower than the
+// expectations timeout leave nothing pending when the reconcile ends; it
+// requeues at once, since nothing else wakes a controller whose cache does
+// not show the Machines (TestFreezeStopsARunawayMachineSet stalled so under
+// load). Breaks if: the final check only requeues for pending expectations.
+func TestExpectationsExpiredDuringReconcileRequeue(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	funcs := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		clk.SetTime(clk.Now().Add(2 * time.Second)) // the Create outlasts the timeout
+		return c.Create(ctx, obj, opts...)
+	}}
+	ms := testMachineSet(1)
+	r, _, _ := fakeReconciler(t, funcs, ms)
+	r.clock = clk
+	r.expectations = NewExpectations(clk, time.Second)
+	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ms)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Second {
+		t.Errorf("RequeueAfter = %v, want a requeue at once (the expectations expired during the reconcile)", res.RequeueAfter)
 	}
 }

@@ -193,8 +193,15 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 		return ctrl.Result{}, err
 	}
 	res := ctrl.Result{RequeueAfter: availWait}
-	// Wake up when pending expectations expire, should an event be lost.
-	if ok, wait := r.expectations.Satisfied(key); !ok && wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+	// Wake up when pending expectations expire, should an event be lost; at
+	// once if they expired during this reconcile (slow Creates): nothing
+	// else may wake us.
+	creates, deletes := r.expectations.Pending(key)
+	ok, wait := r.expectations.Satisfied(key)
+	if ok && creates+deletes > 0 {
+		wait = time.Millisecond
+	}
+	if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
 		res.RequeueAfter = wait
 	}
 	return res, nil
