@@ -8,6 +8,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +61,9 @@ type Reconciler struct {
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
 	drainBackoff workqueue.TypedRateLimiter[types.NamespacedName]
 	writes       *readyourwrites.Memo
-	cpMu         sync.Mutex // serializes the one-control-plane-drain-at-a-time check and cordon
+	// nodesByProviderID lists the cached Nodes registered under a providerID (nil: never link, nodelink does).
+	nodesByProviderID func(ctx context.Context, providerID string) ([]corev1.Node, error)
+	cpMu              sync.Mutex // serializes the one-control-plane-drain-at-a-time check and cordon
 }
 
 // NewReconciler returns a machine controller. It registers the metrics.

@@ -47,6 +47,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	if r.nodesByProviderID == nil {
+		if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &corev1.Node{}, Name: NodeProviderIDField, Extract: nodeProviderID}); err != nil {
+			return err
+		}
+		r.nodesByProviderID = func(ctx context.Context, providerID string) ([]corev1.Node, error) {
+			nodes := &corev1.NodeList{}
+			err := r.Client.List(ctx, nodes, client.MatchingFields{NodeProviderIDField: providerID})
+			return nodes.Items, err
+		}
+	}
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
@@ -61,6 +71,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // IndexMachinesByNodeRef adds the NodeRefNameField index unless another controller did.
 func IndexMachinesByNodeRef(ctx context.Context, indexer client.FieldIndexer) error {
 	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: NodeRefNameField, Extract: machineNodeRefName})
+}
+
+func nodeProviderID(o client.Object) []string {
+	if n, ok := o.(*corev1.Node); ok && n.Spec.ProviderID != "" {
+		return []string{n.Spec.ProviderID}
+	}
+	return nil
 }
 
 func machineNodeRefName(o client.Object) []string {
