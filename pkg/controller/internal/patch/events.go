@@ -9,32 +9,41 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
 )
 
 // MaxNote is the longest event note the API server accepts (events.k8s.io/v1).
 const MaxNote = 1024
 
 // Events records a controller's events and remembers the last note per
-// scope, subject and reason, so a repeated failure is recorded once. A nil
+// scope, subject and reason, so a repeated failure is recorded once. Events
+// pass the spam filter of client-go's record package first (spam.go). A nil
 // Recorder records nothing. Safe for concurrent use.
 type Events struct {
 	Recorder events.EventRecorder
+	// Clock (optional) refills the spam filter's budgets; nil is the real clock.
+	Clock clock.PassiveClock
 
-	mu   sync.Mutex
-	last map[types.NamespacedName]map[memoKey]string // scope → note
+	mu      sync.Mutex
+	last    map[types.NamespacedName]map[memoKey]string // scope → note
+	budgets *lru.Cache                                  // spamKey → flowcontrol.PassiveRateLimiter
+	dropped int
 }
 
 type memoKey struct{ subject, reason string }
 
-// Eventf records an event, its note cut to MaxNote.
+// Eventf records an event, its note cut to MaxNote, unless the spam filter
+// drops it (the regarding object spent its budget for eventType).
 func (e *Events) Eventf(regarding, related runtime.Object, eventType, reason, action, note string, args ...any) {
-	if e == nil || e.Recorder == nil {
+	if e == nil || e.Recorder == nil || !e.allow(regarding, eventType) {
 		return
 	}
 	e.Recorder.Eventf(regarding, related, eventType, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), MaxNote))
 }
 
-// Once records an event if First says note is new; it reports whether it did.
+// Once records an event if First says note is new; it reports whether the
+// note was new (the spam filter may still drop the event, as Eventf's).
 func (e *Events) Once(scope types.NamespacedName, subject string, regarding runtime.Object, eventType, reason, action, note string) bool {
 	if !e.First(scope, subject, reason, note) {
 		return false
