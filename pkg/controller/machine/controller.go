@@ -42,7 +42,7 @@ const DefaultMaxConcurrentReconciles = 50
 // Options configure a Reconciler.
 type Options struct {
 	Client              client.Client        // Machines and Nodes (normally the manager's cached client)
-	APIReader           client.Reader        // optional (default the manager's): re-reads the Machine before Create
+	APIReader           client.Reader        // optional (default the manager's): re-reads the Machine after a status conflict
 	Actuator            Actuator             // the provider; a ProviderSpecServer is never given others' Machines
 	Recorder            events.EventRecorder // optional (default the manager's, named ControllerName)
 	NodeDrainTimeout    time.Duration        // bounds a drain (0 waits forever); NodeDrainTimeoutAnnotation overrides it
@@ -88,7 +88,6 @@ type scope struct {
 	m, base *machinev1beta1.Machine
 	key     types.NamespacedName
 	gone    bool     // the finalizer was removed, or the Machine is not ours: patchStatus writes nothing
-	fresh   bool     // a write under an optimistic lock succeeded: m is the API server's current object
 	behind  []string // the resourceVersions our writes left behind (package readyourwrites)
 }
 
@@ -201,7 +200,6 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 		return err
 	}
 	s.behind = append(s.behind, prev)
-	s.fresh = s.fresh || optimisticLock
 	s.base.ObjectMeta, s.base.Spec = *after.ObjectMeta.DeepCopy(), *after.Spec.DeepCopy()
 	s.m.ObjectMeta, s.m.Spec = after.ObjectMeta, after.Spec // after is not used again
 	return nil

@@ -29,7 +29,9 @@ import (
 // the field); a *RequeueAfterError is a provider-side wait, not an error; any other is retried with backoff.
 // A provider should also implement ProviderSpecServer, so it never gets another provider's Machine.
 type Actuator interface {
-	// Create creates the instance. Called only when Exists reported false.
+	// Create creates the instance. Called only when Exists reported false, maybe on a stale cached view of
+	// a Machine provisioned meanwhile: it must find the instance it made for this Machine before making one
+	// (kubemark: the Node named after it; vSphere: the VM whose instance UUID is its UID).
 	Create(ctx context.Context, machine *machinev1beta1.Machine) error
 	// Update brings an existing instance in line with the Machine and refreshes what Create may set.
 	Update(ctx context.Context, machine *machinev1beta1.Machine) error

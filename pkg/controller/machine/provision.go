@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -112,16 +111,8 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		r.fail(ctx, s, err)
 		return ctrl.Result{}, nil
 	}
-	if r.APIReader != nil && !s.fresh {
-		// Never create for a stale cached view; this reconcile's locked write (the finalizer) proves it current.
-		live := &machinev1beta1.Machine{}
-		if err := r.APIReader.Get(ctx, s.key, live); err != nil {
-			return ctrl.Result{}, err
-		}
-		if live.ResourceVersion != m.ResourceVersion || IsProvisioned(live) || !live.DeletionTimestamp.IsZero() {
-			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
-		}
-	}
+	// No uncached read first: a stale cached view (a failover) can only call Create again for a Machine
+	// provisioned meanwhile, and Create finds the instance it made before (Actuator).
 	if r.heldByGate(ctx, OperationCreate) {
 		return ctrl.Result{RequeueAfter: gateRequeueAfter}, nil
 	}

@@ -26,10 +26,10 @@ import (
 // once nodelink sets the nodeRef, one status write makes it Running; a
 // steady state writes nothing. The writes are counted: finalizer PATCH,
 // providerID PATCH, status PATCH, then status PATCH (Running), 4 in all, and
-// no GET of the Machine before Create (the locked finalizer write proved the
-// view current). Breaks if: create() persisted Provisioning before Create
-// again (4 writes in pass 1), or read the Machine uncached whenever it had
-// an apiReader (a GET in pass 1).
+// no GET of the Machine before Create (Create finds an instance it made
+// before). Breaks if: create() persisted Provisioning before Create again
+// (4 writes in pass 1), or read the Machine uncached before Create (a GET in
+// pass 1).
 func TestProvisioningToRunning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -415,5 +415,32 @@ func TestCreateLinksTheRegisteredNode(t *testing.T) {
 	wantPhase(t, got2, machinev1beta1.PhaseProvisioned)
 	if got2.Status.NodeRef != nil {
 		t.Errorf("linked to a Node annotated for another Machine: %+v", got2.Status.NodeRef)
+	}
+}
+
+// A Machine created with the finalizer (the defaulting webhook adds it) needs two writes to Provisioned:
+// status and providerID, and no read before Create. Breaks if addFinalizer patched a finalizer already
+// there, or create() read the Machine uncached first.
+func TestCreatedWithFinalizer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.act.Set(func(a *machinetest.Actuator) {
+		a.CreateSetsInstance = true
+		a.ProviderID = "test://" + f.ns + "/m1"
+	})
+	m := f.machine("m1", func(m *machinev1beta1.Machine) { m.Finalizers = []string{machinev1beta1.MachineFinalizer} })
+	f.counter.Reset()
+	f.mustReconcile(m)
+	if w := f.counter.Writes(); w != 2 {
+		t.Errorf("wrote %d times, want 2 (status, providerID): %v", w, f.counter.WriteRequests())
+	}
+	if g := machineGets(f, "m1"); g != 1 {
+		t.Errorf("read the Machine %d times, want 1 (the reconcile's own read): %v", g, f.counter.Snapshot())
+	}
+	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+	got := f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
+	if !slices.Equal(got.Finalizers, []string{machinev1beta1.MachineFinalizer}) {
+		t.Errorf("finalizers = %v, want ours once", got.Finalizers)
 	}
 }
