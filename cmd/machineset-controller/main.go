@@ -117,7 +117,7 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 		return fmt.Errorf("setting up the machinedeployment controller: %w", err)
 	}
 	if opts.Webhook.Enabled {
-		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient()}); err != nil {
+		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient(), MachineNamespace: opts.Namespace}); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 		// Whether or not the CRD exists: the operator renders its configuration.

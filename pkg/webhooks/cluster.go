@@ -41,6 +41,9 @@ type ClusterInfo struct {
 	AzureGovCloud bool
 	// DNSDisconnected: the DNS has no public zone, so an Azure public IP is refused.
 	DNSDisconnected bool
+	// MachineNamespace is the namespace the cluster's machine controller serves
+	// (Options.MachineNamespace): only a Machine created there gets its finalizer.
+	MachineNamespace string
 }
 
 // ClusterInfoFromInfrastructure derives the ClusterInfo of infra (nil: the zero value).

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"maps"
+	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 )
@@ -12,20 +13,44 @@ const ClusterIDLabel = machinev1beta1.MachineClusterIDLabel
 // Defaulted says what defaulting changed.
 type Defaulted struct {
 	Labels       bool     // the cluster-ID label was added (to the object's or its template's labels)
+	Finalizer    bool     // the machine controller's finalizer was added (to a Machine, never to a template)
 	ProviderSpec []string // the providerSpec.value keys filled in
 	Spec         []string // a MachineDeployment's spec fields filled in
 	Warnings     []string // the platform's notes on its defaults (logged only)
 }
 
 // Changed is true when defaulting changed anything.
-func (d Defaulted) Changed() bool { return d.Labels || len(d.ProviderSpec) > 0 || len(d.Spec) > 0 }
+func (d Defaulted) Changed() bool {
+	return d.Labels || d.Finalizer || len(d.ProviderSpec) > 0 || len(d.Spec) > 0
+}
 
-// DefaultMachine fills the cluster-ID label (never overwritten: that orphans) and providerSpec.
+// DefaultMachine fills the cluster-ID label (never overwritten: that orphans), providerSpec
+// and, where the machine controller will remove it, its finalizer (saves it a write).
 func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	var d Defaulted
 	m.Labels, d.Labels = defaultClusterLabel(m.Labels, cluster.InfrastructureName)
 	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&m.Spec.ProviderSpec, cluster)
+	if machineFinalizerDue(m, cluster) {
+		m.Finalizers = append(slices.Clone(m.Finalizers), machinev1beta1.MachineFinalizer)
+		d.Finalizer = true
+	}
 	return d
+}
+
+// machineFinalizerDue: a (defaulted) Machine lacks the finalizer that the cluster's
+// machine controller would add itself, so will remove: not being deleted, Machine API
+// authoritative, in the controller's namespace, of its provider. Elsewhere nothing would
+// ever remove it and the Machine could not be deleted (docs/openshift.md, "Machine finalizer").
+func machineFinalizerDue(m *machinev1beta1.Machine, cluster ClusterInfo) bool {
+	switch {
+	case slices.Contains(m.Finalizers, machinev1beta1.MachineFinalizer), m.DeletionTimestamp != nil:
+		return false
+	case m.Spec.AuthoritativeAPI != "" && m.Spec.AuthoritativeAPI != machinev1beta1.MachineAuthorityMachineAPI:
+		return false
+	case cluster.MachineNamespace == "" || m.Namespace != cluster.MachineNamespace:
+		return false
+	}
+	return servedByClusterController(m.Spec.ProviderSpec, cluster.Provider)
 }
 
 // DefaultMachineSet defaults the template as a Machine, and the cluster-ID label on the

@@ -2,9 +2,12 @@ package webhooks
 
 import (
 	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestDefaultProviderSpec(t *testing.T) {
@@ -125,7 +128,7 @@ func TestDefaultMachine(t *testing.T) {
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("DefaultMachine = %+v, want %+v", got, tc.want)
 			}
-			if got.Changed() != (tc.want.Labels || len(tc.want.ProviderSpec) > 0) {
+			if got.Changed() != (tc.want.Labels || tc.want.Finalizer || len(tc.want.ProviderSpec) > 0) {
 				t.Errorf("Changed() = %v", got.Changed())
 			}
 			if len(m.Labels) != 0 || len(tc.wantLabels) != 0 {
@@ -135,6 +138,64 @@ func TestDefaultMachine(t *testing.T) {
 			}
 			if len(tc.labels) > 0 && !reflect.DeepEqual(tc.labels, inputLabels) {
 				t.Errorf("the input label map was modified: %v", tc.labels)
+			}
+		})
+	}
+}
+
+func TestDefaultMachineFinalizer(t *testing.T) {
+	const ns, fin = "openshift-machine-api", machinev1beta1.MachineFinalizer
+	kubemark := ClusterInfo{Provider: ProviderKubemark, InfrastructureName: testInfraName, MachineNamespace: ns}
+	onPlatform := func(p Provider) ClusterInfo {
+		return ClusterInfo{Provider: p, InfrastructureName: testInfraName, MachineNamespace: ns}
+	}
+	awsSpec := `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig"}`
+	tests := []struct {
+		name       string
+		ps         string
+		cluster    ClusterInfo
+		mutate     func(*machinev1beta1.Machine)
+		finalizers []string // the Machine's before defaulting
+		want       []string // after; nil: none
+	}{
+		{name: "kubemark Machine on a kubemark cluster: added", ps: `{}`, cluster: kubemark, want: []string{fin}},
+		{name: "other finalizers are kept, ours appended", ps: validKubemark, cluster: kubemark, finalizers: []string{"example.com/hold"}, want: []string{"example.com/hold", fin}},
+		{name: "already there: unchanged, not twice", ps: validKubemark, cluster: kubemark, finalizers: []string{"example.com/hold", fin}, want: []string{"example.com/hold", fin}},
+		{name: "authoritativeAPI MachineAPI: added", ps: validKubemark, cluster: kubemark, want: []string{fin},
+			mutate: func(m *machinev1beta1.Machine) { m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityMachineAPI }},
+		{name: "authoritativeAPI ClusterAPI: our controller leaves it alone", ps: validKubemark, cluster: kubemark,
+			mutate: func(m *machinev1beta1.Machine) { m.Spec.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI }},
+		{name: "another provider's Machine on a kubemark cluster", ps: awsSpec, cluster: kubemark},
+		{name: "unknown cluster provider", ps: validKubemark, cluster: ClusterInfo{InfrastructureName: testInfraName, MachineNamespace: ns}},
+		{name: "deletionTimestamp set", ps: validKubemark, cluster: kubemark,
+			mutate: func(m *machinev1beta1.Machine) { m.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} }},
+		{name: "another namespace: no controller watches it", ps: validKubemark, cluster: kubemark,
+			mutate: func(m *machinev1beta1.Machine) { m.Namespace = "default" }},
+		{name: "the controller's namespace unknown", ps: validKubemark, cluster: kubemarkCluster},
+		{name: "the cluster platform's Machine: added", ps: awsSpec, cluster: onPlatform(ProviderAWS), want: []string{fin}},
+		{name: "a value naming no type is the cluster platform's: added", ps: `{"instanceType":"m5.large"}`, cluster: onPlatform(ProviderAWS), want: []string{fin}},
+		// This project's vSphere controller serves VSphereMachineProviderSpec in machine.openshift.io only.
+		{name: "the platform's kind in its legacy group", ps: `{"apiVersion":"vsphereprovider.openshift.io/v1beta1","kind":"VSphereMachineProviderSpec"}`, cluster: onPlatform(ProviderVSphere)},
+		{name: "the platform's group without its kind", ps: `{"apiVersion":"machine.openshift.io/v1beta1"}`, cluster: onPlatform(ProviderVSphere)},
+		{name: "a kubemark Machine on a vSphere cluster", ps: validKubemark, cluster: onPlatform(ProviderVSphere)},
+		{name: "providerSpec.value not an object", ps: `[1]`, cluster: kubemark},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.finalizers)
+			m := machine("m", value(tc.ps), func(m *machinev1beta1.Machine) { m.Finalizers = in })
+			if tc.mutate != nil {
+				tc.mutate(m)
+			}
+			d := DefaultMachine(m, tc.cluster)
+			if !reflect.DeepEqual(m.Finalizers, tc.want) && (len(m.Finalizers) > 0 || len(tc.want) > 0) {
+				t.Errorf("finalizers = %q, want %q", m.Finalizers, tc.want)
+			}
+			if added := !slices.Equal(tc.want, tc.finalizers); d.Finalizer != added || (added && !d.Changed()) {
+				t.Errorf("Defaulted.Finalizer = %v (Changed %v), want %v", d.Finalizer, d.Changed(), added)
+			}
+			if !slices.Equal(in, tc.finalizers) {
+				t.Errorf("the input finalizer list was modified: %q", in)
 			}
 		})
 	}

@@ -88,6 +88,8 @@ type apiServerOptions struct {
 	// reader is what the webhooks read the cluster through (nil: the
 	// client, which reads the API server directly).
 	reader func(t *testing.T, cfg *rest.Config, c client.Client) client.Reader
+	// machineNamespace is Options.MachineNamespace.
+	machineNamespace string
 }
 
 // forMachineAPI is true when a webhook's rules are on machine.openshift.io.
@@ -166,7 +168,7 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 	if opts.reader != nil {
 		reader = opts.reader(t, cfg, c)
 	}
-	Register(srv, Options{Reader: reader})
+	Register(srv, Options{Reader: reader, MachineNamespace: opts.machineNamespace})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
@@ -188,9 +190,9 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 }
 
 func TestWebhooksThroughAPIServer(t *testing.T) {
-	c := startAPIServerWithWebhooks(t, apiServerOptions{})
-	ctx := context.Background()
 	const ns = "webhooks-test"
+	c := startAPIServerWithWebhooks(t, apiServerOptions{machineNamespace: ns})
+	ctx := context.Background()
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +244,19 @@ func TestWebhooksThroughAPIServer(t *testing.T) {
 			t.Errorf("labels = %v, want %s=%s", got.Labels, ClusterIDLabel, testInfraName)
 		}
 		jsonEqual(t, got.Spec.ProviderSpec.Value.Raw, allDefaults)
+		if !slices.Equal(got.Finalizers, []string{machinev1beta1.MachineFinalizer}) {
+			t.Errorf("finalizers = %q, want the machine controller's", got.Finalizers)
+		}
+	})
+
+	t.Run("another provider's Machine gets no finalizer", func(t *testing.T) {
+		m := inNS(machine("aws", value(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig"}`))).(*machinev1beta1.Machine)
+		if err := c.Create(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Finalizers) > 0 {
+			t.Errorf("finalizers = %q, want none", m.Finalizers)
+		}
 	})
 
 	t.Run("an existing cluster label is kept", func(t *testing.T) {

@@ -74,6 +74,7 @@ func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, ad
 		return ClusterInfo{}, admission.Warnings{fmt.Sprintf(
 			"machine-api webhook could not read the cluster's Infrastructure (%v): the cluster-ID label and platform defaults were not applied", err)}
 	}
+	info.MachineNamespace = h.opts.MachineNamespace
 	return info, nil
 }
 
@@ -278,6 +279,9 @@ func mutate[T any, P interface {
 		if len(d.Spec) > 0 {
 			kv = append(kv, "specFields", d.Spec)
 		}
+		if d.Finalizer {
+			kv = append(kv, "finalizer", machinev1beta1.MachineFinalizer)
+		}
 		log.V(2).Info("Defaulting "+kind, kv...)
 		return patchResponse(req.Object.Raw, edits).WithWarnings(warnings...)
 	}
@@ -419,6 +423,9 @@ func defaultMachineEdits(m, _ *machinev1beta1.Machine, cluster ClusterInfo) (Def
 	var edits []edit
 	if d.Labels {
 		edits = append(edits, edit{[]string{"metadata", "labels"}, m.Labels})
+	}
+	if d.Finalizer {
+		edits = append(edits, edit{[]string{"metadata", "finalizers"}, m.Finalizers})
 	}
 	if len(d.ProviderSpec) > 0 {
 		edits = append(edits, edit{[]string{"spec", "providerSpec", "value"}, json.RawMessage(m.Spec.ProviderSpec.Value.Raw)})

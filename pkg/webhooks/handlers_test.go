@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,17 +98,22 @@ func TestMutatingHandlers(t *testing.T) {
 	}{
 		{
 			name: "Machine on a kubemark cluster", path: MutateMachinePath, reader: kubemarkReader(), op: admissionv1.Create,
-			obj:  machine("m", value(`{}`)),
-			want: append(capacity("/spec/providerSpec/value"), add("/metadata/labels", map[string]any{ClusterIDLabel: testInfraName})), wantResult: ResultPatched,
+			obj: machine("m", value(`{}`)),
+			want: append(capacity("/spec/providerSpec/value"), add("/metadata/labels", map[string]any{ClusterIDLabel: testInfraName}),
+				add("/metadata/finalizers", []any{machinev1beta1.MachineFinalizer})), wantResult: ResultPatched,
 		},
 		{
 			name: "Machine with labels: only the new label is added", path: MutateMachinePath, reader: kubemarkReader(), op: admissionv1.Create,
-			obj:  machine("m", value(validKubemark), func(m *machinev1beta1.Machine) { m.Labels = map[string]string{"a": "b"} }),
+			obj: machine("m", value(validKubemark), func(m *machinev1beta1.Machine) {
+				m.Labels, m.Finalizers = map[string]string{"a": "b"}, []string{machinev1beta1.MachineFinalizer}
+			}),
 			want: []patchOp{add("/metadata/labels/machine.openshift.io~1cluster-api-cluster", testInfraName)}, wantResult: ResultPatched,
 		},
 		{
 			name: "Machine already complete", path: MutateMachinePath, reader: kubemarkReader(), op: admissionv1.Create,
-			obj:        machine("m", value(validKubemark), func(m *machinev1beta1.Machine) { m.Labels = map[string]string{ClusterIDLabel: "x"} }),
+			obj: machine("m", value(validKubemark), func(m *machinev1beta1.Machine) {
+				m.Labels, m.Finalizers = map[string]string{ClusterIDLabel: "x"}, []string{machinev1beta1.MachineFinalizer}
+			}),
 			wantResult: ResultAllowed,
 		},
 		{
@@ -146,7 +152,7 @@ func TestMutatingHandlers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := Handlers(Options{Reader: tc.reader, LookupTimeout: time.Second})[tc.path]
+			h := Handlers(Options{Reader: tc.reader, LookupTimeout: time.Second, MachineNamespace: "openshift-machine-api"})[tc.path]
 			resp := h.Handle(context.Background(), request(t, tc.op, tc.obj, nil))
 			if !resp.Allowed {
 				t.Fatalf("refused: %+v", resp.Result)
@@ -311,5 +317,63 @@ func TestMetrics(t *testing.T) {
 		if !found[name] {
 			t.Errorf("%s is not registered with controller-runtime's metrics registry", name)
 		}
+	}
+}
+
+func TestMachineFinalizerAdmission(t *testing.T) {
+	const fin = machinev1beta1.MachineFinalizer
+	complete := func(m *machinev1beta1.Machine) {
+		m.Labels = map[string]string{ClusterIDLabel: testInfraName}
+		m.Finalizers = []string{"example.com/hold"}
+	}
+	withOurs := func(m *machinev1beta1.Machine) { m.Finalizers = append(m.Finalizers, fin) }
+	tests := []struct {
+		name     string
+		op       admissionv1.Operation
+		obj, old *machinev1beta1.Machine
+		want     []patchOp
+	}{
+		{
+			name: "create: appended to the Machine's finalizers", op: admissionv1.Create, obj: machine("m", value(validKubemark), complete),
+			want: []patchOp{{Op: "add", Path: "/metadata/finalizers/1", Value: fin}},
+		},
+		{name: "create with ours: no patch", op: admissionv1.Create, obj: machine("m", value(validKubemark), complete, withOurs)},
+		{
+			name: "update: never added", op: admissionv1.Update,
+			obj: machine("m", value(validKubemark), complete), old: machine("m", value(validKubemark), complete, withOurs),
+		},
+	}
+	h := Handlers(Options{Reader: kubemarkReader(), MachineNamespace: "openshift-machine-api"})[MutateMachinePath]
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h.Handle(context.Background(), request(t, tc.op, tc.obj, tc.old))
+			if !resp.Allowed {
+				t.Fatalf("refused: %+v", resp.Result)
+			}
+			if got, want := sortedPatches(t, resp.Patches), sortedPatches(t, tc.want); !reflect.DeepEqual(got, want) {
+				t.Errorf("patches:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+// The Machine's defaulting, finalizer included, runs on CREATE only: the
+// operator registers the mutating webhook for nothing else.
+func TestMachineDefaultingRegisteredForCreateOnly(t *testing.T) {
+	mutating, _ := renderedWebhookConfigurations(t)
+	found := false
+	for _, w := range mutating[0].Webhooks {
+		if *w.ClientConfig.Service.Path != MutateMachinePath {
+			continue
+		}
+		found = true
+		for _, r := range w.Rules {
+			if !reflect.DeepEqual(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+				t.Errorf("%s operations = %v, want [CREATE]", w.Name, r.Operations)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no mutating webhook for %s", MutateMachinePath)
 	}
 }

@@ -94,6 +94,43 @@ func providerFor(fields map[string]json.RawMessage, cluster Provider) Provider {
 	return ProviderUnknown
 }
 
+// valueFields returns providerSpec.value's JSON (nil: none) and top-level keys
+// (empty without a value); false when it is not a JSON object with unique keys.
+func valueFields(ps machinev1beta1.ProviderSpec) ([]byte, map[string]json.RawMessage, bool) {
+	raw, err := providerSpecRaw(ps)
+	if err != nil {
+		return nil, nil, false
+	}
+	if raw == nil {
+		return nil, map[string]json.RawMessage{}, true
+	}
+	fields, err := parseFields(raw)
+	return raw, fields, err == nil
+}
+
+// servedByClusterController reports whether the cluster's machine controller reconciles
+// a Machine of this providerSpec rather than leaving it to another provider: its provider
+// is the cluster's and it names that provider's own type (kubemark's group, a platform's
+// kind in machine.openshift.io, as this project's controllers serve) or no apiVersion.
+func servedByClusterController(ps machinev1beta1.ProviderSpec, cluster Provider) bool {
+	_, fields, ok := valueFields(ps)
+	if !ok || cluster == ProviderUnknown || providerFor(fields, cluster) != cluster {
+		return false
+	}
+	apiVersion := stringField(fields, "apiVersion")
+	if apiVersion == "" {
+		return true
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	switch {
+	case err != nil:
+		return false
+	case cluster == ProviderKubemark:
+		return gv.Group == kubemarkv1alpha1.GroupName
+	}
+	return gv.Group == machinev1beta1.GroupName && stringField(fields, "kind") == platforms[cluster].kind
+}
+
 // kubemarkDefaults are the keys added to a kubemark providerSpec.value when
 // missing, in order; bootDelay and health keep their run-time defaults, so the object stays small.
 var kubemarkDefaults = []struct{ key, value string }{
@@ -107,15 +144,9 @@ var kubemarkDefaults = []struct{ key, value string }{
 // DefaultProviderSpec fills the keys a known provider's providerSpec.value lacks,
 // keeping the others' JSON; it returns their names and the platform's notes.
 func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (set, warnings []string) {
-	raw, err := providerSpecRaw(*ps)
-	if err != nil {
+	raw, fields, ok := valueFields(*ps)
+	if !ok {
 		return nil, nil
-	}
-	fields := map[string]json.RawMessage{}
-	if raw != nil {
-		if fields, err = parseFields(raw); err != nil {
-			return nil, nil
-		}
 	}
 	provider := providerFor(fields, cluster.Provider)
 	if provider == ProviderKubemark {

@@ -64,6 +64,10 @@ type Options struct {
 	// LookupTimeout bounds each read (0: DefaultLookupTimeout); a failed read
 	// is a warning, the request handled without cluster facts.
 	LookupTimeout time.Duration
+	// MachineNamespace is the namespace whose Machines the machine controller
+	// serves (the operand's --namespace); a Machine created there, of the
+	// cluster's provider, gets the controller's finalizer. "": none does.
+	MachineNamespace string
 }
 
 // SetupWithManager registers the handlers on mgr's webhook server (see ServerOptions).
