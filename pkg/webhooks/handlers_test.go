@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"sort"
@@ -375,5 +376,21 @@ func TestMachineDefaultingRegisteredForCreateOnly(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no mutating webhook for %s", MutateMachinePath)
+	}
+}
+
+// TestDecodeErrorLocationInLongArray: locating the bad value bisects the
+// siblings (O(size log n)) and names the right index.
+func TestDecodeErrorLocationInLongArray(t *testing.T) {
+	const n = 2_000
+	taints := strings.Repeat(`{"key":"a","timeAdded":"2026-01-01T00:00:00Z"},`, n-1) + `{"key":"b","timeAdded":"never"}`
+	start := time.Now()
+	err := decode([]byte(`{"spec":{"taints":[`+taints+`]}}`), &machinev1beta1.Machine{})
+	want := fmt.Sprintf(`decoding the object: spec.taints[%d].timeAdded: parsing time "never"`, n-1)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %v, want %q...", err, want)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v", d)
 	}
 }

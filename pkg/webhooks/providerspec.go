@@ -117,18 +117,14 @@ func servedByClusterController(ps machinev1beta1.ProviderSpec, cluster Provider)
 	if !ok || cluster == ProviderUnknown || providerFor(fields, cluster) != cluster {
 		return false
 	}
+	// providerFor took kubemark by its group, a platform also by a legacy group or without kind.
 	apiVersion := stringField(fields, "apiVersion")
-	if apiVersion == "" {
+	p, isPlatform := platforms[cluster]
+	if apiVersion == "" || !isPlatform {
 		return true
 	}
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	switch {
-	case err != nil:
-		return false
-	case cluster == ProviderKubemark:
-		return gv.Group == kubemarkv1alpha1.GroupName
-	}
-	return gv.Group == machinev1beta1.GroupName && stringField(fields, "kind") == platforms[cluster].kind
+	gv, _ := schema.ParseGroupVersion(apiVersion) // providerFor parsed it
+	return gv.Group == machinev1beta1.GroupName && stringField(fields, "kind") == p.kind
 }
 
 // kubemarkDefaults are the keys added to a kubemark providerSpec.value when
