@@ -1,12 +1,13 @@
 package certs
 
 import (
+	"cmp"
 	"crypto/x509"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Defaults for Options.
@@ -36,15 +37,8 @@ const (
 
 // withDefaults fills in zero fields and checks the rest.
 func (o Options) withDefaults() (Options, error) {
-	if o.CAValidity == 0 {
-		o.CAValidity = DefaultCAValidity
-	}
-	if o.CertValidity == 0 {
-		o.CertValidity = DefaultCertValidity
-	}
-	if o.RefreshFraction == 0 {
-		o.RefreshFraction = DefaultRefreshFraction
-	}
+	o.CAValidity, o.CertValidity = cmp.Or(o.CAValidity, DefaultCAValidity), cmp.Or(o.CertValidity, DefaultCertValidity)
+	o.RefreshFraction = cmp.Or(o.RefreshFraction, DefaultRefreshFraction)
 	if o.CAValidity < 0 || o.CertValidity < 0 {
 		return o, fmt.Errorf("certificate validities must be positive (CA %s, serving %s)", o.CAValidity, o.CertValidity)
 	}
@@ -125,8 +119,5 @@ func keyPairOf(s *corev1.Secret) *KeyPair {
 }
 
 func sameNames(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(slices.Compact(a), slices.Compact(b))
+	return sets.New(a...).Equal(sets.New(b...))
 }

@@ -2,11 +2,13 @@ package certs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -60,9 +62,7 @@ type Options struct {
 // Manager keeps the webhook serving certificates issued and fresh. It is
 // stateless: a restarted operator carries on with the same CA and bundle.
 type Manager struct {
-	opts   Options
-	client client.Client
-	reader client.Reader
+	opts Options
 }
 
 // NewManager checks opts and fills in the defaults.
@@ -77,11 +77,8 @@ func NewManager(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("certs: %w", err)
 	}
-	reader := opts.Reader
-	if reader == nil {
-		reader = opts.Client
-	}
-	return &Manager{opts: opts, client: opts.Client, reader: reader}, nil
+	opts.Reader = cmp.Or(opts.Reader, client.Reader(opts.Client))
+	return &Manager{opts: opts}, nil
 }
 
 // Ensure issues or rotates the serving certificates as needed and returns the
@@ -153,11 +150,8 @@ func (m *Manager) ensureCA(ctx context.Context, now time.Time) (*KeyPair, *x509.
 		}
 	}
 	bundle := EncodeCertsPEM(certs...)
-	data := map[string][]byte{KeyTLSCert: ca.CertPEM, KeyTLSKey: ca.KeyPEM, KeyCABundle: bundle}
-	if action != Keep || !upToDate(existing, data) {
-		if err := m.write(ctx, existing, CASecretName, data); err != nil {
-			return nil, nil, nil, time.Time{}, err
-		}
+	if err := m.write(ctx, existing, CASecretName, ca, bundle); err != nil {
+		return nil, nil, nil, time.Time{}, err
 	}
 	return ca, caCert, bundle, next, nil
 }
@@ -182,18 +176,15 @@ func (m *Manager) ensureServing(ctx context.Context, name string, dnsNames []str
 	if err != nil {
 		return time.Time{}, err
 	}
-	data := map[string][]byte{KeyTLSCert: kp.CertPEM, KeyTLSKey: kp.KeyPEM, KeyCABundle: bundle}
-	if action != Keep || !upToDate(existing, data) {
-		if err := m.write(ctx, existing, name, data); err != nil {
-			return time.Time{}, err
-		}
+	if err := m.write(ctx, existing, name, kp, bundle); err != nil {
+		return time.Time{}, err
 	}
 	return RefreshTime(cert, m.opts.RefreshFraction), nil
 }
 
 func (m *Manager) get(ctx context.Context, name string) (*corev1.Secret, error) {
 	s := &corev1.Secret{}
-	err := m.reader.Get(ctx, client.ObjectKey{Namespace: m.opts.Namespace, Name: name}, s)
+	err := m.opts.Reader.Get(ctx, client.ObjectKey{Namespace: m.opts.Namespace, Name: name}, s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -217,13 +208,18 @@ func upToDate(existing *corev1.Secret, data map[string][]byte) bool {
 	return true
 }
 
-// write creates the Secret or updates existing (keeping its other keys) with
-// optimistic concurrency; another type (immutable) is deleted and recreated.
-func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name string, data map[string][]byte) error {
+// write stores kp and bundle unless existing holds them: it creates the Secret or updates
+// existing (keeping its other keys) with optimistic concurrency; another type (immutable)
+// is deleted and recreated.
+func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name string, kp *KeyPair, bundle []byte) error {
+	data := map[string][]byte{KeyTLSCert: kp.CertPEM, KeyTLSKey: kp.KeyPEM, KeyCABundle: bundle}
+	if upToDate(existing, data) {
+		return nil
+	}
 	owner := client.FieldOwner(config.FieldManager)
 	if existing != nil && existing.Type != corev1.SecretTypeTLS {
 		uid, rv := existing.UID, existing.ResourceVersion
-		err := m.client.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		err := m.opts.Client.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting Secret %s/%s of type %s to recreate it as %s: %w",
 				m.opts.Namespace, name, existing.Type, corev1.SecretTypeTLS, err)
@@ -240,7 +236,7 @@ func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name strin
 			Type: corev1.SecretTypeTLS,
 			Data: data,
 		}
-		err := m.client.Create(ctx, s, owner)
+		err := m.opts.Client.Create(ctx, s, owner)
 		if apierrors.IsAlreadyExists(err) {
 			return m.adopt(ctx, name, err)
 		}
@@ -250,18 +246,13 @@ func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name strin
 		return nil
 	}
 	s := existing.DeepCopy()
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	s.Labels[config.ManagedByLabel] = config.ManagedByValue
+	metav1.SetMetaDataLabel(&s.ObjectMeta, config.ManagedByLabel, config.ManagedByValue)
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
 	}
-	for k, v := range data {
-		s.Data[k] = v
-	}
+	maps.Copy(s.Data, data)
 	s.StringData = nil
-	if err := m.client.Update(ctx, s, owner); err != nil {
+	if err := m.opts.Client.Update(ctx, s, owner); err != nil {
 		return fmt.Errorf("updating Secret %s/%s: %w", m.opts.Namespace, name, err)
 	}
 	return nil
@@ -278,7 +269,7 @@ func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) e
 		return err
 	}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.opts.Namespace, Name: name}}
-	if err := m.client.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(config.FieldManager)); err != nil {
+	if err := m.opts.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(config.FieldManager)); err != nil {
 		return fmt.Errorf("secret %s/%s exists but was not read (labeling it %s=%s failed: %v): %w",
 			m.opts.Namespace, name, config.ManagedByLabel, config.ManagedByValue, err, alreadyExists)
 	}
@@ -302,7 +293,7 @@ func (m *Manager) Retire(ctx context.Context) error {
 			continue
 		}
 		uid := s.UID
-		err = m.client.Delete(ctx, s, client.Preconditions{UID: &uid})
+		err = m.opts.Client.Delete(ctx, s, client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting Secret %s/%s: %w", m.opts.Namespace, name, err)
 		}
