@@ -168,12 +168,8 @@ func withTaint(taints []corev1.Taint, on bool) []corev1.Taint {
 	switch {
 	case on && i < 0:
 		return append(slices.Clone(taints), corev1.Taint{Key: PreferNoScheduleTaintKey, Value: preferNoScheduleValue, Effect: corev1.TaintEffectPreferNoSchedule})
-	case !on && i >= 0:
-		out := slices.Delete(slices.Clone(taints), i, i+1)
-		if out == nil {
-			out = []corev1.Taint{}
-		}
-		return out
+	case !on && i >= 0: // the clone of a non-empty slice: never nil, so an empty list is written
+		return slices.Delete(slices.Clone(taints), i, i+1)
 	}
 	return nil
 }

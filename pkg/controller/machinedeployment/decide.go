@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -39,9 +40,11 @@ type SetState struct {
 	Nodes     []string // the Machines' Nodes
 }
 
-func (s SetState) available() (n int32) {
-	for _, a := range s.Available {
-		if a {
+func (s SetState) available() int32 { return countTrue(s.Available) }
+
+func countTrue(bs []bool) (n int32) {
+	for _, b := range bs {
+		if b {
 			n++
 		}
 	}
@@ -80,13 +83,7 @@ func (s *set) footprint() int32 { return max(s.replicas(), s.active()) + s.Delet
 // availableAt is how many available Machines remain once the set is scaled
 // to n (the first active−n of Available go).
 func (s *set) availableAt(n int32) int32 {
-	left := s.available()
-	for i := int32(0); i < s.active()-n; i++ {
-		if s.Available[i] {
-			left--
-		}
-	}
-	return left
+	return countTrue(s.Available[max(s.active()-n, 0):])
 }
 
 // rollout is the state of one decision.
@@ -172,10 +169,7 @@ func replicasOf(md *mdv1beta1.MachineDeployment) int32 {
 }
 
 func strategyOf(md *mdv1beta1.MachineDeployment) mdv1beta1.MachineDeploymentStrategyType {
-	if md.Spec.Strategy.Type == "" {
-		return mdv1beta1.RollingUpdateStrategy
-	}
-	return md.Spec.Strategy.Type
+	return cmp.Or(md.Spec.Strategy.Type, mdv1beta1.RollingUpdateStrategy)
 }
 
 // Fenceposts resolves maxSurge (rounded up) and maxUnavailable (down)
@@ -294,12 +288,7 @@ func (r *rollout) newMachineSet(hash, revision string) *machinev1beta1.MachineSe
 
 // withEntry returns a copy of m (labels, annotations) with k=v.
 func withEntry(m map[string]string, k, v string) map[string]string {
-	out := maps.Clone(m)
-	if out == nil {
-		out = map[string]string{}
-	}
-	out[k] = v
-	return out
+	return labels.Merge(m, labels.Set{k: v})
 }
 
 // old returns the sets other than the new one, oldest first.

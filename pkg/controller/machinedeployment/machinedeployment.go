@@ -1,6 +1,7 @@
 package machinedeployment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,11 +52,8 @@ type Reconciler struct {
 // NewReconciler returns a MachineDeployment controller; it registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	r := &Reconciler{client: opts.Client, apiReader: opts.APIReader, events: &patch.Events{Recorder: opts.Recorder}, clock: opts.Clock, namespace: opts.Namespace}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
-	}
-	return r
+	return &Reconciler{client: opts.Client, apiReader: opts.APIReader, events: &patch.Events{Recorder: opts.Recorder},
+		clock: cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}), namespace: opts.Namespace}
 }
 
 // Reconcile drives one MachineDeployment one step.

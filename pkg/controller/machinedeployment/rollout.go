@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strconv"
 
-	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
+
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 )
 
 // setReplicas scales s to n and, when its size changes (or with force),
@@ -19,15 +21,10 @@ func (r *rollout) setReplicas(s *set, n int32, force bool) bool {
 		return false
 	}
 	s.ms.Spec.Replicas = ptr.To(n)
-	want := map[string]string{
+	s.ms.Annotations = labels.Merge(s.ms.Annotations, labels.Set{
 		mdv1beta1.DesiredReplicasAnnotation: strconv.Itoa(int(r.replicas)),
 		mdv1beta1.MaxReplicasAnnotation:     strconv.Itoa(int(r.replicas + r.surge)),
-	}
-	for k, v := range want {
-		if s.ms.Annotations[k] != v {
-			s.ms.Annotations = withEntry(s.ms.Annotations, k, v)
-		}
-	}
+	})
 	return changed
 }
 
@@ -95,31 +92,21 @@ func (r *rollout) scaleDownOld() bool {
 	if maxScaledDown <= 0 {
 		return false
 	}
-	scaled := false
-	var done int32
-	for _, s := range old {
-		if done >= maxScaledDown {
-			break
-		}
-		if k := min(maxScaledDown-done, s.unavailableHead()); k > 0 {
-			r.setReplicas(s, s.replicas()-k, false)
-			done += k
-			scaled = true
-		}
-	}
+	scaled := r.shrink(old, maxScaledDown, (*set).unavailableHead) > 0
 	// Then as many as availability allows.
 	budget := sum(r.all(), func(s *set) int32 { return s.availableAt(s.replicas()) }) - minAvailable
-	for _, s := range old {
-		if budget <= 0 {
-			break
-		}
-		if k := min(s.replicas(), budget); k > 0 {
+	return r.shrink(old, budget, (*set).replicas) > 0 || scaled
+}
+
+// shrink takes up to budget replicas off sets, in order, at most take(s) off each.
+func (r *rollout) shrink(sets []*set, budget int32, take func(*set) int32) (taken int32) {
+	for _, s := range sets {
+		if k := min(budget-taken, take(s)); k > 0 {
 			r.setReplicas(s, s.replicas()-k, false)
-			budget -= k
-			scaled = true
+			taken += k
 		}
 	}
-	return scaled
+	return taken
 }
 
 // unavailableHead is how many replicas the set can lose without losing an
@@ -129,11 +116,10 @@ func (s *set) unavailableHead() int32 {
 	if p > a {
 		return p - a
 	}
-	var n int32
-	for i := a - p; i < a && !s.Available[i]; i++ {
-		n++
+	if i := slices.Index(s.Available[a-p:], true); i >= 0 {
+		return int32(i)
 	}
-	return n
+	return p
 }
 
 // recreate is one step of a Recreate rollout: old sets to 0, then once
@@ -149,10 +135,8 @@ func (r *rollout) recreate() {
 	if scaled {
 		return
 	}
-	for _, s := range r.old() {
-		if s.active()+s.Deleting > 0 {
-			return
-		}
+	if slices.ContainsFunc(r.old(), func(s *set) bool { return s.active()+s.Deleting > 0 }) {
+		return
 	}
 	if r.newSet == nil {
 		r.findNewSet(true)
@@ -207,12 +191,7 @@ func (r *rollout) scalingEvent() bool {
 // Deployments do: a lone active (or the newest) set takes replicas, a
 // saturated new set leaves the old at 0, else (RollingUpdate) proportionally.
 func (r *rollout) scale() {
-	var active []*set
-	for _, s := range r.all() {
-		if s.replicas() > 0 {
-			active = append(active, s)
-		}
-	}
+	active := slices.DeleteFunc(slices.Clone(r.all()), func(s *set) bool { return s.replicas() == 0 })
 	// force: a set sized by hand to replicas would otherwise stay a scaling event.
 	switch {
 	case len(active) == 1:
@@ -307,12 +286,7 @@ func (r *rollout) cleanupIfComplete() {
 // that are at 0 with no Machine left.
 func (r *rollout) cleanupHistory() {
 	limit := ptr.Deref(r.md.Spec.RevisionHistoryLimit, DefaultRevisionHistoryLimit)
-	var cleanable []*set
-	for _, s := range r.old() {
-		if s.ms.DeletionTimestamp == nil {
-			cleanable = append(cleanable, s)
-		}
-	}
+	cleanable := slices.DeleteFunc(r.old(), func(s *set) bool { return s.ms.DeletionTimestamp != nil })
 	diff := len(cleanable) - int(limit)
 	if diff <= 0 {
 		return

@@ -1,6 +1,7 @@
 package machinedeployment
 
 import (
+	"cmp"
 	"context"
 	"maps"
 
@@ -27,12 +28,7 @@ import (
 // controller, orphans to the MachineDeployments selecting them) and Machines
 // (through their MachineSet).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
-	if r.apiReader == nil {
-		r.apiReader = mgr.GetAPIReader()
-	}
+	r.client, r.apiReader = cmp.Or(r.client, mgr.GetClient()), cmp.Or(r.apiReader, mgr.GetAPIReader())
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
