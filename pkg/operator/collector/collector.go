@@ -4,6 +4,7 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,9 +58,6 @@ type Source interface {
 	List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error
 }
 
-// errNotSynced: the informer has not listed its kind yet (or cannot).
-var errNotSynced = errors.New("the informer has not synced")
-
 // Collector is a prometheus.Collector and a manager.Runnable that registers
 // it while the manager runs.
 type Collector struct {
@@ -100,14 +99,11 @@ func (c *Collector) collectMachines(ctx context.Context, ch chan<- prometheus.Me
 		if m.Status.Phase == nil || *m.Status.Phase == "" {
 			continue
 		}
-		providerID, node := "", ""
-		if m.Spec.ProviderID != nil {
-			providerID = *m.Spec.ProviderID
-		}
+		providerID, node := ptr.Deref(m.Spec.ProviderID, ""), ""
 		if m.Status.NodeRef != nil {
 			node = m.Status.NodeRef.Name
 		}
-		ch <- gauge(machineInfoDesc, created(m.CreationTimestamp),
+		ch <- gauge(machineInfoDesc, float64(m.CreationTimestamp.Unix()),
 			m.Name, m.Namespace, providerID, node, apiVersion(m.APIVersion), *m.Status.Phase)
 	}
 }
@@ -119,7 +115,7 @@ func (c *Collector) collectMachineSets(ctx context.Context, ch chan<- prometheus
 	}
 	for i := range list.Items {
 		ms := &list.Items[i]
-		ch <- gauge(machineSetInfoDesc, created(ms.CreationTimestamp), ms.Name, ms.Namespace, apiVersion(ms.APIVersion))
+		ch <- gauge(machineSetInfoDesc, float64(ms.CreationTimestamp.Unix()), ms.Name, ms.Namespace, apiVersion(ms.APIVersion))
 		ch <- gauge(statusReplicasDesc, float64(ms.Status.Replicas), ms.Name, ms.Namespace)
 		ch <- gauge(statusAvailableDesc, float64(ms.Status.AvailableReplicas), ms.Name, ms.Namespace)
 		ch <- gauge(statusReadyDesc, float64(ms.Status.ReadyReplicas), ms.Name, ms.Namespace)
@@ -136,17 +132,17 @@ func (c *Collector) list(ctx context.Context, ch chan<- prometheus.Metric, obj c
 	kind string, count *prometheus.Desc) bool {
 	inf, err := c.source.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err == nil && !inf.HasSynced() {
-		err = errNotSynced
+		err = errors.New("the informer has not synced")
 	}
 	if err == nil {
 		err = c.source.List(ctx, list, client.InNamespace(c.namespace))
 	}
 	if err != nil {
 		log.FromContext(ctx).V(2).Info("metrics: cannot list "+kindNames[kind], "err", err.Error())
-		ch <- up(kind, false)
+		ch <- gauge(collectorUpDesc, 0, kind)
 		return false
 	}
-	ch <- up(kind, true)
+	ch <- gauge(collectorUpDesc, 1, kind)
 	ch <- gauge(count, float64(meta.LenList(list)))
 	return true
 }
@@ -164,13 +160,9 @@ func (c *Collector) Start(ctx context.Context) error {
 	defer ctrlmetrics.Registry.Unregister(c)
 	logger := log.FromContext(ctx).WithName("metrics-collector")
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		var errs []error
-		for _, obj := range []client.Object{&machinev1beta1.Machine{}, &machinev1beta1.MachineSet{}} {
-			if _, err := c.source.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+		_, machinesErr := c.source.GetInformer(ctx, &machinev1beta1.Machine{}, cache.BlockUntilSynced(false))
+		_, setsErr := c.source.GetInformer(ctx, &machinev1beta1.MachineSet{}, cache.BlockUntilSynced(false))
+		if err := errors.Join(machinesErr, setsErr); err != nil {
 			logger.Info("cannot watch Machines and MachineSets yet; retrying", "err", err.Error())
 			return
 		}
@@ -183,27 +175,12 @@ func (c *Collector) Start(ctx context.Context) error {
 // NeedLeaderElection: every replica serves its metrics.
 func (c *Collector) NeedLeaderElection() bool { return false }
 
-func up(kind string, ok bool) prometheus.Metric {
-	v := 0.0
-	if ok {
-		v = 1
-	}
-	return gauge(collectorUpDesc, v, kind)
-}
-
 func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
 	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 }
 
-func created(t metav1.Time) float64 { return float64(t.Unix()) }
-
 // apiVersion is the object's, or the only one (cached objects may lack it).
-func apiVersion(v string) string {
-	if v == "" {
-		return machinev1beta1.GroupVersion.String()
-	}
-	return v
-}
+func apiVersion(v string) string { return cmp.Or(v, machinev1beta1.GroupVersion.String()) }
 
 // Transform strips cached Machines and MachineSets to what the collector and
 // the install gate read (a few hundred bytes each); others pass unchanged.
@@ -220,11 +197,9 @@ func Transform(in any) (any, error) {
 		return out, nil
 	case *machinev1beta1.MachineSet:
 		out := &machinev1beta1.MachineSet{TypeMeta: o.TypeMeta, ObjectMeta: strippedMeta(o.ObjectMeta)}
-		out.Spec.Replicas = o.Spec.Replicas
-		out.Spec.Selector = o.Spec.Selector
-		out.Status.Replicas = o.Status.Replicas
-		out.Status.ReadyReplicas = o.Status.ReadyReplicas
-		out.Status.AvailableReplicas = o.Status.AvailableReplicas
+		out.Spec = machinev1beta1.MachineSetSpec{Replicas: o.Spec.Replicas, Selector: o.Spec.Selector}
+		out.Status = machinev1beta1.MachineSetStatus{Replicas: o.Status.Replicas, ReadyReplicas: o.Status.ReadyReplicas,
+			AvailableReplicas: o.Status.AvailableReplicas}
 		return out, nil
 	}
 	return in, nil
