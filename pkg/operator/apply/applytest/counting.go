@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
@@ -30,11 +31,7 @@ const (
 
 // IsWrite reports whether verb changes state (dry-run requests count as writes).
 func IsWrite(verb string) bool {
-	switch verb {
-	case VerbGet, VerbList, VerbWatch, http.MethodHead, http.MethodOptions:
-		return false
-	}
-	return true
+	return !slices.Contains([]string{VerbGet, VerbList, VerbWatch, http.MethodHead, http.MethodOptions}, verb)
 }
 
 // Request is one counted kind of request.
@@ -72,7 +69,7 @@ func (c *CountingTransport) Install(cfg *rest.Config) *rest.Config {
 
 // Wrap is a transport.WrapperFunc for rest.Config.Wrap.
 func (c *CountingTransport) Wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
+	return promhttp.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		r := Request{Verb: verbOf(req), Path: req.URL.Path}
 		c.mu.Lock()
 		c.counts[r]++
@@ -80,10 +77,6 @@ func (c *CountingTransport) Wrap(rt http.RoundTripper) http.RoundTripper {
 		return rt.RoundTrip(req)
 	})
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // Writes returns the number of write requests counted.
 func (c *CountingTransport) Writes() int { return c.sum(IsWrite) }
@@ -99,8 +92,7 @@ func (c *CountingTransport) Count(verb string) int {
 // Total returns the number of requests counted.
 func (c *CountingTransport) Total() int { return c.sum(func(string) bool { return true }) }
 
-func (c *CountingTransport) sum(match func(verb string) bool) int {
-	n := 0
+func (c *CountingTransport) sum(match func(verb string) bool) (n int) {
 	for r, k := range c.Snapshot() {
 		if match(r.Verb) {
 			n += k
@@ -121,14 +113,13 @@ func (c *CountingTransport) Snapshot() map[Request]int {
 func (c *CountingTransport) WriteRequests() []string {
 	var out []string
 	for r, k := range c.Snapshot() {
-		if !IsWrite(r.Verb) {
-			continue
+		switch {
+		case !IsWrite(r.Verb):
+		case k > 1:
+			out = append(out, fmt.Sprintf("%s x%d", r, k))
+		default:
+			out = append(out, r.String())
 		}
-		s := r.String()
-		if k > 1 {
-			s += fmt.Sprintf(" x%d", k)
-		}
-		out = append(out, s)
 	}
 	slices.Sort(out)
 	return out
@@ -150,8 +141,8 @@ func (c *CountingTransport) String() string {
 // Reset forgets every request counted so far.
 func (c *CountingTransport) Reset() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.counts = map[Request]int{}
+	c.mu.Unlock()
 }
 
 // requestInfo parses paths as the API server does.
@@ -163,13 +154,8 @@ func verbOf(req *http.Request) string {
 	if req.Method != http.MethodGet {
 		return req.Method
 	}
-	if info, err := requestInfo.NewRequestInfo(req); err == nil {
-		switch info.Verb {
-		case "list":
-			return VerbList
-		case "watch":
-			return VerbWatch
-		}
+	if info, err := requestInfo.NewRequestInfo(req); err == nil && (info.Verb == "list" || info.Verb == "watch") {
+		return strings.ToUpper(info.Verb) // VerbList, VerbWatch
 	}
 	return VerbGet
 }
