@@ -43,10 +43,7 @@ func LifecycleHooksAdmissionPolicy() (*admissionregistrationv1.ValidatingAdmissi
 		}
 	}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
-			Kind:       "ValidatingAdmissionPolicy",
-		},
+		TypeMeta:   typeMeta(admissionregistrationv1.SchemeGroupVersion.String(), "ValidatingAdmissionPolicy"),
 		ObjectMeta: metav1.ObjectMeta{Name: LifecycleHooksPolicyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail,
@@ -70,10 +67,7 @@ func LifecycleHooksAdmissionPolicy() (*admissionregistrationv1.ValidatingAdmissi
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta: metav1.TypeMeta{
-			APIVersion: admissionregistrationv1.SchemeGroupVersion.String(),
-			Kind:       "ValidatingAdmissionPolicyBinding",
-		},
+		TypeMeta:   typeMeta(admissionregistrationv1.SchemeGroupVersion.String(), "ValidatingAdmissionPolicyBinding"),
 		ObjectMeta: metav1.ObjectMeta{Name: LifecycleHooksPolicyName},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        LifecycleHooksPolicyName,

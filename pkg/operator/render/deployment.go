@@ -193,15 +193,9 @@ func providerIsOurs(cfg config.Config) bool {
 }
 
 func operandContainer(cfg config.Config, o operand) corev1.Container {
-	args := []string{
-		"--logtostderr=true",
-		"--v=3",
-		"--leader-elect=true",
-		"--leader-elect-lease-duration=120s",
-		"--namespace=" + cfg.Namespace,
+	args := append(openShiftOperandArgs(cfg),
 		fmt.Sprintf("--health-probe-bind-address=:%d", o.healthPort),
-		fmt.Sprintf("--metrics-bind-address=:%d", o.metricsPort),
-	}
+		fmt.Sprintf("--metrics-bind-address=:%d", o.metricsPort))
 	var ports []corev1.ContainerPort
 	var mounts []corev1.VolumeMount
 	if o.webhookPort != "" {
@@ -224,7 +218,7 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 		env = append(env, podIdentityEnv()...)
 	}
 
-	c := corev1.Container{
+	return corev1.Container{
 		Name:                     o.name,
 		Image:                    o.image,
 		Command:                  []string{o.command},
@@ -238,10 +232,6 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restrictedSecurityContext(),
 	}
-	if len(c.Env) == 0 {
-		c.Env = nil
-	}
-	return c
 }
 
 // Client and worker sizing of this project's operand binaries, measured by

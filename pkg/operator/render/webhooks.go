@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -98,17 +99,13 @@ func (w webhookSpec) clientConfig(cfg config.Config) admissionregistrationv1.Web
 }
 
 func (w webhookSpec) rules() []admissionregistrationv1.RuleWithOperations {
-	scope := w.scope
-	if scope == "" {
-		scope = admissionregistrationv1.NamespacedScope
-	}
 	return []admissionregistrationv1.RuleWithOperations{{
-		Operations: append([]admissionregistrationv1.OperationType(nil), w.operations...),
+		Operations: slices.Clone(w.operations),
 		Rule: admissionregistrationv1.Rule{
 			APIGroups:   []string{w.group},
 			APIVersions: []string{webhookAPIVersion},
 			Resources:   []string{w.resource},
-			Scope:       ptr.To(scope),
+			Scope:       ptr.To(cmp.Or(w.scope, admissionregistrationv1.NamespacedScope)),
 		},
 	}}
 }

@@ -55,8 +55,5 @@ func kindOf(obj client.Object) string {
 }
 
 func describe(obj client.Object) string {
-	if ns := obj.GetNamespace(); ns != "" {
-		return fmt.Sprintf("%s %s/%s", kindOf(obj), ns, obj.GetName())
-	}
-	return fmt.Sprintf("%s %s", kindOf(obj), obj.GetName())
+	return kindOf(obj) + " " + client.ObjectKeyFromObject(obj).String()
 }

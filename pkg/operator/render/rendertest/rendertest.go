@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,12 +68,9 @@ func Containers(t testing.TB, binary string) []Container {
 }
 
 func ours(image string) bool {
-	for _, repo := range OurImages {
-		if strings.HasPrefix(image, repo+":") || strings.HasPrefix(image, repo+"@") || image == repo {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(OurImages, func(repo string) bool {
+		return strings.HasPrefix(image, repo+":") || strings.HasPrefix(image, repo+"@") || image == repo
+	})
 }
 
 // podSpecs returns the pod templates of the Deployments and DaemonSets in a
