@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -70,15 +71,10 @@ var (
 
 // NewActuator returns a vSphere Actuator.
 func NewActuator(opts Options) *Actuator {
-	a := &Actuator{client: opts.Client, settings: opts.Settings, poll: opts.PollInterval, timeout: opts.APITimeout, now: opts.Now, vmGroupZonal: opts.VMGroupZonal}
+	a := &Actuator{client: opts.Client, settings: opts.Settings, poll: cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval),
+		timeout: cmp.Or(max(opts.APITimeout, 0), DefaultAPITimeout), now: opts.Now, vmGroupZonal: opts.VMGroupZonal}
 	if a.settings == nil {
 		a.settings = ClusterSettings{Reader: opts.Client}
-	}
-	if a.poll <= 0 {
-		a.poll = DefaultPollInterval
-	}
-	if a.timeout <= 0 {
-		a.timeout = DefaultAPITimeout
 	}
 	if a.now == nil {
 		a.now = time.Now

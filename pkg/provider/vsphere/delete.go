@@ -53,18 +53,11 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		d.extraDisks = disks(vm) > 1+len(t.spec.DataDisks)
 	}
 	logger := log.FromContext(ctx)
-	switch decideDelete(d) {
+	switch step := decideDelete(d); step {
 	case deleteWait:
 		return machine.RequeueAfter(a.poll, "a vCenter task of the VM is running")
 	case deleteGone:
 		return nil
-	case deletePowerOff:
-		task, err := vm.obj.PowerOff(ctx)
-		if err != nil {
-			return fmt.Errorf("powering off VM %s: %w", vm.mo.Name, err)
-		}
-		logger.Info("powering the VM off", "vm", vm.mo.Name, "task", task.Reference().Value)
-		return machine.RequeueAfter(a.poll, "powering the VM off")
 	case deleteWaitVolumes:
 		return machine.RequeueAfter(a.poll, fmt.Sprintf("node %s has attached volumes, requeuing", m.Status.NodeRef.Name))
 	case deleteWaitDisks:
@@ -77,13 +70,17 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 		logger.Info("removing the VM from its VM group", "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup, "task", ref)
 		return machine.RequeueAfter(a.poll, "removing the VM from VM group "+t.spec.Workspace.VMGroup)
-	default: // deleteDestroy
-		task, err := vm.obj.Destroy(ctx)
-		if err != nil {
-			return fmt.Errorf("destroying VM %s: %w", vm.mo.Name, err)
+	default: // deletePowerOff, deleteDestroy
+		start, verb, doing := vm.obj.Destroy, "destroying", "destroying the VM"
+		if step == deletePowerOff {
+			start, verb, doing = vm.obj.PowerOff, "powering off", "powering the VM off"
 		}
-		logger.Info("destroying the VM", "vm", vm.mo.Name, "task", task.Reference().Value)
-		return machine.RequeueAfter(a.poll, "destroying the VM")
+		task, err := start(ctx)
+		if err != nil {
+			return fmt.Errorf("%s VM %s: %w", verb, vm.mo.Name, err)
+		}
+		logger.Info(doing, "vm", vm.mo.Name, "task", task.Reference().Value)
+		return machine.RequeueAfter(a.poll, doing)
 	}
 }
 

@@ -63,21 +63,18 @@ func writeStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachinePro
 }
 
 // setCreation records the MachineCreation condition as OpenShift does (True/MachineCreationSucceeded, or
-// False/MachineCreationFailed with the error); the transition time changes only with the status.
+// False/MachineCreationFailed with the error); SetStatusCondition keeps the transition time while the
+// status stays.
 func setCreation(st *machinev1beta1.VSphereMachineProviderStatus, now time.Time, err error) {
 	c := metav1.Condition{
-		Type:    string(machinev1beta1.MachineCreation),
-		Status:  metav1.ConditionTrue,
-		Reason:  machinev1beta1.MachineCreationSucceededConditionReason,
-		Message: "Machine successfully created",
+		Type:               string(machinev1beta1.MachineCreation),
+		Status:             metav1.ConditionTrue,
+		Reason:             machinev1beta1.MachineCreationSucceededConditionReason,
+		Message:            "Machine successfully created",
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
 	}
 	if err != nil {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, machinev1beta1.MachineCreationFailedConditionReason, err.Error()
-	}
-	if old := meta.FindStatusCondition(st.Conditions, c.Type); old != nil && old.Status == c.Status {
-		c.LastTransitionTime = old.LastTransitionTime
-	} else {
-		c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
 }

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
@@ -110,32 +112,17 @@ func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatfo
 // and, when the failure domain is known, the region and zone labels; a Machine in line costs no write.
 func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine, power types.VirtualMachinePowerState,
 	fd *configv1.VSpherePlatformFailureDomainSpec) error {
-	labels := map[string]string{}
+	before := m.ObjectMeta.DeepCopy()
+	metav1.SetMetaDataAnnotation(&m.ObjectMeta, machine.InstanceStateAnnotation, string(power))
 	if fd != nil {
-		labels = map[string]string{RegionLabel: fd.Region, ZoneLabel: fd.Zone}
+		metav1.SetMetaDataLabel(&m.ObjectMeta, RegionLabel, fd.Region)
+		metav1.SetMetaDataLabel(&m.ObjectMeta, ZoneLabel, fd.Zone)
 	}
-	before := &machinev1beta1.Machine{ObjectMeta: *m.ObjectMeta.DeepCopy()}
-	changed := false
-	for _, set := range []struct {
-		have *map[string]string
-		want map[string]string
-	}{{&m.Annotations, map[string]string{machine.InstanceStateAnnotation: string(power)}}, {&m.Labels, labels}} {
-		for k, v := range set.want {
-			if cur, ok := (*set.have)[k]; ok && cur == v {
-				continue
-			}
-			if *set.have == nil {
-				*set.have = map[string]string{}
-			}
-			(*set.have)[k] = v
-			changed = true
-		}
-	}
-	if !changed {
+	if maps.Equal(before.Annotations, m.Annotations) && maps.Equal(before.Labels, m.Labels) {
 		return nil
 	}
 	patched := &machinev1beta1.Machine{ObjectMeta: *m.ObjectMeta.DeepCopy()}
-	if err := a.client.Patch(ctx, patched, client.MergeFrom(before)); err != nil {
+	if err := a.client.Patch(ctx, patched, client.MergeFrom(&machinev1beta1.Machine{ObjectMeta: *before})); err != nil {
 		return fmt.Errorf("patching the Machine's instance-state annotation and region/zone labels: %w", err)
 	}
 	return nil

@@ -83,14 +83,6 @@ func isNotFound(err error) bool {
 	return fault.Is(err, &types.ManagedObjectNotFound{})
 }
 
-// ignoreNotFound is err unless it is isNotFound.
-func ignoreNotFound(err error) error {
-	if isNotFound(err) {
-		return nil
-	}
-	return err
-}
-
 // readTask returns the state of the task ref names and its info.
 func readTask(ctx context.Context, s *session, ref string) (taskState, *types.TaskInfo, error) {
 	if ref == "" {

@@ -84,8 +84,10 @@ func tasksRunning(ctx context.Context, s *session, refs []types.ManagedObjectRef
 		return false, nil
 	}
 	var tasks []mo.Task
-	if err := s.client.Retrieve(ctx, refs, []string{"info.state"}, &tasks); err != nil {
-		return false, ignoreNotFound(err) // a task expired between the two reads
+	if err := s.client.Retrieve(ctx, refs, []string{"info.state"}, &tasks); isNotFound(err) {
+		return false, nil // a task expired between the two reads
+	} else if err != nil {
+		return false, err
 	}
 	return slices.ContainsFunc(tasks, func(t mo.Task) bool { return stateOf(t.Info.State) == taskRunning }), nil
 }
