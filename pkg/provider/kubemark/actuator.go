@@ -1,6 +1,7 @@
 package kubemark
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,15 +63,12 @@ var (
 // NewActuator returns a kubemark Actuator.
 func NewActuator(opts Options) *Actuator {
 	a := &Actuator{client: opts.Client, nodes: opts.NodeReader, indexed: opts.NodeReader != nil, now: opts.Now,
-		reassert: opts.ReassertInterval, recent: newRecentNodes()}
+		reassert: cmp.Or(max(opts.ReassertInterval, 0), DefaultReassertInterval), recent: newRecentNodes()}
 	if a.nodes == nil {
 		a.nodes = opts.Client
 	}
 	if a.now == nil {
 		a.now = time.Now
-	}
-	if a.reassert <= 0 {
-		a.reassert = DefaultReassertInterval
 	}
 	return a
 }
@@ -238,10 +236,8 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	// The cache may still show a Node this process has just deleted: once is enough.
 	if node.DeletionTimestamp == nil && !a.recent.wasDeleted(node.Name, node.UID, a.now()) {
-		uid := node.UID
-		err := a.client.Delete(ctx, node, client.Preconditions{UID: &uid})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting node %q: %w", node.Name, err)
+		if err := a.deleteNode(ctx, node); err != nil {
+			return err
 		}
 		a.recent.noteDeleted(node.Name, node.UID, a.now())
 		log.FromContext(ctx).Info("deleted node", "node", node.Name)
@@ -251,6 +247,14 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		return nil
 	}
 	return a.releaseLease(ctx, node.Name, node.UID)
+}
+
+// deleteNode deletes the Node if its UID is still node's; a Node already gone is no error.
+func (a *Actuator) deleteNode(ctx context.Context, node *corev1.Node) error {
+	if err := a.client.Delete(ctx, node, client.Preconditions{UID: &node.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting node %q: %w", node.Name, err)
+	}
+	return nil
 }
 
 // providerStatusOf decodes the Machine's providerStatus; empty when it has none or it does not decode.
@@ -354,18 +358,12 @@ func setProviderStatus(m *machinev1beta1.Machine, st *kubemarkv1alpha1.KubemarkM
 //	providerSpec.value.cpu: Invalid value: "-1": must be positive
 func ProviderSpecFromMachine(m *machinev1beta1.Machine) (*kubemarkv1alpha1.KubemarkMachineProviderSpec, error) {
 	path := field.NewPath("providerSpec", "value")
-	v := m.Spec.ProviderSpec.Value
 	var raw []byte
-	switch {
-	case v == nil:
-	case len(v.Raw) > 0:
-		raw = v.Raw
-	case v.Object != nil:
-		b, err := json.Marshal(v.Object)
-		if err != nil {
+	if v := m.Spec.ProviderSpec.Value; v != nil {
+		var err error
+		if raw, err = v.MarshalJSON(); err != nil { // Raw, else Object encoded
 			return nil, machine.InvalidConfiguration("%s: cannot be encoded: %v", path, err)
 		}
-		raw = b
 	}
 	spec, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, path)
 	if len(errs) > 0 {

@@ -52,9 +52,8 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 			"providerID", node.Spec.ProviderID, "listed", inst.ProviderID)
 		return nil
 	}
-	uid := node.UID
-	if err := a.client.Delete(ctx, node, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting node %q: %w", node.Name, err)
+	if err := a.deleteNode(ctx, node); err != nil {
+		return err
 	}
-	return a.releaseLease(ctx, node.Name, uid)
+	return a.releaseLease(ctx, node.Name, node.UID)
 }
