@@ -14,7 +14,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -40,10 +39,15 @@ type flags struct {
 func main() {
 	opts, f, err := parse(os.Args[1:])
 	operand.ExitOnParseError("machine-controller-manager", err)
-	if err := run(opts, f); err != nil {
-		fmt.Fprintf(os.Stderr, "machine-controller-manager: %v\n", err)
-		os.Exit(1)
+	if opts.LeaderElect {
+		platform, err := clusterPlatform(opts)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "machine-controller-manager: %v\n", err)
+			os.Exit(1)
+		}
+		opts.LeaderElectionID = leaseFor(platform)
 	}
+	opts.Run("machine-controller-manager", func(mgr manager.Manager) error { return addControllers(mgr, opts, f) })
 }
 
 // Lease names follow OpenShift's providers' (cluster-api-provider-<provider>-leader).
@@ -62,12 +66,22 @@ func leaseFor(platform configv1.PlatformType) string {
 }
 
 // clusterPlatform reads the Infrastructure's platform type; "" when there is none (vanilla Kubernetes).
-func clusterPlatform(ctx context.Context, c client.Reader) configv1.PlatformType {
+func clusterPlatform(opts operand.Options) (configv1.PlatformType, error) {
+	cfg, err := opts.RESTConfig("machine-controller-manager/" + version.String())
+	if err != nil {
+		return "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return "", fmt.Errorf("creating a client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	infra := &configv1.Infrastructure{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil || infra.Status.PlatformStatus == nil {
-		return ""
+		return "", nil
 	}
-	return infra.Status.PlatformStatus.Type
+	return infra.Status.PlatformStatus.Type, nil
 }
 
 func parse(args []string) (operand.Options, flags, error) {
@@ -91,30 +105,6 @@ func parse(args []string) (operand.Options, flags, error) {
 		return opts, f, fmt.Errorf("--node-drain-timeout must not be negative")
 	}
 	return opts, f, nil
-}
-
-func run(opts operand.Options, f flags) error {
-	cfg, err := opts.RESTConfig("machine-controller-manager/" + version.String())
-	if err != nil {
-		return err
-	}
-	if opts.LeaderElect {
-		c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-		if err != nil {
-			return fmt.Errorf("creating a client: %w", err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		opts.LeaderElectionID = leaseFor(clusterPlatform(ctx, c))
-		cancel()
-	}
-	mgr, err := opts.NewManager(cfg)
-	if err != nil {
-		return err
-	}
-	if err := addControllers(mgr, opts, f); err != nil {
-		return err
-	}
-	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
 // addControllers registers the providers and, once the Machine CRD is served, the machine controller.

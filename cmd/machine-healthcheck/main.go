@@ -9,7 +9,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
-	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
 // flags are this binary's own flags, beyond the shared operand ones.
@@ -32,10 +30,9 @@ type flags struct {
 func main() {
 	opts, f, err := parse(os.Args[1:], os.Getenv("LEASE_NAMESPACE"))
 	operand.ExitOnParseError("machine-healthcheck", err)
-	if err := run(opts, f); err != nil {
-		fmt.Fprintf(os.Stderr, "machine-healthcheck: %v\n", err)
-		os.Exit(1)
-	}
+	opts.Run("machine-healthcheck", func(mgr manager.Manager) error {
+		return addControllers(mgr, opts.ControllerOptions(), f)
+	})
 }
 
 // parse parses and validates the command line; leaseNamespaceEnv is
@@ -81,21 +78,6 @@ func parse(args []string, leaseNamespaceEnv string) (operand.Options, flags, err
 	}
 	f.mhc.Namespace = opts.Namespace
 	return opts, f, f.mhc.Validate()
-}
-
-func run(opts operand.Options, f flags) error {
-	cfg, err := opts.RESTConfig("machine-healthcheck/" + version.String())
-	if err != nil {
-		return err
-	}
-	mgr, err := opts.NewManager(cfg)
-	if err != nil {
-		return err
-	}
-	if err := addControllers(mgr, opts.ControllerOptions(), f); err != nil {
-		return err
-	}
-	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
 // addControllers registers the controllers, each once its CRDs are served

@@ -11,7 +11,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
@@ -21,7 +20,6 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
-	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 	"github.com/machine-api-operator/machine-api-operator/pkg/webhooks"
 	nmwebhook "github.com/machine-api-operator/machine-api-operator/pkg/webhooks/nodemaintenance"
 )
@@ -35,10 +33,7 @@ type flags struct {
 func main() {
 	opts, f, err := parse(os.Args[1:])
 	operand.ExitOnParseError("machineset-controller", err)
-	if err := run(opts, f); err != nil {
-		fmt.Fprintf(os.Stderr, "machineset-controller: %v\n", err)
-		os.Exit(1)
-	}
+	opts.Run("machineset-controller", func(mgr manager.Manager) error { return addControllers(mgr, opts, f) })
 }
 
 // parse parses and validates the command line.
@@ -72,21 +67,6 @@ func parse(args []string) (operand.Options, flags, error) {
 	}
 	ms.Namespace, ms.MachineAPIMigration = opts.Namespace, opts.FeatureGate(features.FeatureGateMachineAPIMigration)
 	return opts, f, nil
-}
-
-func run(opts operand.Options, f flags) error {
-	cfg, err := opts.RESTConfig("machineset-controller/" + version.String())
-	if err != nil {
-		return err
-	}
-	mgr, err := opts.NewManager(cfg)
-	if err != nil {
-		return err
-	}
-	if err := addControllers(mgr, opts, f); err != nil {
-		return err
-	}
-	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
 // addControllers registers the controllers and the admission webhooks.

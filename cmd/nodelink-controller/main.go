@@ -8,23 +8,18 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
-	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
 func main() {
 	opts, err := parse(os.Args[1:])
 	operand.ExitOnParseError("nodelink-controller", err)
-	if err := run(opts); err != nil {
-		fmt.Fprintf(os.Stderr, "nodelink-controller: %v\n", err)
-		os.Exit(1)
-	}
+	opts.Run("nodelink-controller", func(mgr manager.Manager) error { return addControllers(mgr, opts) })
 }
 
 // parse parses and validates the command line.
@@ -39,21 +34,6 @@ func parse(args []string) (operand.Options, error) {
 		return opts, err
 	}
 	return opts, opts.Validate()
-}
-
-func run(opts operand.Options) error {
-	cfg, err := opts.RESTConfig("nodelink-controller/" + version.String())
-	if err != nil {
-		return err
-	}
-	mgr, err := opts.NewManager(cfg)
-	if err != nil {
-		return err
-	}
-	if err := addControllers(mgr, opts); err != nil {
-		return err
-	}
-	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
 // addControllers registers nodelink once the Machine CRD is served.

@@ -29,6 +29,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
+	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
 // Options are the flags every operand binary has.
@@ -265,4 +266,27 @@ func ExitOnParseError(name string, err error) {
 	}
 	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 	os.Exit(2)
+}
+
+// Run builds binary's manager, lets add register its controllers and runs it
+// until a signal; an error is printed and exits 1.
+func (o Options) Run(binary string, add func(manager.Manager) error) {
+	err := func() error {
+		cfg, err := o.RESTConfig(binary + "/" + version.String())
+		if err != nil {
+			return err
+		}
+		mgr, err := o.NewManager(cfg)
+		if err != nil {
+			return err
+		}
+		if err := add(mgr); err != nil {
+			return err
+		}
+		return mgr.Start(ctrl.SetupSignalHandler())
+	}()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
+		os.Exit(1)
+	}
 }
