@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -169,12 +170,9 @@ func (c *OvershootController) applyAndReport(ctx context.Context, obj client.Obj
 // apply writes d on obj (a *MachineSet or *MachineDeployment): the Frozen
 // condition, then the label and the annotation, each patched only when it differs.
 func (c *OvershootController) apply(ctx context.Context, obj client.Object, d freezeDecision) error {
-	base, ok := obj.DeepCopyObject().(client.Object)
-	if !ok {
-		return fmt.Errorf("copying %T", obj)
-	}
+	base, _ := obj.DeepCopyObject().(client.Object)
 	upd, _ := obj.DeepCopyObject().(client.Object)
-	updConds, err := conditionsOf(upd)
+	updConds, err := conditionsOf(upd) // fails for any other type
 	if err != nil {
 		return err
 	}
@@ -190,20 +188,13 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 		return fmt.Errorf("patching the Frozen condition: %w", err)
 	}
 	withLabel, _ := upd.DeepCopyObject().(client.Object)
-	labels := withLabel.GetLabels()
 	if d.frozen {
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[FreezeLabel] = FreezeLabelValue
+		withLabel.SetLabels(labels.Merge(withLabel.GetLabels(), labels.Set{FreezeLabel: FreezeLabelValue}))
 	} else {
-		delete(labels, FreezeLabel)
+		delete(withLabel.GetLabels(), FreezeLabel)
 	}
-	withLabel.SetLabels(labels)
 	if d.clearUnfreeze {
-		ann := withLabel.GetAnnotations()
-		delete(ann, UnfreezeAnnotation)
-		withLabel.SetAnnotations(ann)
+		delete(withLabel.GetAnnotations(), UnfreezeAnnotation)
 	}
 	if maps.Equal(withLabel.GetLabels(), upd.GetLabels()) && maps.Equal(withLabel.GetAnnotations(), upd.GetAnnotations()) {
 		return nil
@@ -233,10 +224,7 @@ func (c *OvershootController) propagateUnfreeze(ctx context.Context, sets []*mac
 			continue
 		}
 		upd := s.DeepCopy()
-		if upd.Annotations == nil {
-			upd.Annotations = map[string]string{}
-		}
-		upd.Annotations[UnfreezeAnnotation] = FreezeLabelValue
+		metav1.SetMetaDataAnnotation(&upd.ObjectMeta, UnfreezeAnnotation, FreezeLabelValue)
 		if err := c.client.Patch(ctx, upd, client.MergeFrom(s)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("propagating %s to MachineSet %s: %w", UnfreezeAnnotation, s.Name, err)
 		}

@@ -1,11 +1,11 @@
 package safety
 
 import (
+	"cmp"
 	"context"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,12 +23,7 @@ import (
 // creations and deletions (to their MachineSet owners: a deletion thaws at
 // once, not at the next Period).
 func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if c.client == nil {
-		c.client = mgr.GetClient()
-	}
-	if c.apiReader == nil {
-		c.apiReader = mgr.GetAPIReader()
-	}
+	c.client, c.apiReader = cmp.Or(c.client, mgr.GetClient()), cmp.Or(c.apiReader, mgr.GetAPIReader())
 	if c.events.Recorder == nil {
 		c.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
@@ -43,26 +38,24 @@ func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller
 		Named("machine-safety-overshooting").
 		For(&machinev1beta1.MachineSet{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&machinev1beta1.Machine{}, handler.Funcs{
-			CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { c.enqueueOwners(e.Object, q) },
-			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) { // a deletion started: it no longer counts
-				if e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil {
-					c.enqueueOwners(e.ObjectNew, q)
-				}
+		Watches(&machinev1beta1.Machine{}, handler.EnqueueRequestsFromMapFunc(c.ownerSets), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e event.UpdateEvent) bool { // a deletion started: it no longer counts
+				return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
 			},
-			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { c.enqueueOwners(e.Object, q) },
-		}).
+		})).
 		WithOptions(opts).
 		Complete(c)
 }
 
-func (c *OvershootController) enqueueOwners(o client.Object, q queue) {
+// ownerSets maps a Machine to its MachineSet owners.
+func (c *OvershootController) ownerSets(_ context.Context, o client.Object) (out []reconcile.Request) {
 	if c.namespace != "" && o.GetNamespace() != c.namespace {
-		return
+		return nil
 	}
 	for _, name := range machineSetOwnerNames(o) {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}})
 	}
+	return out
 }
 
 // machineSetOwnerNames are the names of the MachineSets among o's owners.
@@ -75,5 +68,3 @@ func machineSetOwnerNames(o client.Object) []string {
 	}
 	return out
 }
-
-type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
