@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -44,10 +45,7 @@ func ForeignManagers(obj *metav1.PartialObjectMetadata) []string {
 // ForCRDs is the part of the Config that decides which CRDs the operator
 // installs; it needs no valid input.
 func ForCRDs(in Inputs) Config {
-	cfg := Config{Namespace: in.Namespace, OpenShift: in.OpenShift}
-	if cfg.Namespace == "" {
-		cfg.Namespace = DefaultNamespace
-	}
+	cfg := Config{Namespace: cmp.Or(in.Namespace, DefaultNamespace), OpenShift: in.OpenShift}
 	if foreign := ForeignManagers(in.NodeMaintenanceCRD); foreign != nil {
 		cfg.NodeMaintenanceForeign = true
 		cfg.NodeMaintenanceOwner = strings.Join(foreign, ", ")

@@ -142,13 +142,10 @@ func Build(in Inputs) (Config, error) {
 		return Config{}, &InputError{Reason: ReasonInvalidInfrastructure,
 			Err: errors.New(`infrastructures.config.openshift.io "cluster" has no status.platformStatus.type: set the platform (for example AWS, None, or External with platformName kubemark)`)}
 	}
-	ns := in.Namespace
-	if ns == "" {
-		ns = DefaultNamespace
-	}
 	gates := ResolveFeatureGates(in.FeatureGate, in.ReleaseVersion)
+	crds := ForCRDs(in)
 	cfg := Config{
-		Namespace:                 ns,
+		Namespace:                 crds.Namespace,
 		ReleaseVersion:            in.ReleaseVersion,
 		PlatformType:              ps.Type,
 		ExternalPlatformName:      externalPlatformName(in.Infrastructure),
@@ -160,9 +157,10 @@ func Build(in Inputs) (Config, error) {
 		TLS:                       ResolveTLSProfile(in.APIServer),
 		TrustedCAHash:             configMapHash(in.TrustedCA),
 		Webhook:                   in.Webhook,
+		OpenShift:                 crds.OpenShift,
+		NodeMaintenanceForeign:    crds.NodeMaintenanceForeign,
+		NodeMaintenanceOwner:      crds.NodeMaintenanceOwner,
 	}
-	crds := ForCRDs(in)
-	cfg.OpenShift, cfg.NodeMaintenanceForeign, cfg.NodeMaintenanceOwner = crds.OpenShift, crds.NodeMaintenanceForeign, crds.NodeMaintenanceOwner
 	cfg.ProviderImage, cfg.NoOpReason = providerImage(cfg.PlatformType, cfg.ExternalPlatformName, in.Images)
 	if cfg.ProviderImage == "" && cfg.NoOpReason == "" {
 		// A broken images.json, not a reason to remove the running operand.
@@ -174,14 +172,12 @@ func Build(in Inputs) (Config, error) {
 		return cfg, nil
 	}
 	switch cfg.PlatformType {
+	case configv1.GCPPlatformType, configv1.AzurePlatformType:
+		cfg.MaxConcurrentReconciles = 10
+		fallthrough
 	case configv1.AWSPlatformType:
-		cfg.TerminationHandlerImage = in.Images.ClusterAPIControllerAWS
-	case configv1.GCPPlatformType:
-		cfg.TerminationHandlerImage = in.Images.ClusterAPIControllerGCP
-		cfg.MaxConcurrentReconciles = 10
-	case configv1.AzurePlatformType:
-		cfg.TerminationHandlerImage = in.Images.ClusterAPIControllerAzure
-		cfg.MaxConcurrentReconciles = 10
+		// The provider image also holds the spot termination handler.
+		cfg.TerminationHandlerImage = cfg.ProviderImage
 	}
 	return cfg, nil
 }
@@ -247,21 +243,16 @@ func ResolveFeatureGates(fg *configv1.FeatureGate, releaseVersion string) map[st
 	if fg == nil {
 		return gates
 	}
-	var chosen *configv1.FeatureGateDetails
-	for i := range fg.Status.FeatureGates {
-		if fg.Status.FeatureGates[i].Version == releaseVersion {
-			chosen = &fg.Status.FeatureGates[i]
-			break
-		}
+	details := fg.Status.FeatureGates
+	i := slices.IndexFunc(details, func(d configv1.FeatureGateDetails) bool { return d.Version == releaseVersion })
+	if i < 0 && len(details) == 1 {
+		i = 0
 	}
-	if chosen == nil && len(fg.Status.FeatureGates) == 1 {
-		chosen = &fg.Status.FeatureGates[0]
-	}
-	if chosen != nil {
-		for _, g := range chosen.Disabled {
+	if i >= 0 {
+		for _, g := range details[i].Disabled {
 			gates[string(g.Name)] = false
 		}
-		for _, g := range chosen.Enabled {
+		for _, g := range details[i].Enabled {
 			gates[string(g.Name)] = true
 		}
 	} else if fg.Spec.FeatureSet == configv1.CustomNoUpgrade && fg.Spec.CustomNoUpgrade != nil {
@@ -303,8 +294,7 @@ func providerFeatureGates(gates map[string]bool) map[string]bool {
 
 // Describe is a short human summary used in Progressing messages and logs.
 func (c Config) Describe() string {
-	var parts []string
-	parts = append(parts, "platform "+platformLabel(c.PlatformType, c.ExternalPlatformName))
+	parts := []string{"platform " + platformLabel(c.PlatformType, c.ExternalPlatformName)}
 	if c.NoOp {
 		parts = append(parts, "NoOp")
 	}

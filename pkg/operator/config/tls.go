@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/tls"
 	"slices"
 
@@ -81,19 +82,14 @@ var openSSLToIANA = map[string]string{
 // without duplicates.
 func ianaCipherSuites(ciphers []string) []string {
 	configurable := map[string]bool{}
-	for _, suites := range [][]*tls.CipherSuite{tls.CipherSuites(), tls.InsecureCipherSuites()} {
-		for _, s := range suites {
-			if !slices.Equal(s.SupportedVersions, []uint16{tls.VersionTLS13}) {
-				configurable[s.Name] = true
-			}
+	for _, s := range slices.Concat(tls.CipherSuites(), tls.InsecureCipherSuites()) {
+		if !slices.Equal(s.SupportedVersions, []uint16{tls.VersionTLS13}) {
+			configurable[s.Name] = true
 		}
 	}
 	var out []string
 	for _, c := range ciphers {
-		name := c
-		if iana, ok := openSSLToIANA[c]; ok {
-			name = iana
-		}
+		name := cmp.Or(openSSLToIANA[c], c)
 		if configurable[name] && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
