@@ -17,7 +17,6 @@ const (
 	IndexNodeInternalIP    = "nodelink:node.status.addresses.internalIP" // canonical, see CanonicalIP
 	IndexMachineProviderID = "nodelink:machine.spec.providerID"
 	IndexMachineInternalIP = "nodelink:machine.status.addresses.internalIP"
-	IndexMachineNodeRef    = "nodelink:machine.status.nodeRef.name"
 )
 
 // RegisterIndexes adds nodelink's field indexes to indexer before the cache starts.
@@ -31,7 +30,6 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		{&corev1.Node{}, IndexNodeInternalIP, nodeInternalIPIndex},
 		{&machinev1beta1.Machine{}, IndexMachineProviderID, machineProviderIDIndex},
 		{&machinev1beta1.Machine{}, IndexMachineInternalIP, machineInternalIPIndex},
-		{&machinev1beta1.Machine{}, IndexMachineNodeRef, machineNodeRefIndex},
 	} {
 		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return fmt.Errorf("registering index %s: %w", ix.field, err)
@@ -55,12 +53,6 @@ var (
 	nodeInternalIPIndex    = indexOf(func(n *corev1.Node) []string { return internalIPs(n.Status.Addresses) })
 	machineProviderIDIndex = indexOf(func(m *machinev1beta1.Machine) []string { return nonEmpty(machineProviderID(m)) })
 	machineInternalIPIndex = indexOf(func(m *machinev1beta1.Machine) []string { return internalIPs(m.Status.Addresses) })
-	machineNodeRefIndex    = indexOf(func(m *machinev1beta1.Machine) []string {
-		if m.Status.NodeRef == nil {
-			return nil
-		}
-		return nonEmpty(m.Status.NodeRef.Name)
-	})
 )
 
 func nonEmpty(s string) []string {

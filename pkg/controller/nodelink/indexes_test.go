@@ -47,9 +47,6 @@ func TestIndexFuncs(t *testing.T) {
 		{"machine nil providerID", machineProviderIDIndex, machine(nil, nil, nil), nil},
 		{"machine empty providerID", machineProviderIDIndex, machine(ptr(""), nil, nil), nil},
 		{"machine IPs", machineInternalIPIndex, machine(nil, dual, nil), []string{"10.0.0.1", "fd00::1"}},
-		{"machine nodeRef", machineNodeRefIndex, machine(nil, nil, &corev1.ObjectReference{Name: "n"}), []string{"n"}},
-		{"machine no nodeRef", machineNodeRefIndex, machine(nil, nil, nil), nil},
-		{"machine nodeRef without name", machineNodeRefIndex, machine(nil, nil, &corev1.ObjectReference{}), nil},
 		{"wrong type", machineProviderIDIndex, node("p://1", nil), nil},
 		{"wrong type for node", nodeInternalIPIndex, machine(nil, dual, nil), nil},
 	} {
