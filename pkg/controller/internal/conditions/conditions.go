@@ -39,17 +39,16 @@ func IsTrue(conds []machinev1beta1.Condition, t machinev1beta1.ConditionType) bo
 // lastTransitionTime becomes now (to the second) when the condition is new or
 // its status changes, and is kept otherwise (c's is ignored).
 func Set(conds []machinev1beta1.Condition, c machinev1beta1.Condition, now time.Time) []machinev1beta1.Condition {
+	c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 	existing := Get(conds, c.Type)
-	if existing != nil && existing.Status == c.Status {
+	if existing == nil {
+		return append(conds, c)
+	}
+	if existing.Status == c.Status {
 		c.LastTransitionTime = existing.LastTransitionTime
-	} else {
-		c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 	}
-	if existing != nil {
-		*existing = c
-		return conds
-	}
-	return append(conds, c)
+	*existing = c
+	return conds
 }
 
 // Remove returns conds without the condition of type t.

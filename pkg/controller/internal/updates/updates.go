@@ -15,10 +15,7 @@ func Matter[T client.Object](matters func(oldObj, newObj T) bool) predicate.Func
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldObj, ok1 := e.ObjectOld.(T)
 			newObj, ok2 := e.ObjectNew.(T)
-			if !ok1 || !ok2 {
-				return true
-			}
-			return matters(oldObj, newObj)
+			return !ok1 || !ok2 || matters(oldObj, newObj)
 		},
 	}
 }
