@@ -67,17 +67,13 @@ func NewReconciler(opts Options) *Reconciler {
 		reader:  opts.APIReader,
 		kube:    opts.KubeClient,
 		events:  &patch.Events{Recorder: opts.Recorder},
-		clock:   opts.Clock,
+		clock:   cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
 		poll:    opts.PollInterval,
-		leaseNS: opts.LeaseNamespace,
-	}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
+		leaseNS: cmp.Or(opts.LeaseNamespace, DefaultLeaseNamespace),
 	}
 	if r.poll <= 0 {
 		r.poll = DefaultPollInterval
 	}
-	r.leaseNS = cmp.Or(r.leaseNS, DefaultLeaseNamespace)
 	return r
 }
 

@@ -90,17 +90,11 @@ func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 			added[t[1]] = true
 		}
 	}
-	if v, ok := n.Labels[ExcludeFromRemediationLabel]; !ok || v != "true" {
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		n.Labels[ExcludeFromRemediationLabel] = "true"
+	if n.Labels[ExcludeFromRemediationLabel] != "true" {
+		metav1.SetMetaDataLabel(&n.ObjectMeta, ExcludeFromRemediationLabel, "true")
 		added[AddedLabel] = true
 	}
-	if n.Annotations == nil {
-		n.Annotations = map[string]string{}
-	}
-	n.Annotations[OwnerAnnotation] = nmName
+	metav1.SetMetaDataAnnotation(&n.ObjectMeta, OwnerAnnotation, nmName)
 	if a := formatAdded(added); a != "" {
 		n.Annotations[AddedAnnotation] = a
 	} else {
@@ -228,14 +222,9 @@ func leaseOwnerRef(node *corev1.Node) metav1.OwnerReference {
 // withNodeOwnerRef returns refs with node's (current UID) in place of any to a Node of its name.
 func withNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) []metav1.OwnerReference {
 	want := leaseOwnerRef(node)
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	for _, ref := range refs {
-		if ref.APIVersion == want.APIVersion && ref.Kind == want.Kind && ref.Name == want.Name {
-			continue
-		}
-		out = append(out, ref)
-	}
-	return append(out, want)
+	return append(slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool {
+		return ref.APIVersion == want.APIVersion && ref.Kind == want.Kind && ref.Name == want.Name
+	}), want)
 }
 
 func hasNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) bool {
@@ -246,21 +235,16 @@ func hasNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) bool {
 
 // leaseHolder is the lease's holder, "" when free.
 func leaseHolder(l *coordinationv1.Lease) string {
-	if l == nil || l.Spec.HolderIdentity == nil {
+	if l == nil {
 		return ""
 	}
-	return *l.Spec.HolderIdentity
+	return ptr.Deref(l.Spec.HolderIdentity, "")
 }
 
 // leaseExpiry is its last renewal (else acquisition) plus its duration; zero without either.
 func leaseExpiry(l *coordinationv1.Lease) time.Time {
-	var from time.Time
-	switch {
-	case l.Spec.RenewTime != nil:
-		from = l.Spec.RenewTime.Time
-	case l.Spec.AcquireTime != nil:
-		from = l.Spec.AcquireTime.Time
-	default:
+	from := cmp.Or(l.Spec.RenewTime, l.Spec.AcquireTime)
+	if from == nil {
 		return time.Time{}
 	}
 	return from.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)

@@ -1,6 +1,7 @@
 package nodemaintenance
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -31,18 +32,13 @@ import (
 // each mapped to the NodeMaintenances of the node; the leases through a cache
 // of their namespace only (the manager's would hold every Lease or none).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
-	}
+	r.client, r.reader = cmp.Or(r.client, mgr.GetClient()), cmp.Or(r.reader, mgr.GetAPIReader())
 	if r.kube == nil {
 		kc, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 		if err != nil {
 			return fmt.Errorf("creating the clientset for draining: %w", err)
 		}
 		r.kube = kc
-	}
-	if r.reader == nil {
-		r.reader = mgr.GetAPIReader()
 	}
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
