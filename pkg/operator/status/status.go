@@ -77,7 +77,11 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	now := obs.Now.Truncate(time.Second)
 	next := *prev.DeepCopy()
 	var timers requeue
-	desired := desiredVersions(obs.ReleaseVersion)
+	var desired []configv1.OperandVersion
+	if obs.ReleaseVersion != "" {
+		desired = []configv1.OperandVersion{{Name: OperatorVersionName, Version: obs.ReleaseVersion}}
+	}
+	upgrading := len(desired) > 0 && !slices.Equal(prev.Versions, desired)
 	prevAvailable := find(prev.Conditions, configv1.OperatorAvailable)
 	prevProgressing := find(prev.Conditions, configv1.OperatorProgressing)
 	prevDegraded := find(prev.Conditions, configv1.OperatorDegraded)
@@ -123,13 +127,8 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	if available.Status == configv1.ConditionTrue && !obs.NoOp && !obs.OperandUnknown {
 		available.Message = "Cluster Machine API Operator is available at " + formatVersions(next.Versions)
 	}
-	if !obs.OperandUnknown {
-		for _, n := range obs.Notes {
-			if available.Message != "" {
-				available.Message += "; "
-			}
-			available.Message += n
-		}
+	if !obs.OperandUnknown && len(obs.Notes) > 0 {
+		available.Message = strings.TrimPrefix(available.Message+"; "+strings.Join(obs.Notes, "; "), "; ")
 	}
 
 	var progressing configv1.ClusterOperatorStatusCondition
@@ -138,9 +137,9 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		progressing = *prevProgressing // bad input changes nothing
 	case complete:
 		progressing = cond(configv1.OperatorProgressing, configv1.ConditionFalse, ReasonAsExpected, "")
-	case len(desired) > 0 && !slices.Equal(prev.Versions, desired), !rolledOut || !everAvailable:
+	case upgrading, !rolledOut || !everAvailable:
 		msg := "Rolling out the Machine API"
-		if len(desired) > 0 && !slices.Equal(prev.Versions, desired) {
+		if upgrading {
 			msg = "Progressing towards " + formatVersions(desired)
 		} else if obs.Change != "" {
 			msg += " for " + obs.Change
@@ -168,8 +167,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	case outage && prevDegraded != nil && prevDegraded.Status == configv1.ConditionTrue && prevDegraded.Reason == ReasonOperandUnavailable:
 		// The same outage (the Deployment may be re-created): keep the grace period.
 		degraded = *prevDegraded
-	case obs.Failure != nil:
-		timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
+	case obs.Failure != nil: // its timer is set below
 		if prevDegraded != nil {
 			degraded = *prevDegraded // within the grace period: no change either way
 		}
@@ -189,20 +187,16 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		next.Conditions = append(next.Conditions, withTransitionTime(prev.Conditions, c, now))
 	}
 	for _, c := range prev.Conditions {
-		if !ownCondition(c.Type) {
+		if !slices.Contains(ownConditions, c.Type) {
 			next.Conditions = append(next.Conditions, c)
 		}
 	}
 	return next, timers.d
 }
 
-func ownCondition(t configv1.ClusterStatusConditionType) bool {
-	switch t {
-	case configv1.OperatorAvailable, configv1.OperatorProgressing, configv1.OperatorDegraded, configv1.OperatorUpgradeable:
-		return true
-	}
-	return false
-}
+// ownConditions are the conditions Compute decides; it keeps the others as they are.
+var ownConditions = []configv1.ClusterStatusConditionType{
+	configv1.OperatorAvailable, configv1.OperatorProgressing, configv1.OperatorDegraded, configv1.OperatorUpgradeable}
 
 func cond(t configv1.ClusterStatusConditionType, s configv1.ConditionStatus, reason, msg string) configv1.ClusterOperatorStatusCondition {
 	return configv1.ClusterOperatorStatusCondition{Type: t, Status: s, Reason: reason, Message: msg}
@@ -225,13 +219,6 @@ func find(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterSta
 		}
 	}
 	return nil
-}
-
-func desiredVersions(release string) []configv1.OperandVersion {
-	if release == "" {
-		return nil
-	}
-	return []configv1.OperandVersion{{Name: OperatorVersionName, Version: release}}
 }
 
 // formatVersions renders versions as "operator: 4.22.0" (comma-separated).

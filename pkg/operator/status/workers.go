@@ -8,6 +8,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 )
 
 // MinimumRunningWorkers is how many worker Machines must be Running before a
@@ -32,33 +33,27 @@ func CheckMinimumWorkers(sets []machinev1beta1.MachineSet, machines []machinev1b
 	var waiting []string
 	for i := range sets {
 		ms := &sets[i]
-		replicas := 1
-		if ms.Spec.Replicas != nil {
-			replicas = int(*ms.Spec.Replicas)
-		}
+		replicas := int(ptr.Deref(ms.Spec.Replicas, 1))
 		selector, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
 		if err != nil {
 			return fmt.Sprintf("could not determine running Machines in MachineSet %q: invalid selector: %v", ms.Name, err)
 		}
-		var owned []*machinev1beta1.Machine
+		owned := 0
 		for j := range machines {
 			m := &machines[j]
-			if m.Namespace == ms.Namespace && !selector.Empty() && selector.Matches(labels.Set(m.Labels)) {
-				owned = append(owned, m)
+			switch {
+			case m.Namespace != ms.Namespace || selector.Empty() || !selector.Matches(labels.Set(m.Labels)):
+			case ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning:
+				owned, running = owned+1, running+1
+			default:
+				owned, waiting = owned+1, append(waiting, m.Name)
 			}
 		}
-		if len(owned) != replicas {
+		if owned != replicas {
 			return fmt.Sprintf("could not determine running Machines in MachineSet %q: replicas not satisfied for MachineSet: expected %d replicas, got %d current replicas",
-				ms.Name, replicas, len(owned))
+				ms.Name, replicas, owned)
 		}
 		expected += replicas
-		for _, m := range owned {
-			if m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseRunning {
-				running++
-			} else {
-				waiting = append(waiting, m.Name)
-			}
-		}
 	}
 	if expected > 1 && running < MinimumRunningWorkers {
 		// Sorted: a message in cache order would rewrite the status every sync.

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +82,7 @@ type Event struct {
 func Transitions(prev, next []configv1.ClusterOperatorStatusCondition) []Event {
 	var events []Event
 	for _, c := range next {
-		if !ownCondition(c.Type) {
+		if !slices.Contains(ownConditions, c.Type) {
 			continue
 		}
 		p := find(prev, c.Type)
