@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openshift/api/features"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
@@ -146,8 +147,9 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err != nil {
 		return err
 	}
-	if err := a.checkVMGroupGate(m, spec); err != nil {
-		return err
+	// OpenShift's message; a plain error, so turning the gate on later lets Create go on.
+	if spec.Workspace.VMGroup != "" && !a.vmGroupZonal {
+		return fmt.Errorf("%v: vmGroup is only available with the %s feature gate", m.Name, features.FeatureGateVSphereHostVMGroupZonal)
 	}
 	t, task, info, err := a.openIdle(ctx, m)
 	if err != nil {
@@ -215,12 +217,14 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		st.TaskRef = ref
 		return writeStatus(m, st, machine.RequeueAfter(a.poll, "adding the VM to VM group "+t.spec.Workspace.VMGroup))
 	case createPowerOn:
-		ref, err := powerOn(ctx, s, vm)
+		// Through the datacenter with OpenShift's DRS override, so a cluster with manual DRS still places it.
+		task, err := s.datacenter.PowerOnVM(ctx, []types.ManagedObjectReference{vm.obj.Reference()}, &types.OptionValue{
+			Key: string(types.ClusterPowerOnVmOptionOverrideAutomationLevel), Value: string(types.DrsBehaviorFullyAutomated)})
 		if err != nil {
-			return err
+			return fmt.Errorf("powering on VM %s: %w", vm.mo.Name, err)
 		}
-		logger.Info("powering the VM on", "vm", vm.mo.Name, "task", ref)
-		st.TaskRef = ref
+		logger.Info("powering the VM on", "vm", vm.mo.Name, "task", task.Reference().Value)
+		st.TaskRef = task.Reference().Value
 		a.observe(st, vm)
 		return writeStatus(m, st, machine.RequeueAfter(a.poll, "powering the VM on"))
 	default: // createDone

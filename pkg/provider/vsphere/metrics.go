@@ -128,19 +128,13 @@ func (r restMetrics) RoundTrip(req *http.Request) (*http.Response, error) {
 func restPath(path string) string {
 	segs := strings.Split(path, "/")
 	for i, s := range segs {
-		if isRESTID(s) {
+		if _, err := strconv.ParseUint(s, 10, 64); err == nil || restIDPattern.MatchString(s) {
 			segs[i] = "{id}"
 		}
 	}
 	return strings.Join(segs, "/")
 }
 
-// restIDPattern matches an object ID in a REST path: a URN (urn:vmomi:InventoryServiceTag:...), an "id:"
-// reference or a UUID.
+// restIDPattern matches an object ID in a REST path besides a number: a URN (urn:vmomi:InventoryServiceTag:...),
+// an "id:" reference or a UUID.
 var restIDPattern = regexp.MustCompile(`(?i)^(urn:|id:|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$)`)
-
-// isRESTID reports whether a path segment is an object ID: restIDPattern or a number.
-func isRESTID(s string) bool {
-	_, err := strconv.ParseUint(s, 10, 64)
-	return err == nil || restIDPattern.MatchString(s)
-}

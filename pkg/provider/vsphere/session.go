@@ -14,7 +14,6 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	vsession "github.com/vmware/govmomi/session"
-	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
 	corev1 "k8s.io/api/core/v1"
@@ -81,7 +80,7 @@ func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*s
 		if err == nil && us != nil {
 			return cached, nil
 		}
-		if timedOut(err) {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 			return nil, fmt.Errorf("checking the session on vCenter %s: %w (vCenter is not answering)", key.server, err)
 		}
 	}
@@ -137,19 +136,6 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	}
 	f.SetDatacenter(dc)
 	return &session{client: c, finder: f, datacenter: dc, metrics: s.metrics}, nil
-}
-
-// newREST returns a REST (vAPI) client sharing the session's connection, its requests timed.
-func (s *session) newREST() *rest.Client {
-	c := rest.NewClient(s.client.Client)
-	c.Client.Client.Transport = restMetrics{next: c.Client.Client.Transport, metrics: s.metrics}
-	return c
-}
-
-// timedOut reports a request that got no answer within the API timeout.
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // close logs every cached session out (tests, shutdown).

@@ -12,9 +12,6 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 )
 
-// clusterTagCategory is the installer's category of the cluster ID tag (its destroy finds the VMs by it).
-func clusterTagCategory(clusterID string) string { return "openshift-" + clusterID }
-
 // restSession is the vCenter REST (vAPI) login of a session, for tags.
 type restSession struct {
 	mu     sync.Mutex
@@ -33,7 +30,8 @@ func (s *session) rest(ctx context.Context, creds credentials) (*rest.Client, er
 			return r.client, nil
 		}
 	}
-	c := s.newREST()
+	c := rest.NewClient(s.client.Client) // sharing the session's connection, its requests timed
+	c.Client.Client.Transport = restMetrics{next: c.Client.Client.Transport, metrics: s.metrics}
 	if err := c.Login(ctx, url.UserPassword(creds.username, creds.password)); err != nil {
 		return nil, fmt.Errorf("logging in to the vCenter REST API as %q (for tags): %w", creds.username, err)
 	}
@@ -52,7 +50,7 @@ func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID s
 		return "", fmt.Errorf("listing tag categories: %w", err)
 	}
 	for _, c := range cats {
-		if c.Name != clusterTagCategory(clusterID) {
+		if c.Name != "openshift-"+clusterID { // the installer's category (its destroy finds the VMs by it)
 			continue
 		}
 		ts, err := m.GetTagsForCategory(ctx, c.ID)

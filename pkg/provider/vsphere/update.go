@@ -127,16 +127,3 @@ func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine,
 	}
 	return nil
 }
-
-// powerOn starts powering the VM on through its datacenter with OpenShift's DRS override, so a cluster with
-// manual DRS still places it.
-func powerOn(ctx context.Context, s *session, vm *machineVM) (string, error) {
-	task, err := s.datacenter.PowerOnVM(ctx, []types.ManagedObjectReference{vm.obj.Reference()}, &types.OptionValue{
-		Key:   string(types.ClusterPowerOnVmOptionOverrideAutomationLevel),
-		Value: string(types.DrsBehaviorFullyAutomated),
-	})
-	if err != nil {
-		return "", fmt.Errorf("powering on VM %s: %w", vm.mo.Name, err)
-	}
-	return task.Reference().Value, nil
-}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/openshift/api/features"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -13,15 +12,6 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
-
-// checkVMGroupGate refuses a providerSpec naming a VM group unless the VSphereHostVMGroupZonal feature gate
-// is on (OpenShift's message; a plain error, so turning the gate on later lets Create go on).
-func (a *Actuator) checkVMGroupGate(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec) error {
-	if spec.Workspace != nil && spec.Workspace.VMGroup != "" && !a.vmGroupZonal {
-		return fmt.Errorf("%v: vmGroup is only available with the %s feature gate", m.Name, features.FeatureGateVSphereHostVMGroupZonal)
-	}
-	return nil
-}
 
 // vmGroup is the cluster VM group (DRS) the providerSpec names, read from the cluster owning the resource pool.
 type vmGroup struct {
