@@ -178,18 +178,6 @@ func (r *Reconciler) setOwner(ctx context.Context, ms *machinev1beta1.MachineSet
 // observe counts each set's Machines (cached): availability in the set's
 // delete order, readiness, deletions and Nodes.
 func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.MachineSet) ([]SetState, error) {
-	nodes := map[string]*corev1.Node{}
-	nodeOf := func(name string) *corev1.Node {
-		if n, ok := nodes[name]; ok {
-			return n
-		}
-		n := &corev1.Node{}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, n, client.UnsafeDisableDeepCopy); err != nil {
-			n = nil
-		}
-		nodes[name] = n
-		return n
-	}
 	now := r.clock.Now()
 	out := make([]SetState, 0, len(sets))
 	for _, ms := range sets {
@@ -218,7 +206,9 @@ func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.Machine
 			available := false
 			if m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" {
 				st.Nodes = append(st.Nodes, m.Status.NodeRef.Name)
-				if c := nodeutil.ReadyCondition(nodeOf(m.Status.NodeRef.Name)); c != nil && c.Status == corev1.ConditionTrue {
+				n := &corev1.Node{}
+				err := r.client.Get(ctx, types.NamespacedName{Name: m.Status.NodeRef.Name}, n, client.UnsafeDisableDeepCopy)
+				if c := nodeutil.ReadyCondition(n); err == nil && c != nil && c.Status == corev1.ConditionTrue {
 					st.Ready++
 					available = !now.Before(c.LastTransitionTime.Add(minReady))
 				}
