@@ -61,11 +61,10 @@ func DefaultMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo) Defau
 
 // defaultTemplated defaults a MachineSet or MachineDeployment as DefaultMachineSet says.
 func defaultTemplated(labels *map[string]string, tmpl *machinev1beta1.MachineTemplateSpec, cluster ClusterInfo) Defaulted {
-	var d Defaulted
 	var own, inTemplate bool
 	*labels, own = defaultClusterLabel(*labels, cluster.InfrastructureName)
 	tmpl.Labels, inTemplate = defaultClusterLabel(tmpl.Labels, cluster.InfrastructureName)
-	d.Labels = own || inTemplate
+	d := Defaulted{Labels: own || inTemplate}
 	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&tmpl.Spec.ProviderSpec, cluster)
 	return d
 }
@@ -75,11 +74,8 @@ func defaultClusterLabel(labels map[string]string, infraName string) (map[string
 	if _, ok := labels[ClusterIDLabel]; ok || infraName == "" {
 		return labels, false
 	}
-	out := maps.Clone(labels)
-	if out == nil {
-		out = map[string]string{}
-	}
-	out[ClusterIDLabel] = infraName
+	out := map[string]string{ClusterIDLabel: infraName}
+	maps.Copy(out, labels)
 	return out, true
 }
 

@@ -104,7 +104,8 @@ func validateGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) (
 		v.check(sa[0].Email == "", field.Required(accounts.Index(0).Child("email"), "email is required"))
 		v.check(len(sa[0].Scopes) == 0, field.Required(accounts.Index(0).Child("scopes"), "at least 1 scope is required"))
 	}
-	v.add(env.validateSecretRefs(spec.UserDataSecret, spec.CredentialsSecret, p))
+	v.add(env.validateSecretRef(spec.UserDataSecret, "userDataSecret"))
+	v.add(env.validateSecretRef(spec.CredentialsSecret, "credentialsSecret"))
 	return v.errs, v.warnings
 }
 

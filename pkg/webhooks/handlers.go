@@ -258,12 +258,9 @@ func mutate[T any, P interface {
 		if req.Operation != admissionv1.Create && (!onUpdate || req.Operation != admissionv1.Update) {
 			return admission.Allowed("")
 		}
-		obj, old := P(new(T)), P(new(T))
-		if err := decodeObjects(req, obj, old); err != nil {
+		obj, old, err := decodeRequest[T, P](req)
+		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
-		}
-		if req.Operation == admissionv1.Create {
-			old = nil
 		}
 		log := logf.FromContext(ctx)
 		cluster, warnings := h.cluster(ctx, log)
@@ -299,8 +296,8 @@ func validate[T any, P interface {
 		if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 			return admission.Allowed("")
 		}
-		obj, old := P(new(T)), P(new(T))
-		if err := decodeObjects(req, obj, old); err != nil {
+		obj, old, err := decodeRequest[T, P](req)
+		if err != nil {
 			return admission.Errored(http.StatusBadRequest, err)
 		}
 		if req.Operation == admissionv1.Update && FinalizersOnlyRemoved(obj, old) {
@@ -331,17 +328,22 @@ func validate[T any, P interface {
 	}
 }
 
-// decodeObjects decodes the request's object into obj and, on UPDATE, its old object into old.
-func decodeObjects(req admission.Request, obj, old any) error {
+// decodeRequest decodes the request's object and, on UPDATE, its old object (else nil).
+func decodeRequest[T any, P interface {
+	*T
+	client.Object
+}](req admission.Request) (obj, old P, err error) {
+	obj = new(T)
 	if err := decode(req.Object.Raw, obj); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if req.Operation == admissionv1.Update {
+		old = new(T)
 		if err := decode(req.OldObject.Raw, old); err != nil {
-			return fmt.Errorf("old object: %w", err)
+			return nil, nil, fmt.Errorf("old object: %w", err)
 		}
 	}
-	return nil
+	return obj, old, nil
 }
 
 // edit replaces the value at path of the object's JSON.

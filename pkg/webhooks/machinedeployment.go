@@ -134,10 +134,9 @@ func percent100(v *intstr.IntOrString) int {
 	return n
 }
 
-// isZero: v is 0 or "0%" (not nil: that is defaulted to 25%).
+// isZero: a valid v is 0 or "0%" (not nil: that is defaulted to 25%).
 func isZero(v *intstr.IntOrString) bool {
-	n, err := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
-	return err == nil && n == 0
+	return v != nil && percent100(v) == 0
 }
 
 // defaultMachineDeploymentEdits defaults the template on UPDATE only when the

@@ -56,7 +56,8 @@ func validateNutanix(spec *machinev1.NutanixMachineProviderConfig, env platformE
 		"providerSpec.memorySize: %d is missing or less than the recommended minimum value (%d): nodes may not boot correctly", spec.MemorySize.Value()/(1024*1024), minNutanixMemoryMiB))
 	v.warn(spec.SystemDiskSize.Cmp(resource.MustParse(fmt.Sprintf("%dGi", minNutanixDiskGiB))) < 0, fmt.Sprintf(
 		"providerSpec.systemDiskSize: %d is missing or less than the recommended minimum (%d): nodes may fail to start if disk size is too low", spec.SystemDiskSize.Value()/(1024*1024*1024), minNutanixDiskGiB))
-	v.add(env.validateSecretRefs(spec.UserDataSecret, spec.CredentialsSecret, p))
+	v.add(env.validateSecretRef(spec.UserDataSecret, "userDataSecret"))
+	v.add(env.validateSecretRef(spec.CredentialsSecret, "credentialsSecret"))
 	legacy, uefi, secure := machinev1.NutanixLegacyBoot, machinev1.NutanixUEFIBoot, machinev1.NutanixSecureBoot
 	v.check(!slices.Contains([]machinev1.NutanixBootType{"", legacy, uefi, secure}, spec.BootType),
 		field.Invalid(p.Child("bootType"), spec.BootType, fmt.Sprintf("valid bootType values are: \"\", %q, %q, %q.", legacy, uefi, secure)))

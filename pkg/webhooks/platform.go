@@ -217,29 +217,16 @@ func defaultSecretRefs(userData, credentials **corev1.LocalObjectReference, cred
 	defaultPtr(credentials, corev1.LocalObjectReference{Name: credentialsSecret})
 }
 
-// validateSecretRefs requires named user-data and credentials Secrets.
-func (e platformEnv) validateSecretRefs(userData, credentials *corev1.LocalObjectReference, p *field.Path) (field.ErrorList, []string) {
-	errs, warnings := e.validateCredentialsRef(credentials, p)
-	return append(validateUserDataRef(userData, p), errs...), warnings
-}
-
-func validateUserDataRef(ref *corev1.LocalObjectReference, p *field.Path) field.ErrorList {
-	return requireSecretName(ref, p.Child("userDataSecret"), "userDataSecret")
-}
-
-func (e platformEnv) validateCredentialsRef(ref *corev1.LocalObjectReference, p *field.Path) (field.ErrorList, []string) {
-	if errs := requireSecretName(ref, p.Child("credentialsSecret"), "credentialsSecret"); len(errs) > 0 {
-		return errs, nil
-	}
-	return nil, e.credentialsWarnings(e.namespace, ref.Name)
-}
-
-func requireSecretName(ref *corev1.LocalObjectReference, path *field.Path, what string) field.ErrorList {
+// validateSecretRef requires a named Secret at providerSpec.<what>; a credentials Secret must exist too.
+func (e platformEnv) validateSecretRef(ref *corev1.LocalObjectReference, what string) (field.ErrorList, []string) {
+	path := providerSpecPath.Child(what)
 	switch {
 	case ref == nil:
-		return field.ErrorList{field.Required(path, what+" must be provided")}
+		return field.ErrorList{field.Required(path, what+" must be provided")}, nil
 	case ref.Name == "":
-		return field.ErrorList{field.Required(path.Child("name"), "name must be provided")}
+		return field.ErrorList{field.Required(path.Child("name"), "name must be provided")}, nil
+	case what == "credentialsSecret":
+		return nil, e.credentialsWarnings(e.namespace, ref.Name)
 	}
-	return nil
+	return nil, nil
 }

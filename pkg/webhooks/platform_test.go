@@ -130,7 +130,7 @@ func TestProviderFor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := providerFor(fields, tc.cluster); got != tc.want {
+			if got, _ := providerFor(fields, tc.cluster); got != tc.want {
 				t.Errorf("providerFor = %q, want %q", got, tc.want)
 			}
 		})

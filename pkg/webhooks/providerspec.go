@@ -21,21 +21,17 @@ var errNotObject = errors.New("providerSpec.value is not a JSON object with uniq
 
 // providerSpecRaw returns the JSON of providerSpec.value; nil when absent or null.
 func providerSpecRaw(ps machinev1beta1.ProviderSpec) ([]byte, error) {
-	v := ps.Value
-	var raw []byte
-	var err error
-	switch {
-	case v == nil:
+	if ps.Value == nil {
 		return nil, nil
-	case len(v.Raw) > 0:
-		raw = v.Raw
-	case v.Object != nil:
-		if raw, err = json.Marshal(v.Object); err != nil {
+	}
+	raw := ps.Value.Raw
+	if len(raw) == 0 && ps.Value.Object != nil {
+		var err error
+		if raw, err = json.Marshal(ps.Value.Object); err != nil {
 			return nil, fmt.Errorf("encoding providerSpec.value: %w", err)
 		}
 	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
 	return raw, nil
@@ -66,32 +62,34 @@ func missing(fields map[string]json.RawMessage, key string) bool {
 
 // providerFor says which provider serves a providerSpec.value with these keys
 // (nil: none): without apiVersion and kind the cluster's; kubemark anywhere; as
-// OpenShift, only the cluster's platform; else ProviderUnknown.
-func providerFor(fields map[string]json.RawMessage, cluster Provider) Provider {
+// OpenShift, only the cluster's platform; else ProviderUnknown. ownType: the value
+// names that provider's own type (kubemark's group, a platform's kind in
+// machine.openshift.io, as this project's controllers serve) or no apiVersion.
+func providerFor(fields map[string]json.RawMessage, cluster Provider) (p Provider, ownType bool) {
 	apiVersion, kind := stringField(fields, "apiVersion"), stringField(fields, "kind")
 	if apiVersion == "" && kind == "" {
-		return cluster
+		return cluster, true
 	}
 	group := ""
 	if apiVersion != "" {
 		gv, err := schema.ParseGroupVersion(apiVersion)
 		if err != nil {
-			return ProviderUnknown
+			return ProviderUnknown, false
 		}
 		if group = gv.Group; group == kubemarkv1alpha1.GroupName {
-			return ProviderKubemark
+			return ProviderKubemark, true
 		}
 	} else if kind == kubemarkv1alpha1.ProviderSpecKind {
-		return ProviderKubemark
+		return ProviderKubemark, true
 	}
-	p, ok := platforms[cluster]
+	platform, ok := platforms[cluster]
 	switch {
 	case !ok:
-		return ProviderUnknown
-	case kind == p.kind, kind == "" && (group == machinev1beta1.GroupName || slices.Contains(p.groups, group)):
-		return cluster
+		return ProviderUnknown, false
+	case kind == platform.kind, kind == "" && (group == machinev1beta1.GroupName || slices.Contains(platform.groups, group)):
+		return cluster, apiVersion == "" || group == machinev1beta1.GroupName && kind == platform.kind
 	}
-	return ProviderUnknown
+	return ProviderUnknown, false
 }
 
 // valueFields returns providerSpec.value's JSON (nil: none) and top-level keys
@@ -110,21 +108,11 @@ func valueFields(ps machinev1beta1.ProviderSpec) ([]byte, map[string]json.RawMes
 
 // servedByClusterController reports whether the cluster's machine controller reconciles
 // a Machine of this providerSpec rather than leaving it to another provider: its provider
-// is the cluster's and it names that provider's own type (kubemark's group, a platform's
-// kind in machine.openshift.io, as this project's controllers serve) or no apiVersion.
+// is the cluster's and the value names that provider's own type (see providerFor).
 func servedByClusterController(ps machinev1beta1.ProviderSpec, cluster Provider) bool {
 	_, fields, ok := valueFields(ps)
-	if !ok || cluster == ProviderUnknown || providerFor(fields, cluster) != cluster {
-		return false
-	}
-	// providerFor took kubemark by its group, a platform also by a legacy group or without kind.
-	apiVersion := stringField(fields, "apiVersion")
-	p, isPlatform := platforms[cluster]
-	if apiVersion == "" || !isPlatform {
-		return true
-	}
-	gv, _ := schema.ParseGroupVersion(apiVersion) // providerFor parsed it
-	return gv.Group == machinev1beta1.GroupName && stringField(fields, "kind") == p.kind
+	p, ownType := providerFor(fields, cluster)
+	return ok && cluster != ProviderUnknown && p == cluster && ownType
 }
 
 // kubemarkDefaults are the keys added to a kubemark providerSpec.value when
@@ -144,7 +132,7 @@ func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (
 	if !ok {
 		return nil, nil
 	}
-	provider := providerFor(fields, cluster.Provider)
+	provider, _ := providerFor(fields, cluster.Provider)
 	if provider == ProviderKubemark {
 		set = defaultKubemark(fields)
 	} else if p, ok := platforms[provider]; ok && raw != nil {
@@ -186,7 +174,7 @@ func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, n
 		// A value that is not an object is the cluster provider's to report.
 		fields, _ = parseFields(raw)
 	}
-	provider := providerFor(fields, cluster.Provider)
+	provider, _ := providerFor(fields, cluster.Provider)
 	if provider == ProviderKubemark {
 		_, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, fldPath)
 		return errs, nil

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,10 +127,8 @@ func FinalizersOnlyRemoved(obj, old client.Object) bool {
 	if old.GetDeletionTimestamp() == nil {
 		return false
 	}
-	for _, f := range obj.GetFinalizers() {
-		if !slices.Contains(old.GetFinalizers(), f) {
-			return false
-		}
+	if !sets.New(old.GetFinalizers()...).HasAll(obj.GetFinalizers()...) {
+		return false
 	}
 	n, ok1 := obj.DeepCopyObject().(client.Object)
 	o, ok2 := old.DeepCopyObject().(client.Object)

@@ -58,12 +58,12 @@ func validateVSphere(spec *machinev1beta1.VSphereMachineProviderSpec, env platfo
 		fmt.Sprintf("providerSpec.diskGiB: %d is missing or less than the recommended minimum (%d): nodes may fail to start if disk size is too low", spec.DiskGiB, minVSphereDiskGiB))
 	v.warn(spec.CloneMode == machinev1beta1.LinkedClone && spec.DiskGiB > 0,
 		fmt.Sprintf("%s clone mode is set. DiskGiB parameter will be ignored, disk size from template will be used.", machinev1beta1.LinkedClone))
-	v.add(validateUserDataRef(spec.UserDataSecret, p), nil)
+	v.add(env.validateSecretRef(spec.UserDataSecret, "userDataSecret"))
 	v.check(len(spec.TagIDs) > maxVSphereTags, field.Invalid(p.Child("tagIDs"), spec.TagIDs, "a maximum of 10 tags are allowed"))
 	for _, id := range spec.TagIDs {
 		v.check(!vsphereTagURN.MatchString(id),
 			field.Required(p.Child("tagIDs"), "tag ID must be in the format of urn:vmomi:InventoryServiceTag:<UUID>:GLOBAL"))
 	}
-	v.add(env.validateCredentialsRef(spec.CredentialsSecret, p))
+	v.add(env.validateSecretRef(spec.CredentialsSecret, "credentialsSecret"))
 	return v.errs, v.warnings
 }

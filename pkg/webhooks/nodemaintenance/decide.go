@@ -3,9 +3,11 @@ package nodemaintenance
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 	nmcontroller "github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
@@ -39,10 +41,8 @@ func decideCreate(nodeName string, f createFacts) error {
 	if f.node == nil {
 		return fmt.Errorf(ErrorNodeNotExists, nodeName)
 	}
-	for _, nm := range f.maintenances {
-		if nm.Spec.NodeName == nodeName {
-			return fmt.Errorf(ErrorNodeMaintenanceExists, nodeName)
-		}
+	if slices.ContainsFunc(f.maintenances, func(nm nmv1beta1.NodeMaintenance) bool { return nm.Spec.NodeName == nodeName }) {
+		return fmt.Errorf(ErrorNodeMaintenanceExists, nodeName)
 	}
 	if f.openShift && isControlPlane(f.node) && !etcdDisruptionAllowed(f.node.Name, f.quorum) {
 		return fmt.Errorf(ErrorControlPlaneQuorumViolation, nodeName)
@@ -59,9 +59,8 @@ func decideUpdate(oldNM, newNM *nmv1beta1.NodeMaintenance) error {
 }
 
 func isControlPlane(node *corev1.Node) bool {
-	_, cp := node.Labels[nmcontroller.ControlPlaneNodeRoleLabel]
-	_, master := node.Labels[nmcontroller.MasterNodeRoleLabel]
-	return cp || master
+	return metav1.HasLabel(node.ObjectMeta, nmcontroller.ControlPlaneNodeRoleLabel) ||
+		metav1.HasLabel(node.ObjectMeta, nmcontroller.MasterNodeRoleLabel)
 }
 
 // etcdDisruptionAllowed is medik8s's rule: one budget in openshift-etcd (else cannot tell:
@@ -73,16 +72,8 @@ func etcdDisruptionAllowed(nodeName string, q quorumFacts) bool {
 	if q.pdbs[0].Status.DisruptionsAllowed >= 1 {
 		return true
 	}
-	for _, p := range q.guardPods {
-		if p.Spec.NodeName != nodeName {
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse {
-				return true
-			}
-		}
-		return false
-	}
-	return true
+	i := slices.IndexFunc(q.guardPods, func(p corev1.Pod) bool { return p.Spec.NodeName == nodeName })
+	return i < 0 || slices.ContainsFunc(q.guardPods[i].Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse
+	})
 }
