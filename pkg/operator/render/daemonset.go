@@ -29,6 +29,8 @@ func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
 		corev1.EnvVar{Name: "KUBECONFIG", Value: kubeletKubeconfig},
 		corev1.EnvVar{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")},
 	)
+	sc := restrictedSecurityContext()
+	sc.RunAsNonRoot = nil // root: the kubelet credentials are 0600
 	var annotations map[string]string
 	var priorityClass string
 	if cfg.OnOpenShift() {
@@ -80,12 +82,7 @@ func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
 							{Name: "pki", MountPath: kubeletPKI, ReadOnly: true},
 						},
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-						},
+						SecurityContext:          sc,
 					}},
 					Volumes: []corev1.Volume{
 						hostPathVolume("kubeconfig", kubeletKubeconfig),
