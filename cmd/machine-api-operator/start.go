@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -84,10 +85,7 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 			return start(cmd.Context(), o, stderr)
 		},
 	}
-	ns := os.Getenv("COMPONENT_NAMESPACE")
-	if ns == "" {
-		ns = config.DefaultNamespace
-	}
+	ns := cmp.Or(os.Getenv("COMPONENT_NAMESPACE"), config.DefaultNamespace)
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: in-cluster config, then $KUBECONFIG.")
 	f.StringVar(&o.imagesJSON, "images-json", "", "Path to images.json (required).")

@@ -164,9 +164,7 @@ func Start(t testing.TB, opts Options) *Env {
 }
 
 // Main is a TestMain body: it starts one Env into *env, runs the tests and stops it.
-func Main(m *testing.M, env **Env) {
-	os.Exit(runMain(m, env, Options{}))
-}
+func Main(m *testing.M, env **Env) { MainWith(m, env, Options{}) }
 
 // MainWith is Main with options (extra CRDs, API server flags).
 func MainWith(m *testing.M, env **Env, opts Options) {

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"cmp"
 	"reflect"
 	"time"
 
@@ -63,10 +64,7 @@ func (e *Events) allow(regarding runtime.Object, eventType string) bool {
 	if v, ok := e.budgets.Get(key); ok {
 		budget = v.(flowcontrol.PassiveRateLimiter)
 	} else {
-		var c clock.PassiveClock = clock.RealClock{}
-		if e.Clock != nil {
-			c = e.Clock
-		}
+		c := cmp.Or[clock.PassiveClock](e.Clock, clock.RealClock{})
 		budget = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(1/SpamRefill.Seconds()), SpamBurst, c)
 		e.budgets.Add(key, budget)
 	}

@@ -201,17 +201,14 @@ func (ch changes) applyTo(s status) status {
 
 // firstPatch is the patch sent against base (see Status).
 func (ch changes) firstPatch(base status, resourceVersion string) (client.Patch, error) {
-	switch {
-	case !ch.conditionsChanged():
-		data, err := mergePatch(base, ch, "")
-		return client.RawPatch(types.MergePatchType, data), err
-	case len(base.conds) == 0:
-		data, err := mergePatch(base, ch, resourceVersion)
-		return client.RawPatch(types.MergePatchType, data), err
-	default:
+	if !ch.conditionsChanged() {
+		resourceVersion = "" // no whole conditions list sent: no lock
+	} else if len(base.conds) > 0 {
 		data, err := json.Marshal(ch.jsonPatch(base))
 		return client.RawPatch(types.JSONPatchType, data), err
 	}
+	data, err := mergePatch(base, ch, resourceVersion)
+	return client.RawPatch(types.MergePatchType, data), err
 }
 
 // op is one RFC 6902 operation.
