@@ -25,10 +25,7 @@ type proxy struct {
 // startProxy listens on a loopback port and relays each connection to backend until the test ends.
 func startProxy(t testing.TB, backend string) *proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := must(net.Listen("tcp", "127.0.0.1:0"))(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proxy{ln: ln, backend: backend, ctx: ctx}
 	p.wg.Go(p.serve)

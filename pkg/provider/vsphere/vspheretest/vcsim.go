@@ -65,19 +65,10 @@ func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
 	t.Cleanup(srv.Close)
 	p := startProxy(t, srv.URL.Host)
 	host, port, err := net.SplitHostPort(p.ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := govmomi.NewClient(ctx, srv.URL, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(host, err)(t)
+	c := must(govmomi.NewClient(ctx, srv.URL, true))(t)
 	v := &VCenter{Server: host, Port: port, Client: c, Finder: find.NewFinder(c.Client, true), proxy: p, t: t, ctx: ctx}
-	dc, err := v.Finder.Datacenter(ctx, Datacenter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v.Finder.SetDatacenter(dc)
+	v.Finder.SetDatacenter(must(v.Finder.Datacenter(ctx, Datacenter))(t))
 	tpl := v.VM("DC0_C0_RP0_VM0")
 	v.Wait(tpl.PowerOff(ctx))
 	v.Wait(tpl.UpgradeVM(ctx, "vmx-15")) // OpenShift refuses templates older than hardware 15
@@ -85,14 +76,21 @@ func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
 	return v
 }
 
+// must returns a check that fails the test on err and returns val: must(f())(t).
+func must[T any](val T, err error) func(testing.TB) T {
+	return func(t testing.TB) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return val
+	}
+}
+
 // VM finds a VM by name.
 func (v *VCenter) VM(name string) *object.VirtualMachine {
 	v.t.Helper()
-	vm, err := v.Finder.VirtualMachine(v.ctx, name)
-	if err != nil {
-		v.t.Fatalf("finding VM %s: %v", name, err)
-	}
-	return vm
+	return must(v.Finder.VirtualMachine(v.ctx, name))(v.t) // the error names the VM
 }
 
 // Wait waits for a task started by the test.
@@ -109,17 +107,8 @@ func (v *VCenter) Wait(task *object.Task, err error) {
 // VMsNamed counts the datacenter's VMs with that name.
 func (v *VCenter) VMsNamed(name string) int {
 	v.t.Helper()
-	vms, err := v.Finder.VirtualMachineList(v.ctx, "*")
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	n := 0
-	for _, vm := range vms {
-		if vm.Name() == name {
-			n++
-		}
-	}
-	return n
+	vms := must(v.Finder.VirtualMachineList(v.ctx, "*"))(v.t)
+	return len(slices.DeleteFunc(vms, func(vm *object.VirtualMachine) bool { return vm.Name() != name }))
 }
 
 // Props reads a VM's properties.
@@ -145,11 +134,13 @@ const Cluster = "DC0_C0"
 
 func (v *VCenter) cluster() *object.ClusterComputeResource {
 	v.t.Helper()
-	c, err := v.Finder.ClusterComputeResource(v.ctx, Cluster)
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	return c
+	return must(v.Finder.ClusterComputeResource(v.ctx, Cluster))(v.t)
+}
+
+// editGroups applies a VM group change to Cluster.
+func (v *VCenter) editGroups(change types.ClusterGroupSpec) {
+	v.t.Helper()
+	v.Wait(v.cluster().Reconfigure(v.ctx, &types.ClusterConfigSpecEx{GroupSpec: []types.ClusterGroupSpec{change}}, true))
 }
 
 // CreateVMGroup adds a VM group (DRS) named name to Cluster, listing the named VMs.
@@ -159,21 +150,17 @@ func (v *VCenter) CreateVMGroup(name string, vms ...string) {
 	for _, vm := range vms {
 		refs = append(refs, v.VM(vm).Reference())
 	}
-	spec := &types.ClusterConfigSpecEx{GroupSpec: []types.ClusterGroupSpec{{
+	v.editGroups(types.ClusterGroupSpec{
 		ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationAdd},
 		Info:            &types.ClusterVmGroup{ClusterGroupInfo: types.ClusterGroupInfo{Name: name}, Vm: refs},
-	}}}
-	v.Wait(v.cluster().Reconfigure(v.ctx, spec, true))
+	})
 }
 
 // VMGroupMembers returns the names of the VMs that Cluster's VM group name lists, in its order (a VM listed
 // twice appears twice), and whether the group exists.
 func (v *VCenter) VMGroupMembers(name string) ([]string, bool) {
 	v.t.Helper()
-	cfg, err := v.cluster().Configuration(v.ctx)
-	if err != nil {
-		v.t.Fatal(err)
-	}
+	cfg := must(v.cluster().Configuration(v.ctx))(v.t)
 	i := slices.IndexFunc(cfg.Group, func(g types.BaseClusterGroupInfo) bool {
 		vg, ok := g.(*types.ClusterVmGroup)
 		return ok && vg.Name == name
@@ -196,8 +183,5 @@ func (v *VCenter) VMGroupMembers(name string) ([]string, bool) {
 // RemoveVMGroup removes Cluster's VM group name, as an administrator would.
 func (v *VCenter) RemoveVMGroup(name string) {
 	v.t.Helper()
-	spec := &types.ClusterConfigSpecEx{GroupSpec: []types.ClusterGroupSpec{{
-		ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationRemove, RemoveKey: name},
-	}}}
-	v.Wait(v.cluster().Reconfigure(v.ctx, spec, true))
+	v.editGroups(types.ClusterGroupSpec{ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationRemove, RemoveKey: name}})
 }
