@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -262,14 +261,9 @@ func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name strin
 // lagging cache, or one holding only labeled Secrets), so the next Ensure sees
 // it; the error wraps alreadyExists so the caller retries.
 func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) error {
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"labels": map[string]string{config.ManagedByLabel: config.ManagedByValue}},
-	})
-	if err != nil {
-		return err
-	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, config.ManagedByLabel, config.ManagedByValue)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.opts.Namespace, Name: name}}
-	if err := m.opts.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(config.FieldManager)); err != nil {
+	if err := m.opts.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(config.FieldManager)); err != nil {
 		return fmt.Errorf("secret %s/%s exists but was not read (labeling it %s=%s failed: %v): %w",
 			m.opts.Namespace, name, config.ManagedByLabel, config.ManagedByValue, err, alreadyExists)
 	}
