@@ -55,13 +55,7 @@ func parseAdded(v string) map[string]bool {
 }
 
 func formatAdded(set map[string]bool) string {
-	var items []string
-	for _, k := range addedOrder {
-		if set[k] {
-			items = append(items, k)
-		}
-	}
-	return strings.Join(items, ",")
+	return strings.Join(slices.DeleteFunc(slices.Clone(addedOrder), func(k string) bool { return !set[k] }), ",")
 }
 
 // hasTaint and withoutTaint match by key and effect only (earlier versions set timeAdded).
@@ -190,17 +184,15 @@ func drainDeadline(timeout *metav1.Duration, start *metav1.Time) (time.Time, boo
 
 // pendingStatus fills the pending pods of the status, sorted.
 func pendingStatus(st *nmv1beta1.NodeMaintenanceStatus, pods []corev1.Pod) {
-	refs := make([]nmv1beta1.PodReference, 0, len(pods))
+	st.PendingPods, st.PendingPodsRefs = nil, nil
 	for _, p := range pods {
-		refs = append(refs, nmv1beta1.PodReference{Namespace: p.Namespace, Name: p.Name})
+		st.PendingPodsRefs = append(st.PendingPodsRefs, nmv1beta1.PodReference{Namespace: p.Namespace, Name: p.Name})
 	}
-	slices.SortFunc(refs, func(a, b nmv1beta1.PodReference) int {
+	slices.SortFunc(st.PendingPodsRefs, func(a, b nmv1beta1.PodReference) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	st.PendingPods, st.PendingPodsRefs = nil, nil
-	for _, r := range refs {
+	for _, r := range st.PendingPodsRefs {
 		st.PendingPods = append(st.PendingPods, r.Name)
-		st.PendingPodsRefs = append(st.PendingPodsRefs, r)
 	}
 	if len(pods) > st.EvictionPods {
 		st.EvictionPods = len(pods)

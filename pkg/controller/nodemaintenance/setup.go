@@ -60,7 +60,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodemaintenance").
-		For(&nmv1beta1.NodeMaintenance{}, builder.WithPredicates(nmPredicate())).
+		For(&nmv1beta1.NodeMaintenance{}, builder.WithPredicates(updates.Matter(nmChangeMatters))).
 		Watches(&nmv1beta1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.siblings), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },
@@ -117,25 +117,16 @@ func (r *Reconciler) leaseToMaintenances(ctx context.Context, l *coordinationv1.
 
 // leasePredicate passes the node leases' creations, deletions and spec changes.
 func leasePredicate() predicate.TypedPredicate[*coordinationv1.Lease] {
-	isNodeLease := func(l *coordinationv1.Lease) bool { return strings.HasPrefix(l.Name, LeaseNamePrefix) }
-	return predicate.TypedFuncs[*coordinationv1.Lease]{
-		CreateFunc: func(e event.TypedCreateEvent[*coordinationv1.Lease]) bool { return isNodeLease(e.Object) },
-		DeleteFunc: func(e event.TypedDeleteEvent[*coordinationv1.Lease]) bool { return isNodeLease(e.Object) },
-		UpdateFunc: func(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
-			return isNodeLease(e.ObjectNew) && !equality.Semantic.DeepEqual(e.ObjectOld.Spec, e.ObjectNew.Spec)
-		},
-		GenericFunc: func(event.TypedGenericEvent[*coordinationv1.Lease]) bool { return false },
-	}
+	return predicate.And(
+		predicate.NewTypedPredicateFuncs(func(l *coordinationv1.Lease) bool { return strings.HasPrefix(l.Name, LeaseNamePrefix) }),
+		predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: func(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
+			return !equality.Semantic.DeepEqual(e.ObjectOld.Spec, e.ObjectNew.Spec)
+		}})
 }
 
-// nmPredicate ignores the controller's own status writes.
-func nmPredicate() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, n := e.ObjectOld, e.ObjectNew
-			return o.GetGeneration() != n.GetGeneration() ||
-				!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
-				!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers())
-		},
-	}
+// nmChangeMatters ignores the controller's own status writes.
+func nmChangeMatters(o, n client.Object) bool {
+	return o.GetGeneration() != n.GetGeneration() ||
+		!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
+		!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers())
 }
