@@ -4,6 +4,7 @@
 package apply
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,21 +58,14 @@ func New(opts Options) *Applier {
 	if opts.Client == nil {
 		panic("apply.New: Options.Client is required")
 	}
-	a := &Applier{
+	return &Applier{
 		client:       opts.Client,
-		reader:       opts.Reader,
+		reader:       cmp.Or[client.Reader](opts.Reader, opts.Client),
 		scheme:       opts.Client.Scheme(),
-		fieldManager: opts.FieldManager,
+		fieldManager: cmp.Or(opts.FieldManager, config.FieldManager),
 		owner:        opts.Owner,
+		types:        newTypeConverter(opts.Client.Scheme()),
 	}
-	a.types = newTypeConverter(a.scheme)
-	if a.reader == nil {
-		a.reader = opts.Client
-	}
-	if a.fieldManager == "" {
-		a.fieldManager = config.FieldManager
-	}
-	return a
 }
 
 // ObjectRef names one object for results, logs and metrics.
@@ -244,31 +238,28 @@ const removalAttempts = 3
 // getLive reads the live object as the desired object's type (so a cache
 // shares the watches' informers) and returns it as unstructured.
 func (a *Applier) getLive(ctx context.Context, obj client.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	key := client.ObjectKeyFromObject(obj)
-	if _, ok := obj.(runtime.Unstructured); ok {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(gvk)
-		if err := a.reader.Get(ctx, key, live); err != nil {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	var live client.Object = u
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		o, err := a.scheme.New(gvk)
+		if err != nil {
 			return nil, err
 		}
-		return live, nil
+		if live, ok = o.(client.Object); !ok {
+			return nil, fmt.Errorf("%T is not a client.Object", o)
+		}
 	}
-	o, err := a.scheme.New(gvk)
-	if err != nil {
+	if err := a.reader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
 		return nil, err
-	}
-	live, ok := o.(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T is not a client.Object", o)
-	}
-	if err := a.reader.Get(ctx, key, live); err != nil {
-		return nil, err
+	} else if live == u {
+		return u, nil
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 	if err != nil {
 		return nil, err
 	}
-	u := &unstructured.Unstructured{Object: m}
+	u.Object = m
 	u.SetGroupVersionKind(gvk)
 	return u, nil
 }

@@ -55,12 +55,7 @@ func Desired(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructu
 		mergeStringData(m)
 	}
 
-	labels := u.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[config.ManagedByLabel] = config.ManagedByValue
-	u.SetLabels(labels)
+	u.SetLabels(withKey(u.GetLabels(), config.ManagedByLabel, config.ManagedByValue))
 
 	annotations := u.GetAnnotations()
 	delete(annotations, AppliedHashAnnotation)
@@ -69,13 +64,18 @@ func Desired(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructu
 	if err != nil {
 		return nil, fmt.Errorf("hashing the desired object: %w", err)
 	}
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
 	sum := sha256.Sum256(b)
-	annotations[AppliedHashAnnotation] = hex.EncodeToString(sum[:16])
-	u.SetAnnotations(annotations)
+	u.SetAnnotations(withKey(annotations, AppliedHashAnnotation, hex.EncodeToString(sum[:16])))
 	return u, nil
+}
+
+// withKey sets m[k] = v, making m if it is nil.
+func withKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }
 
 func mergeStringData(m map[string]any) {

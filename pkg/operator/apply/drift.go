@@ -143,7 +143,7 @@ func checkDrift(desired *unstructured.Unstructured, desiredSet *fieldpath.Set, l
 func firstMissing(want, ours *fieldpath.Set) (fieldpath.Path, bool) {
 	var missing fieldpath.Path
 	want.Difference(notRecorded).Iterate(func(p fieldpath.Path) {
-		if missing == nil && !ours.Has(p) && !hasOwnedAncestor(ours, p) && !hasOwnedDescendant(ours, p) {
+		if missing == nil && !ours.Has(p) && !hasAncestor(ours, p, true) && !hasOwnedDescendant(ours, p) {
 			missing = p.Copy()
 		}
 	})
@@ -249,10 +249,8 @@ func isOurs(e *metav1.ManagedFieldsEntry, fieldManager string) bool {
 
 // ownEntry returns fieldManager's apply entry, nil if there is none.
 func ownEntry(entries []metav1.ManagedFieldsEntry, fieldManager string) *metav1.ManagedFieldsEntry {
-	for i := range entries {
-		if isApplied(&entries[i], fieldManager) {
-			return &entries[i]
-		}
+	if i := slices.IndexFunc(entries, func(e metav1.ManagedFieldsEntry) bool { return isApplied(&e, fieldManager) }); i >= 0 {
+		return &entries[i]
 	}
 	return nil
 }
@@ -269,14 +267,9 @@ func decodeSet(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
 	return s, nil
 }
 
-// hasOwnedAncestor reports whether s owns a field enclosing p as a whole (a
-// member with nothing recorded inside it).
-func hasOwnedAncestor(s *fieldpath.Set, p fieldpath.Path) bool { return ancestor(s, p, true) }
-
-// hasAncestor reports whether s has a member enclosing p.
-func hasAncestor(s *fieldpath.Set, p fieldpath.Path) bool { return ancestor(s, p, false) }
-
-func ancestor(s *fieldpath.Set, p fieldpath.Path, whole bool) bool {
+// hasAncestor reports whether s has a member enclosing p; with whole, only one
+// owned as a whole (a member with nothing recorded inside it).
+func hasAncestor(s *fieldpath.Set, p fieldpath.Path, whole bool) bool {
 	for i := 1; i < len(p); i++ {
 		if s.Has(p[:i]) && (!whole || !hasOwnedDescendant(s, p[:i])) {
 			return true
@@ -313,7 +306,7 @@ func firstPaths(s *fieldpath.Set, n int) string {
 	var out []string
 	total := 0
 	s.Iterate(func(p fieldpath.Path) {
-		if hasAncestor(s, p) {
+		if hasAncestor(s, p, false) {
 			return
 		}
 		total++

@@ -275,7 +275,7 @@ func TestCheckDrift(t *testing.T) {
 			}
 			var got []string
 			d.foreign.Iterate(func(p fieldpath.Path) {
-				if !hasAncestor(d.foreign, p) {
+				if !hasAncestor(d.foreign, p, false) {
 					got = append(got, p.String())
 				}
 			})

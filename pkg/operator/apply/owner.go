@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,12 +22,7 @@ func (a *Applier) withOwner(obj client.Object, gk schema.GroupKind) client.Objec
 	if !ok {
 		return obj
 	}
-	labels := maps.Clone(out.GetLabels())
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[OwnerLabel] = a.owner
-	out.SetLabels(labels)
+	out.SetLabels(withKey(out.GetLabels(), OwnerLabel, a.owner))
 	return out
 }
 

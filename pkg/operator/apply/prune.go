@@ -125,22 +125,14 @@ func (a *Applier) listOwned(ctx context.Context, gvk schema.GroupVersionKind, na
 		return nil, false, err
 	}
 	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	var list client.ObjectList
-	if a.scheme.Recognizes(listGVK) {
-		o, err := a.scheme.New(listGVK)
-		if err != nil {
-			return nil, false, err
-		}
-		l, ok := o.(client.ObjectList)
-		if !ok {
+	var list client.ObjectList = &unstructured.UnstructuredList{}
+	if o, err := a.scheme.New(listGVK); err == nil { // the scheme's type shares the watches' informers
+		var ok bool
+		if list, ok = o.(client.ObjectList); !ok {
 			return nil, false, fmt.Errorf("%T is not a list", o)
 		}
-		list = l
-	} else {
-		u := &unstructured.UnstructuredList{}
-		u.SetGroupVersionKind(listGVK)
-		list = u
 	}
+	list.GetObjectKind().SetGroupVersionKind(listGVK)
 	opts := []client.ListOption{client.MatchingLabels{config.ManagedByLabel: config.ManagedByValue, OwnerLabel: a.owner}}
 	if namespaced && namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
