@@ -86,7 +86,7 @@ func (r *Reconciler) readTemplate(ctx context.Context, mhc *machinev1beta1.Machi
 	}
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetGroupVersionKind(gvk.GroupVersion().WithKind(ref.Kind))
-	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
 		return nil, schema.GroupVersionKind{}, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
 	}
 	return tmpl, gvk, nil
@@ -100,7 +100,7 @@ func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Mac
 	}
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(e.gvk)
-	err = e.r.apiReader.Get(ctx, client.ObjectKeyFromObject(m), existing)
+	err = e.r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), existing)
 	if err == nil {
 		e.setRequestCondition()
 		return false, nil
@@ -111,7 +111,7 @@ func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Mac
 	if !admit() {
 		return false, nil
 	}
-	if err := e.r.client.Create(ctx, buildRequest(e.template, e.gvk, m)); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := e.r.Client.Create(ctx, buildRequest(e.template, e.gvk, m)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, e.fail(m, fmt.Errorf("creating %s %s/%s: %w", e.gvk.Kind, m.Namespace, m.Name, err))
 	}
 	e.setRequestCondition()
@@ -176,7 +176,7 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.apiReader.List(ctx, list, client.InNamespace(mhc.Namespace)); err != nil {
+	if err := r.APIReader.List(ctx, list, client.InNamespace(mhc.Namespace)); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil
 		}
@@ -194,7 +194,7 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 			!slices.ContainsFunc(req.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == m.UID }) {
 			continue
 		}
-		if err := r.client.Delete(ctx, req, client.Preconditions{UID: ptr.To(req.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Client.Delete(ctx, req, client.Preconditions{UID: ptr.To(req.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, req.GetNamespace(), req.GetName(), err))
 			continue
 		}
@@ -214,7 +214,7 @@ func (r *Reconciler) annotateForBaremetal(ctx context.Context, mhc *machinev1bet
 	}
 	patched.Annotations[ExternalRemediationAnnotation] = ""
 	// A merge patch of one key undoes no concurrent change: no lock needed.
-	if err := r.client.Patch(ctx, patched, client.MergeFrom(m)); err != nil {
+	if err := r.Client.Patch(ctx, patched, client.MergeFrom(m)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

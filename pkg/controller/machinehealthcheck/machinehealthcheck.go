@@ -68,42 +68,28 @@ func (o Options) Validate() error {
 
 // Reconciler is the MachineHealthCheck controller.
 type Reconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	clock     clock.PassiveClock
-	namespace string
-	writes    *readyourwrites.Memo
-	events    *patch.Events
-	limit     rateLimit
-	backoff   backoffPolicy
-	backoffOn bool
-	pacing    *pacing
-
-	startupFrom StartupClock
+	Options // defaulted
+	writes  *readyourwrites.Memo
+	events  *patch.Events
+	limit   rateLimit
+	backoff backoffPolicy
+	pacing  *pacing
 }
 
 // NewReconciler returns a MachineHealthCheck controller with opts' defaults
 // filled in. It registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	r := &Reconciler{
-		client:    opts.Client,
-		apiReader: opts.APIReader,
-		clock:     opts.Clock,
-		namespace: opts.Namespace,
-		writes:    readyourwrites.New(),
-		events:    &patch.Events{Recorder: opts.Recorder},
-		limit:     rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
-		backoff:   defaultBackoff,
-		backoffOn: opts.RemediationBackoff,
-		pacing:    &pacing{mhcs: map[types.NamespacedName]*mhcPacing{}},
-
-		startupFrom: cmp.Or(opts.NodeStartupTimeoutFrom, StartupFromCreation),
+	opts.Clock = cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})
+	opts.NodeStartupTimeoutFrom = cmp.Or(opts.NodeStartupTimeoutFrom, StartupFromCreation)
+	return &Reconciler{
+		Options: opts,
+		writes:  readyourwrites.New(),
+		events:  &patch.Events{Recorder: opts.Recorder},
+		limit:   rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
+		backoff: defaultBackoff,
+		pacing:  &pacing{mhcs: map[types.NamespacedName]*mhcPacing{}},
 	}
-	if r.clock == nil {
-		r.clock = clock.RealClock{}
-	}
-	return r
 }
 
 // target is one selected Machine with its Node and verdict.
@@ -116,12 +102,12 @@ type target struct {
 // Reconcile observes one MachineHealthCheck's targets, decides their
 // health, remediates what it may and reports the status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.namespace != "" && req.Namespace != r.namespace {
+	if r.Namespace != "" && req.Namespace != r.Namespace {
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
 	mhc := &machinev1beta1.MachineHealthCheck{}
-	if err := r.client.Get(ctx, req.NamespacedName, mhc); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.events.Forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
@@ -134,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if mhc.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	now := r.clock.Now()
+	now := r.Clock.Now()
 	if r.writes.Stale(req.NamespacedName, mhc.ResourceVersion, now) { // deciding on it would repeat our last write
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
@@ -150,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Decide.
-	params := paramsOf(mhc, r.startupFrom)
+	params := paramsOf(mhc, r.NodeStartupTimeoutFrom)
 	verdicts := make([]verdict, len(targets))
 	for i := range targets {
 		targets[i].verdict = assess(targets[i].machine, targets[i].node, params, now)
@@ -222,7 +208,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // listTargets lists the Machines selected by mhc with their Nodes.
 func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, selector labels.Selector) ([]target, error) {
 	list := &machinev1beta1.MachineList{}
-	if err := r.client.List(ctx, list, client.InNamespace(mhc.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(mhc.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, fmt.Errorf("listing the Machines of MachineHealthCheck %s/%s: %w", mhc.Namespace, mhc.Name, err)
 	}
 	targets := make([]target, 0, len(list.Items))
@@ -244,7 +230,7 @@ func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.Machin
 // getNode returns ref's Node, nil when it is gone (see sameNode). What the
 // cache lacks is confirmed uncached: a lagging cache never gets a Machine deleted.
 func (r *Reconciler) getNode(ctx context.Context, ref *corev1.ObjectReference) (*corev1.Node, error) {
-	for _, rd := range []client.Reader{r.client, r.apiReader} {
+	for _, rd := range []client.Reader{r.Client, r.APIReader} {
 		node := &corev1.Node{}
 		err := rd.Get(ctx, types.NamespacedName{Name: ref.Name}, node)
 		switch {
@@ -337,7 +323,7 @@ func unhealthyOldestFirst(targets []target) []target {
 // deleted reports whether this call deleted it.
 func (r *Reconciler) deleteMachine(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, why string) (deleted bool, err error) {
 	ctrl.LoggerFrom(ctx).Info("deleting unhealthy Machine", "machine", m.Name, "reason", why)
-	err = r.client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	err = r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return false, nil // gone or replaced meanwhile
 	}
@@ -367,7 +353,7 @@ func (r *Reconciler) reportInvalid(ctx context.Context, mhc *machinev1beta1.Mach
 // the write until the cache shows it (package internal/readyourwrites).
 func (r *Reconciler) patchStatus(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) error {
 	readVersion := mhc.ResourceVersion
-	if err := patch.SetStatus(ctx, r.client, r.apiReader, mhc, func(mhc *machinev1beta1.MachineHealthCheck) { mhc.Status = *st }); err != nil {
+	if err := patch.SetStatus(ctx, r.Client, r.APIReader, mhc, func(mhc *machinev1beta1.MachineHealthCheck) { mhc.Status = *st }); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if mhc.ResourceVersion != readVersion {

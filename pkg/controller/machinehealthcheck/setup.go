@@ -35,11 +35,11 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // Machines (to the MachineHealthChecks selecting their old or new labels) and
 // Nodes (through their Machines), the last two batched.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
 	}
-	if r.apiReader == nil {
-		r.apiReader = mgr.GetAPIReader()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -54,7 +54,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 		)).
 		Watches(&machinev1beta1.Machine{}, batched(handler.EnqueueRequestsFromMapFunc(r.machineToMHCs), eventBatchDelay),
-			builder.WithPredicates(machinePredicate(r.startupFrom))).
+			builder.WithPredicates(machinePredicate(r.NodeStartupTimeoutFrom))).
 		Watches(&corev1.Node{}, batched(handler.EnqueueRequestsFromMapFunc(r.nodeToMHCs), eventBatchDelay),
 			builder.WithPredicates(updates.Matter(nodeChangeMatters))).
 		WithOptions(opts).
@@ -62,7 +62,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 func (r *Reconciler) inNamespace(o client.Object) bool {
-	return r.namespace == "" || o.GetNamespace() == r.namespace
+	return r.Namespace == "" || o.GetNamespace() == r.Namespace
 }
 
 // machineToMHCs maps a Machine to the MachineHealthChecks selecting it (the
@@ -72,25 +72,21 @@ func (r *Reconciler) machineToMHCs(ctx context.Context, o client.Object) []recon
 	if !ok || !r.inNamespace(m) {
 		return nil
 	}
-	var reqs []reconcile.Request
-	for _, key := range r.mhcsSelecting(ctx, m) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: key})
-	}
-	return reqs
+	return r.mhcsSelecting(ctx, m)
 }
 
 // mhcsSelecting returns the MachineHealthChecks of m's namespace selecting m.
-func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machine) []types.NamespacedName {
+func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machine) []reconcile.Request {
 	list := &machinev1beta1.MachineHealthCheckList{}
-	if err := r.client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing MachineHealthChecks for a Machine", "machine", m.Name)
 		return nil
 	}
 	set := labels.Set(m.Labels)
-	var out []types.NamespacedName
+	var out []reconcile.Request
 	for i := range list.Items {
 		if sel, err := metav1.LabelSelectorAsSelector(&list.Items[i].Spec.Selector); err == nil && sel.Matches(set) {
-			out = append(out, client.ObjectKeyFromObject(&list.Items[i]))
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return out
@@ -101,27 +97,27 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machin
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
 	var machines []*machinev1beta1.Machine
 	list := &machinev1beta1.MachineList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{machine.NodeRefNameField: o.GetName()},
-		client.InNamespace(r.namespace), client.UnsafeDisableDeepCopy); err != nil { // "": every namespace
+	if err := r.Client.List(ctx, list, client.MatchingFields{machine.NodeRefNameField: o.GetName()},
+		client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy); err != nil { // "": every namespace
 		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", o.GetName())
 	}
 	for i := range list.Items {
 		machines = append(machines, &list.Items[i])
 	}
 	if ns, name, ok := strings.Cut(o.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
-		(r.namespace == "" || ns == r.namespace) {
+		(r.Namespace == "" || ns == r.Namespace) {
 		m := &machinev1beta1.Machine{}
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); err == nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); err == nil {
 			machines = append(machines, m)
 		}
 	}
-	seen := map[types.NamespacedName]bool{}
+	seen := map[reconcile.Request]bool{}
 	var reqs []reconcile.Request
 	for _, m := range machines {
-		for _, key := range r.mhcsSelecting(ctx, m) {
-			if !seen[key] {
-				seen[key] = true
-				reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		for _, req := range r.mhcsSelecting(ctx, m) {
+			if !seen[req] {
+				seen[req] = true
+				reqs = append(reqs, req)
 			}
 		}
 	}

@@ -26,7 +26,7 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, ms *machinev1beta1.Ma
 			return nil
 		}
 		logger.Info("another API is authoritative for this MachineSet: pausing", "authoritativeAPI", st.AuthoritativeAPI)
-		st.Conditions = conditions.Set(st.Conditions, *d.Paused, r.clock.Now())
+		st.Conditions = conditions.Set(st.Conditions, *d.Paused, r.Clock.Now())
 	default:
 		logger.Info("status.authoritativeAPI has an unknown value: leaving the MachineSet alone", "authoritativeAPI", st.AuthoritativeAPI)
 		return nil
@@ -40,7 +40,7 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, ms *machinev1beta1.Ma
 // withPaused returns st with the Paused condition (nil: the gate is off).
 func (r *Reconciler) withPaused(st machinev1beta1.MachineSetStatus, paused *machinev1beta1.Condition) machinev1beta1.MachineSetStatus {
 	if paused != nil {
-		st.Conditions = conditions.Set(st.Conditions, *paused, r.clock.Now())
+		st.Conditions = conditions.Set(st.Conditions, *paused, r.Clock.Now())
 	}
 	return st
 }

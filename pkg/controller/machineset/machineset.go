@@ -53,15 +53,8 @@ type Options struct {
 
 // Reconciler is the MachineSet controller.
 type Reconciler struct {
-	client       client.Client
-	apiReader    client.Reader
+	Options      // defaulted
 	events       *patch.Events
-	clock        clock.PassiveClock
-	namespace    string
-	maxCreate    int
-	maxDeletes   int
-	migration    bool
-	createRetry  wait.Backoff
 	expectations *Expectations
 }
 
@@ -71,18 +64,13 @@ func NewReconciler(opts Options) *Reconciler {
 	if opts.CreateRetry.Steps == 0 {
 		opts.CreateRetry = DefaultCreateRetry()
 	}
-	clk := cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})
+	opts.Clock = cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})
+	opts.MaxCreateBurst = cmp.Or(max(opts.MaxCreateBurst, 0), DefaultMaxCreateBurst)
+	opts.MaxConcurrentDeletes = cmp.Or(max(opts.MaxConcurrentDeletes, 0), DefaultMaxConcurrentDeletes)
 	r := &Reconciler{
-		client:       opts.Client,
-		apiReader:    opts.APIReader,
+		Options:      opts,
 		events:       &patch.Events{Recorder: opts.Recorder},
-		clock:        clk,
-		namespace:    opts.Namespace,
-		maxCreate:    cmp.Or(max(opts.MaxCreateBurst, 0), DefaultMaxCreateBurst),
-		maxDeletes:   cmp.Or(max(opts.MaxConcurrentDeletes, 0), DefaultMaxConcurrentDeletes),
-		migration:    opts.MachineAPIMigration,
-		createRetry:  opts.CreateRetry,
-		expectations: NewExpectations(clk, opts.ExpectationsTimeout),
+		expectations: NewExpectations(opts.Clock, opts.ExpectationsTimeout),
 	}
 	r.expectations.OnTimeout = func(key types.NamespacedName, creates, deletes int) {
 		ExpectationTimeoutsTotal.Add(float64(creates + deletes))
@@ -94,11 +82,11 @@ func NewReconciler(opts Options) *Reconciler {
 
 // Reconcile drives one MachineSet.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.namespace != "" && req.Namespace != r.namespace {
+	if r.Namespace != "" && req.Namespace != r.Namespace {
 		return ctrl.Result{}, nil
 	}
 	ms := &machinev1beta1.MachineSet{}
-	if err := r.client.Get(ctx, req.NamespacedName, ms); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
@@ -108,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ms.DeletionTimestamp != nil { // the garbage collector deletes the Machines
 		return ctrl.Result{}, nil
 	}
-	d := authority.Decide(r.migration, ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI)
+	d := authority.Decide(r.MachineAPIMigration, ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI)
 	if d.Step != authority.Reconcile {
 		return ctrl.Result{}, r.leaveToAuthority(ctx, ms, d)
 	}
@@ -166,7 +154,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	if claimErr == nil {
 		policy := machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy)
 		frozen, held := safety.MachineSetFrozen(ms), ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
-		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.maxCreate, frozen || held)
+		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.MaxCreateBurst, frozen || held)
 		switch {
 		case act.frozen && frozen:
 			log.V(2).Info("not creating Machines: the MachineSet is frozen (docs/safety.md)", "replicas", len(active), "desired", *ms.Spec.Replicas)
@@ -186,13 +174,12 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	}
 
 	nodes := r.nodeLookup(ctx)
-	st, availWait := computeStatus(ms, active, nodes, r.clock.Now())
+	st, availWait := computeStatus(ms, active, nodes, r.Clock.Now())
 	statusErr := r.patchStatus(ctx, ms, r.withPaused(st, paused))
 
 	if err := errors.Join(claimErr, actErr, statusErr); err != nil {
 		return ctrl.Result{}, err
 	}
-	res := ctrl.Result{RequeueAfter: availWait}
 	// Wake up when pending expectations expire, should an event be lost; at
 	// once if they expired during this reconcile (slow Creates): nothing
 	// else may wake us.
@@ -201,10 +188,10 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	if ok && creates+deletes > 0 {
 		wait = time.Millisecond
 	}
-	if wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
-		res.RequeueAfter = wait
+	if wait > 0 && (availWait == 0 || wait < availWait) {
+		availWait = wait
 	}
-	return res, nil
+	return ctrl.Result{RequeueAfter: availWait}, nil
 }
 
 // listMachines lists ms's Machines and orphans from the cache (its own objects: never modify them).
@@ -212,7 +199,7 @@ func (r *Reconciler) listMachines(ctx context.Context, ms *machinev1beta1.Machin
 	var out []*machinev1beta1.Machine
 	for _, v := range []string{string(ms.UID), OrphanIndexValue} {
 		list := &machinev1beta1.MachineList{}
-		if err := r.client.List(ctx, list, client.InNamespace(ms.Namespace),
+		if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace),
 			client.MatchingFields{IndexMachineController: v}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing Machines of MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
 		}
@@ -231,7 +218,7 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 			return n
 		}
 		n := &corev1.Node{}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, n, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, n, client.UnsafeDisableDeepCopy); err != nil {
 			if !apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Error(err, "reading Node for readiness", "node", name)
 			}
@@ -243,7 +230,7 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 }
 
 func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
-	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, r.apiReader, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st }))
+	return client.IgnoreNotFound(patch.SetStatus(ctx, r.Client, r.APIReader, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st }))
 }
 
 func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.MachineSet) error {
@@ -264,7 +251,7 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 		upd.Annotations = map[string]string{}
 	}
 	maps.Copy(upd.Annotations, diff)
-	if err := r.client.Patch(ctx, upd, client.MergeFrom(ms)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Patch(ctx, upd, client.MergeFrom(ms)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patching scale-from-zero annotations: %w", err)
 	}
 	return nil
@@ -273,9 +260,9 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 // adopt makes ms the orphans' controller, re-reading it uncached first so a
 // deleted or replaced MachineSet adopts nothing; the lock lets another owner win.
 func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, orphans []*machinev1beta1.Machine) ([]*machinev1beta1.Machine, error) {
-	reader := r.apiReader
+	reader := r.APIReader
 	if reader == nil {
-		reader = r.client
+		reader = r.Client
 	}
 	fresh := &machinev1beta1.MachineSet{}
 	if err := reader.Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
@@ -306,11 +293,11 @@ func (r *Reconciler) release(ctx context.Context, ms *machinev1beta1.MachineSet,
 // parallel; it returns the patched Machines by index (nil where not).
 func (r *Reconciler) patchOwners(ctx context.Context, machines []*machinev1beta1.Machine, verb, done string, edit func(*machinev1beta1.Machine)) ([]*machinev1beta1.Machine, error) {
 	out := make([]*machinev1beta1.Machine, len(machines))
-	errs := parallel(len(machines), r.maxDeletes, func(i int) error {
+	errs := parallel(len(machines), r.MaxConcurrentDeletes, func(i int) error {
 		orig := machines[i]
 		upd := orig.DeepCopy()
 		edit(upd)
-		if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.Client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -345,7 +332,7 @@ func (r *Reconciler) deleteMachines(ctx context.Context, ms *machinev1beta1.Mach
 		uids[i] = m.UID
 	}
 	r.expectations.ExpectDeletions(key, uids...)
-	errs := parallel(len(victims), r.maxDeletes, func(i int) error {
+	errs := parallel(len(victims), r.MaxConcurrentDeletes, func(i int) error {
 		return r.deleteMachine(ctx, ms, key, victims[i])
 	})
 	if failed, first := failures(errs); failed > 0 {
@@ -357,7 +344,7 @@ func (r *Reconciler) deleteMachines(ctx context.Context, ms *machinev1beta1.Mach
 func (r *Reconciler) deleteMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName, victim *machinev1beta1.Machine) error {
 	uid := victim.UID
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace}}
-	err := r.client.Delete(ctx, m, client.Preconditions{UID: &uid})
+	err := r.Client.Delete(ctx, m, client.Preconditions{UID: &uid})
 	if err != nil { // nothing will be observed
 		r.expectations.DeletionObserved(key, uid)
 	}

@@ -31,11 +31,11 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // SetupWithManager registers the controller and its cache indexes with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
 	}
-	if r.apiReader == nil {
-		r.apiReader = mgr.GetAPIReader()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -76,7 +76,7 @@ func machineControllerIndex(o client.Object) []string {
 }
 
 func (r *Reconciler) inNamespace(o client.Object) bool {
-	return r.namespace == "" || o.GetNamespace() == r.namespace
+	return r.Namespace == "" || o.GetNamespace() == r.Namespace
 }
 
 // machineHandler records expectation observations and enqueues the
@@ -155,7 +155,7 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1
 		return
 	}
 	list := &machinev1beta1.MachineSetList{}
-	if err := r.client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing MachineSets for an orphan Machine", "machine", m.Name)
 		return
 	}
@@ -177,7 +177,7 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 		}
 	}
 	list := &machinev1beta1.MachineList{}
-	if err := r.client.List(ctx, list, client.InNamespace(r.namespace), // "": all
+	if err := r.Client.List(ctx, list, client.InNamespace(r.Namespace), // "": all
 		client.MatchingFields{machine.NodeRefNameField: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", o.GetName())
 	}
@@ -185,9 +185,9 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 		add(&list.Items[i])
 	}
 	if ns, name, ok := strings.Cut(o.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
-		(r.namespace == "" || ns == r.namespace) {
+		(r.Namespace == "" || ns == r.Namespace) {
 		m := &machinev1beta1.Machine{}
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m, client.UnsafeDisableDeepCopy); err == nil {
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m, client.UnsafeDisableDeepCopy); err == nil {
 			add(m)
 		}
 	}
