@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -165,26 +166,18 @@ func (w *fileWatcher) NeedLeaderElection() bool { return true }
 
 func (w *fileWatcher) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithValues("path", w.path)
-	t := time.NewTicker(w.interval)
-	defer t.Stop()
-	for {
+	wait.UntilWithContext(ctx, func(context.Context) {
+		// Before the first sync (synced is ""), that sync reads the file.
+		if synced := w.synced(); synced == "" || fileDigest(w.path) == synced {
+			return
+		}
+		logger.Info("images file changed")
 		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+		case w.events <- event.GenericEvent{Object: &configv1.ClusterOperator{}}:
+		default: // a sync is already pending
 		}
-		synced := w.synced()
-		if synced == "" {
-			continue // the first sync has not run yet; it will read the file
-		}
-		if d := fileDigest(w.path); d != synced {
-			logger.Info("images file changed")
-			select {
-			case w.events <- event.GenericEvent{Object: &configv1.ClusterOperator{}}:
-			default: // a sync is already pending
-			}
-		}
-	}
+	}, w.interval)
+	return nil
 }
 
 // fileDigest is the content hash of a file, or the read error (so a file
@@ -219,9 +212,7 @@ type ManagerOptions struct {
 // running the operator: restricted cache, leader election, health checks,
 // metrics with the Machine collector, the certificate issuer, the controller.
 func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerOptions) (manager.Manager, error) {
-	if o.Namespace == "" {
-		o.Namespace = config.DefaultNamespace
-	}
+	o.Namespace = cmp.Or(o.Namespace, config.DefaultNamespace)
 	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)

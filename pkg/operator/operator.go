@@ -4,6 +4,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -89,9 +91,7 @@ func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, 
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Namespace == "" {
-		opts.Namespace = config.DefaultNamespace
-	}
+	opts.Namespace = cmp.Or(opts.Namespace, config.DefaultNamespace)
 	return &Operator{
 		opts:    opts,
 		reader:  reader,
@@ -324,10 +324,7 @@ func appliedWorkload(applied []apply.ObjectRef) string {
 
 // observeOperand summarises the operand Deployment and DaemonSet.
 func (o *Operator) observeOperand(ctx context.Context, cfg config.Config, now time.Time) (status.Operand, error) {
-	ns := o.opts.Namespace
-	if cfg.Namespace != "" {
-		ns = cfg.Namespace
-	}
+	ns := cmp.Or(cfg.Namespace, o.opts.Namespace)
 	d := &appsv1.Deployment{}
 	err := o.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: config.OperandDeploymentName}, d)
 	if apierrors.IsNotFound(err) {
@@ -373,10 +370,7 @@ func DeploymentOperand(d *appsv1.Deployment) status.Operand {
 			op.Since = c.LastTransitionTime.Time
 		}
 	}
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status
 	switch {
 	case d.DeletionTimestamp != nil:
