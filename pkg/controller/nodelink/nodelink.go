@@ -59,9 +59,8 @@ type Options struct {
 
 // Reconciler links Nodes and Machines. Requests are keyed by Node name.
 type Reconciler struct {
-	client    client.Client
-	namespace string
-	events    *patch.Events
+	Options
+	events *patch.Events
 	// Our nodeRef and Node patches the cache has not shown yet.
 	nodeRefs, nodePatches writes
 }
@@ -95,8 +94,7 @@ func (w writes) send(key types.NamespacedName, version, value string, write func
 // NewReconciler returns a Reconciler.
 func NewReconciler(opts Options) *Reconciler {
 	return &Reconciler{
-		client:      opts.Client,
-		namespace:   opts.Namespace,
+		Options:     opts,
 		events:      &patch.Events{Recorder: opts.Recorder},
 		nodeRefs:    writes{readyourwrites.New(), readyourwrites.NewSent()},
 		nodePatches: writes{readyourwrites.New(), readyourwrites.NewSent()},
@@ -105,8 +103,8 @@ func NewReconciler(opts Options) *Reconciler {
 
 // SetupWithManager registers the indexes and the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.client == nil {
-		r.client = mgr.GetClient()
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
 	}
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -130,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = log.IntoContext(ctx, logger)
 
 	node := &corev1.Node{}
-	if err := r.client.Get(ctx, types.NamespacedName{Name: req.Name}, node); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: req.Name}, node); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 		}
@@ -234,7 +232,7 @@ func (r *Reconciler) providerIDClaimedElsewhere(ctx context.Context, m *machinev
 
 func (r *Reconciler) listMachines(ctx context.Context, index, value string) ([]*machinev1beta1.Machine, error) {
 	list := &machinev1beta1.MachineList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{index: value}, client.InNamespace(r.namespace)); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{index: value}, client.InNamespace(r.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing machines by %s=%s: %w", index, value, err)
 	}
 	out := make([]*machinev1beta1.Machine, 0, len(list.Items))
@@ -246,7 +244,7 @@ func (r *Reconciler) listMachines(ctx context.Context, index, value string) ([]*
 
 func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]string, error) {
 	list := &corev1.NodeList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{index: value}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{index: value}); err != nil {
 		return nil, fmt.Errorf("listing nodes by %s=%s: %w", index, value, err)
 	}
 	out := make([]string, 0, len(list.Items))
@@ -275,7 +273,7 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 		m := machine.DeepCopy()
 		ref := nodeRefFor(node)
 		m.Status.NodeRef = &ref
-		if err := r.client.Status().Patch(ctx, m, client.MergeFrom(machine)); err != nil {
+		if err := r.Client.Status().Patch(ctx, m, client.MergeFrom(machine)); err != nil {
 			if apierrors.IsNotFound(err) {
 				return "", nil // the Machine finished deleting meanwhile
 			}
@@ -313,7 +311,7 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 		return fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
 	}
 	return r.nodePatches.send(key, node.ResourceVersion, string(data), func() (string, error) {
-		if err := r.client.Patch(ctx, plan.Node, patch); err != nil {
+		if err := r.Client.Patch(ctx, plan.Node, patch); err != nil {
 			return "", fmt.Errorf("updating node %s: %w", node.Name, err)
 		}
 		logger.Info("synced node metadata from machine")
@@ -324,7 +322,7 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 // nodeRequestsForMachine maps a Machine to the Nodes it matches or references.
 func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Object) []reconcile.Request {
 	m, ok := obj.(*machinev1beta1.Machine)
-	if !ok || (r.namespace != "" && m.Namespace != r.namespace) {
+	if !ok || (r.Namespace != "" && m.Namespace != r.Namespace) {
 		return nil
 	}
 	names := map[string]bool{}
