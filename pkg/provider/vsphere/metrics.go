@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,12 +114,8 @@ type restMetrics struct {
 
 // RoundTrip implements http.RoundTripper.
 func (r restMetrics) RoundTrip(req *http.Request) (*http.Response, error) {
-	next := r.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
 	start := time.Now()
-	resp, err := next.RoundTrip(req)
+	resp, err := cmp.Or(r.next, http.DefaultTransport).RoundTrip(req)
 	failed := err != nil || resp == nil || resp.StatusCode < 200 || resp.StatusCode > 299
 	r.metrics.observe(clientREST, req.Method+" "+restPath(req.URL.Path), failed, start)
 	return resp, err

@@ -12,8 +12,10 @@ import (
 	"github.com/vmware/govmomi/vapi/tags"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -164,10 +166,7 @@ func (a *Actuator) clusterFolders(ctx context.Context, namespace string) ([]clus
 			continue // another provider's, or one Create refuses: it made no VM
 		}
 		ws := spec.Workspace
-		creds := ""
-		if spec.CredentialsSecret != nil {
-			creds = spec.CredentialsSecret.Name
-		}
+		creds := ptr.Deref(spec.CredentialsSecret, corev1.LocalObjectReference{}).Name
 		key := strings.Join([]string{m.Namespace, ws.Server, ws.Datacenter, ws.Folder, creds, clusterID, spec.Template}, "\x00")
 		if seen[key] {
 			continue

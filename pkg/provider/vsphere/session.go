@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
@@ -164,10 +166,7 @@ type credentials struct {
 // readCredentials reads <server>.username and <server>.password from the providerSpec's credentials Secret.
 // A missing Secret is retried (it may come late); one without the keys is an InvalidConfiguration, as in OpenShift.
 func readCredentials(ctx context.Context, c client.Reader, namespace string, spec *machinev1beta1.VSphereMachineProviderSpec) (credentials, error) {
-	name := DefaultCredentialsSecret
-	if spec.CredentialsSecret != nil && spec.CredentialsSecret.Name != "" {
-		name = spec.CredentialsSecret.Name
-	}
+	name := cmp.Or(ptr.Deref(spec.CredentialsSecret, corev1.LocalObjectReference{}).Name, DefaultCredentialsSecret)
 	server := spec.Workspace.Server
 	userKey, passwordKey := server+".username", server+".password"
 	secret := &corev1.Secret{}
