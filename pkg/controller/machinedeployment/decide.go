@@ -158,10 +158,7 @@ func newRollout(md *mdv1beta1.MachineDeployment, states []SetState, now time.Tim
 
 // olderFirst orders MachineSets by creation, then name.
 func olderFirst(a, b *machinev1beta1.MachineSet) int {
-	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Name, b.Name)
+	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 }
 
 func replicasOf(md *mdv1beta1.MachineDeployment) int32 {

@@ -223,13 +223,10 @@ func (r *rollout) scale() {
 	toAdd := allowed - current
 	// Largest first; among equals newer first when growing, older when shrinking.
 	slices.SortStableFunc(active, func(a, b *set) int {
-		if c := cmp.Compare(b.replicas(), a.replicas()); c != 0 {
-			return c
-		}
 		if toAdd > 0 {
-			return olderFirst(b.ms, a.ms)
+			return cmp.Or(cmp.Compare(b.replicas(), a.replicas()), olderFirst(b.ms, a.ms))
 		}
-		return olderFirst(a.ms, b.ms)
+		return cmp.Or(cmp.Compare(b.replicas(), a.replicas()), olderFirst(a.ms, b.ms))
 	})
 	sizes := make([]int32, len(active))
 	var added int32

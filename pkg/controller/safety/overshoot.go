@@ -66,9 +66,11 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 	d := decideOvershoot(v.ms.Name, v.count, v.th, marks, unfreeze || v.mdUnfreeze, v.settled)
 	ctrl.LoggerFrom(ctx).V(4).Info("overshoot check", "machines", v.count, "high", v.th.high, "low", v.th.low, "frozen", marks.frozen(), "settled", v.settled)
 	if d.frozen && !marks.frozen() { // rare: confirm the count uncached (the cache may lag)
-		if v.count, err = c.confirmCount(ctx, v.ms); err != nil {
-			return ctrl.Result{}, err
+		machines, err := listMachines(ctx, c.apiReader, client.InNamespace(v.ms.Namespace))
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing the Machines of MachineSet %s uncached: %w", v.ms.Name, err)
 		}
+		v.count = countMachines(v.ms, machines)
 		d = decideOvershoot(v.ms.Name, v.count, v.th, marks, unfreeze || v.mdUnfreeze, v.settled)
 	}
 
@@ -92,15 +94,6 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 
 // unsettledRecheck is how soon an unsettled set is evaluated again.
 const unsettledRecheck = 2 * time.Second
-
-// confirmCount counts ms's Machines from the API server.
-func (c *OvershootController) confirmCount(ctx context.Context, ms *machinev1beta1.MachineSet) (int, error) {
-	machines, err := listMachines(ctx, c.apiReader, client.InNamespace(ms.Namespace))
-	if err != nil {
-		return 0, fmt.Errorf("listing the Machines of MachineSet %s uncached: %w", ms.Name, err)
-	}
-	return countMachines(ms, machines), nil
-}
 
 // overshootView is what one evaluation observes: md controls ms (nil:
 // standalone), siblings are md's sets (ms included); settled: the set and
