@@ -5,7 +5,9 @@ package authority
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -83,4 +85,25 @@ func Decide(gateOn bool, spec, status machinev1beta1.MachineAuthority) Decision 
 
 func message(status machinev1beta1.MachineAuthority) string {
 	return fmt.Sprintf("The AuthoritativeAPI status is set to '%s'", status)
+}
+
+// Apply logs d (a Step other than Reconcile) and makes its change to a kind's
+// status.authoritativeAPI or conditions; false: there is nothing to write.
+func Apply(log logr.Logger, d Decision, kind string, api *machinev1beta1.MachineAuthority, conds *[]machinev1beta1.Condition, now time.Time) bool {
+	switch d.Step {
+	case InitStatus:
+		log.Info("status.authoritativeAPI is not set yet: setting it to spec.authoritativeAPI", "authoritativeAPI", d.InitTo)
+		*api = d.InitTo
+	case Pause:
+		if c := conditions.Get(*conds, PausedCondition); c != nil &&
+			c.Status == d.Paused.Status && c.Reason == d.Paused.Reason && c.Message == d.Paused.Message {
+			return false
+		}
+		log.Info("another API is authoritative for this "+kind+": pausing", "authoritativeAPI", *api)
+		*conds = conditions.Set(*conds, *d.Paused, now)
+	default:
+		log.Info("status.authoritativeAPI has an unknown value: leaving the "+kind+" alone", "authoritativeAPI", *api)
+		return false
+	}
+	return true
 }

@@ -2,7 +2,9 @@ package authority
 
 import (
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -64,4 +66,31 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestApply: InitStatus writes spec's value, Pause adds Paused=True once (a
+// second pass writes nothing), Ignore writes nothing. Breaks if: Apply
+// dropped the "same condition already there" check (a write per reconcile).
+func TestApply(t *testing.T) {
+	now := time.Unix(1000, 0)
+	capi := machinev1beta1.MachineAuthorityClusterAPI
+	var api machinev1beta1.MachineAuthority
+	var conds []machinev1beta1.Condition
+	if !Apply(logr.Discard(), Decide(true, capi, ""), "MachineSet", &api, &conds, now) || api != capi || len(conds) != 0 {
+		t.Fatalf("InitStatus: authoritativeAPI %q, conditions %v; want %q and none", api, conds, capi)
+	}
+	pause := Decide(true, capi, capi)
+	if !Apply(logr.Discard(), pause, "MachineSet", &api, &conds, now) || !conditionIs(conds, corev1.ConditionTrue, ReasonNotMachineAPI) {
+		t.Fatalf("Pause: conditions %v, want Paused=True/%s", conds, ReasonNotMachineAPI)
+	}
+	if Apply(logr.Discard(), pause, "MachineSet", &api, &conds, now.Add(time.Minute)) {
+		t.Error("Pause again: something to write, want nothing (the condition is there)")
+	}
+	if Apply(logr.Discard(), Decide(true, capi, "Unknown"), "MachineSet", &api, &conds, now) {
+		t.Error("Ignore: something to write, want nothing")
+	}
+}
+
+func conditionIs(conds []machinev1beta1.Condition, status corev1.ConditionStatus, reason string) bool {
+	return len(conds) == 1 && conds[0].Type == PausedCondition && conds[0].Status == status && conds[0].Reason == reason
 }
