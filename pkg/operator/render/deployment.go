@@ -83,7 +83,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			name: MachineSetContainer, image: cfg.Images.MachineAPIOperator, command: "/machineset-controller",
 			healthPort: machineSetHealthPort, metricsPort: machineSetMetricsPort, metricsName: machineSetMetricsName,
 			webhookPort: portWebhookServer, webhookNumber: webhookServerPort, certVolume: "machineset-webhook-cert",
-			extraArgs: append(clientArgs(), featureGatesArg(cfg)), ours: true,
+			extraArgs: append(clientArgs(), featureGatesArg(cfg)),
 		}),
 	}
 	if providerIsOurs(cfg) {
@@ -91,8 +91,8 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
 			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: machineMetricsName,
 			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
-			extraArgs: machineControllerArgs(cfg), ours: true,
-			extraEnv: machineControllerEnv(cfg),
+			extraArgs: machineControllerArgs(cfg),
+			extraEnv:  machineControllerEnv(cfg),
 		}))
 	} else {
 		containers = append(containers, providerContainer(cfg))
@@ -100,13 +100,13 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 	containers = append(containers, operandContainer(cfg, operand{
 		name: NodeLinkContainer, image: cfg.Images.MachineAPIOperator, command: "/nodelink-controller",
 		healthPort: nodeLinkHealthPort, metricsPort: nodeLinkMetricsPort, metricsName: nodeLinkMetricsName,
-		extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)), ours: true,
+		extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)),
 	}))
 	if cfg.MachineHealthCheckEnabled {
 		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineHealthCheckContainer, image: cfg.Images.MachineAPIOperator, command: "/machine-healthcheck",
 			healthPort: mhcHealthPort, metricsPort: mhcMetricsPort, metricsName: mhcMetricsName,
-			extraArgs: machineHealthCheckArgs(cfg), ours: true,
+			extraArgs: machineHealthCheckArgs(cfg),
 		}))
 	}
 	if providerMetricsProxied(cfg) {
@@ -183,7 +183,6 @@ type operand struct {
 	certVolume              string // mounted at webhookCertDir when webhookPort is set
 	extraArgs               []string
 	extraEnv                []corev1.EnvVar
-	ours                    bool // this project's binary, not a provider image
 }
 
 // providerIsOurs: the machine-controller container runs this project's binary.
@@ -203,7 +202,7 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 		mounts = append(mounts, corev1.VolumeMount{Name: o.certVolume, MountPath: webhookCertDir, ReadOnly: true})
 	}
 	// Else they serve self-signed metrics certificates.
-	if cfg.Webhook.ServiceCA && o.ours {
+	if cfg.Webhook.ServiceCA {
 		args = append(args, "--metrics-cert-dir="+metricsCertDir)
 		mounts = append(mounts, corev1.VolumeMount{Name: metricsCertVolume, MountPath: metricsCertDir, ReadOnly: true})
 	}
@@ -213,10 +212,7 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 	healthName := strings.TrimSuffix(o.metricsName, "mtrc") + "hlth"
 	ports = append(ports, tcpPort(healthName, o.healthPort), tcpPort(o.metricsName, o.metricsPort))
 
-	env := append(proxyEnv(cfg), o.extraEnv...)
-	if o.ours {
-		env = append(env, podIdentityEnv()...)
-	}
+	env := append(append(proxyEnv(cfg), o.extraEnv...), podIdentityEnv()...)
 
 	return corev1.Container{
 		Name:                     o.name,
