@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -65,9 +66,7 @@ func deviceChanges(spec *machinev1beta1.VSphereMachineProviderSpec, devices obje
 // clone that did not get it.
 func vmConfig(name, uid string, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) types.VirtualMachineConfigSpec {
 	var cores *int32
-	if c := spec.NumCoresPerSocket; c > 0 {
-		cores = &c
-	} else if c := spec.NumCPUs; c > 0 {
+	if c := cmp.Or(max(spec.NumCoresPerSocket, 0), spec.NumCPUs); c > 0 {
 		cores = &c
 	}
 	extra := []types.BaseOptionValue{}
