@@ -212,7 +212,10 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 	healthName := strings.TrimSuffix(o.metricsName, "mtrc") + "hlth"
 	ports = append(ports, tcpPort(healthName, o.healthPort), tcpPort(o.metricsName, o.metricsPort))
 
-	env := append(append(proxyEnv(cfg), o.extraEnv...), podIdentityEnv()...)
+	// The pod is the leader-election identity: a restarted container takes its Lease back at once.
+	env := append(append(proxyEnv(cfg), o.extraEnv...),
+		corev1.EnvVar{Name: leaderelection.PodNameEnv, ValueFrom: fieldRef("metadata.name")},
+		corev1.EnvVar{Name: leaderelection.PodUIDEnv, ValueFrom: fieldRef("metadata.uid")})
 
 	return corev1.Container{
 		Name:                     o.name,
@@ -271,26 +274,13 @@ func machineHealthCheckArgs(cfg config.Config) []string {
 	return args
 }
 
-// machineControllerEnv: the node it runs on and the release.
+// machineControllerEnv: the node it runs on and the release (omitted when unknown).
 func machineControllerEnv(cfg config.Config) []corev1.EnvVar {
-	return append([]corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}}, releaseVersionEnv(cfg)...)
-}
-
-// podIdentityEnv: the pod is the leader-election identity, so a restarted
-// container takes its Lease back at once (pkg/leaderelection).
-func podIdentityEnv() []corev1.EnvVar {
-	return []corev1.EnvVar{
-		{Name: leaderelection.PodNameEnv, ValueFrom: fieldRef("metadata.name")},
-		{Name: leaderelection.PodUIDEnv, ValueFrom: fieldRef("metadata.uid")},
+	env := []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: fieldRef("spec.nodeName")}}
+	if cfg.ReleaseVersion != "" {
+		env = append(env, corev1.EnvVar{Name: "RELEASE_VERSION", Value: cfg.ReleaseVersion})
 	}
-}
-
-// releaseVersionEnv is RELEASE_VERSION, omitted when unknown.
-func releaseVersionEnv(cfg config.Config) []corev1.EnvVar {
-	if cfg.ReleaseVersion == "" {
-		return nil
-	}
-	return []corev1.EnvVar{{Name: "RELEASE_VERSION", Value: cfg.ReleaseVersion}}
+	return env
 }
 
 // proxyEnv returns the proxy variables that are set, in a fixed order.

@@ -30,7 +30,7 @@ const (
 // ProviderArgs are the arguments of a provider image's machine-controller
 // container, as OpenShift's operator renders them.
 func ProviderArgs(cfg config.Config) []string {
-	args := append(openShiftOperandArgs(cfg), "--feature-gates="+FeatureGatesArg(cfg.ProviderFeatureGates))
+	args := append(openShiftOperandArgs(cfg), featureGatesArg(cfg))
 	switch cfg.PlatformType {
 	case configv1.AzurePlatformType, configv1.GCPPlatformType:
 		args = append(args, "--max-concurrent-reconciles="+strconv.Itoa(providerMaxConcurrentReconciles))
