@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -73,7 +74,7 @@ type Reconciler struct {
 	events  *patch.Events
 	limit   rateLimit
 	backoff backoffPolicy
-	pacing  *pacing
+	pacing  sync.Map // types.NamespacedName → *mhcPacing, in memory
 }
 
 // NewReconciler returns a MachineHealthCheck controller with opts' defaults
@@ -88,7 +89,6 @@ func NewReconciler(opts Options) *Reconciler {
 		events:  &patch.Events{Recorder: opts.Recorder},
 		limit:   rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
 		backoff: defaultBackoff,
-		pacing:  &pacing{mhcs: map[types.NamespacedName]*mhcPacing{}},
 	}
 }
 
@@ -111,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.events.Forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
-			r.pacing.forget(req.NamespacedName)
+			r.pacing.Delete(req.NamespacedName)
 			deleteMetrics(req.Name, req.Namespace)
 			return ctrl.Result{}, nil
 		}

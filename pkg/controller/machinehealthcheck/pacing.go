@@ -3,7 +3,6 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -221,31 +220,6 @@ type mhcPacing struct {
 	backoff map[string]*backoffState // by backoff key
 }
 
-// pacing holds the pacing state of every MachineHealthCheck, in memory.
-type pacing struct {
-	mu   sync.Mutex
-	mhcs map[types.NamespacedName]*mhcPacing
-}
-
-// get returns mhc's state, creating it.
-func (p *pacing) get(mhc types.NamespacedName) *mhcPacing {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.mhcs[mhc]
-	if s == nil {
-		s = &mhcPacing{backoff: map[string]*backoffState{}}
-		p.mhcs[mhc] = s
-	}
-	return s
-}
-
-// forget drops mhc's state.
-func (p *pacing) forget(mhc types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.mhcs, mhc)
-}
-
 // backoffKey names what the backoff counts remediations of: a controller
 // owner (MachineSet) for deletion, a Machine for external remediation.
 type backoffKey struct {
@@ -277,8 +251,9 @@ type pacingPass struct {
 
 func (r *Reconciler) newPacingPass(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target, now time.Time) *pacingPass {
 	key := client.ObjectKeyFromObject(mhc)
+	state, _ := r.pacing.LoadOrStore(key, &mhcPacing{backoff: map[string]*backoffState{}})
 	return &pacingPass{r: r, ctx: ctx, mhc: mhc, key: key, now: now, targets: targets,
-		state: r.pacing.get(key), seen: map[string]map[types.UID]bool{}}
+		state: state.(*mhcPacing), seen: map[string]map[types.UID]bool{}}
 }
 
 // ownerBackoffKey is the key of deletion: the Machine's controller owner.
@@ -367,7 +342,7 @@ func (p *pacingPass) done() time.Duration {
 		}
 	}
 	if len(p.state.backoff) == 0 && (!p.r.limit.enabled() || p.r.limit.full(p.state.bucket, p.now)) {
-		p.r.pacing.forget(p.key) // nothing left: a full bucket, no history
+		p.r.pacing.Delete(p.key) // nothing left: a full bucket, no history
 	}
 	return p.wait
 }

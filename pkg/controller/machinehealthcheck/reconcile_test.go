@@ -305,7 +305,9 @@ func TestReconcilePacingRequeue(t *testing.T) {
 	}
 	// Nothing waits any more: after the reset window the state is gone.
 	pass(4*time.Minute+10*time.Second+RemediationBackoffReset, 0, []string{}...)
-	if n := len(r.pacing.mhcs); n != 0 {
+	n := 0
+	r.pacing.Range(func(_, _ any) bool { n++; return true })
+	if n != 0 {
 		t.Errorf("pacing state of %d MachineHealthChecks left", n)
 	}
 }
