@@ -3,6 +3,7 @@
 package operand
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -175,10 +176,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if len(o.FeatureGates) > 0 {
 		klog.InfoS("Feature gates", "featureGates", o.FeatureGates)
 	}
-	leaseNamespace := o.LeaderElectionNamespace
-	if leaseNamespace == "" {
-		leaseNamespace = o.Namespace
-	}
+	leaseNamespace := cmp.Or(o.LeaderElectionNamespace, o.Namespace)
 	var webhookServer webhook.Server
 	if w := o.Webhook; w != nil && w.Enabled {
 		// Its certwatcher reloads a rotated certificate.

@@ -1,6 +1,7 @@
 package machinehealthcheck
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,10 +81,7 @@ func (r *Reconciler) readTemplate(ctx context.Context, mhc *machinev1beta1.Machi
 	if err != nil {
 		return nil, gvk, err
 	}
-	ns := ref.Namespace
-	if ns == "" {
-		ns = mhc.Namespace
-	}
+	ns := cmp.Or(ref.Namespace, mhc.Namespace)
 	tmpl := &unstructured.Unstructured{}
 	tmpl.SetGroupVersionKind(gvk.GroupVersion().WithKind(ref.Kind))
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	kptr "k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -62,12 +63,7 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-func machineProviderID(m *machinev1beta1.Machine) string {
-	if m.Spec.ProviderID == nil {
-		return ""
-	}
-	return *m.Spec.ProviderID
-}
+func machineProviderID(m *machinev1beta1.Machine) string { return kptr.Deref(m.Spec.ProviderID, "") }
 
 // internalIPs returns the distinct InternalIP addresses, canonical, in order.
 func internalIPs(addrs []corev1.NodeAddress) []string {
