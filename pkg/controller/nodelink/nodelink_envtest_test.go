@@ -612,6 +612,7 @@ func TestNodeDeletedKeepsNodeRef(t *testing.T) {
 		}
 		return nil
 	}))
+	h.settled() // the controller's cache shows the deletion too (the check above read the API server)
 	h.ct.Reset()
 	h.updateMachine("m", func(m *machinev1beta1.Machine) { m.Spec.ObjectMeta.Labels = map[string]string{"late": "1"} })
 	h.expectNoWrites(node.Name)
