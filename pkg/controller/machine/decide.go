@@ -10,6 +10,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
@@ -64,7 +65,7 @@ func nodeToLink(m *machinev1beta1.Machine, nodes []corev1.Node) (*corev1.ObjectR
 	if owner, ok := n.Annotations[nodelink.MachineAnnotation]; ok && owner != m.Namespace+"/"+m.Name {
 		return nil, false
 	}
-	return &corev1.ObjectReference{Kind: "Node", Name: n.Name, UID: n.UID}, true
+	return ptr.To(nodelink.NodeRef(n)), true
 }
 
 // deletionStage is the next stage of the deletion pipeline.

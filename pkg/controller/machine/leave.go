@@ -116,7 +116,7 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) err
 	m := s.m
 	c := conditions.New(ProviderSupportedCondition, corev1.ConditionFalse, ReasonUnsupportedProvider,
 		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, servedKinds(r.Actuator)))
-	if sameCondition(m.Status.Conditions, c) {
+	if conditions.Has(m.Status.Conditions, c) {
 		return nil
 	}
 	log.FromContext(ctx).Info("leaving a Machine of another provider untouched", "apiVersion", t.APIVersion, "kind", t.Kind)
@@ -127,10 +127,4 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) err
 		return fmt.Errorf("setting %s on a Machine of another provider: %w", ProviderSupportedCondition, err)
 	}
 	return nil
-}
-
-// sameCondition reports whether conds has c with the same status, reason and message.
-func sameCondition(conds []machinev1beta1.Condition, c machinev1beta1.Condition) bool {
-	old := conditions.Get(conds, c.Type)
-	return old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message
 }

@@ -211,7 +211,8 @@ func taintErrors(t corev1.Taint) []string {
 	return errs
 }
 
-func nodeRefFor(node *corev1.Node) corev1.ObjectReference {
+// NodeRef is the status.nodeRef that names node.
+func NodeRef(node *corev1.Node) corev1.ObjectReference {
 	return corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
 }
 

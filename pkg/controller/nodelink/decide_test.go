@@ -414,8 +414,8 @@ func TestNodeRefUpToDate(t *testing.T) {
 	if nodeRefUpToDate(m, recreated) {
 		t.Error("another UID is not up to date")
 	}
-	if got := nodeRefFor(node); got != (corev1.ObjectReference{Kind: "Node", Name: "n", UID: "u1"}) {
-		t.Errorf("nodeRefFor = %+v", got)
+	if got := NodeRef(node); got != (corev1.ObjectReference{Kind: "Node", Name: "n", UID: "u1"}) {
+		t.Errorf("NodeRef = %+v", got)
 	}
 }
 

@@ -271,7 +271,7 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 	}
 	return r.nodeRefs.send(key, machine.ResourceVersion, string(node.UID), func() (string, error) {
 		m := machine.DeepCopy()
-		ref := nodeRefFor(node)
+		ref := NodeRef(node)
 		m.Status.NodeRef = &ref
 		if err := r.Client.Status().Patch(ctx, m, client.MergeFrom(machine)); err != nil {
 			if apierrors.IsNotFound(err) {

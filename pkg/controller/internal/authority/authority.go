@@ -95,8 +95,7 @@ func Apply(log logr.Logger, d Decision, kind string, api *machinev1beta1.Machine
 		log.Info("status.authoritativeAPI is not set yet: setting it to spec.authoritativeAPI", "authoritativeAPI", d.InitTo)
 		*api = d.InitTo
 	case Pause:
-		if c := conditions.Get(*conds, PausedCondition); c != nil &&
-			c.Status == d.Paused.Status && c.Reason == d.Paused.Reason && c.Message == d.Paused.Message {
+		if conditions.Has(*conds, *d.Paused) {
 			return false
 		}
 		log.Info("another API is authoritative for this "+kind+": pausing", "authoritativeAPI", *api)

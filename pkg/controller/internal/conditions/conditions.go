@@ -19,6 +19,12 @@ func New(t machinev1beta1.ConditionType, status corev1.ConditionStatus, reason s
 	return machinev1beta1.Condition{Type: t, Status: status, Reason: reason, Severity: severity, Message: message}
 }
 
+// Has reports whether conds has c's type with c's status, reason and message.
+func Has(conds []machinev1beta1.Condition, c machinev1beta1.Condition) bool {
+	old := Get(conds, c.Type)
+	return old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message
+}
+
 // Get returns the condition of type t, or nil. The pointer aliases conds.
 func Get(conds []machinev1beta1.Condition, t machinev1beta1.ConditionType) *machinev1beta1.Condition {
 	for i := range conds {
