@@ -136,7 +136,12 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 		}
 		return nil, fmt.Errorf("finding datacenter %q on vCenter %s: %w", key.datacenter, u.Host, err)
 	}
-	f.SetDatacenter(dc)
+	// The Finder fills its cache of the datacenter's folders on first use, unlocked: filled here, before
+	// concurrent Reconciles share the session, so they only read it (a data race otherwise).
+	if _, err := f.SetDatacenter(dc).DefaultFolder(ctx); err != nil {
+		_ = c.Logout(ctx)
+		return nil, fmt.Errorf("reading the folders of datacenter %q on vCenter %s: %w", key.datacenter, u.Host, err)
+	}
 	return &session{client: c, finder: f, datacenter: dc, metrics: s.metrics}, nil
 }
 

@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"testing"
@@ -79,5 +80,35 @@ func TestSessionCachedPerServer(t *testing.T) {
 	}
 	if _, err := e.a.Exists(e.ctx, a); err != nil {
 		t.Fatalf("Exists after the session expired: %v, want a new login", err)
+	}
+}
+
+// Machines created at once share one session: their lookups (the template, by a path relative to the
+// datacenter) must not race on it; the race detector fails this test when the session's Finder fills its
+// datacenter-folders cache on first use.
+func TestSessionSharedByConcurrentCalls(t *testing.T) {
+	e := newSimEnv(t)
+	var ms []*machinev1beta1.Machine
+	for i := range 8 {
+		ms = append(ms, e.newMachine(fmt.Sprintf("worker-%d", i), nil))
+	}
+	errs := make(chan error, len(ms))
+	for _, m := range ms {
+		go func() {
+			errs <- e.a.Create(e.ctx, m)
+		}()
+	}
+	for range ms {
+		if err := <-errs; err != nil && !requeued(err) {
+			t.Error(err)
+		}
+	}
+	for _, m := range ms {
+		if err := e.until(m, e.a.Create, true); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.vmsNamed(m.Name); n != 1 {
+			t.Errorf("%d VMs named %s, want 1", n, m.Name)
+		}
 	}
 }
