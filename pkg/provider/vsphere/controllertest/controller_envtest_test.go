@@ -75,7 +75,7 @@ func newFixture(t *testing.T, model func(*simulator.Model), tune ...func(*vspher
 }
 
 // machine creates a worker Machine cloned from template.
-func (f *fixture) machine(t *testing.T, name, template string) *machinev1beta1.Machine {
+func (f *fixture) machine(t *testing.T, name, template string, datastore ...string) *machinev1beta1.Machine {
 	t.Helper()
 	spec := machinev1beta1.VSphereMachineProviderSpec{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "machine.openshift.io/v1beta1", Kind: "VSphereMachineProviderSpec"},
@@ -83,7 +83,7 @@ func (f *fixture) machine(t *testing.T, name, template string) *machinev1beta1.M
 		UserDataSecret:    &corev1.LocalObjectReference{Name: "worker-user-data"},
 		CredentialsSecret: &corev1.LocalObjectReference{Name: vsphere.DefaultCredentialsSecret},
 		Workspace: &machinev1beta1.Workspace{Server: f.vc.Server, Datacenter: vspheretest.Datacenter, Folder: vspheretest.Folder,
-			Datastore: vspheretest.Datastore, ResourcePool: vspheretest.ResourcePool},
+			Datastore: append(datastore, vspheretest.Datastore)[0], ResourcePool: vspheretest.ResourcePool},
 		Network:   machinev1beta1.NetworkSpec{Devices: []machinev1beta1.NetworkDeviceSpec{{NetworkName: vspheretest.Network}}},
 		NumCPUs:   2,
 		MemoryMiB: 4096,

@@ -54,7 +54,12 @@ const (
 // when the first such task appears and vCenter is paused, the same calls of
 // the other Machines, made at about the same time, are likely still under
 // way, and their answers are lost.
+//
+// And it gives each Machine its own datastore (LocalDS_0 to LocalDS_2): vcsim's destroy deletes the VM's
+// files in a task of its own that reads the datastore unlocked while another VM's destroy updates it (a data
+// race in vcsim, not in the provider, that -race reports when the three destroys meet).
 func slowTaskCalls(m *simulator.Model) {
+	m.Datastore = 3
 	ms := int(taskCallDelay / time.Millisecond)
 	m.DelayConfig.MethodDelay = map[string]int{"CloneVM_Task": ms, "PowerOffVM_Task": ms, "Destroy_Task": ms}
 	m.DelayConfig.DelayJitter = 0.5 // standard deviation / mean
@@ -70,8 +75,8 @@ func TestVCenterPauseLosesAndDuplicatesNothing(t *testing.T) {
 	before := folderVMs(t, f.vc)
 	names := []string{"worker-p0", "worker-p1", "worker-p2"}
 	var ms []*machinev1beta1.Machine
-	for _, n := range names {
-		ms = append(ms, f.machine(t, n, vspheretest.Template))
+	for i, n := range names {
+		ms = append(ms, f.machine(t, n, vspheretest.Template, fmt.Sprintf("LocalDS_%d", i)))
 	}
 
 	f.acrossPause(t, ms, "the first clone task", "VirtualMachine.clone")

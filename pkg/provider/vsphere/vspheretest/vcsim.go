@@ -45,19 +45,19 @@ type VCenter struct {
 	ctx    context.Context
 }
 
-// Start starts vcsim; hook (optional) changes the model before it serves (delays, for instance). Everything
+// Start starts vcsim; hook (optional) changes the model before it is built (delays, more datastores). Everything
 // stops when the test ends.
 func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
 	t.Helper()
 	ctx := context.Background()
 	model := simulator.VPX()
+	if hook != nil {
+		hook(model)
+	}
 	if err := model.Create(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(model.Remove)
-	if hook != nil {
-		hook(model)
-	}
 	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(Username, Password)} // loopback only
 	model.Service.RegisterEndpoints = true                                                           // REST API
 	model.Service.TLS = new(tls.Config)                                                              // https, as vCenter
