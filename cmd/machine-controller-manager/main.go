@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -89,16 +88,13 @@ func parse(args []string) (operand.Options, flags, error) {
 	// Provisioning is a chain of API round trips: sized by the scale benchmark (docs/performance.md).
 	opts.MaxConcurrentReconciles = machine.DefaultMaxConcurrentReconciles
 	f := flags{safety: safety.DefaultMachineControllerOptions()}
-	fs := pflag.NewFlagSet("machine-controller-manager", pflag.ContinueOnError)
-	opts.AddFlags(fs)
-	f.safety.AddFlags(fs)
-	fs.DurationVar(&f.drainTimeout, "node-drain-timeout", 0,
-		"How long to try evicting a deleted Machine's pods before deleting the rest and proceeding; 0 waits forever. "+
-			"The Machine annotation machine.openshift.io/node-drain-timeout overrides it.")
-	if err := operand.ParseArgs(fs, args); err != nil {
-		return opts, f, err
-	}
-	if err := errors.Join(opts.Validate(), f.safety.Validate()); err != nil {
+	err := opts.Parse("machine-controller-manager", args, func(fs *pflag.FlagSet) {
+		f.safety.AddFlags(fs)
+		fs.DurationVar(&f.drainTimeout, "node-drain-timeout", 0,
+			"How long to try evicting a deleted Machine's pods before deleting the rest and proceeding; 0 waits forever. "+
+				"The Machine annotation machine.openshift.io/node-drain-timeout overrides it.")
+	}, f.safety.Validate)
+	if err != nil {
 		return opts, f, err
 	}
 	if f.drainTimeout < 0 {

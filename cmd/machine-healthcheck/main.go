@@ -49,28 +49,25 @@ func parse(args []string, leaseNamespaceEnv string) (operand.Options, flags, err
 		leaseNamespace: cmp.Or(leaseNamespaceEnv, nodemaintenance.DefaultLeaseNamespace),
 	}
 	var noNodeMaintenance bool
-	fs := pflag.NewFlagSet("machine-healthcheck", pflag.ContinueOnError)
-	opts.AddFlags(fs)
-	fs.IntVar(&f.mhc.RemediationBurst, "remediation-burst", f.mhc.RemediationBurst,
-		"Rate-limit remediation beyond maxUnhealthy: how many remediations (Machine deletions, external remediation requests, external-baremetal annotations) a MachineHealthCheck may make at once, then one per --remediation-interval; 0 (the default, as OpenShift) disables the limit; 10 is a reasonable value.")
-	fs.DurationVar(&f.mhc.RemediationInterval, "remediation-interval", f.mhc.RemediationInterval,
-		"How often a MachineHealthCheck regains one remediation of its --remediation-burst.")
-	fs.BoolVar(&f.mhc.RemediationBackoff, "remediation-backoff", f.mhc.RemediationBackoff,
-		"Delay repeated remediation of one MachineSet's replacements (or one Machine) for the same cause: 1m, doubling up to 30m. Off by default, as OpenShift.")
-	fs.StringVar((*string)(&f.mhc.NodeStartupTimeoutFrom), "node-startup-timeout-from", string(f.mhc.NodeStartupTimeoutFrom),
-		"When nodeStartupTimeout starts: \"creation\" (the Machine's creationTimestamp, the default) or \"lastUpdated\" (its status.lastUpdated, as OpenShift; a Machine without it is not timed).")
-	fs.BoolVar(&f.nodeMaintenance, "node-maintenance", true,
-		"Run the NodeMaintenance controller; false where medik8s's node-maintenance-operator owns the NodeMaintenance API. "+
-			"It starts once the NodeMaintenance CRD is served; the MachineHealthCheck controller does not wait for it.")
-	fs.BoolVar(&noNodeMaintenance, "disable-node-maintenance", false, "Same as --node-maintenance=false.")
-	_ = fs.MarkDeprecated("disable-node-maintenance", "use --node-maintenance=false")
-	fs.StringVar(&f.leaseNamespace, "lease-namespace", f.leaseNamespace,
-		"Namespace of the node leases the NodeMaintenance controller shares with NodeHealthCheck and Self Node Remediation (default: $LEASE_NAMESPACE, else medik8s-leases); the install creates it, and the Role to hold leases there.")
-	if err := operand.ParseArgs(fs, args); err != nil {
-		return opts, f, err
-	}
+	err := opts.Parse("machine-healthcheck", args, func(fs *pflag.FlagSet) {
+		fs.IntVar(&f.mhc.RemediationBurst, "remediation-burst", f.mhc.RemediationBurst,
+			"Rate-limit remediation beyond maxUnhealthy: how many remediations (Machine deletions, external remediation requests, external-baremetal annotations) a MachineHealthCheck may make at once, then one per --remediation-interval; 0 (the default, as OpenShift) disables the limit; 10 is a reasonable value.")
+		fs.DurationVar(&f.mhc.RemediationInterval, "remediation-interval", f.mhc.RemediationInterval,
+			"How often a MachineHealthCheck regains one remediation of its --remediation-burst.")
+		fs.BoolVar(&f.mhc.RemediationBackoff, "remediation-backoff", f.mhc.RemediationBackoff,
+			"Delay repeated remediation of one MachineSet's replacements (or one Machine) for the same cause: 1m, doubling up to 30m. Off by default, as OpenShift.")
+		fs.StringVar((*string)(&f.mhc.NodeStartupTimeoutFrom), "node-startup-timeout-from", string(f.mhc.NodeStartupTimeoutFrom),
+			"When nodeStartupTimeout starts: \"creation\" (the Machine's creationTimestamp, the default) or \"lastUpdated\" (its status.lastUpdated, as OpenShift; a Machine without it is not timed).")
+		fs.BoolVar(&f.nodeMaintenance, "node-maintenance", true,
+			"Run the NodeMaintenance controller; false where medik8s's node-maintenance-operator owns the NodeMaintenance API. "+
+				"It starts once the NodeMaintenance CRD is served; the MachineHealthCheck controller does not wait for it.")
+		fs.BoolVar(&noNodeMaintenance, "disable-node-maintenance", false, "Same as --node-maintenance=false.")
+		_ = fs.MarkDeprecated("disable-node-maintenance", "use --node-maintenance=false")
+		fs.StringVar(&f.leaseNamespace, "lease-namespace", f.leaseNamespace,
+			"Namespace of the node leases the NodeMaintenance controller shares with NodeHealthCheck and Self Node Remediation (default: $LEASE_NAMESPACE, else medik8s-leases); the install creates it, and the Role to hold leases there.")
+	})
 	f.nodeMaintenance = f.nodeMaintenance && !noNodeMaintenance
-	if err := opts.Validate(); err != nil {
+	if err != nil {
 		return opts, f, err
 	}
 	if f.leaseNamespace == "" {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -44,19 +43,16 @@ func parse(args []string) (operand.Options, flags, error) {
 	f := flags{safety: safety.DefaultOvershootOptions()}
 	ms := &f.machineset
 	opts.MaxConcurrentReconciles = 10
-	fs := pflag.NewFlagSet("machineset-controller", pflag.ContinueOnError)
-	opts.AddFlags(fs)
-	f.safety.AddFlags(fs)
-	fs.IntVar(&ms.MaxCreateBurst, "machine-create-burst", machineset.DefaultMaxCreateBurst,
-		"Most Machines one MachineSet creates in one pass; they are created in growing batches (1, 2, 4, ...), stopping at the first failing batch.")
-	fs.IntVar(&ms.MaxConcurrentDeletes, "max-concurrent-deletes", machineset.DefaultMaxConcurrentDeletes,
-		"Most Machine deletions one MachineSet issues at the same time when scaling down.")
-	fs.DurationVar(&ms.ExpectationsTimeout, "expectations-timeout", machineset.DefaultExpectationsTimeout,
-		"How long a MachineSet waits to observe its own creates and deletes in the cache before acting again anyway.")
-	if err := operand.ParseArgs(fs, args); err != nil {
-		return opts, f, err
-	}
-	if err := errors.Join(opts.Validate(), f.safety.Validate()); err != nil {
+	err := opts.Parse("machineset-controller", args, func(fs *pflag.FlagSet) {
+		f.safety.AddFlags(fs)
+		fs.IntVar(&ms.MaxCreateBurst, "machine-create-burst", machineset.DefaultMaxCreateBurst,
+			"Most Machines one MachineSet creates in one pass; they are created in growing batches (1, 2, 4, ...), stopping at the first failing batch.")
+		fs.IntVar(&ms.MaxConcurrentDeletes, "max-concurrent-deletes", machineset.DefaultMaxConcurrentDeletes,
+			"Most Machine deletions one MachineSet issues at the same time when scaling down.")
+		fs.DurationVar(&ms.ExpectationsTimeout, "expectations-timeout", machineset.DefaultExpectationsTimeout,
+			"How long a MachineSet waits to observe its own creates and deletes in the cache before acting again anyway.")
+	}, f.safety.Validate)
+	if err != nil {
 		return opts, f, err
 	}
 	if ms.MaxCreateBurst < 1 || ms.MaxConcurrentDeletes < 1 {

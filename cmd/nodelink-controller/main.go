@@ -6,7 +6,6 @@ import (
 	"os"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -28,12 +27,8 @@ func parse(args []string) (operand.Options, error) {
 	opts := operand.Defaults(names.NodeLinkLeaseName, ":8084", ":9444")
 	// Linking is two API round trips per Node; sized by the scale benchmark.
 	opts.MaxConcurrentReconciles = 50
-	fs := pflag.NewFlagSet("nodelink-controller", pflag.ContinueOnError)
-	opts.AddFlags(fs)
-	if err := operand.ParseArgs(fs, args); err != nil {
-		return opts, err
-	}
-	return opts, opts.Validate()
+	err := opts.Parse("nodelink-controller", args, nil)
+	return opts, err
 }
 
 // addControllers registers nodelink once the Machine CRD is served.

@@ -147,7 +147,12 @@ func (s *certSource) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificat
 	defer s.mu.Unlock()
 	if now := s.clock.Now(); s.watcher == nil || now.Sub(s.checked) >= s.recheck {
 		s.checked = now
-		err := s.read()
+		var err error
+		if s.watcher != nil {
+			err = s.watcher.ReadCertificate()
+		} else {
+			s.watcher, err = certwatcher.New(filepath.Join(s.dir, CertFile), filepath.Join(s.dir, KeyFile)) // nil on error
+		}
 		if msg := fmt.Sprint(err); err != nil && msg != s.lastErr { // logged once, not per handshake
 			logf.Log.WithName("metrics-certificate").Info("no usable serving certificate in the directory; serving the previous or a self-signed one", "dir", s.dir, "error", msg)
 		}
@@ -164,17 +169,6 @@ func (s *certSource) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificat
 		s.selfSigned = cert
 	}
 	return s.selfSigned, nil
-}
-
-func (s *certSource) read() error {
-	if s.watcher != nil {
-		return s.watcher.ReadCertificate()
-	}
-	w, err := certwatcher.New(filepath.Join(s.dir, CertFile), filepath.Join(s.dir, KeyFile))
-	if err == nil {
-		s.watcher = w
-	}
-	return err
 }
 
 // selfSigned is what controller-runtime's metrics server generates: CN localhost, SAN 127.0.0.1.

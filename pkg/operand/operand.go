@@ -212,22 +212,15 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	errs := []error{mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)}
 	if lock != nil {
-		if err := mgr.Add(lock); err != nil {
-			return nil, err
-		}
+		errs = append(errs, mgr.Add(lock))
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+	if webhookServer != nil { // ready only once the webhook server serves (GetWebhookServer adds it)
+		errs = append(errs, mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if webhookServer != nil {
-		// Ready only once the webhook server serves (GetWebhookServer adds it).
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return nil, err
-		}
 	}
 	return mgr, nil
 }
@@ -242,16 +235,25 @@ func (o *Options) ControllerOptions() controller.Options {
 	return controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 }
 
-// ParseArgs parses a command line with a ContinueOnError flag set and refuses
-// positional arguments, so a test can tell whether it would start the binary.
-func ParseArgs(fs *pflag.FlagSet, args []string) error {
+// Parse parses binary name's command line (o's flags, those addFlags
+// registers, no positional arguments), then validates o and runs validate.
+func (o *Options) Parse(name string, args []string, addFlags func(*pflag.FlagSet), validate ...func() error) error {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if addFlags != nil {
+		addFlags(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q: %s takes only flags", fs.Args(), fs.Name())
+		return fmt.Errorf("unexpected arguments %q: %s takes only flags", fs.Args(), name)
 	}
-	return nil
+	errs := []error{o.Validate()}
+	for _, v := range validate {
+		errs = append(errs, v())
+	}
+	return errors.Join(errs...)
 }
 
 // ExitOnParseError exits 0 for --help, 2 for a refused command line.

@@ -7,18 +7,13 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/api/features"
-	"github.com/spf13/pflag"
 )
 
 func parseOptions(t *testing.T, args ...string) (Options, error) {
 	t.Helper()
 	o := Defaults("test-leader", ":8080", ":9440")
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := ParseArgs(fs, args); err != nil {
-		return o, err
-	}
-	return o, o.Validate()
+	err := o.Parse("test", args, nil)
+	return o, err
 }
 
 func TestOptionsValidate(t *testing.T) {
