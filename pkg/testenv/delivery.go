@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // deliveryCache records, per event handler, the resourceVersion of every
@@ -28,9 +26,9 @@ import (
 // before handing it on, so a cache caught up does not mean the controller saw it.
 type deliveryCache struct {
 	cache.Cache
-	scheme    *runtime.Scheme
-	mu        sync.Mutex
-	informers map[informerKey]map[toolscache.ResourceEventHandlerRegistration]*deliveries
+	scheme   *runtime.Scheme
+	mu       sync.Mutex
+	handlers map[toolscache.ResourceEventHandlerRegistration]*deliveries
 }
 
 // informerKey names an informer: its kind, and whether it holds metadata only.
@@ -39,15 +37,15 @@ type informerKey struct {
 	metadata bool
 }
 
-// NewCache is a manager.Options.NewCache: controller-runtime's cache, with
+// newCache is a manager.Options.NewCache: controller-runtime's cache, with
 // event handlers' deliveries recorded for CaughtUp.
-func NewCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+func newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	c, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	return &deliveryCache{Cache: c, scheme: cmp.Or(opts.Scheme, clientgoscheme.Scheme),
-		informers: map[informerKey]map[toolscache.ResourceEventHandlerRegistration]*deliveries{}}, nil
+		handlers: map[toolscache.ResourceEventHandlerRegistration]*deliveries{}}, nil
 }
 
 func (c *deliveryCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
@@ -57,28 +55,13 @@ func (c *deliveryCache) GetInformer(ctx context.Context, obj client.Object, opts
 	}
 	_, metadata := obj.(*metav1.PartialObjectMetadata)
 	i, err := c.Cache.GetInformer(ctx, obj, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return c.track(informerKey{gvk: gvk, metadata: metadata}, i), nil
+	// Wrapped per call: a multi-namespace cache wraps its informers anew on each call.
+	return &trackedInformer{Informer: i, cache: c, key: informerKey{gvk: gvk, metadata: metadata}}, err
 }
 
 func (c *deliveryCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	i, err := c.Cache.GetInformerForKind(ctx, gvk, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return c.track(informerKey{gvk: gvk}, i), nil
-}
-
-func (c *deliveryCache) track(k informerKey, i cache.Informer) cache.Informer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.informers[k] == nil {
-		c.informers[k] = map[toolscache.ResourceEventHandlerRegistration]*deliveries{}
-	}
-	// Per kind: a multi-namespace cache wraps its informers anew on each call.
-	return &trackedInformer{Informer: i, cache: c, key: k}
+	return &trackedInformer{Informer: i, cache: c, key: informerKey{gvk: gvk}}, err
 }
 
 // delivered returns nil when list's kind has an event handler and every
@@ -92,8 +75,8 @@ func (c *deliveryCache) delivered(ctx context.Context, list client.ObjectList) e
 	_, k.metadata = list.(*metav1.PartialObjectMetadataList)
 	c.mu.Lock()
 	handlers := map[informerKey][]*deliveries{}
-	for k, m := range c.informers {
-		handlers[k] = slices.Collect(maps.Values(m))
+	for _, d := range c.handlers {
+		handlers[d.key] = append(handlers[d.key], d)
 	}
 	c.mu.Unlock()
 	if len(handlers[k]) == 0 {
@@ -147,11 +130,11 @@ func (t *trackedInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceE
 }
 
 func (t *trackedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	d := &deliveries{next: h, versions: map[string]string{}}
+	d := &deliveries{next: h, key: t.key, versions: map[string]string{}}
 	r, err := t.Informer.AddEventHandlerWithOptions(d, o)
 	if err == nil {
 		t.cache.mu.Lock()
-		t.cache.informers[t.key][r] = d
+		t.cache.handlers[r] = d
 		t.cache.mu.Unlock()
 	}
 	return r, err
@@ -159,7 +142,7 @@ func (t *trackedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventH
 
 func (t *trackedInformer) RemoveEventHandler(r toolscache.ResourceEventHandlerRegistration) error {
 	t.cache.mu.Lock()
-	delete(t.cache.informers[t.key], r)
+	delete(t.cache.handlers, r)
 	t.cache.mu.Unlock()
 	return t.Informer.RemoveEventHandler(r)
 }
@@ -168,6 +151,7 @@ func (t *trackedInformer) RemoveEventHandler(r toolscache.ResourceEventHandlerRe
 // each object's last resourceVersion handed.
 type deliveries struct {
 	next     toolscache.ResourceEventHandler
+	key      informerKey
 	mu       sync.Mutex
 	versions map[string]string
 }
@@ -211,15 +195,7 @@ func (d *deliveries) snapshot() map[string]string {
 	return maps.Clone(d.versions)
 }
 
-// trackedManager's client leads CaughtUp to its deliveryCache.
-type trackedManager struct {
-	manager.Manager
-	client trackedClient
-}
-
-func (m *trackedManager) GetClient() client.Client { return m.client }
-
-// trackedClient is the manager's client, carrying the cache behind it.
+// trackedClient is the manager's client, carrying the cache behind it for CaughtUp.
 type trackedClient struct {
 	client.Client
 	cache *deliveryCache

@@ -37,6 +37,8 @@ import (
 type Options struct {
 	// ExtraCRDs are installed besides the project's.
 	ExtraCRDs []*apiextensionsv1.CustomResourceDefinition
+	// Bare installs only ExtraCRDs, none of the project's.
+	Bare bool
 	// APIServerArgs are extra kube-apiserver flags: name without dashes → value.
 	APIServerArgs map[string]string
 	// LogEnv names an environment variable that, when set, sends the
@@ -102,8 +104,12 @@ func New(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	sets := []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs, manifests.MachineDeploymentCRDs}
+	if opts.Bare {
+		sets = nil
+	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs, manifests.MachineDeploymentCRDs} {
+	for _, set := range sets {
 		c, err := manifests.CRDs(set)
 		if err != nil {
 			return nil, err
@@ -168,10 +174,6 @@ func Main(m *testing.M, env **Env) { MainWith(m, env, Options{}) }
 
 // MainWith is Main with options (extra CRDs, API server flags).
 func MainWith(m *testing.M, env **Env, opts Options) {
-	os.Exit(runMain(m, env, opts))
-}
-
-func runMain(m *testing.M, env **Env, opts Options) int {
 	if opts.LogEnv != "" {
 		out := io.Discard
 		if os.Getenv(opts.LogEnv) != "" {
@@ -182,17 +184,15 @@ func runMain(m *testing.M, env **Env, opts Options) int {
 	e, err := New(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		return 1
+		os.Exit(1)
 	}
 	*env = e
 	code := m.Run()
 	if err := e.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
+		code = max(code, 1)
 	}
-	return code
+	os.Exit(code)
 }
 
 // Runnable is what Run runs: a manager or cache, until its context ends.
@@ -230,10 +230,14 @@ func (e *Env) NewManager(t testing.TB, cfg *rest.Config, c cache.Options) manage
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  c,
-		NewCache:               NewCache,
+		NewCache:               newCache,
+		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o) // reads from the manager's cache (o.Cache.Reader)
+			return trackedClient{Client: c, cache: o.Cache.Reader.(*deliveryCache)}, err
+		},
 	})
 	if err != nil {
 		t.Fatalf("creating a manager: %v", err)
 	}
-	return &trackedManager{Manager: mgr, client: trackedClient{Client: mgr.GetClient(), cache: mgr.GetCache().(*deliveryCache)}}
+	return mgr
 }

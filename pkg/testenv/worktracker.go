@@ -27,22 +27,17 @@ import (
 //	poll.Eventually(t, timeout, "controller settled", wt.Quiescent(10*time.Second,
 //		testenv.CaughtUp(env.Client, mgr.GetClient(), &machinev1beta1.MachineList{}, client.InNamespace(ns))))
 type WorkTracker struct {
-	mu          sync.Mutex
-	pending     map[reconcile.Request]time.Time // queued, with the earliest time due
-	unscheduled map[reconcile.Request]int       // rate-limited adds whose delay is not known yet
-	inFlight    map[reconcile.Request]int       // handed to a worker, not Done
-	done        map[reconcile.Request]int       // finished reconciles
-	changes     uint64                          // every add, hand-out and completion
+	mu       sync.Mutex
+	pending  map[reconcile.Request]time.Time // queued, with the earliest time due
+	inFlight map[reconcile.Request]int       // handed to a worker, not Done
+	done     map[reconcile.Request]int       // finished reconciles
+	changes  uint64                          // every add, hand-out and completion
 }
 
 // NewWorkTracker returns a WorkTracker with no queue yet.
 func NewWorkTracker() *WorkTracker {
-	return &WorkTracker{
-		pending:     map[reconcile.Request]time.Time{},
-		unscheduled: map[reconcile.Request]int{},
-		inFlight:    map[reconcile.Request]int{},
-		done:        map[reconcile.Request]int{},
-	}
+	return &WorkTracker{pending: map[reconcile.Request]time.Time{}, inFlight: map[reconcile.Request]int{},
+		done: map[reconcile.Request]int{}}
 }
 
 // NewQueue is a controller.Options.NewQueue: controller-runtime's priority
@@ -50,13 +45,10 @@ func NewWorkTracker() *WorkTracker {
 func (w *WorkTracker) NewQueue(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	w.mu.Lock()
 	clear(w.pending)
-	clear(w.unscheduled)
 	clear(w.inFlight)
 	w.mu.Unlock()
-	q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) {
-		o.RateLimiter = &trackedRateLimiter{TypedRateLimiter: rl, w: w}
-	})
-	return &trackedQueue{PriorityQueue: q, w: w}
+	q := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = rl })
+	return &trackedQueue{PriorityQueue: q, rl: rl, w: w}
 }
 
 // Idle returns nil when no reconcile is running or due within `within`, else
@@ -76,11 +68,10 @@ func (w *WorkTracker) idle(within time.Duration) (uint64, error) {
 			due[r] = at
 		}
 	}
-	if len(due) == 0 && len(w.unscheduled) == 0 && len(w.inFlight) == 0 {
+	if len(due) == 0 && len(w.inFlight) == 0 {
 		return w.changes, nil
 	}
-	return w.changes, fmt.Errorf("controller busy: due %v, being requeued %v, reconciling %v",
-		requestNames(due), requestNames(w.unscheduled), requestNames(w.inFlight))
+	return w.changes, fmt.Errorf("controller busy: due %v, reconciling %v", requestNames(due), requestNames(w.inFlight))
 }
 
 // Reconciles returns how many reconciles of req have finished.
@@ -111,19 +102,14 @@ func (w *WorkTracker) Quiescent(within time.Duration, caughtUp ...func(context.C
 	}
 }
 
-// CaughtUp returns a check that passes when cached (a manager from
-// Env.NewManager's client, or its cache) lists list's kind (with opts) at
+// CaughtUp returns a check that passes when cached (the client of a manager
+// from Env.NewManager) lists list's kind (with opts) at
 // live's resourceVersions and its event handlers were handed all of it.
 func CaughtUp(live, cached client.Reader, list client.ObjectList, opts ...client.ListOption) func(context.Context) error {
 	return func(ctx context.Context) error {
-		var dc *deliveryCache
-		switch c := cached.(type) {
-		case trackedClient:
-			dc = c.cache
-		case *deliveryCache:
-			dc = c
-		default:
-			return fmt.Errorf("CaughtUp needs the client or cache of a manager from Env.NewManager (or with NewCache: testenv.NewCache), got %T", cached)
+		tc, ok := cached.(trackedClient)
+		if !ok {
+			return fmt.Errorf("CaughtUp needs the client of a manager from Env.NewManager, got %T", cached)
 		}
 		want, err := versions(ctx, live, list, opts)
 		if err != nil {
@@ -136,7 +122,7 @@ func CaughtUp(live, cached client.Reader, list client.ObjectList, opts ...client
 		if !maps.Equal(want, got) {
 			return fmt.Errorf("cache behind for %T: cached %v, API server %v", list, got, want)
 		}
-		return dc.delivered(ctx, list)
+		return tc.cache.delivered(ctx, list)
 	}
 }
 
@@ -178,32 +164,18 @@ func (w *WorkTracker) change(f func()) {
 	f()
 }
 
-// dueAt records items as due at the given time (the earliest wins). The
-// lock must be held.
-func (w *WorkTracker) dueAt(due time.Time, items ...reconcile.Request) {
-	for _, it := range items {
-		if at, ok := w.pending[it]; !ok || due.Before(at) {
-			w.pending[it] = due
-		}
-	}
-}
-
-func decrement(m map[reconcile.Request]int, k reconcile.Request) {
-	if m[k]--; m[k] <= 0 {
-		delete(m, k)
-	}
-}
-
 func (w *WorkTracker) got(item reconcile.Request, shutdown bool) {
 	if !shutdown {
 		w.change(func() { delete(w.pending, item); w.inFlight[item]++ })
 	}
 }
 
-// trackedQueue reports every add, hand-out and completion to its tracker.
+// trackedQueue reports every add, hand-out and completion to its tracker. It
+// asks the rate limiter itself, so each add's delay is known when it is made.
 type trackedQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
-	w *WorkTracker
+	rl workqueue.TypedRateLimiter[reconcile.Request]
+	w  *WorkTracker
 }
 
 func (q *trackedQueue) Add(item reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, item) }
@@ -216,20 +188,24 @@ func (q *trackedQueue) AddRateLimited(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
 }
 
-// AddWithOpts: a rate-limited add's delay is recorded by trackedRateLimiter
-// when the queue asks for it.
+// AddWithOpts resolves a rate-limited add's delay as the priority queue would
+// (the shorter of After and the limiter's).
 func (q *trackedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
-	q.w.change(func() {
-		for _, it := range items {
-			if o.RateLimited {
-				q.w.unscheduled[it]++
+	for _, it := range items {
+		after := o.After
+		if o.RateLimited {
+			if d := q.rl.When(it); after == 0 || d < after {
+				after = d
 			}
 		}
-		if !o.RateLimited || o.After > 0 {
-			q.w.dueAt(time.Now().Add(o.After), items...)
-		}
-	})
-	q.PriorityQueue.AddWithOpts(o, items...)
+		due := time.Now().Add(after)
+		q.w.change(func() {
+			if at, ok := q.w.pending[it]; !ok || due.Before(at) { // the earliest wins
+				q.w.pending[it] = due
+			}
+		})
+		q.PriorityQueue.AddWithOpts(priorityqueue.AddOpts{After: after, Priority: o.Priority}, it)
+	}
 }
 
 func (q *trackedQueue) Get() (reconcile.Request, bool) {
@@ -246,17 +222,10 @@ func (q *trackedQueue) GetWithPriority() (reconcile.Request, int, bool) {
 
 func (q *trackedQueue) Done(item reconcile.Request) {
 	q.PriorityQueue.Done(item)
-	q.w.change(func() { decrement(q.w.inFlight, item); q.w.done[item]++ })
-}
-
-// trackedRateLimiter records the delay the queue asks for a rate-limited add.
-type trackedRateLimiter struct {
-	workqueue.TypedRateLimiter[reconcile.Request]
-	w *WorkTracker
-}
-
-func (r *trackedRateLimiter) When(item reconcile.Request) time.Duration {
-	d := r.TypedRateLimiter.When(item)
-	r.w.change(func() { decrement(r.w.unscheduled, item); r.w.dueAt(time.Now().Add(d), item) })
-	return d
+	q.w.change(func() {
+		if q.w.inFlight[item]--; q.w.inFlight[item] <= 0 {
+			delete(q.w.inFlight, item)
+		}
+		q.w.done[item]++
+	})
 }

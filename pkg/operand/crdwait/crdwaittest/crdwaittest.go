@@ -16,53 +16,22 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
-	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // Env is an API server started with some of the project's CRD sets.
-type Env struct {
-	Config *rest.Config
-	Client client.Client
-}
+type Env struct{ *testenv.Env }
 
 // Start starts an API server with the given CRD sets (none: a bare cluster)
 // and stops it when the test ends.
 func Start(t testing.TB, sets ...manifests.CRDSet) *Env {
 	t.Helper()
-	binDir, err := testenv.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := scheme.New()
-	e := &envtest.Environment{
-		BinaryAssetsDirectory:    binDir,
-		CRDs:                     CRDs(t, sets...),
-		CRDInstallOptions:        envtest.CRDInstallOptions{Scheme: s},
-		Scheme:                   s,
-		ControlPlaneStartTimeout: 60 * time.Second,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
-	cfg, err := e.Start()
-	if err != nil {
-		t.Fatalf("starting envtest API server from %s: %v", binDir, err)
-	}
-	t.Cleanup(func() {
-		if err := e.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Env{Config: cfg, Client: c}
+	return &Env{testenv.Start(t, testenv.Options{Bare: true, ExtraCRDs: CRDs(t, sets...)})}
 }
 
 // CRDs returns the CRDs of the given sets.
