@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -181,9 +182,6 @@ func (l *coalescingLock) write(ctx context.Context, ler resourcelock.LeaderElect
 
 // isRenewalOf: next only moves the renew time of last, held by identity.
 func isRenewalOf(next, last resourcelock.LeaderElectionRecord, identity string) bool {
-	return next.HolderIdentity == identity && last.HolderIdentity == identity &&
-		next.LeaseDurationSeconds == last.LeaseDurationSeconds &&
-		next.LeaderTransitions == last.LeaderTransitions &&
-		next.AcquireTime.Equal(&last.AcquireTime) &&
-		next.Strategy == last.Strategy && next.PreferredHolder == last.PreferredHolder
+	next.RenewTime = last.RenewTime
+	return last.HolderIdentity == identity && equality.Semantic.DeepEqual(next, last)
 }

@@ -72,13 +72,10 @@ func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Confi
 // a rejected token gets 401 (as from kube-apiserver and kube-rbac-proxy), not 500.
 func authnAuthzFilter(c *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
 	filter, err := filters.WithAuthenticationAndAuthorization(c, httpClient)
-	if err != nil {
-		return nil, err
-	}
 	return func(log logr.Logger, handler http.Handler) (http.Handler, error) {
 		h, err := filter(log, handler)
 		return unauthorizedOnAuthnError(h), err
-	}, nil
+	}, err
 }
 
 // unauthorizedOnAuthnError wraps h (see authnErrorAsUnauthorized).

@@ -89,24 +89,20 @@ func (w *waiter) NeedLeaderElection() bool { return false }
 // Start polls until the kinds are served, then sets the controller up.
 func (w *waiter) Start(ctx context.Context) error {
 	log := w.mgr.GetLogger().WithValues("controller", w.gate.Name)
-	var last, lastErr string // logged once per change, not every poll
+	var last string // what the polls find, logged once per change
 	err := wait.PollUntilContextCancel(ctx, w.gate.PollInterval, true, func(context.Context) (bool, error) {
 		missing, err := w.missing()
-		if err != nil {
-			if err.Error() != lastErr {
-				lastErr = err.Error()
-				log.Error(err, "Cannot tell whether the API server serves the kinds this controller watches; retrying")
-			}
-			return false, nil
-		}
-		lastErr = ""
-		if len(missing) == 0 {
+		if err == nil && len(missing) == 0 {
 			return true, nil
 		}
-		if s := kindList(missing); s != last {
-			last = s
-			log.Info("Waiting for CustomResourceDefinitions: the API server does not serve these kinds yet; the controller starts once they are installed",
-				"missing", s)
+		if now := fmt.Sprint(err, kindList(missing)); now != last {
+			last = now
+			if err != nil {
+				log.Error(err, "Cannot tell whether the API server serves the kinds this controller watches; retrying")
+			} else {
+				log.Info("Waiting for CustomResourceDefinitions: the API server does not serve these kinds yet; the controller starts once they are installed",
+					"missing", kindList(missing))
+			}
 		}
 		return false, nil
 	})
