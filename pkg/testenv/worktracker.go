@@ -62,12 +62,8 @@ func (w *WorkTracker) idle(within time.Duration) (uint64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	horizon := time.Now().Add(within)
-	due := map[reconcile.Request]time.Time{}
-	for r, at := range w.pending {
-		if !at.After(horizon) {
-			due[r] = at
-		}
-	}
+	due := maps.Clone(w.pending)
+	maps.DeleteFunc(due, func(_ reconcile.Request, at time.Time) bool { return at.After(horizon) })
 	if len(due) == 0 && len(w.inFlight) == 0 {
 		return w.changes, nil
 	}
