@@ -120,7 +120,7 @@ func decode(raw []byte, into any) error {
 		return fmt.Errorf("decoding the object: %s: %w", typeErr.Field, err)
 	}
 	// A type's own UnmarshalJSON error (metav1.Time's) does not say where it is.
-	if path := locate(raw, reflect.TypeOf(into).Elem(), err.Error()); path != "" {
+	if path := locate(trimmed, reflect.TypeOf(into).Elem(), err.Error()); path != "" {
 		return fmt.Errorf("decoding the object: %s: %w", path, err)
 	}
 	return fmt.Errorf("decoding the object: %w", err)
@@ -130,122 +130,88 @@ func decode(raw []byte, into any) error {
 // makes decoding into a t fail with msg ("" if none): it bisects into the member
 // that still fails with every sibling null, which decodes into any type.
 func locate(raw []byte, t reflect.Type, msg string) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	doc, err := parseTree(dec)
-	if err != nil {
-		return ""
-	}
-	fails := func() bool {
-		var buf bytes.Buffer
-		encodeTree(&buf, doc)
-		err := sigsjson.UnmarshalCaseSensitivePreserveInts(buf.Bytes(), reflect.New(t).Interface())
+	fails := func(doc []byte) bool {
+		err := sigsjson.UnmarshalCaseSensitivePreserveInts(doc, reflect.New(t).Interface())
 		return err != nil && err.Error() == msg
 	}
-	path := ""
-	for node := doc; ; {
-		n, ok := node.(*jsonNode)
-		if !ok {
-			return path
-		}
-		children := n.members
-		saved := make([]any, len(children))
-		for i, c := range children {
-			saved[i] = c.value
-		}
-		// keep sets every member outside [from, to) to null.
-		keep := func(from, to int) {
-			for i, c := range children {
-				c.value = nil
-				if from <= i && i < to {
-					c.value = saved[i]
+	path, doc, from, to := "", raw, 0, len(raw) // the node searched is doc[from:to]
+	for {
+		keys, values := members(doc[from:to])
+		// with nulls the node's members outside [lo, hi); at is where member lo's value starts.
+		with := func(lo, hi int) (d []byte, at int) {
+			var b bytes.Buffer
+			b.Write(doc[:from])
+			b.WriteByte(doc[from])
+			for i, v := range values {
+				if i > 0 {
+					b.WriteByte(',')
 				}
+				if keys != nil {
+					k, _ := json.Marshal(keys[i])
+					b.Write(append(k, ':'))
+				}
+				if i == lo {
+					at = b.Len()
+				}
+				if i < lo || i >= hi {
+					v = []byte("null")
+				}
+				b.Write(v)
 			}
+			b.WriteByte(doc[to-1])
+			return append(b.Bytes(), doc[to:]...), at
 		}
-		lo, hi := 0, len(children)
+		lo, hi := 0, len(values)
 		for hi-lo > 1 {
 			mid := (lo + hi) / 2
-			if keep(lo, mid); fails() {
+			if d, _ := with(lo, mid); fails(d) {
 				hi = mid
 			} else {
 				lo = mid
 			}
 		}
-		if keep(lo, lo+1); lo >= len(children) || !fails() {
+		if len(values) == 0 {
 			return path
 		}
-		if n.object {
-			path = childPath(path, children[lo].key)
+		d, at := with(lo, lo+1)
+		if !fails(d) {
+			return path
+		}
+		if keys != nil {
+			path = childPath(path, keys[lo])
 		} else {
 			path = fmt.Sprintf("%s[%d]", path, lo)
 		}
-		node = children[lo].value
+		doc, from, to = d, at, at+len(values[lo])
 	}
 }
 
-// jsonNode is a JSON object or array, members in order, duplicate keys kept.
-type jsonNode struct {
-	object  bool
-	members []*jsonMember
-}
-
-type jsonMember struct {
-	key   string // in an object
-	value any
-}
-
-func parseTree(dec *json.Decoder) (any, error) {
+// members splits a JSON object's or array's text (no surrounding space) into its
+// keys (nil for an array) and values, duplicate keys kept; nothing for a scalar.
+func members(node []byte) (keys []string, values []json.RawMessage) {
+	dec := json.NewDecoder(bytes.NewReader(node))
 	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+	if err != nil || (tok != json.Delim('{') && tok != json.Delim('[')) {
+		return nil, nil
 	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil
+	if tok == json.Delim('{') {
+		keys = []string{}
 	}
-	n := &jsonNode{object: delim == '{'}
 	for dec.More() {
-		m := &jsonMember{}
-		if n.object {
+		if keys != nil {
 			k, err := dec.Token()
 			if err != nil {
-				return nil, err
+				return nil, nil
 			}
-			m.key, _ = k.(string)
+			keys = append(keys, k.(string))
 		}
-		if m.value, err = parseTree(dec); err != nil {
-			return nil, err
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return nil, nil
 		}
-		n.members = append(n.members, m)
+		values = append(values, v)
 	}
-	_, err = dec.Token() // the closing delimiter
-	return n, err
-}
-
-// encodeTree writes v as JSON (the decoder's tokens always encode).
-func encodeTree(buf *bytes.Buffer, v any) {
-	n, ok := v.(*jsonNode)
-	if !ok {
-		b, _ := json.Marshal(v)
-		buf.Write(b)
-		return
-	}
-	brackets := "[]"
-	if n.object {
-		brackets = "{}"
-	}
-	buf.WriteByte(brackets[0])
-	for i, m := range n.members {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if n.object {
-			encodeTree(buf, m.key)
-			buf.WriteByte(':')
-		}
-		encodeTree(buf, m.value)
-	}
-	buf.WriteByte(brackets[1])
+	return keys, values
 }
 
 // mutate answers a CREATE (and, with onUpdate, an UPDATE; old is nil on
