@@ -1,6 +1,7 @@
 package machinehealthcheck
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -35,12 +36,8 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // Machines (to the MachineHealthChecks selecting their old or new labels) and
 // Nodes (through their Machines), the last two batched.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
+	r.Client = cmp.Or(r.Client, mgr.GetClient())
+	r.APIReader = cmp.Or(r.APIReader, mgr.GetAPIReader())
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}

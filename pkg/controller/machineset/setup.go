@@ -1,6 +1,7 @@
 package machineset
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"strings"
@@ -31,12 +32,8 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // SetupWithManager registers the controller and its cache indexes with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
+	r.Client = cmp.Or(r.Client, mgr.GetClient())
+	r.APIReader = cmp.Or(r.APIReader, mgr.GetAPIReader())
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
