@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // Health classifies one target. Only Unhealthy counts against maxUnhealthy.
@@ -61,11 +62,8 @@ type healthParams struct {
 }
 
 func paramsOf(mhc *machinev1beta1.MachineHealthCheck, from StartupClock) healthParams {
-	p := healthParams{conditions: mhc.Spec.UnhealthyConditions, startupTimeout: DefaultNodeStartupTimeout, startupFrom: from}
-	if mhc.Spec.NodeStartupTimeout != nil {
-		p.startupTimeout = mhc.Spec.NodeStartupTimeout.Duration
-	}
-	return p
+	timeout := ptr.Deref(mhc.Spec.NodeStartupTimeout, metav1.Duration{Duration: DefaultNodeStartupTimeout}).Duration
+	return healthParams{conditions: mhc.Spec.UnhealthyConditions, startupTimeout: timeout, startupFrom: from}
 }
 
 // assess decides the health of Machine m. node is its Node, nil when it has
@@ -166,6 +164,7 @@ type summary struct {
 func summarize(vs []verdict, maxSpec *intstr.IntOrString) summary {
 	var s summary
 	for _, v := range vs {
+		s.Requeue = earliest(s.Requeue, max(v.Recheck, 0))
 		switch v.Health {
 		case Deleting:
 			continue
@@ -176,7 +175,6 @@ func summarize(vs []verdict, maxSpec *intstr.IntOrString) summary {
 		}
 		s.Expected++
 	}
-	s.Requeue = nextRequeue(vs)
 	s.MaxUnhealthy, s.MaxErr = maxUnhealthyValue(maxSpec, s.Expected)
 	if s.MaxErr != nil {
 		return s
@@ -184,15 +182,6 @@ func summarize(vs []verdict, maxSpec *intstr.IntOrString) summary {
 	s.Allowed = s.Unhealthy <= s.MaxUnhealthy
 	s.RemediationsAllowed = int32(max(0, s.MaxUnhealthy-s.Unhealthy))
 	return s
-}
-
-// nextRequeue is the smallest positive Recheck, 0 when none.
-func nextRequeue(vs []verdict) time.Duration {
-	var d time.Duration
-	for _, v := range vs {
-		d = earliest(d, max(v.Recheck, 0))
-	}
-	return d
 }
 
 // earliest is the smallest positive of a and b, 0 when neither is.

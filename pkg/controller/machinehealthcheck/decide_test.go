@@ -216,15 +216,15 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestNextRequeue(t *testing.T) {
-	if d := nextRequeue(nil); d != 0 {
+	if d := summarize(nil, nil).Requeue; d != 0 {
 		t.Errorf("no verdicts: %v", d)
 	}
 	vs := []verdict{{Health: Healthy}, {Health: Unhealthy}, {Health: Starting, Recheck: 9 * time.Minute}, {Health: Suspect, Recheck: 2 * time.Second}}
-	if d := nextRequeue(vs); d != 2*time.Second {
-		t.Errorf("nextRequeue = %v, want 2s", d)
+	if d := summarize(vs, nil).Requeue; d != 2*time.Second {
+		t.Errorf("Requeue = %v, want 2s", d)
 	}
 	// Nothing will change by time alone: no requeue at all (no polling).
-	if d := nextRequeue([]verdict{{Health: Unhealthy}, {Health: Unhealthy}}); d != 0 {
+	if d := summarize([]verdict{{Health: Unhealthy}, {Health: Unhealthy}}, nil).Requeue; d != 0 {
 		t.Errorf("only unhealthy: %v, want 0", d)
 	}
 }
