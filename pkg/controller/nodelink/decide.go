@@ -10,6 +10,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -26,10 +27,6 @@ type lastApplied struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Taints      []corev1.Taint    `json:"taints,omitempty"`
-}
-
-func (l lastApplied) empty() bool {
-	return len(l.Labels) == 0 && len(l.Annotations) == 0 && len(l.Taints) == 0
 }
 
 // encode returns the canonical JSON of l (sorted keys, the Machine's taint order).
@@ -65,11 +62,8 @@ type nodePlan struct {
 // reservedAnnotations are nodelink's own, never copied from a Machine.
 var reservedAnnotations = map[string]bool{MachineAnnotation: true, LastAppliedAnnotation: true}
 
-// desiredNode decides the Node's metadata and taints for machine, given what
-// nodelink applied before (last): the Machine's entries are set (a taint is
-// identified by key and effect), those last recorded that the Machine dropped
-// are removed while the Node still has the recorded value, and the record
-// becomes what the Machine asks for now. It modifies neither argument.
+// desiredNode sets the Machine's entries on a copy of node (a taint is keyed by key and effect) and removes
+// those last recorded that the Machine dropped, while unchanged; the record becomes what the Machine asks now.
 func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastApplied) nodePlan {
 	out := node.DeepCopy()
 	var invalid []string
@@ -106,9 +100,7 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 	out.Labels = syncMap(out.Labels, wantLabels, last.Labels)
 
 	lastAnnotations := maps.Clone(last.Annotations)
-	for k := range reservedAnnotations {
-		delete(lastAnnotations, k)
-	}
+	maps.DeleteFunc(lastAnnotations, func(k, _ string) bool { return reservedAnnotations[k] })
 	out.Annotations = syncMap(out.Annotations, wantAnnotations, lastAnnotations)
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
@@ -117,11 +109,10 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 
 	out.Spec.Taints = syncTaints(out.Spec.Taints, wantTaints, last.Taints)
 
-	record := lastApplied{Labels: wantLabels, Annotations: wantAnnotations, Taints: wantTaints}
-	if record.empty() {
+	if len(wantLabels) == 0 && len(wantAnnotations) == 0 && len(wantTaints) == 0 {
 		delete(out.Annotations, LastAppliedAnnotation)
 	} else {
-		out.Annotations[LastAppliedAnnotation] = record.encode()
+		out.Annotations[LastAppliedAnnotation] = lastApplied{Labels: wantLabels, Annotations: wantAnnotations, Taints: wantTaints}.encode()
 	}
 
 	changed := !maps.Equal(node.Labels, out.Labels) ||
@@ -133,20 +124,11 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 	return nodePlan{Node: out, Changed: changed, Invalid: invalid}
 }
 
-// needsLock reports whether the patch from node to out removes a key (right
-// only while the value is the recorded one) or changes the taints (replaced
-// whole): a patch that only sets keys must not fail on the node controllers'
-// concurrent writes to a new Node.
+// needsLock reports whether the patch removes a key (right only while it has the recorded value) or replaces
+// the taints; a patch that only sets keys must not fail on the node controllers' writes to a new Node.
 func needsLock(node, out *corev1.Node) bool {
-	removes := func(from, to map[string]string) bool {
-		for k := range from {
-			if _, ok := to[k]; !ok {
-				return true
-			}
-		}
-		return false
-	}
-	return removes(node.Labels, out.Labels) || removes(node.Annotations, out.Annotations) ||
+	return !sets.KeySet(out.Labels).IsSuperset(sets.KeySet(node.Labels)) ||
+		!sets.KeySet(out.Annotations).IsSuperset(sets.KeySet(node.Annotations)) ||
 		!taintsEqual(node.Spec.Taints, out.Spec.Taints)
 }
 
@@ -233,9 +215,8 @@ const (
 	matchDeleting   matchKind = "deleting" // only Machines mayLink refuses
 )
 
-// mayLink reports whether machine may be linked to node: a Machine being
-// deleted only to the Node its nodeRef names (same UID when known), since
-// its drain and Node deletion act on that reference.
+// mayLink reports whether machine may be linked to node: a deleting Machine only to the Node its nodeRef
+// names (same UID when known), since its drain and Node deletion act on that reference.
 func mayLink(machine *machinev1beta1.Machine, node *corev1.Node) bool {
 	if machine.DeletionTimestamp == nil {
 		return true

@@ -2,13 +2,15 @@ package nodelink
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
+	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	kptr "k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 )
 
 // Field indexes nodelink registers; the "nodelink:" prefix lets another
@@ -22,21 +24,11 @@ const (
 
 // RegisterIndexes adds nodelink's field indexes to indexer before the cache starts.
 func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	for _, ix := range []struct {
-		obj   client.Object
-		field string
-		fn    client.IndexerFunc
-	}{
-		{&corev1.Node{}, IndexNodeProviderID, nodeProviderIDIndex},
-		{&corev1.Node{}, IndexNodeInternalIP, nodeInternalIPIndex},
-		{&machinev1beta1.Machine{}, IndexMachineProviderID, machineProviderIDIndex},
-		{&machinev1beta1.Machine{}, IndexMachineInternalIP, machineInternalIPIndex},
-	} {
-		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
-			return fmt.Errorf("registering index %s: %w", ix.field, err)
-		}
-	}
-	return nil
+	return index.Register(ctx, indexer,
+		index.Index{Object: &corev1.Node{}, Name: IndexNodeProviderID, Extract: NodeProviderIDIndex},
+		index.Index{Object: &corev1.Node{}, Name: IndexNodeInternalIP, Extract: nodeInternalIPIndex},
+		index.Index{Object: &machinev1beta1.Machine{}, Name: IndexMachineProviderID, Extract: machineProviderIDIndex},
+		index.Index{Object: &machinev1beta1.Machine{}, Name: IndexMachineInternalIP, Extract: machineInternalIPIndex})
 }
 
 // indexOf adapts f to an IndexerFunc over T (nil for other types).
@@ -50,7 +42,8 @@ func indexOf[T client.Object](f func(T) []string) client.IndexerFunc {
 }
 
 var (
-	nodeProviderIDIndex    = indexOf(func(n *corev1.Node) []string { return nonEmpty(n.Spec.ProviderID) })
+	// NodeProviderIDIndex extracts IndexNodeProviderID (the machine controller's lookup too).
+	NodeProviderIDIndex    = indexOf(func(n *corev1.Node) []string { return nonEmpty(n.Spec.ProviderID) })
 	nodeInternalIPIndex    = indexOf(func(n *corev1.Node) []string { return internalIPs(n.Status.Addresses) })
 	machineProviderIDIndex = indexOf(func(m *machinev1beta1.Machine) []string { return nonEmpty(machineProviderID(m)) })
 	machineInternalIPIndex = indexOf(func(m *machinev1beta1.Machine) []string { return internalIPs(m.Status.Addresses) })
@@ -68,14 +61,8 @@ func machineProviderID(m *machinev1beta1.Machine) string { return kptr.Deref(m.S
 // internalIPs returns the distinct InternalIP addresses, canonical, in order.
 func internalIPs(addrs []corev1.NodeAddress) []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, a := range addrs {
-		if a.Type != corev1.NodeInternalIP || a.Address == "" {
-			continue
-		}
-		ip := CanonicalIP(a.Address)
-		if !seen[ip] {
-			seen[ip] = true
+		if ip := CanonicalIP(a.Address); a.Type == corev1.NodeInternalIP && a.Address != "" && !slices.Contains(out, ip) {
 			out = append(out, ip)
 		}
 	}

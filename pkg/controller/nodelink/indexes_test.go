@@ -39,8 +39,8 @@ func TestIndexFuncs(t *testing.T) {
 		obj  client.Object
 		want []string
 	}{
-		{"node providerID", nodeProviderIDIndex, node("p://1", nil), []string{"p://1"}},
-		{"node empty providerID", nodeProviderIDIndex, node("", nil), nil},
+		{"node providerID", NodeProviderIDIndex, node("p://1", nil), []string{"p://1"}},
+		{"node empty providerID", NodeProviderIDIndex, node("", nil), nil},
 		{"node IPs: internal only, canonical, distinct, non-empty", nodeInternalIPIndex, node("", dual), []string{"10.0.0.1", "fd00::1"}},
 		{"node no addresses", nodeInternalIPIndex, node("", nil), nil},
 		{"machine providerID", machineProviderIDIndex, machine(ptr("p://1"), nil, nil), []string{"p://1"}},

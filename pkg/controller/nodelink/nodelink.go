@@ -1,6 +1,5 @@
-// Package nodelink links each Node to its Machine (status.nodeRef, never
-// cleared) and keeps the Machine's spec.metadata and spec.taints on the Node,
-// removing only what it recorded applying. See docs/architecture.md, "Nodelink".
+// Package nodelink links each Node to its Machine (status.nodeRef, never cleared) and keeps the Machine's
+// spec.metadata and spec.taints on the Node, removing only what it recorded (docs/architecture.md, "Nodelink").
 package nodelink
 
 import (
@@ -16,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	kptr "k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,12 +49,9 @@ const conflictRetry = 500 * time.Millisecond
 
 // Options configure a Reconciler.
 type Options struct {
-	// Client reads a cache with RegisterIndexes' indexes (default: the manager's).
-	Client client.Client
-	// Namespace holds the Machines; empty means every namespace.
-	Namespace string
-	// Recorder records events (default: the manager's; none without one).
-	Recorder events.EventRecorder
+	Client    client.Client        // reads a cache with RegisterIndexes' indexes (default: the manager's)
+	Namespace string               // holds the Machines; empty means every namespace
+	Recorder  events.EventRecorder // records events (default: the manager's; none without one)
 }
 
 // Reconciler links Nodes and Machines. Requests are keyed by Node name.
@@ -325,18 +322,16 @@ func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Obje
 	if !ok || (r.Namespace != "" && m.Namespace != r.Namespace) {
 		return nil
 	}
-	names := map[string]bool{}
+	names := sets.New[string]()
 	if ref := m.Status.NodeRef; ref != nil && ref.Name != "" {
-		names[ref.Name] = true
+		names.Insert(ref.Name)
 	}
 	lookup := func(index, value string) {
 		nodes, err := r.listNodes(ctx, index, value)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "mapping machine to nodes", "machine", m.Namespace+"/"+m.Name)
 		}
-		for _, n := range nodes {
-			names[n] = true
-		}
+		names.Insert(nodes...)
 	}
 	if id := machineProviderID(m); id != "" {
 		lookup(IndexNodeProviderID, id)
@@ -345,7 +340,7 @@ func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Obje
 		lookup(IndexNodeInternalIP, ip)
 	}
 	reqs := make([]reconcile.Request, 0, len(names))
-	for _, n := range slices.Sorted(maps.Keys(names)) {
+	for _, n := range sets.List(names) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
 	}
 	return reqs
