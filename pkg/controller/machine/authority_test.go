@@ -14,7 +14,6 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority/authoritytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
@@ -26,14 +25,14 @@ type authorityFixture struct {
 	ctx     context.Context
 	env     *testenv.Env
 	counter *applytest.CountingTransport
-	act     *machinetest.Actuator
+	act     *fakeActuator
 }
 
 func newAuthorityFixture(t *testing.T, e *testenv.Env) *authorityFixture {
 	t.Helper()
 	f := &authorityFixture{t: t, ctx: ctrl.LoggerInto(context.Background(), ctrl.Log.WithName(t.Name())), env: e,
 		counter: applytest.NewCountingTransport()}
-	f.act = &machinetest.Actuator{Groups: []string{testGroup}}
+	f.act = &fakeActuator{Groups: []string{testGroup}}
 	return f
 }
 
@@ -161,7 +160,7 @@ func testAuthoritativeAPIPausesAndResumes(t *testing.T, e *testenv.Env) {
 	if !hasFinalizer(got) {
 		t.Error("a Machine handed back got no finalizer")
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
 }
 
 // A paused Machine being deleted keeps its finalizer and its instance: the
@@ -198,5 +197,5 @@ func testAuthoritativeAPIGateOff(t *testing.T, e *testenv.Env) {
 	if c := conditions.Get(got.Status.Conditions, authority.PausedCondition); c != nil {
 		t.Errorf("gate off, yet Paused = %+v", *c)
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
 }

@@ -21,9 +21,6 @@ const (
 // NodeRefNameField is the cache field index on Machines holding status.nodeRef.name.
 const NodeRefNameField = "status.nodeRef.name"
 
-// NodeProviderIDField is the cache field index on Nodes holding spec.providerID.
-const NodeProviderIDField = "spec.providerID"
-
 // Condition reasons set by the machine controller.
 const (
 	// InstanceExists

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,7 +138,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.drainBackoff.Forget(key)
 	r.events.Forget(key)
 	r.writes.Forget(key)
-	deleteInstanceFailedMetrics(key.Name, key.Namespace)
+	for _, c := range instanceFailed { // its failure counters' series
+		c.DeletePartialMatch(prometheus.Labels{"name": key.Name, "namespace": key.Namespace})
+	}
 }
 
 // reconcile leaves the Machine alone (leave.go), or goes on to the deletion pipeline or provisioning.
@@ -161,23 +165,14 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	if !m.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}
-	if err := r.addFinalizer(ctx, s); err != nil {
-		return ctrl.Result{}, err
+	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) { // under an optimistic lock: others edit the list
+		if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
+			controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer)
+		}); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
 	}
 	return r.reconcileNormal(ctx, s)
-}
-
-// addFinalizer adds ours, under an optimistic lock: others edit the list too.
-func (r *Reconciler) addFinalizer(ctx context.Context, s *scope) error {
-	if controllerutil.ContainsFinalizer(s.m, machinev1beta1.MachineFinalizer) {
-		return nil
-	}
-	if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
-		controllerutil.AddFinalizer(m, machinev1beta1.MachineFinalizer)
-	}); err != nil {
-		return fmt.Errorf("adding finalizer: %w", err)
-	}
-	return nil
 }
 
 // The Machine writes: metadata/spec merge patches and one status patch (docs/architecture.md).
@@ -261,9 +256,4 @@ func (r *Reconciler) patchStatusAlone(ctx context.Context, s *scope, desired *ma
 }
 
 // freshReader reads uncached, for a status retry after a conflict.
-func (r *Reconciler) freshReader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
-}
+func (r *Reconciler) freshReader() client.Reader { return cmp.Or[client.Reader](r.APIReader, r.Client) }

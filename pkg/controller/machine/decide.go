@@ -77,10 +77,6 @@ const (
 	stageDeleteInstance                        // Delete, wait for Exists=false, delete the Node, remove the finalizer
 )
 
-func (s deletionStage) String() string {
-	return [...]string{"Drain", "WaitPreTerminate", "DeleteInstance"}[s]
-}
-
 // decideDeletionStage returns where a deleting Machine is in the pipeline.
 func decideDeletionStage(m *machinev1beta1.Machine) deletionStage {
 	if !conditions.IsTrue(m.Status.Conditions, DrainedCondition) {

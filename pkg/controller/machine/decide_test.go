@@ -13,11 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
-var _ Actuator = &machinetest.Actuator{}
+var _ Actuator = &fakeActuator{}
+
+// String names a stage in test failures.
+func (s deletionStage) String() string {
+	return [...]string{"Drain", "WaitPreTerminate", "DeleteInstance"}[s]
+}
 
 func TestDecideProvisioning(t *testing.T) {
 	const (

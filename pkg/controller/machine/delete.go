@@ -199,9 +199,10 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	results, pdbs, err := r.evictionPass(ctx, node)
 	if remaining, _, _ := passOutcome(results); !recorded && (err != nil || remaining > 0) {
 		// A drain that takes more than one pass records its start, for the timeout to survive restarts.
-		if perr := r.recordDrainStart(ctx, s, node, started); perr != nil {
-			return ctrl.Result{}, false, perr
+		if perr := r.annotate(ctx, s, DrainStartedAnnotation, started.Format(time.RFC3339)); perr != nil {
+			return ctrl.Result{}, false, fmt.Errorf("recording the drain start (%s annotation): %w", DrainStartedAnnotation, perr)
 		}
+		r.events.Eventf(s.m, nil, corev1.EventTypeNormal, EventDrainProceeds, "Drain", "draining node %s", node.Name)
 	}
 	if err != nil { // listing the pods failed: nothing was evicted
 		log.FromContext(ctx).Error(err, "drain pass failed", "node", node.Name)
@@ -302,15 +303,6 @@ func (r *Reconciler) drainStart(s *scope) (start time.Time, recorded bool) {
 		start = dt.Time
 	}
 	return start.UTC().Truncate(time.Second), false
-}
-
-// recordDrainStart persists DrainStartedAnnotation and records a DrainProceeds event.
-func (r *Reconciler) recordDrainStart(ctx context.Context, s *scope, node *corev1.Node, start time.Time) error {
-	if err := r.annotate(ctx, s, DrainStartedAnnotation, start.Format(time.RFC3339)); err != nil {
-		return fmt.Errorf("recording the drain start (%s annotation): %w", DrainStartedAnnotation, err)
-	}
-	r.events.Eventf(s.m, nil, corev1.EventTypeNormal, EventDrainProceeds, "Drain", "draining node %s", node.Name)
-	return nil
 }
 
 // forceDrain deletes the remaining pods without eviction (no PodDisruptionBudget holds them) and moves on.

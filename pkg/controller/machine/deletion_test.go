@@ -8,8 +8,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
 // preDrain hooks block the drain (Drained=False/DrainBlocked, persisted);
@@ -80,7 +78,7 @@ func TestDeletionWithLifecycleHooks(t *testing.T) {
 	if w := f.counter.Writes(); w != 3 {
 		t.Errorf("final pass wrote %d times, want 3 (Node DELETE, status PATCH, finalizer PATCH): %v", w, f.counter.WriteRequests())
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Delete: 1, machinetest.Exists: 1})
+	wantCalls(t, f.act, map[string]int{opDelete: 1, opExists: 1})
 	if f.get(m) != nil {
 		t.Error("machine still exists after its finalizer should have been removed")
 	}
@@ -101,7 +99,7 @@ func TestDeletionExcludeNodeDraining(t *testing.T) {
 		m.Annotations = map[string]string{ExcludeNodeDrainingAnnotation: ""}
 	})
 	f.pod("app-1", node.Name, nil, 0)
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 	f.deleteMachine(m)
 
 	res := f.mustReconcile(m)
@@ -110,7 +108,7 @@ func TestDeletionExcludeNodeDraining(t *testing.T) {
 	}
 	got := f.mustGet(m)
 	wantCondition(t, got, DrainedCondition, corev1.ConditionTrue, ReasonDrainSkipped, ExcludeNodeDrainingAnnotation)
-	wantCalls(t, f.act, map[string]int{machinetest.Delete: 1, machinetest.Exists: 1})
+	wantCalls(t, f.act, map[string]int{opDelete: 1, opExists: 1})
 	if n := f.getNode(node.Name); n.Spec.Unschedulable {
 		t.Error("node cordoned although draining is excluded")
 	}
@@ -121,7 +119,7 @@ func TestDeletionExcludeNodeDraining(t *testing.T) {
 		t.Errorf("events:\n%s", f.rec)
 	}
 
-	f.act.Set(func(a *machinetest.Actuator) { a.ExistsValue = false })
+	f.act.Set(func(a *fakeActuator) { a.ExistsValue = false })
 	f.mustReconcile(m)
 	if f.get(m) != nil || f.getNode(node.Name) != nil {
 		t.Error("machine and node must be gone")
@@ -137,7 +135,7 @@ func TestDeletionNodeAlreadyGone(t *testing.T) {
 	if err := env.Client.Delete(f.ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 	f.deleteMachine(m)
 
 	var last time.Duration
@@ -150,9 +148,9 @@ func TestDeletionNodeAlreadyGone(t *testing.T) {
 	}
 	got := f.mustGet(m)
 	wantCondition(t, got, DrainedCondition, corev1.ConditionTrue, ReasonDrainSkipped, "no longer exists")
-	wantCalls(t, f.act, map[string]int{machinetest.Delete: 3, machinetest.Exists: 3})
+	wantCalls(t, f.act, map[string]int{opDelete: 3, opExists: 3})
 
-	f.act.Set(func(a *machinetest.Actuator) { a.ExistsValue = false })
+	f.act.Set(func(a *fakeActuator) { a.ExistsValue = false })
 	if res := f.mustReconcile(m); res.RequeueAfter != 0 {
 		t.Errorf("done: %+v", res)
 	}
@@ -169,7 +167,7 @@ func TestDeletionInvalidConfiguration(t *testing.T) {
 	t.Run("never got addresses", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		f.act.Set(func(a *machinetest.Actuator) {
+		f.act.Set(func(a *fakeActuator) {
 			a.DeleteErr = InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
 			a.ExistsErr = InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
 		})
@@ -186,7 +184,7 @@ func TestDeletionInvalidConfiguration(t *testing.T) {
 	t.Run("with addresses", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		f.act.Set(func(a *machinetest.Actuator) {
+		f.act.Set(func(a *fakeActuator) {
 			a.DeleteErr = InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
 		})
 		m := f.machine("invalid", func(m *machinev1beta1.Machine) {

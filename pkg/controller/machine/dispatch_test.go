@@ -7,13 +7,11 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
 // kindServer is a fake provider serving named kinds.
 type kindServer struct {
-	*machinetest.Actuator
+	*fakeActuator
 	kinds []schema.GroupKind
 }
 
@@ -39,8 +37,8 @@ func TestProvidersDispatchByProviderSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kubemark := &machinetest.Actuator{Groups: []string{"kubemark.machine-api-operator.io"}}
-			vs := kindServer{&machinetest.Actuator{}, []schema.GroupKind{{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}}}
+			kubemark := &fakeActuator{Groups: []string{"kubemark.machine-api-operator.io"}}
+			vs := kindServer{&fakeActuator{}, []schema.GroupKind{{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}}}
 			p := NewProviders(kubemark, vs)
 			m := &machinev1beta1.Machine{Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(tt.value)}}}}
 			ctx := context.Background()
@@ -51,7 +49,7 @@ func TestProvidersDispatchByProviderSpec(t *testing.T) {
 					t.Errorf("call %d: error %v, want error %v", i, err, tt.wantErr)
 				}
 			}
-			for _, op := range []string{machinetest.Create, machinetest.Update, machinetest.Exists, machinetest.Delete} {
+			for _, op := range []string{opCreate, opUpdate, opExists, opDelete} {
 				if got := kubemark.Calls(op); got != tt.wantKubemark {
 					t.Errorf("kubemark %s calls %d, want %d", op, got, tt.wantKubemark)
 				}
@@ -65,8 +63,8 @@ func TestProvidersDispatchByProviderSpec(t *testing.T) {
 
 // TestProvidersServeTheUnion: the controller sees every provider's kinds.
 func TestProvidersServeTheUnion(t *testing.T) {
-	vs := kindServer{&machinetest.Actuator{}, []schema.GroupKind{{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}}}
-	p := NewProviders(&machinetest.Actuator{Groups: []string{"kubemark.machine-api-operator.io"}}, vs)
+	vs := kindServer{&fakeActuator{}, []schema.GroupKind{{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}}}
+	p := NewProviders(&fakeActuator{Groups: []string{"kubemark.machine-api-operator.io"}}, vs)
 	got := describeKinds(p.ProviderSpecKinds())
 	if want := "kubemark.machine-api-operator.io, VSphereMachineProviderSpec (machine.openshift.io)"; got != want {
 		t.Errorf("kinds %q, want %q", got, want)

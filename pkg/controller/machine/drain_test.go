@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -48,7 +47,7 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	f.pod("web-1", node.Name, web, 0)
 	f.pod("free-1", node.Name, nil, 0) // no PDB, no owner: evicted (Force)
 	f.blockingPDB("web", web, 1)
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 	timeoutsBefore := metricValue(t, DrainTimeoutsTotal)
 	durationsBefore := metricValue(t, DrainDurationSeconds)
 	f.deleteMachine(m)
@@ -127,7 +126,7 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	if f.getPod("web-1") != nil {
 		t.Error("the blocking pod was not deleted after the timeout")
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Delete: 1, machinetest.Exists: 1})
+	wantCalls(t, f.act, map[string]int{opDelete: 1, opExists: 1})
 	if res.RequeueAfter <= 0 {
 		t.Errorf("instance still terminating: want a requeue, got %+v", res)
 	}
@@ -141,7 +140,7 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 		t.Errorf("events:\n%s", f.rec)
 	}
 
-	f.act.Set(func(a *machinetest.Actuator) { a.ExistsValue = false })
+	f.act.Set(func(a *fakeActuator) { a.ExistsValue = false })
 	f.mustReconcile(m)
 	if f.get(m) != nil || f.getNode(node.Name) != nil {
 		t.Error("machine and node must be gone")
@@ -156,7 +155,7 @@ func TestDrainWaitsForTerminatingPodsWithoutHoldingTheReconcile(t *testing.T) {
 	f := newFixture(t)
 	m, node := f.runningMachine("terminating")
 	f.pod("slow-1", node.Name, nil, 30) // no kubelet: terminates until deleted with grace 0
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 	f.deleteMachine(m)
 
 	if res := f.mustReconcile(m); res.RequeueAfter <= 0 {
@@ -191,7 +190,7 @@ func TestDrainUnreachableNode(t *testing.T) {
 	node := f.node(f.nodeName("unreachable"), corev1.ConditionUnknown, nil)
 	m := f.machineOnNode("unreachable", node)
 	f.pod("slow-1", node.Name, nil, 30)
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 	f.deleteMachine(m)
 
 	// Each reconcile is one pass; the requeue is left to the poll.
@@ -251,7 +250,7 @@ func TestDrainOneControlPlaneNodeAtATime(t *testing.T) {
 	busy := f.node(f.nodeName("cp-a"), corev1.ConditionTrue, cp)
 	node := f.node(f.nodeName("cp-b"), corev1.ConditionTrue, cp)
 	m := f.machineOnNode("cp-b", node)
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 
 	// cp-a is being drained by the controller for Machine cp-a (deleting).
 	f.heldDeletingMachine("cp-a")
@@ -291,7 +290,7 @@ func TestDrainControlPlaneStaleAnnotation(t *testing.T) {
 	f.setDrainState(alive, true, f.ns+"/cp-alive")
 	node := f.node(f.nodeName("cp-b"), corev1.ConditionTrue, cp)
 	m := f.machineOnNode("cp-b", node)
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 	f.deleteMachine(m)
 
 	f.mustReconcile(m)
@@ -318,7 +317,7 @@ func TestDrainStartSurvivesUncordonAndControlPlaneWait(t *testing.T) {
 	web := map[string]string{"app": "web"}
 	f.pod("web-1", node.Name, web, 0)
 	f.blockingPDB("web", web, 1)
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = false })
+	f.act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = false })
 	f.deleteMachine(m)
 
 	f.mustReconcile(m)

@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
 func TestForeignProviderSpec(t *testing.T) {
@@ -154,7 +153,7 @@ func TestForeignProviderSpecBecomesServed(t *testing.T) {
 	if !hasFinalizer(got) || phaseOf(got) != machinev1beta1.PhaseProvisioning {
 		t.Errorf("not provisioned: finalizers %v, phase %q", got.Finalizers, phaseOf(got))
 	}
-	if f.act.Calls(machinetest.Create) != 1 {
+	if f.act.Calls(opCreate) != 1 {
 		t.Errorf("provider calls %v", f.act.AllCalls())
 	}
 }

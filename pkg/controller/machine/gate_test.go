@@ -3,8 +3,6 @@ package machine
 import (
 	"sync/atomic"
 	"testing"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
 // frozenGate is a Gate a test opens and closes.
@@ -22,7 +20,7 @@ func TestGateHoldsCreateAndDelete(t *testing.T) {
 	g := &frozenGate{}
 	g.frozen.Store(true)
 	f.r.Gate = g
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/gated"
 		a.Addresses = []string{"10.0.0.9"}
@@ -32,18 +30,18 @@ func TestGateHoldsCreateAndDelete(t *testing.T) {
 	if res := f.mustReconcile(m); res.RequeueAfter != gateRequeueAfter {
 		t.Errorf("frozen: result %+v, want a requeue after %s", res, gateRequeueAfter)
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1})
 
 	g.frozen.Store(false)
 	f.mustReconcile(m)
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 2, machinetest.Create: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 2, opCreate: 1})
 
 	f.deleteMachine(m)
 	g.frozen.Store(true)
 	if res := f.mustReconcile(m); res.RequeueAfter != gateRequeueAfter {
 		t.Errorf("frozen delete: result %+v, want a requeue after %s", res, gateRequeueAfter)
 	}
-	if n := f.act.Calls(machinetest.Delete); n != 0 {
+	if n := f.act.Calls(opDelete); n != 0 {
 		t.Errorf("Delete called %d times while frozen", n)
 	}
 	if got := f.get(m); got == nil {
@@ -52,7 +50,7 @@ func TestGateHoldsCreateAndDelete(t *testing.T) {
 
 	g.frozen.Store(false)
 	f.mustReconcile(m)
-	if n := f.act.Calls(machinetest.Delete); n != 1 {
+	if n := f.act.Calls(opDelete); n != 1 {
 		t.Errorf("Delete called %d times after the thaw, want 1", n)
 	}
 }

@@ -1,8 +1,7 @@
 package machine
 
-// Machines the controller leaves alone: another provider's (an AWS Machine seen by this binary) get only
-// ProviderSupported=False and an event; those another API is authoritative for, only
-// status.authoritativeAPI or Paused (package internal/authority). No finalizer, phase or provider call.
+// Machines left alone (no finalizer, phase or provider call): another provider's get ProviderSupported=False
+// and an event; those another API is authoritative for, status.authoritativeAPI or Paused (internal/authority).
 
 import (
 	"cmp"
@@ -108,9 +107,8 @@ func unsupportedProviderMessage(t specType, served []schema.GroupKind) string {
 		cmp.Or(t.Kind, "(none)"), t.APIVersion, cmp.Or(t.Group, "the core group"), describeKinds(served))
 }
 
-// leaveForeign only reports on a Machine of another provider: ProviderSupported=False (a patch of the
-// conditions alone) and, each time it is written, an UnsupportedProvider event. Our finalizer is never
-// added nor removed: another controller may own it.
+// leaveForeign sets ProviderSupported=False (conditions alone) with an UnsupportedProvider event each time it
+// is written; our finalizer is never added nor removed: another controller may own it.
 func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) error {
 	s.gone = true // hands off: no status patch from Reconcile
 	m := s.m

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -36,7 +35,7 @@ func TestControllerWithManager(t *testing.T) {
 	cfg.QPS, cfg.Burst = 1000, 2000
 	mgr := env.NewManager(t, cfg, cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}})
 	wt := testenv.NewWorkTracker()
-	act := &machinetest.Actuator{CreateSetsInstance: true, ProviderID: "test://" + f.ns + "/managed", Addresses: []string{"10.2.0.1"}}
+	act := &fakeActuator{CreateSetsInstance: true, ProviderID: "test://" + f.ns + "/managed", Addresses: []string{"10.2.0.1"}}
 	r := NewReconciler(Options{Client: mgr.GetClient(), Actuator: act, Recorder: f.rec, Namespace: f.ns})
 	r.waitBackoff = fastBackoff()
 	// Only a watch event can bring a blocked drain back within the test.
@@ -84,7 +83,7 @@ func TestControllerWithManager(t *testing.T) {
 	web := map[string]string{"app": "web"}
 	f.pod("web-1", node.Name, web, 0)
 	f.blockingPDB("web", web, 1)
-	act.Set(func(a *machinetest.Actuator) { a.DeleteRemovesInstance = true })
+	act.Set(func(a *fakeActuator) { a.DeleteRemovesInstance = true })
 	f.deleteMachine(m)
 	want := fmt.Sprintf("evicting %s/web-1: blocked by PodDisruptionBudget %[1]s/web (0 disruptions allowed)", f.ns)
 	poll.Eventually(t, 15*time.Second, "Drained=False naming the PDB", func(context.Context) (bool, error) {
@@ -99,7 +98,7 @@ func TestControllerWithManager(t *testing.T) {
 	poll.Eventually(t, 5*time.Second, "the Machine to be deleted after its Node went away", func(context.Context) (bool, error) {
 		return f.get(m) == nil, nil
 	})
-	if act.Calls(machinetest.Delete) != 1 {
+	if act.Calls(opDelete) != 1 {
 		t.Errorf("provider calls: %v", act.AllCalls())
 	}
 }

@@ -3,7 +3,6 @@ package machine
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	mapimetrics "github.com/machine-api-operator/machine-api-operator/pkg/metrics"
 )
 
@@ -74,19 +73,4 @@ func instanceFailedCounter(name, verb string) *prometheus.CounterVec {
 func RegisterMetrics() {
 	mapimetrics.Register(PhaseTransitionSeconds, PhaseTransitionsTotal, ProviderCallsTotal, ProviderErrorsTotal,
 		InstanceCreateFailed, InstanceUpdateFailed, InstanceDeleteFailed, DrainDurationSeconds, DrainTimeoutsTotal)
-}
-
-// failureReason is the reason label of an instance failure.
-func failureReason(err error) string {
-	if me := asMachineError(err); me != nil && me.Reason != "" {
-		return string(me.Reason)
-	}
-	return patch.Truncate(err.Error(), maxReasonLength)
-}
-
-// deleteInstanceFailedMetrics drops a gone Machine's failure counters.
-func deleteInstanceFailedMetrics(name, namespace string) {
-	for _, c := range instanceFailed {
-		c.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
-	}
 }

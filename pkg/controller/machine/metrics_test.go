@@ -11,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
 // instanceFailures returns the mapi_instance_*_failed series of one Machine
@@ -57,19 +55,19 @@ func TestInstanceCreateFailedCounted(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	m := f.machine("create-fails")
-	f.act.Set(func(a *machinetest.Actuator) { a.CreateErr = errors.New("quota exceeded for instance type m5.large") })
+	f.act.Set(func(a *fakeActuator) { a.CreateErr = errors.New("quota exceeded for instance type m5.large") })
 	for range 2 {
 		if _, err := f.reconcile(m); err == nil {
 			t.Fatal("reconcile succeeded although Create failed")
 		}
 	}
-	f.act.Set(func(a *machinetest.Actuator) { a.CreateErr = RequeueAfter(time.Second, "capacity pending") })
+	f.act.Set(func(a *fakeActuator) { a.CreateErr = RequeueAfter(time.Second, "capacity pending") })
 	f.mustReconcile(m)
 	wantFailures(t, "mapi_instance_create_failed", InstanceCreateFailed, m, map[string]float64{"quota exceeded for instance type m5.large": 2})
 	wantFailures(t, "mapi_instance_update_failed", InstanceUpdateFailed, m, map[string]float64{})
 
 	// An invalid providerSpec: the Machine fails; reason is the MachineError's.
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateErr = fmt.Errorf("creating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
 	})
 	f.mustReconcile(m)
@@ -78,7 +76,7 @@ func TestInstanceCreateFailedCounted(t *testing.T) {
 		"quota exceeded for instance type m5.large": 2,
 		"InvalidConfiguration":                      1,
 	})
-	if c := f.act.Calls(machinetest.Create); c != 4 {
+	if c := f.act.Calls(opCreate); c != 4 {
 		t.Errorf("%d Create calls, want 4", c)
 	}
 }
@@ -91,7 +89,7 @@ func TestInstanceUpdateAndDeleteFailedCounted(t *testing.T) {
 	f := newFixture(t)
 	m, _ := f.runningMachine("update-fails")
 	long := "instance i-0123 rejected the update: " + fmt.Sprintf("%0200d", 7)
-	f.act.Set(func(a *machinetest.Actuator) { a.UpdateErr = errors.New(long) })
+	f.act.Set(func(a *fakeActuator) { a.UpdateErr = errors.New(long) })
 	if _, err := f.reconcile(m); err == nil {
 		t.Fatal("reconcile succeeded although Update failed")
 	}
@@ -99,11 +97,11 @@ func TestInstanceUpdateAndDeleteFailedCounted(t *testing.T) {
 	reason := "instance i-0123 rejected the update: " + strings.Repeat("0", 88) + "..."
 	wantFailures(t, "mapi_instance_update_failed", InstanceUpdateFailed, m, map[string]float64{reason: 1})
 	// A provider-side wait is not a failure.
-	f.act.Set(func(a *machinetest.Actuator) { a.UpdateErr = RequeueAfter(time.Second, "refreshing") })
+	f.act.Set(func(a *fakeActuator) { a.UpdateErr = RequeueAfter(time.Second, "refreshing") })
 	f.mustReconcile(m)
 	wantFailures(t, "mapi_instance_update_failed", InstanceUpdateFailed, m, map[string]float64{reason: 1})
 
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.UpdateErr = nil
 		a.DeleteErr = &MachineError{Reason: machinev1beta1.DeleteMachineError, Message: "the cloud refused to terminate i-0123"}
 	})
@@ -113,7 +111,7 @@ func TestInstanceUpdateAndDeleteFailedCounted(t *testing.T) {
 	}
 	wantFailures(t, "mapi_instance_delete_failed", InstanceDeleteFailed, m, map[string]float64{string(machinev1beta1.DeleteMachineError): 1})
 
-	f.act.Set(func(a *machinetest.Actuator) { a.DeleteErr = nil })
+	f.act.Set(func(a *fakeActuator) { a.DeleteErr = nil })
 	f.mustReconcile(m)
 	if f.get(m) != nil {
 		t.Fatal("machine still exists after a successful delete")

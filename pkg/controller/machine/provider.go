@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // Actuator is what a provider implements. Every method must be idempotent: the controller calls them
@@ -29,9 +31,8 @@ import (
 // the field); a *RequeueAfterError is a provider-side wait, not an error; any other is retried with backoff.
 // A provider should also implement ProviderSpecServer, so it never gets another provider's Machine.
 type Actuator interface {
-	// Create creates the instance. Called only when Exists reported false, maybe on a stale cached view of
-	// a Machine provisioned meanwhile: it must find the instance it made for this Machine before making one
-	// (kubemark: the Node named after it; vSphere: the VM whose instance UUID is its UID).
+	// Create creates the instance once Exists reported false, maybe on a stale view of a Machine provisioned
+	// meanwhile: it first looks for the instance it made for it (kubemark: the Node of its name; vSphere: its UID).
 	Create(ctx context.Context, machine *machinev1beta1.Machine) error
 	// Update brings an existing instance in line with the Machine and refreshes what Create may set.
 	Update(ctx context.Context, machine *machinev1beta1.Machine) error
@@ -254,7 +255,11 @@ func countProviderError(m *machinev1beta1.Machine, op string, err error) {
 	}
 	ProviderErrorsTotal.WithLabelValues(op).Inc()
 	if c := instanceFailed[op]; c != nil {
-		c.WithLabelValues(m.Name, m.Namespace, failureReason(err)).Inc()
+		reason := patch.Truncate(err.Error(), maxReasonLength) // the reason label: the MachineError reason, or the message
+		if me := asMachineError(err); me != nil && me.Reason != "" {
+			reason = string(me.Reason)
+		}
+		c.WithLabelValues(m.Name, m.Namespace, reason).Inc()
 	}
 }
 

@@ -153,9 +153,8 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil // nothing will wake us: look again
 }
 
-// linkNode sets the nodeRef to the Node the cache shows under the Machine's providerID, so the status
-// write that becomes Running is also the link (one write, not nodelink's and then ours); the Node of a
-// slower platform, or one nodeToLink refuses, is left to nodelink (docs/openshift.md).
+// linkNode sets the nodeRef to the cached Node of the Machine's providerID, so one status write both links
+// and makes it Running; a Node not there yet, or one nodeToLink refuses, is left to nodelink (docs/openshift.md).
 func (r *Reconciler) linkNode(ctx context.Context, m *machinev1beta1.Machine) {
 	if m.Status.NodeRef != nil || m.Spec.ProviderID == nil || *m.Spec.ProviderID == "" || r.nodesByProviderID == nil {
 		return

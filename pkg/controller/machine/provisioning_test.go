@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
 // A new Machine gets its finalizer, then Create, then its providerID and
@@ -35,7 +34,7 @@ func TestProvisioningToRunning(t *testing.T) {
 	f := newFixture(t)
 	createsBefore := metricValue(t, ProviderCallsTotal.WithLabelValues(OperationCreate))
 	var phaseAtCreate string
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/m1"
 		a.Addresses = []string{"10.0.0.7"}
@@ -61,7 +60,7 @@ func TestProvisioningToRunning(t *testing.T) {
 	if g := machineGets(f, "m1"); g != 1 {
 		t.Errorf("pass 1 read %d times, want 1 (the Machine itself; none before Create): %v", g, f.counter.Snapshot())
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
 	if phaseAtCreate != "" {
 		t.Errorf("phase when Create ran = %q, want none written yet (one status write per pass)", phaseAtCreate)
 	}
@@ -97,7 +96,7 @@ func TestProvisioningToRunning(t *testing.T) {
 	if w := f.counter.Writes(); w != 0 {
 		t.Errorf("pass 2 wrote %d times, want 0: %v", w, f.counter.WriteRequests())
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 2, machinetest.Create: 1, machinetest.Update: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 2, opCreate: 1, opUpdate: 1})
 	got = f.mustGet(m)
 	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
 
@@ -181,11 +180,11 @@ func TestInstanceDisappeared(t *testing.T) {
 	if string(got.Status.ProviderStatus.Raw) != `{"instanceState":"Unknown"}` {
 		t.Errorf("providerStatus = %s", got.Status.ProviderStatus.Raw)
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1})
 
 	f.counter.Reset()
 	f.mustReconcile(m)
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1})
 	if w := f.counter.Writes(); w != 0 {
 		t.Errorf("Failed Machine written again: %v", f.counter.WriteRequests())
 	}
@@ -199,7 +198,7 @@ func TestInvalidConfiguration(t *testing.T) {
 	t.Run("from Create", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
-		f.act.Set(func(a *machinetest.Actuator) {
+		f.act.Set(func(a *fakeActuator) {
 			a.CreateErr = fmt.Errorf("creating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
 		})
 		m := f.machine("bad")
@@ -218,7 +217,7 @@ func TestInvalidConfiguration(t *testing.T) {
 			t.Errorf("events:\n%s", f.rec)
 		}
 		f.mustReconcile(m)
-		wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+		wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
 	})
 	t.Run("missing providerSpec.value", func(t *testing.T) {
 		t.Parallel()
@@ -231,7 +230,7 @@ func TestInvalidConfiguration(t *testing.T) {
 			got.Status.ErrorMessage == nil || *got.Status.ErrorMessage == "" {
 			t.Errorf("error = %v / %v", got.Status.ErrorReason, got.Status.ErrorMessage)
 		}
-		wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+		wantCalls(t, f.act, map[string]int{opExists: 1})
 	})
 }
 
@@ -240,7 +239,7 @@ func TestInvalidConfiguration(t *testing.T) {
 func TestExistsErrorRetried(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.act.Set(func(a *machinetest.Actuator) { a.ExistsErr = errors.New("cloud API unavailable") })
+	f.act.Set(func(a *fakeActuator) { a.ExistsErr = errors.New("cloud API unavailable") })
 	m := f.machine("flaky")
 	if _, err := f.reconcile(m); err == nil {
 		t.Fatal("an Exists error must be returned for backoff")
@@ -250,13 +249,13 @@ func TestExistsErrorRetried(t *testing.T) {
 	if got.Status.ErrorMessage != nil || phaseOf(got) != "" {
 		t.Errorf("a transient error must not set errorMessage or a phase: %+v", got.Status)
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1})
 
-	f.act.Set(func(a *machinetest.Actuator) { a.ExistsErr = nil })
+	f.act.Set(func(a *fakeActuator) { a.ExistsErr = nil })
 	if res := f.mustReconcile(m); res.RequeueAfter <= 0 {
 		t.Errorf("Create set no providerID: the controller must come back to look at the instance: %+v", res)
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 2, machinetest.Create: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 2, opCreate: 1})
 	wantPhase(t, f.mustGet(m), machinev1beta1.PhaseProvisioning)
 }
 
@@ -266,7 +265,7 @@ func TestExistsErrorRetried(t *testing.T) {
 func TestProviderRequeueAfterAndErrors(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.act.Set(func(a *machinetest.Actuator) { a.ExistsErr = RequeueAfter(5*time.Second, "provider API throttled") })
+	f.act.Set(func(a *fakeActuator) { a.ExistsErr = RequeueAfter(5*time.Second, "provider API throttled") })
 	m := f.machine("slow")
 	res, err := f.reconcile(m)
 	if err != nil || res.RequeueAfter != 5*time.Second {
@@ -276,7 +275,7 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 		t.Errorf("a provider-side wait is not a failed check: %+v", c)
 	}
 
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.ExistsErr = nil
 		a.CreateErr = fmt.Errorf("provider: %w", RequeueAfter(7*time.Second, "waiting for quota"))
 	})
@@ -286,7 +285,7 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 	}
 	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated, "waiting for quota")
 
-	f.act.Set(func(a *machinetest.Actuator) { a.CreateErr = errors.New("quota exceeded") })
+	f.act.Set(func(a *fakeActuator) { a.CreateErr = errors.New("quota exceeded") })
 	for range 2 {
 		if _, err := f.reconcile(m); err == nil {
 			t.Fatal("Create error must be returned")
@@ -298,7 +297,7 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 	}
 
 	// Update errors: requeue-after honoured too.
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateErr = nil
 		a.ExistsValue = true
 		a.UpdateErr = RequeueAfter(3*time.Second, "instance booting")
@@ -311,7 +310,7 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 
 	// A provider that always asks to be called again (health checks) still
 	// lets the phase advance once the instance is provisioned.
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.UpdateHook = func(_ context.Context, m *machinev1beta1.Machine) error {
 			m.Spec.ProviderID = ptr.To("fake://" + m.Name)
 			m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.9"}}
@@ -336,7 +335,7 @@ func TestInvalidConfigurationFromUpdate(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	m, _ := f.runningMachine("edited")
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.UpdateErr = fmt.Errorf("updating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
 	})
 	for range 2 {
@@ -359,7 +358,7 @@ func TestInvalidConfigurationFromUpdate(t *testing.T) {
 		t.Errorf("FailedUpdate recorded %d times, want once:\n%s", n, f.rec)
 	}
 
-	f.act.Set(func(a *machinetest.Actuator) { a.UpdateErr = nil })
+	f.act.Set(func(a *fakeActuator) { a.UpdateErr = nil })
 	f.mustReconcile(m)
 	wantCondition(t, f.mustGet(m), ProviderUpdatedCondition, corev1.ConditionTrue, ReasonProviderUpdated)
 }
@@ -379,7 +378,7 @@ func TestCreateLinksTheRegisteredNode(t *testing.T) {
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-m1"}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = providerID
 		a.Addresses = []string{"10.0.0.8"}
@@ -405,7 +404,7 @@ func TestCreateLinksTheRegisteredNode(t *testing.T) {
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-m2", Annotations: map[string]string{"machine.openshift.io/machine": f.ns + "/elsewhere"}},
 		Spec: corev1.NodeSpec{ProviderID: "test://" + f.ns + "/m2"}}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), other) })
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.ProviderID = other.Spec.ProviderID
 		a.CreateHook = func(ctx context.Context, _ *machinev1beta1.Machine) error { return env.Client.Create(ctx, other) }
 	})
@@ -419,12 +418,12 @@ func TestCreateLinksTheRegisteredNode(t *testing.T) {
 }
 
 // A Machine created with the finalizer (the defaulting webhook adds it) needs two writes to Provisioned:
-// status and providerID, and no read before Create. Breaks if addFinalizer patched a finalizer already
+// status and providerID, and no read before Create. Breaks if reconcile patched a finalizer already
 // there, or create() read the Machine uncached first.
 func TestCreatedWithFinalizer(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/m1"
 	})
@@ -437,7 +436,7 @@ func TestCreatedWithFinalizer(t *testing.T) {
 	if g := machineGets(f, "m1"); g != 1 {
 		t.Errorf("read the Machine %d times, want 1 (the reconcile's own read): %v", g, f.counter.Snapshot())
 	}
-	wantCalls(t, f.act, map[string]int{machinetest.Exists: 1, machinetest.Create: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
 	got := f.mustGet(m)
 	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
 	if !slices.Equal(got.Finalizers, []string{machinev1beta1.MachineFinalizer}) {

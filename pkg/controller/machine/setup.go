@@ -20,6 +20,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
@@ -48,12 +49,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		return err
 	}
 	if r.nodesByProviderID == nil {
-		if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &corev1.Node{}, Name: NodeProviderIDField, Extract: nodeProviderID}); err != nil {
+		if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &corev1.Node{}, Name: nodelink.IndexNodeProviderID, Extract: nodelink.NodeProviderIDIndex}); err != nil {
 			return err
 		}
 		r.nodesByProviderID = func(ctx context.Context, providerID string) ([]corev1.Node, error) {
 			nodes := &corev1.NodeList{}
-			err := r.Client.List(ctx, nodes, client.MatchingFields{NodeProviderIDField: providerID})
+			err := r.Client.List(ctx, nodes, client.MatchingFields{nodelink.IndexNodeProviderID: providerID})
 			return nodes.Items, err
 		}
 	}
@@ -73,13 +74,6 @@ func IndexMachinesByNodeRef(ctx context.Context, indexer client.FieldIndexer) er
 	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: NodeRefNameField, Extract: machineNodeRefName})
 }
 
-func nodeProviderID(o client.Object) []string {
-	if n, ok := o.(*corev1.Node); ok && n.Spec.ProviderID != "" {
-		return []string{n.Spec.ProviderID}
-	}
-	return nil
-}
-
 func machineNodeRefName(o client.Object) []string {
 	m, ok := o.(*machinev1beta1.Machine)
 	if !ok || m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
@@ -94,8 +88,7 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	enqueue := func(ctx context.Context, q queue, node client.Object, drainEnded bool) {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("node", node.GetName()))
-		all := func(*machinev1beta1.Machine) bool { return true }
-		r.enqueueMachines(ctx, q, all, "mapping a node to machines", client.MatchingFields{NodeRefNameField: node.GetName()})
+		r.enqueueMachines(ctx, q, nil, "mapping a node to machines", client.MatchingFields{NodeRefNameField: node.GetName()})
 		if drainEnded {
 			r.enqueueMachines(ctx, q, waitingForControlPlaneDrain, "listing machines waiting for a control-plane drain")
 		}
@@ -115,7 +108,7 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 	}
 }
 
-// enqueueMachines adds our cached Machines that keep accepts to q; a failed listing is logged.
+// enqueueMachines adds our cached Machines that keep (nil: all) accepts to q; a failed listing is logged.
 func (r *Reconciler) enqueueMachines(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request],
 	keep func(*machinev1beta1.Machine) bool, failure string, opts ...client.ListOption) {
 	list := &machinev1beta1.MachineList{}
@@ -127,7 +120,7 @@ func (r *Reconciler) enqueueMachines(ctx context.Context, q workqueue.TypedRateL
 		return
 	}
 	for i := range list.Items {
-		if keep(&list.Items[i]) {
+		if keep == nil || keep(&list.Items[i]) {
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -61,7 +60,7 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 	}
 	// An instance exists once the Machine has a providerID; Create gives the
 	// new Machine one.
-	act := &machinetest.Actuator{Groups: []string{testGroup}, CreateSetsInstance: true, ProviderID: "test://" + f.ns + "/new",
+	act := &fakeActuator{Groups: []string{testGroup}, CreateSetsInstance: true, ProviderID: "test://" + f.ns + "/new",
 		ExistsHook: func(_ context.Context, m *machinev1beta1.Machine) (bool, error) {
 			return m.Spec.ProviderID != nil && *m.Spec.ProviderID != "", nil
 		}}
@@ -149,7 +148,7 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 		}
 		return true, nil
 	})
-	if n := act.Calls(machinetest.Delete); n != 0 {
+	if n := act.Calls(opDelete); n != 0 {
 		t.Errorf("an instance was deleted although its drain is blocked: %d Delete calls", n)
 	}
 }

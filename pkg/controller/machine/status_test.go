@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 )
 
 // foreignWriter, once armed, writes a condition of its own on the server
@@ -71,7 +70,7 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.r.Client = interceptor.NewClient(inner, interceptor.Funcs{SubResourcePatch: w.intercept})
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/m1"
 		a.Addresses = []string{"10.0.0.7"}
@@ -129,7 +128,7 @@ func TestStatusWrittenBeforeProviderID(t *testing.T) {
 			return c.Status().Patch(ctx, obj, p, opts...)
 		},
 	})
-	f.act.Set(func(a *machinetest.Actuator) {
+	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/m1"
 		a.Addresses = []string{"10.0.0.7"}

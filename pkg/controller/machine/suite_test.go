@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine/machinetest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
@@ -102,7 +101,7 @@ type fixture struct {
 	t       *testing.T
 	ctx     context.Context
 	ns      string
-	act     *machinetest.Actuator
+	act     *fakeActuator
 	r       *Reconciler
 	counter *applytest.CountingTransport
 	rec     *recorder
@@ -131,7 +130,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &machinetest.Actuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testClock{}}
+	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &fakeActuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testClock{}}
 	f.r = NewReconciler(Options{
 		Client: c, APIReader: c, Actuator: f.act, Recorder: f.rec, Now: f.clock.Now,
 		KubeClient: kube,
@@ -202,7 +201,7 @@ func (f *fixture) runningMachine(name string, mutate ...func(*machinev1beta1.Mac
 
 func (f *fixture) machineOnNode(name string, n *corev1.Node, mutate ...func(*machinev1beta1.Machine)) *machinev1beta1.Machine {
 	f.t.Helper()
-	f.act.Set(func(a *machinetest.Actuator) { a.ExistsValue = true; a.DeleteRemovesInstance = true })
+	f.act.Set(func(a *fakeActuator) { a.ExistsValue = true; a.DeleteRemovesInstance = true })
 	all := append([]func(*machinev1beta1.Machine){func(m *machinev1beta1.Machine) {
 		m.Finalizers = []string{machinev1beta1.MachineFinalizer}
 		m.Spec.ProviderID = ptr.To("test://" + f.ns + "/" + name)
@@ -368,10 +367,10 @@ func wantPhase(t *testing.T, m *machinev1beta1.Machine, phase string) {
 	}
 }
 
-func wantCalls(t *testing.T, a *machinetest.Actuator, want map[string]int) {
+func wantCalls(t *testing.T, a *fakeActuator, want map[string]int) {
 	t.Helper()
 	got := a.AllCalls()
-	for _, op := range []string{machinetest.Create, machinetest.Update, machinetest.Exists, machinetest.Delete} {
+	for _, op := range []string{opCreate, opUpdate, opExists, opDelete} {
 		if got[op] != want[op] {
 			t.Errorf("provider calls = %v, want %v", got, want)
 			return

@@ -1,5 +1,4 @@
-// Package machinetest holds a scriptable fake Actuator that counts calls.
-package machinetest
+package machine
 
 import (
 	"context"
@@ -11,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Actuator is a fake machine.Actuator: configure it under Set, read the counters with Calls.
-type Actuator struct {
+// fakeActuator is a scriptable fake Actuator: configure it under Set, read the counters with Calls.
+type fakeActuator struct {
 	mu sync.Mutex
 
 	ExistsValue                                bool  // what Exists answers (after ExistsHook)
@@ -26,7 +25,7 @@ type Actuator struct {
 	DeleteRemovesInstance bool     // a successful Delete clears ExistsValue
 	ProviderID            string   // written by Create/Update when set
 	Addresses             []string // likewise
-	Groups                []string // the providerSpec API groups served (machine.ProviderSpecServer); empty: all
+	Groups                []string // the providerSpec API groups served (ProviderSpecServer); empty: all
 
 	calls map[string]int
 }
@@ -35,38 +34,38 @@ type hook = func(ctx context.Context, m *machinev1beta1.Machine) error
 
 // Operation names used by Calls.
 const (
-	Create = "Create"
-	Update = "Update"
-	Exists = "Exists"
-	Delete = "Delete"
+	opCreate = "Create"
+	opUpdate = "Update"
+	opExists = "Exists"
+	opDelete = "Delete"
 )
 
 // Set runs f with the actuator locked (to change its configuration).
-func (a *Actuator) Set(f func(a *Actuator)) {
+func (a *fakeActuator) Set(f func(a *fakeActuator)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f(a)
 }
 
 // Calls returns how many times op was called.
-func (a *Actuator) Calls(op string) (n int) {
-	a.Set(func(a *Actuator) { n = a.calls[op] })
+func (a *fakeActuator) Calls(op string) (n int) {
+	a.Set(func(a *fakeActuator) { n = a.calls[op] })
 	return n
 }
 
 // AllCalls returns a copy of every counter.
-func (a *Actuator) AllCalls() (calls map[string]int) {
-	a.Set(func(a *Actuator) { calls = maps.Clone(a.calls) })
+func (a *fakeActuator) AllCalls() (calls map[string]int) {
+	a.Set(func(a *fakeActuator) { calls = maps.Clone(a.calls) })
 	return calls
 }
 
 // Reset zeroes the counters.
-func (a *Actuator) Reset() {
-	a.Set(func(a *Actuator) { a.calls = nil })
+func (a *fakeActuator) Reset() {
+	a.Set(func(a *fakeActuator) { a.calls = nil })
 }
 
 // call counts op, reads its configuration with config (under the lock), then runs its hook.
-func (a *Actuator) call(ctx context.Context, m *machinev1beta1.Machine, op string, config func() (hook, error)) error {
+func (a *fakeActuator) call(ctx context.Context, m *machinev1beta1.Machine, op string, config func() (hook, error)) error {
 	a.mu.Lock()
 	if a.calls == nil {
 		a.calls = map[string]int{}
@@ -82,7 +81,7 @@ func (a *Actuator) call(ctx context.Context, m *machinev1beta1.Machine, op strin
 	return err
 }
 
-func (a *Actuator) fill(m *machinev1beta1.Machine) {
+func (a *fakeActuator) fill(m *machinev1beta1.Machine) {
 	if a.ProviderID != "" {
 		id := a.ProviderID
 		m.Spec.ProviderID = &id
@@ -95,9 +94,9 @@ func (a *Actuator) fill(m *machinev1beta1.Machine) {
 	}
 }
 
-// ProviderSpecKinds implements machine.ProviderSpecServer: every kind of Groups.
-func (a *Actuator) ProviderSpecKinds() (kinds []schema.GroupKind) {
-	a.Set(func(a *Actuator) {
+// ProviderSpecKinds implements ProviderSpecServer: every kind of Groups.
+func (a *fakeActuator) ProviderSpecKinds() (kinds []schema.GroupKind) {
+	a.Set(func(a *fakeActuator) {
 		for _, g := range a.Groups {
 			kinds = append(kinds, schema.GroupKind{Group: g})
 		}
@@ -105,38 +104,38 @@ func (a *Actuator) ProviderSpecKinds() (kinds []schema.GroupKind) {
 	return kinds
 }
 
-// Create implements machine.Actuator.
-func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
+// Create implements Actuator.
+func (a *fakeActuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
 	var sets bool
-	err := a.call(ctx, m, Create, func() (hook, error) { sets = a.CreateSetsInstance; return a.CreateHook, a.CreateErr })
+	err := a.call(ctx, m, opCreate, func() (hook, error) { sets = a.CreateSetsInstance; return a.CreateHook, a.CreateErr })
 	if err == nil && sets {
-		a.Set(func(a *Actuator) { a.ExistsValue = true; a.fill(m) })
+		a.Set(func(a *fakeActuator) { a.ExistsValue = true; a.fill(m) })
 	}
 	return err
 }
 
-// Update implements machine.Actuator.
-func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
-	return a.call(ctx, m, Update, func() (hook, error) { a.fill(m); return a.UpdateHook, a.UpdateErr })
+// Update implements Actuator.
+func (a *fakeActuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
+	return a.call(ctx, m, opUpdate, func() (hook, error) { a.fill(m); return a.UpdateHook, a.UpdateErr })
 }
 
-// Exists implements machine.Actuator.
-func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
+// Exists implements Actuator.
+func (a *fakeActuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
 	var h func(ctx context.Context, m *machinev1beta1.Machine) (bool, error)
 	var v bool
-	err := a.call(ctx, m, Exists, func() (hook, error) { h, v = a.ExistsHook, a.ExistsValue; return nil, a.ExistsErr })
+	err := a.call(ctx, m, opExists, func() (hook, error) { h, v = a.ExistsHook, a.ExistsValue; return nil, a.ExistsErr })
 	if h != nil {
 		return h(ctx, m)
 	}
 	return v, err
 }
 
-// Delete implements machine.Actuator.
-func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
+// Delete implements Actuator.
+func (a *fakeActuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
 	var gone bool
-	err := a.call(ctx, m, Delete, func() (hook, error) { gone = a.DeleteRemovesInstance; return a.DeleteHook, a.DeleteErr })
+	err := a.call(ctx, m, opDelete, func() (hook, error) { gone = a.DeleteRemovesInstance; return a.DeleteHook, a.DeleteErr })
 	if err == nil && gone {
-		a.Set(func(a *Actuator) { a.ExistsValue = false })
+		a.Set(func(a *fakeActuator) { a.ExistsValue = false })
 	}
 	return err
 }
