@@ -1,17 +1,9 @@
 // Package certs issues and rotates the webhook serving certificates where
 // OpenShift's service-ca does not (Manager.Ensure); Retire hands over to it.
-//
-// One CA signs both serving certificates. CASecretName holds it (tls.crt,
-// tls.key, and ca.crt: the current CA and every unexpired earlier one), kept
-// in the cluster so a restarted operator keeps the same caBundle, and out of
-// the serving Secrets the webhook pods mount (tls.crt, tls.key, ca.crt).
-// A certificate is rotated once less than RefreshFraction of its validity is
-// left; an old CA stays in the bundle until it expires.
-//
-// Kept instead of github.com/open-policy-agent/cert-controller: it keeps the
-// CA key in the serving Secret the webhook pods mount, gives each Secret its
-// own CA, drops the old CA from caBundle at once on a CA rotation, and updates
-// the webhook configurations on every reconcile (writes at rest).
+// One CA (CASecretName, kept out of the Secrets the pods mount) signs both;
+// ca.crt keeps every unexpired earlier CA.
+// Not open-policy-agent/cert-controller: it puts the CA key in the mounted
+// Secret, drops an old CA from caBundle at once and writes at rest.
 package certs
 
 import (
@@ -212,19 +204,6 @@ func EncodeCertsPEM(certs ...*x509.Certificate) []byte {
 		_ = pem.Encode(&buf, &pem.Block{Type: pemTypeCertificate, Bytes: c.Raw})
 	}
 	return buf.Bytes()
-}
-
-// NewCertPool returns a pool of every certificate in the PEM bundle.
-func NewCertPool(bundle []byte) (*x509.CertPool, error) {
-	certs, err := ParseCertsPEM(bundle)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	for _, c := range certs {
-		pool.AddCert(c)
-	}
-	return pool, nil
 }
 
 // Certificates carry whole seconds: truncated for exact comparisons.

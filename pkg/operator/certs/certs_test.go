@@ -221,3 +221,16 @@ func TestBundleEncodingIsStable(t *testing.T) {
 		t.Fatal("bundle encoding is not stable")
 	}
 }
+
+// NewCertPool returns a pool of every certificate in the PEM bundle.
+func NewCertPool(bundle []byte) (*x509.CertPool, error) {
+	certs, err := ParseCertsPEM(bundle)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool, nil
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -35,4 +36,19 @@ func TestLifecycleHooksAdmissionPolicyObjects(t *testing.T) {
 	if len(back.Spec.Validations) != 2 || back.Spec.Validations[0].Expression != policy.Spec.Validations[0].Expression {
 		t.Errorf("YAML round trip lost validations: %+v", back.Spec.Validations)
 	}
+}
+
+// LifecycleHooksAdmissionPolicyYAML renders the policy and the binding as a
+// two-document YAML stream.
+func LifecycleHooksAdmissionPolicyYAML() ([]byte, error) {
+	policy, binding := LifecycleHooksAdmissionPolicy()
+	var out []byte
+	for _, obj := range []client.Object{policy, binding} {
+		b, err := ToYAML(obj)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, "---\n"...), b...)
+	}
+	return out, nil
 }
