@@ -72,15 +72,13 @@ var (
 
 // NewActuator returns a vSphere Actuator.
 func NewActuator(opts Options) *Actuator {
-	a := &Actuator{client: opts.Client, settings: opts.Settings, poll: cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval),
-		timeout: cmp.Or(max(opts.APITimeout, 0), DefaultAPITimeout), now: opts.Now, vmGroupZonal: opts.VMGroupZonal}
-	if a.settings == nil {
-		a.settings = ClusterSettings{Reader: opts.Client}
-	}
+	a := &Actuator{client: opts.Client, settings: cmp.Or[SettingsSource](opts.Settings, ClusterSettings{Reader: opts.Client}),
+		poll: cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval), timeout: cmp.Or(max(opts.APITimeout, 0), DefaultAPITimeout),
+		now: opts.Now, vmGroupZonal: opts.VMGroupZonal}
 	if a.now == nil {
 		a.now = time.Now
 	}
-	a.sessions = newSessions(a.timeout)
+	a.sessions = &sessions{byKey: map[sessionKey]*cachedSession{}, timeout: a.timeout, metrics: &requestMetrics{vec: newRequestHistogram()}}
 	return a
 }
 
@@ -93,13 +91,16 @@ func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 // Close logs out of every vCenter session.
 func (a *Actuator) Close(ctx context.Context) { a.sessions.close(ctx) }
 
-// target is one call's view of a Machine: its spec, status, session and settings.
+// target is one call's view of a Machine: its spec, status, session and settings; openVM adds its task and VM.
 type target struct {
 	creds    credentials
 	spec     *machinev1beta1.VSphereMachineProviderSpec
 	status   *machinev1beta1.VSphereMachineProviderStatus
 	session  *session
 	settings Settings
+	task     taskState
+	info     *types.TaskInfo
+	vm       *machineVM
 }
 
 // open decodes the Machine and connects to its vCenter.
@@ -124,17 +125,21 @@ func (a *Actuator) open(ctx context.Context, m *machinev1beta1.Machine) (*target
 	return &target{creds: creds, spec: spec, status: decodeStatus(m), session: s, settings: settings}, nil
 }
 
-// openIdle opens the Machine and reads its providerStatus task; a running task is a RequeueAfterError.
-func (a *Actuator) openIdle(ctx context.Context, m *machinev1beta1.Machine) (*target, taskState, *types.TaskInfo, error) {
+// openVM opens the Machine, reads its providerStatus task and finds its VM (nil: none); when idle is asked
+// for, a running task is a RequeueAfterError.
+func (a *Actuator) openVM(ctx context.Context, m *machinev1beta1.Machine, idle bool) (*target, error) {
 	t, err := a.open(ctx, m)
 	if err != nil {
-		return nil, taskNone, nil, err
+		return nil, err
 	}
-	task, info, err := readTask(ctx, t.session, t.status.TaskRef)
-	if err == nil && task == taskRunning {
-		err = machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", t.status.TaskRef, info.DescriptionId))
+	if t.task, t.info, err = readTask(ctx, t.session, t.status.TaskRef); err != nil {
+		return nil, err
 	}
-	return t, task, info, err
+	if idle && t.task == taskRunning {
+		return nil, machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", t.status.TaskRef, t.info.DescriptionId))
+	}
+	t.vm, err = findMachineVM(ctx, t.session, string(m.UID))
+	return t, err
 }
 
 // Create clones the Machine's VM and powers it on, one step per call: each step starts a vCenter task,
@@ -151,20 +156,18 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if spec.Workspace.VMGroup != "" && !a.vmGroupZonal {
 		return fmt.Errorf("%v: vmGroup is only available with the %s feature gate", m.Name, features.FeatureGateVSphereHostVMGroupZonal)
 	}
-	t, task, info, err := a.openIdle(ctx, m)
+	t, err := a.openVM(ctx, m, true)
 	if err != nil {
 		return err
 	}
-	st, s := t.status, t.session
-	vm, err := findMachineVM(ctx, s, string(m.UID))
-	if err == nil && vm == nil {
-		vm, err = findCloneByName(ctx, s, t.spec.Workspace.Folder, m.Name, string(m.UID))
+	st, s, vm, task := t.status, t.session, t.vm, t.task
+	if vm == nil {
+		if vm, err = findCloneByName(ctx, s, t.spec.Workspace.Folder, m.Name, string(m.UID)); err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
-	}
-	if info != nil {
-		task = ignoreFailedClone(task, info.DescriptionId, vm.state())
+	if t.info != nil {
+		task = ignoreFailedClone(task, t.info.DescriptionId, vm.state())
 	}
 	state, cluster, err := observeGroup(ctx, s, t.spec, vm)
 	if err != nil {
@@ -177,10 +180,14 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 			return err
 		}
 	}
-	logger := log.FromContext(ctx)
+	started := func(ref, doing, requeue string, kv ...any) error {
+		log.FromContext(ctx).Info(doing, append(kv, "task", ref)...)
+		st.TaskRef = ref
+		return writeStatus(m, st, machine.RequeueAfter(a.poll, requeue))
+	}
 	switch step {
 	case createReportTask:
-		err := taskError(info)
+		err := taskError(t.info)
 		st.TaskRef = "" // the next call starts over
 		setCreation(st, a.now(), err)
 		return writeStatus(m, st, err)
@@ -190,10 +197,8 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 			setCreation(st, a.now(), err)
 			return writeStatus(m, st, err)
 		}
-		logger.Info("cloning the VM", "template", t.spec.Template, "task", ref)
-		st.TaskRef = ref
 		setCreation(st, a.now(), nil)
-		return writeStatus(m, st, machine.RequeueAfter(a.poll, "cloning the VM from template "+t.spec.Template))
+		return started(ref, "cloning the VM", "cloning the VM from template "+t.spec.Template, "template", t.spec.Template)
 	case createConflict:
 		return fmt.Errorf("VM %s in folder %q is %s and its instance UUID is not this Machine's UID %s: it belongs to something else; rename or remove it", vm.mo.Name, t.spec.Workspace.Folder, vm.mo.Runtime.PowerState, m.UID)
 	case createConfigure:
@@ -201,9 +206,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		if err != nil {
 			return fmt.Errorf("configuring VM %s: %w", vm.mo.Name, err)
 		}
-		logger.Info("applying the Machine's configuration to the clone", "vm", vm.mo.Name, "task", task.Reference().Value)
-		st.TaskRef = task.Reference().Value
-		return writeStatus(m, st, machine.RequeueAfter(a.poll, "configuring the cloned VM"))
+		return started(task.Reference().Value, "applying the Machine's configuration to the clone", "configuring the cloned VM", "vm", vm.mo.Name)
 	case createJoinGroup:
 		// Polled via taskRef like every Create task (OpenShift waits on it); the next call re-checks membership.
 		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), true)
@@ -213,9 +216,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		if ref == "" { // already in it: power on next
 			return machine.RequeueAfter(a.poll, "the VM is in VM group "+t.spec.Workspace.VMGroup)
 		}
-		logger.Info("adding the VM to its VM group", "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup, "task", ref)
-		st.TaskRef = ref
-		return writeStatus(m, st, machine.RequeueAfter(a.poll, "adding the VM to VM group "+t.spec.Workspace.VMGroup))
+		return started(ref, "adding the VM to its VM group", "adding the VM to VM group "+t.spec.Workspace.VMGroup, "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup)
 	case createPowerOn:
 		// Through the datacenter with OpenShift's DRS override, so a cluster with manual DRS still places it.
 		task, err := s.datacenter.PowerOnVM(ctx, []types.ManagedObjectReference{vm.obj.Reference()}, &types.OptionValue{
@@ -223,10 +224,8 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		if err != nil {
 			return fmt.Errorf("powering on VM %s: %w", vm.mo.Name, err)
 		}
-		logger.Info("powering the VM on", "vm", vm.mo.Name, "task", task.Reference().Value)
-		st.TaskRef = task.Reference().Value
 		a.observe(st, vm)
-		return writeStatus(m, st, machine.RequeueAfter(a.poll, "powering the VM on"))
+		return started(task.Reference().Value, "powering the VM on", "powering the VM on", "vm", vm.mo.Name)
 	default: // createDone
 		a.observe(st, vm)
 		setCreation(st, a.now(), nil)

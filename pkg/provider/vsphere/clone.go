@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -107,9 +108,11 @@ func ignitionData(data []byte) string {
 
 // startClone resolves the providerSpec's objects and starts the clone; it returns the task's reference value.
 func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) (string, error) {
-	tpl, err := findTemplate(ctx, s, spec.Template)
-	if err != nil {
-		return "", err
+	var tpl *object.VirtualMachine // by instance UUID or by name/path
+	if ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, spec.Template, true, new(true)); err == nil && ref != nil {
+		tpl = object.NewVirtualMachine(s.client.Client, ref.Reference())
+	} else if tpl, err = s.finder.VirtualMachine(ctx, spec.Template); err != nil {
+		return "", lookupError("template", "template", spec.Template, err)
 	}
 	var tplMo mo.VirtualMachine
 	if err := tpl.Properties(ctx, tpl.Reference(), []string{"config.version", "config.hardware.device", "snapshot"}, &tplMo); err != nil {
@@ -169,18 +172,6 @@ func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec
 	return task.Reference().Value, nil
 }
 
-// findTemplate finds the template by instance UUID or by name/path.
-func findTemplate(ctx context.Context, s *session, template string) (*object.VirtualMachine, error) {
-	if ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, template, true, new(true)); err == nil && ref != nil {
-		return object.NewVirtualMachine(s.client.Client, ref.Reference()), nil
-	}
-	vm, err := s.finder.VirtualMachine(ctx, template)
-	if err != nil {
-		return nil, lookupError("template", "template", template, err)
-	}
-	return vm, nil
-}
-
 // lookupError turns a failed lookup into OpenShift's InvalidConfiguration messages, naming the object.
 func lookupError(what, field, value string, err error) error {
 	var nf *find.NotFoundError
@@ -218,22 +209,17 @@ func networkBackings(ctx context.Context, s *session, pool *object.ResourcePool,
 	}
 	out := make([]types.BaseVirtualDeviceBackingInfo, 0, len(devices))
 	for i, d := range devices {
-		var backing types.BaseVirtualDeviceBackingInfo
-		for _, n := range nets {
-			if n.Name != d.NetworkName {
-				continue
-			}
-			ref, ok := object.NewReference(s.client.Client, n.Self).(object.NetworkReference)
-			if !ok {
-				return nil, fmt.Errorf("network %q is a %s, not a network", d.NetworkName, n.Self.Type)
-			}
-			if backing, err = ref.EthernetCardBackingInfo(ctx); err != nil {
-				return nil, fmt.Errorf("backing for network %q: %w", d.NetworkName, err)
-			}
-			break
-		}
-		if backing == nil {
+		j := slices.IndexFunc(nets, func(n mo.Network) bool { return n.Name == d.NetworkName })
+		if j < 0 {
 			return nil, machine.InvalidConfiguration("network.devices[%d].networkName: unable to get network for %q (not a network of the resource pool's cluster)", i, d.NetworkName)
+		}
+		ref, ok := object.NewReference(s.client.Client, nets[j].Self).(object.NetworkReference)
+		if !ok {
+			return nil, fmt.Errorf("network %q is a %s, not a network", d.NetworkName, nets[j].Self.Type)
+		}
+		backing, err := ref.EthernetCardBackingInfo(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("backing for network %q: %w", d.NetworkName, err)
 		}
 		out = append(out, backing)
 	}

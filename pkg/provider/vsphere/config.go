@@ -85,9 +85,8 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 	return s, nil
 }
 
-// cloudConfigFor reads server's port and insecure flag from the cloud provider config, in the legacy INI
-// format or the YAML one: the vCenter's own values, else the global ones. Hand-written INI: the module carries
-// no INI library and only four keys matter.
+// cloudConfigFor reads server's port and insecure flag from the cloud provider config (legacy INI or YAML): the
+// vCenter's own values, else the global ones. Hand-written INI: the module has no INI library.
 func cloudConfigFor(text, server string) (string, bool, error) {
 	type endpoint struct {
 		port     string

@@ -130,8 +130,5 @@ func decideDelete(d deletion) deleteStep {
 // existsAnswer is Exists' answer: a VM never powered on, of a Machine not yet provisioned, does not count yet,
 // so that Create is called again and powers it on (as on OpenShift).
 func existsAnswer(vm vmState, provisioned bool) bool {
-	if !vm.found || !vm.claimed {
-		return false
-	}
-	return provisioned || vm.power == types.VirtualMachinePowerStatePoweredOn
+	return vm.found && vm.claimed && (provisioned || vm.power == types.VirtualMachinePowerStatePoweredOn)
 }

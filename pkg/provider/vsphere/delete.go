@@ -7,6 +7,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,20 +22,12 @@ const excludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-drainin
 // Delete powers the VM off, waits for the Node's volumes to detach, takes it out of its VM group and
 // destroys it, one step per call; a VM that is gone is success.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
-	t, err := a.open(ctx, m)
+	t, err := a.openVM(ctx, m, false)
 	if err != nil {
 		return err
 	}
-	s := t.session
-	task, _, err := readTask(ctx, s, t.status.TaskRef)
-	if err != nil {
-		return err
-	}
-	d := deletion{cloneRunning: task == taskRunning}
-	vm, err := findMachineVM(ctx, s, string(m.UID))
-	if err != nil {
-		return err
-	}
+	s, vm := t.session, t.vm
+	d := deletion{cloneRunning: t.task == taskRunning}
 	var cluster *object.ClusterComputeResource
 	if d.vm, cluster, err = observeGroup(ctx, s, t.spec, vm); err != nil {
 		if !machine.IsInvalidConfiguration(err) {
@@ -46,11 +39,18 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		if d.vmBusy, err = tasksRunning(ctx, s, vm.mo.RecentTask); err != nil {
 			return fmt.Errorf("reading the tasks of VM %s: %w", vm.mo.Name, err)
 		}
-		if d.nodeVolumes, err = a.nodeHasVolumes(ctx, m); err != nil {
-			return err
+		if ref := m.Status.NodeRef; ref != nil && ref.Name != "" { // its volumes' disks would go with the VM
+			node := &corev1.Node{}
+			if err := a.client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); err == nil {
+				d.nodeVolumes = len(node.Status.VolumesAttached) > 0
+			} else if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("reading node %s for attached volumes: %w", ref.Name, err)
+			}
 		}
 		_, d.drainSkipped = m.Annotations[excludeNodeDrainingAnnotation]
-		d.extraDisks = disks(vm) > 1+len(t.spec.DataDisks)
+		if c := vm.mo.Config; c != nil {
+			d.extraDisks = len(object.VirtualDeviceList(c.Hardware.Device).SelectByType((*types.VirtualDisk)(nil))) > 1+len(t.spec.DataDisks)
+		}
 	}
 	logger := log.FromContext(ctx)
 	switch step := decideDelete(d); step {
@@ -82,21 +82,4 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		logger.Info(doing, "vm", vm.mo.Name, "task", task.Reference().Value)
 		return machine.RequeueAfter(a.poll, doing)
 	}
-}
-
-// nodeHasVolumes reports whether the Machine's Node still lists attached volumes, whose disks destroying
-// the VM could delete.
-func (a *Actuator) nodeHasVolumes(ctx context.Context, m *machinev1beta1.Machine) (bool, error) {
-	ref := m.Status.NodeRef
-	if ref == nil || ref.Name == "" {
-		return false, nil
-	}
-	node := &corev1.Node{}
-	if err := a.client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("reading node %s for attached volumes: %w", ref.Name, err)
-	}
-	return len(node.Status.VolumesAttached) > 0, nil
 }

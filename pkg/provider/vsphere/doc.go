@@ -1,4 +1,3 @@
-// Package vsphere is the vSphere machine provider: a machine.Actuator that clones a VM per Machine from a
-// template on vCenter, with OpenShift's semantics for machine.openshift.io/v1beta1 VSphereMachineProviderSpec,
-// never waiting on a vCenter task and finding the VM by instance UUID = the Machine's UID. See docs/vsphere.md.
+// Package vsphere is the vSphere machine provider: a machine.Actuator that clones a VM per Machine from a template
+// on vCenter with OpenShift's semantics for VSphereMachineProviderSpec (see docs/vsphere.md).
 package vsphere

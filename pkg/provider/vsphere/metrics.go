@@ -95,15 +95,12 @@ func (s soapMetrics) RoundTrip(ctx context.Context, req, res soap.HasFault) erro
 
 // soapOperation names a SOAP request by its body type: methods.CloneVM_TaskBody is "CloneVM_Task".
 func soapOperation(req soap.HasFault) string {
-	t := reflect.TypeOf(req)
-	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return unknownOperation
+	if t := reflect.TypeOf(req); t != nil && t.Kind() == reflect.Pointer {
+		if name, ok := strings.CutSuffix(t.Elem().Name(), "Body"); ok && name != "" {
+			return name
+		}
 	}
-	name, ok := strings.CutSuffix(t.Elem().Name(), "Body")
-	if !ok || name == "" {
-		return unknownOperation
-	}
-	return name
+	return unknownOperation
 }
 
 // restMetrics times each HTTP request of a vCenter REST (vAPI) client.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,23 +39,12 @@ type clusterFolder struct {
 	clusterID string
 }
 
-// folderVM is a VM of a workspace folder, as the orphan listing sees it.
-type folderVM struct {
-	name         string
-	annotation   string // a machine controller's clone carries its name
-	biosUUID     string
-	instanceUUID string
-	template     bool
-	createdAt    time.Time
-}
-
-// ListInstances implements machine.InstanceLister: the tagged machine-controller clones in the workspace
-// folders of namespace's vSphere Machines and MachineSets (see docs/safety.md). Each one's folder is
-// remembered for DeleteInstance. A folder that cannot be read is an error; the others are still listed.
+// ListInstances implements machine.InstanceLister: the tagged machine-controller clones in namespace's vSphere
+// workspace folders (docs/safety.md), kept for DeleteInstance; an unreadable folder errs, the others are listed.
 func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machine.Instance, error) {
 	out, listed := []machine.Instance{}, map[string]clusterFolder{}
 	folders, err := a.clusterFolders(ctx, namespace)
-	var errs []error
+	errs := []error{err}
 	for _, f := range folders {
 		vms, err := a.folderVMs(ctx, f)
 		errs = append(errs, err)
@@ -69,9 +59,6 @@ func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machi
 	a.orphans.Lock()
 	a.orphans.listed = listed
 	a.orphans.Unlock()
-	if err != nil {
-		return out, err
-	}
 	return out, errors.Join(errs...)
 }
 
@@ -90,19 +77,17 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 	if err != nil {
 		return err
 	}
-	var target *folderVM
-	for i := range vms {
-		if got, ok := clusterInstance(vms[i], f.spec.Template, f.clusterID); ok && got.ProviderID == inst.ProviderID && got.Name == inst.Name {
-			target = &vms[i]
-		}
-	}
-	if target == nil || target.instanceUUID == "" {
+	i := slices.IndexFunc(vms, func(vm mo.VirtualMachine) bool {
+		got, ok := clusterInstance(vm, f.spec.Template, f.clusterID)
+		return ok && got.ProviderID == inst.ProviderID && got.Name == inst.Name
+	})
+	if i < 0 || vms[i].Config.InstanceUuid == "" { // a listed VM has a Config (its BIOS UUID)
 		logger.Info("not deleting a VM that is gone or changed since it was listed", "vm", inst.Name, "providerID", inst.ProviderID)
 		return nil
 	}
-	m := f.source.DeepCopy()
-	m.ObjectMeta = metav1.ObjectMeta{Namespace: m.Namespace, Name: target.name, UID: ktypes.UID(target.instanceUUID), Labels: m.Labels}
-	m.Status = machinev1beta1.MachineStatus{}
+	target := vms[i].Name
+	m := &machinev1beta1.Machine{TypeMeta: f.source.TypeMeta, Spec: *f.source.Spec.DeepCopy(), ObjectMeta: metav1.ObjectMeta{
+		Namespace: f.source.Namespace, Name: target, UID: ktypes.UID(vms[i].Config.InstanceUuid), Labels: f.source.Labels}}
 	ctx, cancel := context.WithTimeout(ctx, orphanDeleteTimeout)
 	defer cancel()
 	for {
@@ -110,13 +95,13 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 		ra, ok := machine.AsRequeueAfter(err)
 		if !ok {
 			if err != nil {
-				return fmt.Errorf("deleting orphan VM %s: %w", target.name, err)
+				return fmt.Errorf("deleting orphan VM %s: %w", target, err)
 			}
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("deleting orphan VM %s (%s): %w", target.name, ra.Error(), ctx.Err())
+			return fmt.Errorf("deleting orphan VM %s (%s): %w", target, ra.Error(), ctx.Err())
 		case <-time.After(ra.After):
 		}
 	}
@@ -124,13 +109,14 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 
 // clusterInstance decides whether a tagged VM of a workspace folder is one of the cluster's instances: a
 // machine controller's clone, annotated with its name (the installer's VMs and a user's are not).
-func clusterInstance(vm folderVM, template, clusterID string) (machine.Instance, bool) {
+func clusterInstance(vm mo.VirtualMachine, template, clusterID string) (machine.Instance, bool) {
+	c := ptr.Deref(vm.Config, types.VirtualMachineConfigInfo{})
 	switch {
-	case vm.template, vm.biosUUID == "", vm.annotation != vm.name:
-	case vm.name == path.Base(template), vm.instanceUUID == template:
-	case vm.name == clusterID+"-bootstrap", vm.name == clusterID+"-boostrap": // the installer's (one release spelt it so), deleted by it
+	case c.Template, c.Uuid == "", c.Annotation != vm.Name:
+	case vm.Name == path.Base(template), c.InstanceUuid == template:
+	case vm.Name == clusterID+"-bootstrap", vm.Name == clusterID+"-boostrap": // the installer's (one release spelt it so), deleted by it
 	default:
-		return machine.Instance{ProviderID: providerIDPrefix + strings.ToLower(vm.biosUUID), Name: vm.name, CreatedAt: vm.createdAt}, true
+		return machine.Instance{ProviderID: providerIDPrefix + strings.ToLower(c.Uuid), Name: vm.Name, CreatedAt: ptr.Deref(c.CreateDate, time.Time{})}, true
 	}
 	return machine.Instance{}, false
 }
@@ -146,20 +132,17 @@ func (a *Actuator) clusterFolders(ctx context.Context, namespace string) ([]clus
 	if err := a.client.List(ctx, &sets, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing MachineSets for their vSphere folders: %w", err)
 	}
-	sources := make([]*machinev1beta1.Machine, 0, len(machines.Items)+len(sets.Items))
-	for i := range machines.Items {
-		sources = append(sources, &machines.Items[i])
-	}
-	for i := range sets.Items {
-		ms := &sets.Items[i]
-		sources = append(sources, &machinev1beta1.Machine{
+	sources := machines.Items
+	for _, ms := range sets.Items {
+		sources = append(sources, machinev1beta1.Machine{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name, Labels: ms.Spec.Template.Labels},
 			Spec:       ms.Spec.Template.Spec,
 		})
 	}
 	var out []clusterFolder
 	seen := map[string]bool{}
-	for _, m := range sources {
+	for i := range sources {
+		m := &sources[i]
 		clusterID := m.Labels[machinev1beta1.MachineClusterIDLabel]
 		spec, err := decodeSpec(m)
 		if err != nil || clusterID == "" || spec.Kind != providerSpecKind {
@@ -178,7 +161,7 @@ func (a *Actuator) clusterFolders(ctx context.Context, namespace string) ([]clus
 }
 
 // folderVMs reads the VMs directly in the folder that carry the cluster ID tag; none without such a tag.
-func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]folderVM, error) {
+func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]mo.VirtualMachine, error) {
 	t, err := a.open(ctx, f.source)
 	if err != nil {
 		return nil, fmt.Errorf("vSphere folder %q of %s/%s: %w", f.spec.Workspace.Folder, f.source.Namespace, f.source.Name, err)
@@ -224,16 +207,5 @@ func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]folderVM, 
 	if err := s.client.Retrieve(ctx, refs, folderVMProperties, &vms); err != nil {
 		return nil, fmt.Errorf("reading the VMs of folder %q: %w", f.spec.Workspace.Folder, err)
 	}
-	out := make([]folderVM, 0, len(vms))
-	for _, vm := range vms {
-		fv := folderVM{name: vm.Name}
-		if c := vm.Config; c != nil {
-			fv.biosUUID, fv.instanceUUID, fv.template, fv.annotation = c.Uuid, c.InstanceUuid, c.Template, c.Annotation
-			if c.CreateDate != nil {
-				fv.createdAt = *c.CreateDate
-			}
-		}
-		out = append(out, fv)
-	}
-	return out, nil
+	return vms, nil
 }

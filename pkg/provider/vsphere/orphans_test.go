@@ -11,6 +11,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vapi/tags"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,23 +23,26 @@ import (
 
 func TestClusterInstance(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	vm := folderVM{name: "c1-worker-a", annotation: "c1-worker-a", biosUUID: "4216ABCD-0000", instanceUUID: "uid-1", createdAt: created}
-	with := func(f func(*folderVM)) folderVM { v := vm; f(&v); v.annotation = v.name; return v }
+	vm := func(name, annotation, biosUUID, instanceUUID string, template bool) mo.VirtualMachine {
+		return mo.VirtualMachine{ManagedEntity: mo.ManagedEntity{Name: name}, Config: &types.VirtualMachineConfigInfo{
+			Annotation: annotation, Uuid: biosUUID, InstanceUuid: instanceUUID, Template: template, CreateDate: &created}}
+	}
 	cases := []struct {
 		name string
-		vm   folderVM
+		vm   mo.VirtualMachine
 		want bool
 	}{
-		{"a Machine's clone", vm, true},
-		{"a template", with(func(v *folderVM) { v.template = true }), false},
-		{"not annotated with its name (not a machine controller's clone)", folderVM{name: "c1-master-0", annotation: "Created By OpenShift Installer", biosUUID: "4216ABCD-0000", createdAt: created}, false},
-		{"not annotated", folderVM{name: "c1-master-0", biosUUID: "4216ABCD-0000", createdAt: created}, false},
-		{"the template by name", with(func(v *folderVM) { v.name = "rhcos" }), false},
-		{"the template by instance UUID", with(func(v *folderVM) { v.instanceUUID = "/DC0/vm/rhcos" }), false},
-		{"the installer's bootstrap VM", with(func(v *folderVM) { v.name = "c1-bootstrap" }), false},
-		{"the installer's bootstrap VM, misspelt", with(func(v *folderVM) { v.name = "c1-boostrap" }), false},
-		{"another cluster's bootstrap VM", with(func(v *folderVM) { v.name = "c2-bootstrap" }), true},
-		{"no BIOS UUID", with(func(v *folderVM) { v.biosUUID = "" }), false},
+		{"a Machine's clone", vm("c1-worker-a", "c1-worker-a", "4216ABCD-0000", "uid-1", false), true},
+		{"a template", vm("c1-worker-a", "c1-worker-a", "4216ABCD-0000", "uid-1", true), false},
+		{"not annotated with its name (not a machine controller's clone)", vm("c1-master-0", "Created By OpenShift Installer", "4216ABCD-0000", "", false), false},
+		{"not annotated", vm("c1-master-0", "", "4216ABCD-0000", "", false), false},
+		{"the template by name", vm("rhcos", "rhcos", "4216ABCD-0000", "uid-1", false), false},
+		{"the template by instance UUID", vm("c1-worker-a", "c1-worker-a", "4216ABCD-0000", "/DC0/vm/rhcos", false), false},
+		{"the installer's bootstrap VM", vm("c1-bootstrap", "c1-bootstrap", "4216ABCD-0000", "uid-1", false), false},
+		{"the installer's bootstrap VM, misspelt", vm("c1-boostrap", "c1-boostrap", "4216ABCD-0000", "uid-1", false), false},
+		{"another cluster's bootstrap VM", vm("c2-bootstrap", "c2-bootstrap", "4216ABCD-0000", "uid-1", false), true},
+		{"no BIOS UUID", vm("c1-worker-a", "c1-worker-a", "", "uid-1", false), false},
+		{"no config", mo.VirtualMachine{ManagedEntity: mo.ManagedEntity{Name: "c1-worker-a"}}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,7 +50,7 @@ func TestClusterInstance(t *testing.T) {
 			if ok != c.want {
 				t.Fatalf("listed = %v, want %v", ok, c.want)
 			}
-			if ok && got != (machine.Instance{ProviderID: "vsphere://4216abcd-0000", Name: c.vm.name, CreatedAt: created}) {
+			if ok && got != (machine.Instance{ProviderID: "vsphere://4216abcd-0000", Name: c.vm.Name, CreatedAt: created}) {
 				t.Errorf("instance = %+v", got)
 			}
 		})

@@ -58,10 +58,6 @@ type sessions struct {
 	metrics *requestMetrics // times every request of every session
 }
 
-func newSessions(timeout time.Duration) *sessions {
-	return &sessions{byKey: map[sessionKey]*cachedSession{}, timeout: timeout, metrics: &requestMetrics{vec: newRequestHistogram()}}
-}
-
 // get returns the cached session for key when it is still logged in with the same password, and logs in
 // again otherwise.
 func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*session, error) {

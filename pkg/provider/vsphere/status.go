@@ -54,17 +54,13 @@ func decodeStatus(m *machinev1beta1.Machine) *machinev1beta1.VSphereMachineProvi
 func writeStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachineProviderStatus, err error) error {
 	st.APIVersion = machinev1beta1.GroupVersion.String()
 	st.Kind = providerStatusKind
-	raw, merr := json.Marshal(st)
-	if merr != nil { // cannot happen: plain fields only
-		panic(fmt.Sprintf("encoding VSphereMachineProviderStatus: %v", merr))
-	}
+	raw, _ := json.Marshal(st) // cannot fail: plain fields only
 	m.Status.ProviderStatus = &runtime.RawExtension{Raw: raw}
 	return err
 }
 
 // setCreation records the MachineCreation condition as OpenShift does (True/MachineCreationSucceeded, or
-// False/MachineCreationFailed with the error); SetStatusCondition keeps the transition time while the
-// status stays.
+// False/MachineCreationFailed with the error); the transition time stays while the status does.
 func setCreation(st *machinev1beta1.VSphereMachineProviderStatus, now time.Time, err error) {
 	c := metav1.Condition{
 		Type:               string(machinev1beta1.MachineCreation),

@@ -28,15 +28,11 @@ const providerIDPrefix = "vsphere://"
 // Update refreshes providerID (vsphere://<BIOS UUID>), addresses and providerStatus, and patches the
 // instance-state annotation and region/zone labels.
 func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
-	t, _, _, err := a.openIdle(ctx, m)
+	t, err := a.openVM(ctx, m, true)
 	if err != nil {
 		return err
 	}
-	st, s := t.status, t.session
-	vm, err := findMachineVM(ctx, s, string(m.UID))
-	if err != nil {
-		return err
-	}
+	st, s, vm := t.status, t.session, t.vm
 	if vm == nil {
 		return fmt.Errorf("vm not found on update: vm with instance uuid %s not found", m.UID)
 	}

@@ -46,7 +46,7 @@ func findMachineVM(ctx context.Context, s *session, uid string) (*machineVM, err
 // read fills the VM's properties; nil when it is gone.
 func (v *machineVM) read(ctx context.Context) (*machineVM, error) {
 	if err := v.obj.Properties(ctx, v.obj.Reference(), vmProperties, &v.mo); err != nil {
-		if isNotFound(err) { // destroyed between the search and the read
+		if fault.Is(err, &types.ManagedObjectNotFound{}) { // destroyed between the search and the read
 			return nil, nil
 		}
 		return nil, fmt.Errorf("reading VM %s: %w", v.obj.Reference().Value, err)
@@ -57,10 +57,7 @@ func (v *machineVM) read(ctx context.Context) (*machineVM, error) {
 // findCloneByName finds a VM with the Machine's name in the workspace folder (nil: none), claimed only if
 // its instance UUID is the Machine's UID.
 func findCloneByName(ctx context.Context, s *session, folder, name, uid string) (*machineVM, error) {
-	p := name
-	if folder != "" {
-		p = path.Join(folder, name)
-	}
+	p := path.Join(folder, name)
 	vm, err := s.finder.VirtualMachine(ctx, p)
 	if err != nil {
 		var nf *find.NotFoundError
@@ -78,11 +75,6 @@ func findCloneByName(ctx context.Context, s *session, folder, name, uid string) 
 	return v, nil
 }
 
-// isNotFound reports a managed object that vCenter does not know (any more).
-func isNotFound(err error) bool {
-	return fault.Is(err, &types.ManagedObjectNotFound{})
-}
-
 // readTask returns the state of the task ref names and its info.
 func readTask(ctx context.Context, s *session, ref string) (taskState, *types.TaskInfo, error) {
 	if ref == "" {
@@ -91,7 +83,7 @@ func readTask(ctx context.Context, s *session, ref string) (taskState, *types.Ta
 	var t mo.Task
 	err := s.client.RetrieveOne(ctx, types.ManagedObjectReference{Type: "Task", Value: ref}, []string{"info"}, &t)
 	switch {
-	case isNotFound(err):
+	case fault.Is(err, &types.ManagedObjectNotFound{}):
 		return taskGone, nil, nil
 	case err != nil:
 		return taskNone, nil, fmt.Errorf("reading vCenter task %s: %w", ref, err)
@@ -124,12 +116,4 @@ func taskError(info *types.TaskInfo) error {
 		}
 	}
 	return fmt.Errorf("vCenter task %s (%s) failed: %s", info.Key, info.DescriptionId, msg)
-}
-
-// disks counts the VM's virtual disks.
-func disks(v *machineVM) int {
-	if v.mo.Config == nil {
-		return 0
-	}
-	return len(object.VirtualDeviceList(v.mo.Config.Hardware.Device).SelectByType((*types.VirtualDisk)(nil)))
 }

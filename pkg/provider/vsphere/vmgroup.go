@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -16,7 +17,6 @@ import (
 // vmGroup is the cluster VM group (DRS) the providerSpec names, read from the cluster owning the resource pool.
 type vmGroup struct {
 	name        string
-	cluster     *object.ClusterComputeResource
 	clusterName string
 	found       bool                           // the cluster has a VM group of that name
 	members     []types.ManagedObjectReference // its VMs
@@ -52,7 +52,7 @@ func readVMGroup(ctx context.Context, s *session, cluster *object.ClusterCompute
 	if err := cluster.Properties(ctx, cluster.Reference(), []string{"name", "configurationEx", "recentTask"}, &c); err != nil {
 		return nil, fmt.Errorf("reading the configuration of cluster %s for VM group %q: %w", cluster.Reference().Value, name, err)
 	}
-	g := &vmGroup{name: name, cluster: cluster, clusterName: c.Name}
+	g := &vmGroup{name: name, clusterName: c.Name}
 	if cfg, ok := c.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
 		for _, info := range cfg.Group {
 			if vg, ok := info.(*types.ClusterVmGroup); ok && vg.Name == name {
@@ -74,7 +74,7 @@ func tasksRunning(ctx context.Context, s *session, refs []types.ManagedObjectRef
 		return false, nil
 	}
 	var tasks []mo.Task
-	if err := s.client.Retrieve(ctx, refs, []string{"info.state"}, &tasks); isNotFound(err) {
+	if err := s.client.Retrieve(ctx, refs, []string{"info.state"}, &tasks); fault.Is(err, &types.ManagedObjectNotFound{}) {
 		return false, nil // a task expired between the two reads
 	} else if err != nil {
 		return false, err
@@ -82,9 +82,8 @@ func tasksRunning(ctx context.Context, s *session, refs []types.ManagedObjectRef
 	return slices.ContainsFunc(tasks, func(t mo.Task) bool { return stateOf(t.Info.State) == taskRunning }), nil
 }
 
-// editVMGroup adds the VM to the workspace's VM group, or removes it, and returns the cluster reconfigure
-// task; "" when there is nothing to do. The group's VM list can only be replaced as a whole, so edits are
-// serialised: one at a time per Actuator, none while a task on the cluster runs (a requeue, never a wait).
+// editVMGroup adds the VM to its VM group, or removes it, and returns the reconfigure task ("": nothing to do).
+// The VM list is replaced as a whole: one edit at a time per Actuator, none while a cluster task runs (a requeue).
 func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.ClusterComputeResource, name string, vm types.ManagedObjectReference, add bool) (string, error) {
 	if !a.groupEdits.TryLock() {
 		return "", machine.RequeueAfter(a.poll, "another VM group edit of this controller is in flight")
@@ -125,7 +124,7 @@ func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.
 		ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationEdit},
 		Info:            &types.ClusterVmGroup{ClusterGroupInfo: types.ClusterGroupInfo{Name: g.name}, Vm: members},
 	}}}
-	task, err := g.cluster.Reconfigure(ctx, spec, true)
+	task, err := cluster.Reconfigure(ctx, spec, true)
 	if err != nil {
 		return "", fmt.Errorf("editing VM group %q of cluster %s: %w", g.name, g.clusterName, err)
 	}

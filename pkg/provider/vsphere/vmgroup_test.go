@@ -7,7 +7,9 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -264,4 +266,66 @@ func TestVMGroupOutsideACluster(t *testing.T) {
 	if n := e.vmsNamed("worker-0"); n != 0 {
 		t.Errorf("%d VMs after Delete, want 0", n)
 	}
+}
+
+// cluster is the simulated cluster that owns vspheretest.ResourcePool.
+func (e *simEnv) cluster() *object.ClusterComputeResource {
+	e.t.Helper()
+	c, err := e.Finder.ClusterComputeResource(e.ctx, "DC0_C0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// editGroups applies a VM group change to the cluster.
+func (e *simEnv) editGroups(change types.ClusterGroupSpec) {
+	e.t.Helper()
+	e.Wait(e.cluster().Reconfigure(e.ctx, &types.ClusterConfigSpecEx{GroupSpec: []types.ClusterGroupSpec{change}}, true))
+}
+
+// CreateVMGroup adds a VM group (DRS) named name to the cluster, listing the named VMs.
+func (e *simEnv) CreateVMGroup(name string, vms ...string) {
+	e.t.Helper()
+	refs := make([]types.ManagedObjectReference, 0, len(vms))
+	for _, vm := range vms {
+		refs = append(refs, e.VM(vm).Reference())
+	}
+	e.editGroups(types.ClusterGroupSpec{
+		ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationAdd},
+		Info:            &types.ClusterVmGroup{ClusterGroupInfo: types.ClusterGroupInfo{Name: name}, Vm: refs},
+	})
+}
+
+// VMGroupMembers returns the names of the VMs that the cluster's VM group name lists, in its order (a VM
+// listed twice appears twice), and whether the group exists.
+func (e *simEnv) VMGroupMembers(name string) ([]string, bool) {
+	e.t.Helper()
+	cfg, err := e.cluster().Configuration(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	i := slices.IndexFunc(cfg.Group, func(g types.BaseClusterGroupInfo) bool {
+		vg, ok := g.(*types.ClusterVmGroup)
+		return ok && vg.Name == name
+	})
+	if i < 0 {
+		return nil, false
+	}
+	names := []string{}
+	for _, ref := range cfg.Group[i].(*types.ClusterVmGroup).Vm {
+		var m mo.VirtualMachine
+		if err := e.Client.PropertyCollector().RetrieveOne(e.ctx, ref, []string{"name"}, &m); err != nil {
+			names = append(names, ref.Value) // a VM that is gone shows as its reference
+			continue
+		}
+		names = append(names, m.Name)
+	}
+	return names, true
+}
+
+// RemoveVMGroup removes the cluster's VM group name, as an administrator would.
+func (e *simEnv) RemoveVMGroup(name string) {
+	e.t.Helper()
+	e.editGroups(types.ClusterGroupSpec{ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationRemove, RemoveKey: name}})
 }

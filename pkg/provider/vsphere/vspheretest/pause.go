@@ -8,9 +8,8 @@ import (
 	"testing"
 )
 
-// proxy relays TCP between the provider and vcsim and can hold all traffic, which is what a vCenter stopped
-// with SIGSTOP looks like to a client: connections are accepted and requests buffered, nothing is read or
-// answered, and nothing is refused or reset. The test's inspection client does not go through it.
+// proxy relays TCP between the provider and vcsim and can hold all traffic, as a vCenter stopped with SIGSTOP:
+// connections are accepted and requests buffered, nothing is answered, refused or reset.
 type proxy struct {
 	ln      net.Listener
 	backend string          // vcsim's host:port

@@ -1,7 +1,5 @@
-// Package vspheretest starts govmomi's vCenter simulator (vcsim, VPX model)
-// in-process on 127.0.0.1 for tests of the vSphere provider: a datacenter
-// DC0 with cluster DC0_C0, datastore LocalDS_0, network DC0_DVPG0, the
-// vCenter REST API (tags), and a powered-off, hardware-15 template "rhcos".
+// Package vspheretest starts govmomi's vCenter simulator (vcsim, VPX model, with the REST API for tags) on
+// 127.0.0.1 for the vSphere provider's tests, with a powered-off, hardware-15 template "rhcos".
 package vspheretest
 
 import (
@@ -96,10 +94,10 @@ func (v *VCenter) VM(name string) *object.VirtualMachine {
 // Wait waits for a task started by the test.
 func (v *VCenter) Wait(task *object.Task, err error) {
 	v.t.Helper()
-	if err != nil {
-		v.t.Fatal(err)
+	if err == nil {
+		err = task.Wait(v.ctx)
 	}
-	if err := task.Wait(v.ctx); err != nil {
+	if err != nil {
 		v.t.Fatal(err)
 	}
 }
@@ -127,61 +125,4 @@ func (v *VCenter) SetGuestIP(name, ip string) {
 	v.Wait(v.VM(name).Reconfigure(v.ctx, types.VirtualMachineConfigSpec{
 		ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: "SET.guest.ipAddress", Value: ip}},
 	}))
-}
-
-// Cluster is the simulated cluster that owns ResourcePool.
-const Cluster = "DC0_C0"
-
-func (v *VCenter) cluster() *object.ClusterComputeResource {
-	v.t.Helper()
-	return must(v.Finder.ClusterComputeResource(v.ctx, Cluster))(v.t)
-}
-
-// editGroups applies a VM group change to Cluster.
-func (v *VCenter) editGroups(change types.ClusterGroupSpec) {
-	v.t.Helper()
-	v.Wait(v.cluster().Reconfigure(v.ctx, &types.ClusterConfigSpecEx{GroupSpec: []types.ClusterGroupSpec{change}}, true))
-}
-
-// CreateVMGroup adds a VM group (DRS) named name to Cluster, listing the named VMs.
-func (v *VCenter) CreateVMGroup(name string, vms ...string) {
-	v.t.Helper()
-	refs := make([]types.ManagedObjectReference, 0, len(vms))
-	for _, vm := range vms {
-		refs = append(refs, v.VM(vm).Reference())
-	}
-	v.editGroups(types.ClusterGroupSpec{
-		ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationAdd},
-		Info:            &types.ClusterVmGroup{ClusterGroupInfo: types.ClusterGroupInfo{Name: name}, Vm: refs},
-	})
-}
-
-// VMGroupMembers returns the names of the VMs that Cluster's VM group name lists, in its order (a VM listed
-// twice appears twice), and whether the group exists.
-func (v *VCenter) VMGroupMembers(name string) ([]string, bool) {
-	v.t.Helper()
-	cfg := must(v.cluster().Configuration(v.ctx))(v.t)
-	i := slices.IndexFunc(cfg.Group, func(g types.BaseClusterGroupInfo) bool {
-		vg, ok := g.(*types.ClusterVmGroup)
-		return ok && vg.Name == name
-	})
-	if i < 0 {
-		return nil, false
-	}
-	names := []string{}
-	for _, ref := range cfg.Group[i].(*types.ClusterVmGroup).Vm {
-		var m mo.VirtualMachine
-		if err := v.Client.PropertyCollector().RetrieveOne(v.ctx, ref, []string{"name"}, &m); err != nil {
-			names = append(names, ref.Value) // a VM that is gone shows as its reference
-			continue
-		}
-		names = append(names, m.Name)
-	}
-	return names, true
-}
-
-// RemoveVMGroup removes Cluster's VM group name, as an administrator would.
-func (v *VCenter) RemoveVMGroup(name string) {
-	v.t.Helper()
-	v.editGroups(types.ClusterGroupSpec{ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: types.ArrayUpdateOperationRemove, RemoveKey: name}})
 }
