@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -73,9 +74,8 @@ func CacheOptions(namespace string) cache.Options {
 	return cacheOptions(namespace, vanilla)
 }
 
-// cacheOptions: namespaced objects in the namespace, owned kinds by label,
-// cluster-scoped inputs by name, Machines stripped (collector.Transform). Only
-// kinds served now can be restricted; a later CRD's kind gets the defaults.
+// cacheOptions: the namespace, owned kinds by label, inputs by name, Machines
+// stripped; only kinds served now (a later CRD's kind gets the defaults).
 func cacheOptions(namespace string, served servedAPIs) cache.Options {
 	owned := labels.SelectorFromSet(labels.Set{config.ManagedByLabel: config.ManagedByValue})
 	byName := func(name string) cache.ByObject {
@@ -151,9 +151,8 @@ func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, serve
 	return nil
 }
 
-// fileWatcher polls a file and emits an event when it differs from what the
-// last sync read (not the last poll: a change and a change back are both
-// seen). Polling, because inotify misses a ConfigMap volume's symlink swap.
+// fileWatcher polls (inotify misses a ConfigMap volume's symlink swap) for a
+// file that differs from what the last sync read, not the last poll.
 type fileWatcher struct {
 	path     string
 	interval time.Duration
@@ -209,8 +208,7 @@ type ManagerOptions struct {
 }
 
 // NewManager waits until the API server answers, then builds the manager
-// running the operator: restricted cache, leader election, health checks,
-// metrics with the Machine collector, the certificate issuer, the controller.
+// running the operator.
 func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerOptions) (manager.Manager, error) {
 	o.Namespace = cmp.Or(o.Namespace, config.DefaultNamespace)
 	disco, err := discovery.NewDiscoveryClientForConfig(restCfg)
@@ -281,10 +279,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 			return nil, err
 		}
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := errors.Join(mgr.AddHealthzCheck("ping", healthz.Ping), mgr.AddReadyzCheck("ping", healthz.Ping)); err != nil {
 		return nil, err
 	}
 	var issuer CertIssuer

@@ -27,9 +27,8 @@ const (
 	CertificatesOperator WebhookCertificates = "operator"
 )
 
-// observeConfig reads every input and builds the config. Kinds the cluster
-// does not serve count as absent, except the Infrastructure. The inputs are
-// returned too: they say which CRDs to install whatever the error.
+// observeConfig reads every input (unserved kinds but the Infrastructure are
+// absent) and builds the config; the inputs say which CRDs to install anyway.
 func (o *Operator) observeConfig(ctx context.Context, served servedAPIs) (config.Inputs, config.Config, error) {
 	in, err := o.observeInputs(ctx, served)
 	if err != nil {

@@ -104,9 +104,8 @@ func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, 
 // Request is the single work item: every event maps to it.
 var Request = reconcile.Request{NamespacedName: types.NamespacedName{Name: config.ClusterOperatorName}}
 
-// PrunableKinds are the kinds the operator deletes when obsolete. Never CRDs:
-// deleting a CRD deletes every Machine. The identity kinds come last: see
-// prune.
+// PrunableKinds are the kinds the operator deletes when obsolete, never CRDs
+// (deleting one deletes every Machine); identity kinds last (see prune).
 var PrunableKinds = slices.Concat(workloadKinds, frontKinds, identityKinds)
 
 // workloadKinds run pods: deleted in the foreground.
@@ -280,10 +279,8 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, t
 	return res, requeue, nil
 }
 
-// prune deletes the obsolete workloads in the foreground, and their
-// ServiceAccounts and RBAC only once they are gone: a stopping operand keeps
-// the identity it needs to release its leader lease (otherwise its successor
-// waits out the lease). It reports whether workloads are still being deleted.
+// prune deletes the obsolete workloads in the foreground, and their identity only once they
+// are gone (to release their lease); it reports whether workloads are still being deleted.
 func (o *Operator) prune(ctx context.Context, namespace string, keep []client.Object) (bool, error) {
 	if _, err := o.applier.Prune(ctx, workloadKinds, namespace, keep,
 		client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
@@ -452,8 +449,5 @@ func minPositive(a, b time.Duration) time.Duration {
 
 // syncedImagesDigest is the digest of images.json the last sync read, "" before.
 func (o *Operator) syncedImagesDigest() string {
-	if d := o.imagesDigest.Load(); d != nil {
-		return *d
-	}
-	return ""
+	return ptr.Deref(o.imagesDigest.Load(), "")
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,9 +26,8 @@ import (
 // changed desired object changes it, which makes Apply send it.
 const AppliedHashAnnotation = "machine.openshift.io/applied-configuration-hash"
 
-// OwnerLabel is the namespace of the installation that applied a prunable
-// object: Prune deletes and Apply takes over only its own (CRDs and Namespaces,
-// shared by installs, do not carry it).
+// OwnerLabel is the namespace of the installation that applied a prunable object:
+// Prune deletes and Apply takes over only its own.
 const OwnerLabel = "machine.openshift.io/operator-namespace"
 
 // Options configure an Applier.
@@ -77,15 +77,7 @@ type ObjectRef struct {
 
 // String renders the reference as Kind[.group]/[namespace/]name.
 func (r ObjectRef) String() string {
-	s := r.Kind
-	if r.Group != "" {
-		s += "." + r.Group
-	}
-	s += "/"
-	if r.Namespace != "" {
-		s += r.Namespace + "/"
-	}
-	return s + r.Name
+	return r.GroupKind().String() + "/" + cache.ObjectName{Namespace: r.Namespace, Name: r.Name}.String()
 }
 
 // Result says what Apply did with each object.
@@ -97,8 +89,7 @@ type Result struct {
 }
 
 // Apply applies each drifted object in order (not modified), continuing past
-// failures and returning them joined. An object another live installation
-// owns is reported failed.
+// failures (another live installation's objects among them) and joining them.
 func (a *Applier) Apply(ctx context.Context, objs []client.Object) (Result, error) {
 	var res Result
 	var errs []error
@@ -196,9 +187,8 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 	return ref, created, true, nil
 }
 
-// removeForeign updates live without the foreign fields, guarded by its
-// resourceVersion, and reports whether it wrote. A conflict re-reads (uncached)
-// and retries up to removalAttempts; then the next sync's event takes over.
+// removeForeign updates live without the foreign fields and reports whether it
+// wrote; a conflict re-reads (uncached) and retries up to removalAttempts.
 func (a *Applier) removeForeign(ctx context.Context, ref ObjectRef, live *unstructured.Unstructured, foreign *fieldpath.Set) (bool, error) {
 	for attempt := 1; ; attempt++ {
 		clean, err := a.types.withoutForeign(live, foreign, a.fieldManager)

@@ -18,10 +18,8 @@ import (
 // sentMetadata are the metadata fields sent; the others belong to the server.
 var sentMetadata = []string{"name", "namespace", "labels", "annotations", "ownerReferences", "finalizers"}
 
-// Desired returns obj (not modified) as Apply sends it: apiVersion and kind
-// set, only sentMetadata, no status or nulls, the managed-by label and the
-// AppliedHashAnnotation added, a Secret's stringData merged into data (as the
-// server does) so the operator owns the data keys.
+// Desired returns obj (not modified) as Apply sends it: typed, sentMetadata only, no status
+// or nulls, labelled and hashed; a Secret's stringData in data, so we own the data keys.
 func Desired(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructured, error) {
 	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {

@@ -21,9 +21,8 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 )
 
-// typeConverter turns objects into typed values with the schemas the API
-// server uses for server-side apply; an unknown kind is treated as a custom
-// resource without a schema.
+// typeConverter types objects with the server-side apply schemas; an unknown
+// kind is a custom resource without a schema.
 type typeConverter []managedfields.TypeConverter
 
 func newTypeConverter(s *runtime.Scheme) typeConverter {
@@ -110,9 +109,8 @@ func (d drift) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// checkDrift decides whether live must be written. It is pure and compares no
-// values: it reads the hash annotation and managedFields. See
-// docs/architecture.md, "How the drift check decides".
+// checkDrift decides from the hash annotation and managedFields (no values) whether
+// live must be written. See docs/architecture.md, "How the drift check decides".
 func checkDrift(desired *unstructured.Unstructured, desiredSet *fieldpath.Set, live metav1.Object, fieldManager string) (drift, error) {
 	var d drift
 	entries := live.GetManagedFields()
@@ -137,9 +135,8 @@ func checkDrift(desired *unstructured.Unstructured, desiredSet *fieldpath.Set, l
 	return d, err
 }
 
-// firstMissing returns the first path of want that ours does not cover:
-// owned directly, inside an atomic field ours owns, or (atomic locally,
-// granular on the server) with owned fields inside.
+// firstMissing returns the first path of want that ours neither owns, nor holds
+// an atomic field around, nor (atomic here, granular on the server) owns inside.
 func firstMissing(want, ours *fieldpath.Set) (fieldpath.Path, bool) {
 	var missing fieldpath.Path
 	want.Difference(notRecorded).Iterate(func(p fieldpath.Path) {
@@ -150,9 +147,8 @@ func firstMissing(want, ours *fieldpath.Set) (fieldpath.Path, bool) {
 	return missing, missing != nil
 }
 
-// foreignFields returns the fields of our part of the object (see
-// othersMaySet) that other managers set and we own neither directly nor
-// inside of, and those managers' names. Server defaults are never foreign.
+// foreignFields returns the fields of our part (see othersMaySet) that other
+// managers set and we own neither at nor inside, and those managers' names.
 func foreignFields(gk schema.GroupKind, entries []metav1.ManagedFieldsEntry, fieldManager string) (*fieldpath.Set, []string, error) {
 	ours := &fieldpath.Set{}
 	for i := range entries {
@@ -190,9 +186,8 @@ func foreignFields(gk schema.GroupKind, entries []metav1.ManagedFieldsEntry, fie
 	return foreign, by, nil
 }
 
-// removableFirst returns the foreign fields the desired object does not set
-// (nor inside of): removed before the apply, since a foreign item may stand
-// where ours goes (two Service ports of one name are rejected).
+// removableFirst returns the foreign fields desired does not set (nor inside):
+// removed before the apply, as one may stand where ours goes (Service ports).
 func removableFirst(foreign, desiredSet *fieldpath.Set) *fieldpath.Set {
 	out := &fieldpath.Set{}
 	foreign.Iterate(func(p fieldpath.Path) {
@@ -208,9 +203,8 @@ var (
 	crdKind            = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 )
 
-// othersMaySet reports whether others may set field p of kind gk: metadata,
-// status, an injected webhook caBundle, a ServiceAccount's secrets and
-// imagePullSecrets. Everything else is the operator's product.
+// othersMaySet: metadata, status, an injected webhook caBundle, a ServiceAccount's
+// (imagePull)secrets; everything else of gk is the operator's product.
 func othersMaySet(gk schema.GroupKind, p fieldpath.Path) bool {
 	if len(p) == 0 || p[0].FieldName == nil {
 		return false
@@ -222,14 +216,10 @@ func othersMaySet(gk schema.GroupKind, p fieldpath.Path) bool {
 		return true
 	}
 	n := len(p)
-	if n >= 2 && isField(p[n-2], "clientConfig") && isField(p[n-1], "caBundle") {
+	if n >= 2 && p[n-2:].String() == ".clientConfig.caBundle" {
 		return strings.HasSuffix(gk.Kind, "WebhookConfiguration") || gk == crdKind
 	}
 	return false
-}
-
-func isField(pe fieldpath.PathElement, name string) bool {
-	return pe.FieldName != nil && *pe.FieldName == name
 }
 
 // RevertManagerSuffix is appended to the field manager for the updates that
@@ -320,9 +310,8 @@ func firstPaths(s *fieldpath.Set, n int) string {
 	return strings.Join(out, ", ")
 }
 
-// withoutForeign returns live without the foreign fields and without other
-// managers' claims on them, so a defaulted field comes back as nobody's.
-// Duplicate keys in associative lists (the server accepts them) are kept.
+// withoutForeign returns live without the foreign fields nor others' claims on
+// them (a default comes back as nobody's), keeping duplicate list keys.
 func (c typeConverter) withoutForeign(live *unstructured.Unstructured, foreign *fieldpath.Set, fieldManager string) (*unstructured.Unstructured, error) {
 	tv, err := c.toTyped(live, typed.AllowDuplicates)
 	if err != nil {

@@ -25,11 +25,8 @@ func IsNeverPruned(gk schema.GroupKind) bool {
 		gk == schema.GroupKind{Kind: "Namespace"}
 }
 
-// Prune deletes the objects of kinds this installation applied (by labels,
-// never by name) that are not in keep, and returns them. It needs an Owner;
-// namespace limits namespaced kinds ("" = all). It skips objects being
-// deleted, deletes with a UID precondition (background propagation unless
-// opts say otherwise) and continues past failures.
+// Prune deletes and returns the Obsolete objects not yet being deleted, with a
+// UID precondition (background propagation unless opts say otherwise).
 func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object,
 	opts ...client.DeleteOption) ([]ObjectRef, error) {
 	objs, errs := a.Obsolete(ctx, kinds, namespace, keep)
@@ -59,9 +56,8 @@ type ObsoleteObject struct {
 	Object client.Object
 }
 
-// Obsolete lists what Prune would delete, objects already being deleted
-// included (a foreground deletion keeps its object until its dependents
-// are gone). Kinds that could not be listed are reported in the error.
+// Obsolete lists this installation's objects (by labels, never by name; namespace
+// "" = all) of kinds not in keep, those being deleted included; it needs an Owner.
 func (a *Applier) Obsolete(ctx context.Context, kinds []schema.GroupVersionKind, namespace string, keep []client.Object) ([]ObsoleteObject, error) {
 	if a.owner == "" {
 		return nil, errors.New("prune: the Applier has no Owner, so it cannot tell its objects from another installation's")

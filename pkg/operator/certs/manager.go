@@ -80,9 +80,8 @@ func NewManager(opts Options) (*Manager, error) {
 	return &Manager{opts: opts}, nil
 }
 
-// Ensure issues or rotates the serving certificates as needed and returns the
-// CA bundle to inject and when anything next needs rotating. At rest it only
-// reads and returns the same bytes; it writes the CA Secret first.
+// Ensure issues or rotates the certificates as needed (at rest it only reads) and
+// returns the CA bundle to inject and when anything next needs rotating.
 func (m *Manager) Ensure(ctx context.Context) (caBundle []byte, nextCheck time.Time, err error) {
 	now := m.opts.Now()
 	ca, caCert, bundle, next, err := m.ensureCA(ctx, now)
@@ -193,26 +192,12 @@ func (m *Manager) get(ctx context.Context, name string) (*corev1.Secret, error) 
 	return s, nil
 }
 
-// upToDate reports whether existing already has the type, label and data.
-func upToDate(existing *corev1.Secret, data map[string][]byte) bool {
-	if existing == nil || existing.Type != corev1.SecretTypeTLS ||
-		existing.Labels[config.ManagedByLabel] != config.ManagedByValue {
-		return false
-	}
-	for k, v := range data {
-		if !bytes.Equal(existing.Data[k], v) {
-			return false
-		}
-	}
-	return true
-}
-
-// write stores kp and bundle unless existing holds them: it creates the Secret or updates
-// existing (keeping its other keys) with optimistic concurrency; another type (immutable)
-// is deleted and recreated.
+// write stores kp and bundle unless existing holds them, keeping its other keys;
+// a Secret of another type (immutable) is deleted and recreated.
 func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name string, kp *KeyPair, bundle []byte) error {
 	data := map[string][]byte{KeyTLSCert: kp.CertPEM, KeyTLSKey: kp.KeyPEM, KeyCABundle: bundle}
-	if upToDate(existing, data) {
+	if existing != nil && existing.Type == corev1.SecretTypeTLS && existing.Labels[config.ManagedByLabel] == config.ManagedByValue &&
+		maps.EqualFunc(data, map[string][]byte{KeyTLSCert: existing.Data[KeyTLSCert], KeyTLSKey: existing.Data[KeyTLSKey], KeyCABundle: existing.Data[KeyCABundle]}, bytes.Equal) {
 		return nil
 	}
 	owner := client.FieldOwner(config.FieldManager)
@@ -257,9 +242,8 @@ func (m *Manager) write(ctx context.Context, existing *corev1.Secret, name strin
 	return nil
 }
 
-// adopt labels a Secret that exists although Reader did not return it (a
-// lagging cache, or one holding only labeled Secrets), so the next Ensure sees
-// it; the error wraps alreadyExists so the caller retries.
+// adopt labels a Secret that exists although Reader did not return it, so the
+// next Ensure sees it; the error wraps alreadyExists so the caller retries.
 func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) error {
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, config.ManagedByLabel, config.ManagedByValue)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.opts.Namespace, Name: name}}
@@ -274,9 +258,8 @@ func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) e
 // serviceCAOriginAnnotation marks a Secret service-ca issued for a Service.
 const serviceCAOriginAnnotation = "service.beta.openshift.io/originating-service-uid"
 
-// Retire deletes the Secrets this Manager issued when service-ca takes over
-// (it refuses to write into a Secret it did not create); a UID precondition
-// leaves a Secret replaced meanwhile alone.
+// Retire deletes the Secrets this Manager issued, as service-ca refuses to
+// write into a Secret it did not create.
 func (m *Manager) Retire(ctx context.Context) error {
 	for _, name := range SecretNames() {
 		s, err := m.get(ctx, name)

@@ -125,9 +125,8 @@ func (c *Collector) collectMachineSets(ctx context.Context, ch chan<- prometheus
 	}
 }
 
-// list reads the namespace's objects from a synced informer (an unsynced one
-// would block the scrape), emits the up and count series, and says whether
-// it could.
+// list reads from a synced informer only (an unsynced one blocks the scrape),
+// emits the up and count series, and says whether it could.
 func (c *Collector) list(ctx context.Context, ch chan<- prometheus.Metric, obj client.Object, list client.ObjectList,
 	kind string, count *prometheus.Desc) bool {
 	inf, err := c.source.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
@@ -149,9 +148,8 @@ func (c *Collector) list(ctx context.Context, ch chan<- prometheus.Metric, obj c
 
 var kindNames = map[string]string{KindMachines: "Machines", KindMachineSets: "MachineSets"}
 
-// Start registers the collector (replacing an earlier one in the process) and
-// starts the informers so the first scrape finds them synced, retrying until
-// the CRDs exist; it unregisters when the manager stops.
+// Start registers the collector (replacing an earlier one) until the manager
+// stops, and starts the informers (retrying until the CRDs exist).
 func (c *Collector) Start(ctx context.Context) error {
 	ctrlmetrics.Registry.Unregister(c)
 	if err := ctrlmetrics.Registry.Register(c); err != nil {

@@ -19,9 +19,8 @@ const NodeMaintenanceCRDName = "nodemaintenances.nodemaintenance.medik8s.io"
 // revertManager is apply's revert field manager (apply imports config).
 const revertManager = FieldManager + "-revert"
 
-// ForeignManagers returns the sorted field managers of obj's content
-// ("unknown" if none is recorded) when this operator never wrote it, else nil
-// (also for a nil obj). Such an object is theirs: never applied nor pruned.
+// ForeignManagers returns the sorted field managers of obj ("unknown" if none)
+// when this operator never wrote it (theirs: never applied nor pruned), else nil.
 func ForeignManagers(obj *metav1.PartialObjectMetadata) []string {
 	if obj == nil {
 		return nil

@@ -235,9 +235,8 @@ func proxyEnv(p *configv1.Proxy) ProxyEnv {
 	return ProxyEnv{HTTPProxy: p.Status.HTTPProxy, HTTPSProxy: p.Status.HTTPSProxy, NoProxy: p.Status.NoProxy}
 }
 
-// ResolveFeatureGates returns the gates the FeatureGate names for the release
-// version, else of its only status entry, else of spec.customNoUpgrade
-// (nobody fills status on vanilla). Unnamed gates are absent (false).
+// ResolveFeatureGates returns the status gates of the release version (or the only
+// entry), else spec.customNoUpgrade's (no status on vanilla); unnamed are false.
 func ResolveFeatureGates(fg *configv1.FeatureGate, releaseVersion string) map[string]bool {
 	gates := map[string]bool{}
 	if fg == nil {

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"maps"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
@@ -19,11 +20,8 @@ const (
 
 var terminationHandlerLabels = map[string]string{"api": "clusterapi", "k8s-app": "termination-handler"}
 
-// terminationHandler renders the DaemonSet that marks a spot instance's node
-// Terminating before the instance is reclaimed. The only pod that is not
-// "restricted": host network (the metadata endpoint), read-only hostPath
-// kubelet credentials (it may only touch its own node; no token, no RBAC),
-// root (the credentials are 0600). See docs/safety.md.
+// terminationHandler marks a spot instance's node Terminating before reclaim: host network,
+// the kubelet's credentials (its own node only; no token, no RBAC). See docs/safety.md.
 func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
 	env := append(proxyEnv(cfg),
 		corev1.EnvVar{Name: "KUBECONFIG", Value: kubeletKubeconfig},
@@ -44,7 +42,7 @@ func terminationHandler(cfg config.Config) *appsv1.DaemonSet {
 		TypeMeta:   typeMeta("apps/v1", "DaemonSet"),
 		ObjectMeta: objectMeta(cfg.Namespace, config.TerminationHandlerName, terminationHandlerLabels),
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: copyLabels(terminationHandlerLabels)},
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(terminationHandlerLabels)},
 			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
 				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},

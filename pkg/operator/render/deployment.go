@@ -27,9 +27,8 @@ const (
 	TerminationHandlerContainer = "termination-handler"
 )
 
-// Port names and numbers, distinct in the pod: health as upstream (nodelink
-// 9444, keeping 9443 free), metrics over HTTPS on the ports upstream's
-// proxies forward to. See docs/contract.md.
+// Port names and numbers, distinct in the pod, as upstream's (nodelink health
+// 9444, keeping 9443 free). See docs/contract.md.
 const (
 	portWebhookServer  = "webhook-server"
 	portMachineWebhook = "machine-webhook"
@@ -74,9 +73,8 @@ const (
 	trustedCADependencyPrefix = "operator.openshift.io/dep-"
 )
 
-// deployment renders config.OperandDeploymentName. Only on OpenShift does it
-// select control-plane nodes and use system-node-critical (vanilla clusters
-// may have neither); the control-plane taints are tolerated everywhere.
+// deployment renders config.OperandDeploymentName: control-plane nodes and
+// system-node-critical only on OpenShift (vanilla may have neither).
 func deployment(cfg config.Config) *appsv1.Deployment {
 	containers := []corev1.Container{
 		operandContainer(cfg, operand{
@@ -142,7 +140,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 		ObjectMeta: objectMeta(cfg.Namespace, config.OperandDeploymentName, controllerLabels),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: copyLabels(controllerLabels)},
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(controllerLabels)},
 			// The API default, rendered so the spec has no empty strategy.
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType},
 			Template: corev1.PodTemplateSpec{
@@ -348,16 +346,10 @@ func secretVolume(name, secret string) corev1.Volume {
 	}}}
 }
 
-func copyLabels(labels map[string]string) map[string]string {
-	out := make(map[string]string, len(labels))
-	maps.Copy(out, labels)
-	return out
-}
-
 // podLabels are the selector labels plus part-of; not managed-by, which would
 // make pruning consider pods.
 func podLabels(selector map[string]string) map[string]string {
-	out := copyLabels(selector)
+	out := maps.Clone(selector)
 	out[PartOfLabel] = PartOfValue
 	return out
 }

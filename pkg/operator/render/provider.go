@@ -102,9 +102,8 @@ func providerContainer(cfg config.Config) corev1.Container {
 	}
 }
 
-// Volumes of a provider image's machine-controller container, as on
-// OpenShift: the trusted CA bundle and a projected token for the cloud's
-// short-lived credentials.
+// Volumes of a provider image's container, as on OpenShift: the trusted CA
+// bundle and a projected token for short-lived cloud credentials.
 const (
 	trustedCAVolume     = "trusted-ca"
 	trustedCADir        = "/etc/pki/ca-trust/extracted/pem"

@@ -8,9 +8,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
-// Least-privilege RBAC: the namespace's Machine API in the Role; the
-// ClusterRole only what is cluster-scoped or reached in every namespace
-// (draining), never Leases outside the operand namespace. No rule uses "*".
+// Least privilege: the ClusterRole only what is cluster-scoped or drained in
+// every namespace; Leases only in the operand namespace; no "*".
 
 var (
 	readVerbs  = []string{"get", "list", "watch"}

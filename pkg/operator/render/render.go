@@ -5,6 +5,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,10 +79,8 @@ func Render(cfg config.Config) ([]client.Object, error) {
 	return objs, nil
 }
 
-// CRDs returns the CRDs this operator owns on the cluster of cfg (only
-// cfg.OpenShift and cfg.NodeMaintenanceForeign matter): the Machine API's
-// unless the CVO installs its variants, NodeMaintenance unless another
-// component installed it, MachineDeployment (no payload carries it) always.
+// CRDs returns the CRDs this operator owns per cfg.OpenShift (the CVO installs the
+// Machine API's) and cfg.NodeMaintenanceForeign; MachineDeployment's always.
 func CRDs(cfg config.Config) ([]client.Object, error) {
 	sets := []manifests.CRDSet{manifests.MachineCRDs, manifests.NodeMaintenanceCRDs, manifests.MachineDeploymentCRDs}
 	var objs []client.Object
@@ -104,7 +103,8 @@ func CRDs(cfg config.Config) ([]client.Object, error) {
 
 // withCommonLabels returns a copy of labels plus managed-by and part-of.
 func withCommonLabels(labels map[string]string) map[string]string {
-	out := copyLabels(labels)
+	out := map[string]string{}
+	maps.Copy(out, labels)
 	out[config.ManagedByLabel] = config.ManagedByValue
 	out[PartOfLabel] = PartOfValue
 	return out

@@ -3,6 +3,7 @@ package render
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"maps"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
@@ -35,7 +36,7 @@ func service(cfg config.Config, name string, labels map[string]string, certSecre
 	svc := &corev1.Service{
 		TypeMeta:   typeMeta("v1", "Service"),
 		ObjectMeta: objectMeta(cfg.Namespace, name, labels),
-		Spec:       corev1.ServiceSpec{Selector: copyLabels(controllerLabels), Ports: ports},
+		Spec:       corev1.ServiceSpec{Selector: maps.Clone(controllerLabels), Ports: ports},
 	}
 	if cfg.Webhook.ServiceCA {
 		svc.Annotations = map[string]string{servingCertAnnotation: certSecret}

@@ -13,9 +13,8 @@ import (
 // injectCABundleAnnotation asks service-ca to inject its CA bundle.
 const injectCABundleAnnotation = "service.beta.openshift.io/inject-cabundle"
 
-// Defaults that decide how a request reaches a webhook are rendered (so
-// drift is reverted). failurePolicy Ignore: the server runs in the operand
-// these webhooks guard.
+// Routing defaults are rendered so drift is reverted. failurePolicy Ignore:
+// the server runs in the operand these webhooks guard.
 const (
 	webhookTimeoutSeconds = 10
 	webhookAPIVersion     = "v1beta1"

@@ -70,9 +70,8 @@ type Options struct {
 	DegradedAfter time.Duration
 }
 
-// Compute returns the next ClusterOperator status and when to recompute it
-// (0: no timer). Only conditions and versions of prev change, transition
-// times only on transitions, so a steady state computes exactly prev.
+// Compute returns the next status (only conditions and versions change) and when
+// to recompute it (0: never); a steady state computes exactly prev.
 func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options) (configv1.ClusterOperatorStatus, time.Duration) {
 	now := obs.Now.Truncate(time.Second)
 	next := *prev.DeepCopy()
@@ -204,19 +203,16 @@ func cond(t configv1.ClusterStatusConditionType, s configv1.ConditionStatus, rea
 
 // withTransitionTime keeps the previous transition time unless the status changed.
 func withTransitionTime(prev []configv1.ClusterOperatorStatusCondition, c configv1.ClusterOperatorStatusCondition, now time.Time) configv1.ClusterOperatorStatusCondition {
+	c.LastTransitionTime = metav1.NewTime(now)
 	if p := find(prev, c.Type); p != nil && p.Status == c.Status {
 		c.LastTransitionTime = p.LastTransitionTime
-		return c
 	}
-	c.LastTransitionTime = metav1.NewTime(now)
 	return c
 }
 
 func find(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType) *configv1.ClusterOperatorStatusCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
+	if i := slices.IndexFunc(conds, func(c configv1.ClusterOperatorStatusCondition) bool { return c.Type == t }); i >= 0 {
+		return &conds[i]
 	}
 	return nil
 }
@@ -241,10 +237,7 @@ func (r *requeue) at(deadline, now time.Time) {
 	if whole := deadline.Truncate(time.Second); whole.Before(deadline) {
 		deadline = whole.Add(time.Second)
 	}
-	d := deadline.Sub(now)
-	if d <= 0 {
-		d = time.Second
-	}
+	d := max(deadline.Sub(now), time.Second) // whole seconds
 	if r.d == 0 || d < r.d {
 		r.d = d
 	}

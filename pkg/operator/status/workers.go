@@ -25,9 +25,8 @@ func InstallGateApplies(prev configv1.ClusterOperatorStatus, obs Observation) bo
 	return a == nil || a.Reason == ReasonInitializing
 }
 
-// CheckMinimumWorkers is OpenShift's install gate: every MachineSet has its
-// replicas, and at least MinimumRunningWorkers are Running when more than one
-// is expected. It returns "" when met, else what it waits for.
+// CheckMinimumWorkers is OpenShift's install gate ("" when met): every MachineSet
+// has its replicas, MinimumRunningWorkers Running when more than one is expected.
 func CheckMinimumWorkers(sets []machinev1beta1.MachineSet, machines []machinev1beta1.Machine) string {
 	expected, running := 0, 0
 	var waiting []string

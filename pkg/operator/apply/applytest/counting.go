@@ -1,5 +1,4 @@
-// Package applytest holds test helpers for code that talks to the API server:
-// CountingTransport counts the requests a client sends, so tests can assert
+// Package applytest counts the requests a client sends, so tests can assert
 // that a steady state sends zero writes.
 package applytest
 
@@ -20,13 +19,10 @@ import (
 // Verbs a request is counted under: GETs split into GET, LIST and WATCH; the
 // others are the HTTP methods.
 const (
-	VerbGet    = "GET"
-	VerbList   = "LIST"
-	VerbWatch  = "WATCH"
-	VerbPost   = "POST"
-	VerbPut    = "PUT"
-	VerbPatch  = "PATCH"
-	VerbDelete = "DELETE"
+	VerbGet   = "GET"
+	VerbList  = "LIST"
+	VerbWatch = "WATCH"
+	VerbPost  = http.MethodPost
 )
 
 // IsWrite reports whether verb changes state (dry-run requests count as writes).
@@ -44,12 +40,7 @@ type Request struct {
 func (r Request) String() string { return r.Verb + " " + r.Path }
 
 // CountingTransport counts the requests of every client built from a
-// rest.Config it is installed on. It is safe for concurrent use.
-//
-//	ct := applytest.NewCountingTransport()
-//	cfg := ct.Install(env.Config)    // or cfg.Wrap(ct.Wrap)
-//	c, _ := client.New(cfg, client.Options{Scheme: env.Scheme})
-//	... ct.Reset(); reconcile; if ct.Writes() != 0 { t.Errorf("writes: %v", ct.WriteRequests()) }
+// rest.Config it is installed on (Install). It is safe for concurrent use.
 type CountingTransport struct {
 	mu     sync.Mutex
 	counts map[Request]int
@@ -63,19 +54,16 @@ func NewCountingTransport() *CountingTransport {
 // Install returns a copy of cfg whose transport counts requests in c.
 func (c *CountingTransport) Install(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(c.Wrap)
-	return cfg
-}
-
-// Wrap is a transport.WrapperFunc for rest.Config.Wrap.
-func (c *CountingTransport) Wrap(rt http.RoundTripper) http.RoundTripper {
-	return promhttp.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		r := Request{Verb: verbOf(req), Path: req.URL.Path}
-		c.mu.Lock()
-		c.counts[r]++
-		c.mu.Unlock()
-		return rt.RoundTrip(req)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return promhttp.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			r := Request{Verb: verbOf(req), Path: req.URL.Path}
+			c.mu.Lock()
+			c.counts[r]++
+			c.mu.Unlock()
+			return rt.RoundTrip(req)
+		})
 	})
+	return cfg
 }
 
 // Writes returns the number of write requests counted.

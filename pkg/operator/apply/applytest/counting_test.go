@@ -31,9 +31,9 @@ func TestCountingTransport(t *testing.T) {
 		{http.MethodGet, "/api/v1/namespaces/ns/status", VerbGet},
 		{http.MethodGet, "/apis/apps/v1", VerbGet},
 		{http.MethodPost, "/api/v1/namespaces/ns/configmaps", VerbPost},
-		{http.MethodPut, "/api/v1/namespaces/ns/configmaps/c", VerbPut},
-		{http.MethodPatch, "/api/v1/namespaces/ns/configmaps/c", VerbPatch},
-		{http.MethodDelete, "/api/v1/namespaces/ns/configmaps/c", VerbDelete},
+		{http.MethodPut, "/api/v1/namespaces/ns/configmaps/c", http.MethodPut},
+		{http.MethodPatch, "/api/v1/namespaces/ns/configmaps/c", http.MethodPatch},
+		{http.MethodDelete, "/api/v1/namespaces/ns/configmaps/c", http.MethodDelete},
 	}
 	var wg sync.WaitGroup
 	for range 4 {
