@@ -24,21 +24,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr)
-		fmt.Fprint(stderr, ue.usage(root, args))
-		return 2
+	if !errors.As(err, new(usageError)) {
+		return 1
 	}
-	return 1
-}
-
-func (usageError) usage(root *cobra.Command, args []string) string {
 	cmd, _, err := root.Find(args)
 	if err != nil || cmd == nil {
 		cmd = root
 	}
-	return cmd.UsageString()
+	fmt.Fprintln(stderr)
+	fmt.Fprint(stderr, cmd.UsageString())
+	return 2
 }
 
 // newRootCommandWith is the command line, with start running the operator.

@@ -101,7 +101,8 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	o.leaderElection.AddFlags(f)
 	o.tls = tlsflags.Options{MinVersion: tlsflags.DefaultMinVersion}
 	o.tls.AddFlags(f)
-	f.StringVar(&o.metricsAddr, "metrics-bind-address", defaultMetricsAddress(),
+	// :$METRICS_PORT is set by OpenShift's Deployment; 8443 is OpenShift's port.
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":"+cmp.Or(os.Getenv("METRICS_PORT"), "8443"),
 		"Address of the Prometheus metrics endpoint (HTTPS; a scraper needs a token allowed to get the non-resource URL /metrics); 0 disables it. Default: :$METRICS_PORT, else :8443.")
 	f.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
 		"Directory with the metrics serving certificate (tls.crt, tls.key), re-read when it changes; empty, or while the files are missing, a self-signed certificate is served.")
@@ -111,15 +112,6 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.StringVar(&o.webhookCertificates, "webhook-certificates", "auto",
 		"Who issues webhook serving certificates: service-ca (OpenShift), operator (self-managed CA), or auto (service-ca while the cluster serves servicecas.operator.openshift.io, decided at every sync).")
 	return cmd
-}
-
-// defaultMetricsAddress is :$METRICS_PORT (set by OpenShift's Deployment),
-// else :8443 (OpenShift's port).
-func defaultMetricsAddress() string {
-	if p := os.Getenv("METRICS_PORT"); p != "" {
-		return ":" + p
-	}
-	return ":8443"
 }
 
 func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
@@ -137,7 +129,6 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	restCfg = rest.CopyConfig(restCfg)
 	restCfg.UserAgent = "machine-api-operator/" + version.String()
 
 	logger.Info("Webhook certificates", "issuer", o.webhookCertificates)

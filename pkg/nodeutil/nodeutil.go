@@ -2,7 +2,11 @@
 // so every binary and test may import it).
 package nodeutil
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // ReadyCondition returns n's Ready condition (a pointer into n's status), or
 // nil when n is nil or has none.
@@ -10,10 +14,8 @@ func ReadyCondition(n *corev1.Node) *corev1.NodeCondition {
 	if n == nil {
 		return nil
 	}
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
+	if i := slices.IndexFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady }); i >= 0 {
+		return &n.Status.Conditions[i]
 	}
 	return nil
 }

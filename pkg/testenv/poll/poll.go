@@ -1,7 +1,5 @@
-// Package poll is how the project's tests wait: poll a condition at a short,
-// growing interval until it holds, and on timeout fail saying what was
-// awaited and why it did not hold. Standard library only, so every suite
-// shares it.
+// Package poll is how the project's tests wait: poll a condition at a growing interval until it holds, else fail
+// saying what was awaited and why it did not hold. Standard library only, so every suite shares it.
 package poll
 
 import (

@@ -27,10 +27,8 @@ func Has(conds []machinev1beta1.Condition, c machinev1beta1.Condition) bool {
 
 // Get returns the condition of type t, or nil. The pointer aliases conds.
 func Get(conds []machinev1beta1.Condition, t machinev1beta1.ConditionType) *machinev1beta1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
+	if i := slices.IndexFunc(conds, func(c machinev1beta1.Condition) bool { return c.Type == t }); i >= 0 {
+		return &conds[i]
 	}
 	return nil
 }
@@ -41,9 +39,8 @@ func IsTrue(conds []machinev1beta1.Condition, t machinev1beta1.ConditionType) bo
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// Set sets c in conds and returns the (possibly grown) slice;
-// lastTransitionTime becomes now (to the second) when the condition is new or
-// its status changes, and is kept otherwise (c's is ignored).
+// Set sets c in conds and returns the (possibly grown) slice; lastTransitionTime becomes now (to the second)
+// when the condition is new or its status changes, and is kept otherwise (c's is ignored).
 func Set(conds []machinev1beta1.Condition, c machinev1beta1.Condition, now time.Time) []machinev1beta1.Condition {
 	c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 	existing := Get(conds, c.Type)

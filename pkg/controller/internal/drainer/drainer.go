@@ -14,9 +14,8 @@ import (
 	"k8s.io/kubectl/pkg/drain"
 )
 
-// NewHelper returns a drain helper with the controllers' rules (grace periods
-// honoured, DaemonSet pods ignored, emptyDir data deleted, unmanaged pods
-// included), logging at V(1).
+// NewHelper returns a drain helper with the controllers' rules (grace periods honoured, DaemonSet pods ignored,
+// emptyDir data deleted, unmanaged pods included), logging at V(1).
 func NewHelper(ctx context.Context, kube kubernetes.Interface, log logr.Logger) *drain.Helper {
 	w := logWriter{log}
 	return &drain.Helper{
@@ -41,9 +40,8 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// DeletePods deletes pods without eviction (a drain past its timeout) and
-// returns the "namespace/name" of each deleted (or already gone) and the
-// errors of the others.
+// DeletePods deletes pods without eviction (a drain past its timeout): the "namespace/name" of each deleted (or
+// already gone), and the errors of the others.
 func DeletePods(h *drain.Helper, pods []corev1.Pod) (deleted []string, failed []error) {
 	for _, p := range pods {
 		if err := h.DeletePod(p); err != nil && !apierrors.IsNotFound(err) {

@@ -22,10 +22,8 @@ type Index struct {
 	Extract client.IndexerFunc
 }
 
-// Register adds the indexes to indexer before the manager starts, but those
-// the cache's informer already has. A namespace-restricted cache's informers
-// hide their indexes: there a name registered twice fails, so controllers
-// sharing such a manager register a shared index once, where it is built.
+// Register adds the indexes the cache's informers lack, before the manager starts. A namespace-restricted cache
+// hides its informers' indexes (a second registration fails): controllers sharing one register a shared index once.
 func Register(ctx context.Context, indexer client.FieldIndexer, indexes ...Index) error {
 	for _, idx := range indexes {
 		exists, err := Registered(ctx, indexer, idx.Object, idx.Name)

@@ -15,10 +15,8 @@ const CatchUpDelay = 100 * time.Millisecond
 // TTL bounds how long a write is remembered, should the cache never show it.
 const TTL = 10 * time.Second
 
-// Memo remembers, per object, the resourceVersions a reconcile's writes left
-// behind (the one read, and each write's but the last): a later reconcile
-// reading one of them waits for the cache instead of sending the same patches
-// again. See docs/architecture.md, "Reading our own writes".
+// Memo remembers, per object, the resourceVersions a reconcile's writes left behind (the one read, each write's
+// but the last), so a later reconcile reading one waits for the cache. See docs/architecture.md, "Reading our own writes".
 type Memo struct {
 	mu    sync.Mutex
 	based map[types.NamespacedName]writeMark
