@@ -10,9 +10,8 @@ const ControllerName = "machinehealthcheck-controller"
 const (
 	// PausedAnnotation on a MachineHealthCheck (any value) pauses remediation.
 	PausedAnnotation = "cluster.x-k8s.io/paused"
-	// RemediationStrategyAnnotation set to RemediationStrategyExternalBaremetal
-	// makes unhealthy Machines (not Failed ones) be annotated with
-	// ExternalRemediationAnnotation for the baremetal provider instead of deleted.
+	// RemediationStrategyAnnotation = RemediationStrategyExternalBaremetal: unhealthy (not
+	// Failed) Machines get ExternalRemediationAnnotation for the baremetal provider, not deletion.
 	RemediationStrategyAnnotation        = "machine.openshift.io/remediation-strategy"
 	RemediationStrategyExternalBaremetal = "external-baremetal"
 	ExternalRemediationAnnotation        = "host.metal3.io/external-remediation"

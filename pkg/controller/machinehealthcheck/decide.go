@@ -26,13 +26,6 @@ const (
 	Deleting                // being deleted; not a target
 )
 
-func (h Health) String() string {
-	if names := [...]string{"Healthy", "Starting", "Suspect", "Unhealthy", "Deleting"}; h >= 0 && int(h) < len(names) {
-		return names[h]
-	}
-	return fmt.Sprintf("Health(%d)", int(h))
-}
-
 // verdict is the decision on one target.
 type verdict struct {
 	Health Health
@@ -120,9 +113,8 @@ func assess(m *machinev1beta1.Machine, node *corev1.Node, p healthParams, now ti
 	return verdict{Health: Healthy}
 }
 
-// maxUnhealthyValue resolves spec.maxUnhealthy against total targets: nil
-// means 100%; "N%" is floor(N*total/100); an integer or a string of digits is
-// absolute; negative values count as 0.
+// maxUnhealthyValue resolves spec.maxUnhealthy against total: nil is 100%, "N%" is
+// floor(N*total/100), an integer or a string of digits is absolute; negative is 0.
 func maxUnhealthyValue(v *intstr.IntOrString, total int) (int, error) {
 	if v == nil {
 		return total, nil
@@ -147,9 +139,8 @@ func maxUnhealthyValue(v *intstr.IntOrString, total int) (int, error) {
 	return max(n, 0), nil
 }
 
-// summary is the decision on a whole MachineHealthCheck: Allowed when
-// Unhealthy <= MaxUnhealthy; MaxErr (no remediation) when maxUnhealthy is
-// unusable; Requeue > 0 when a verdict changes by time alone.
+// summary is the decision on a whole MachineHealthCheck; MaxErr (no remediation):
+// maxUnhealthy is unusable; Requeue > 0: a verdict changes by time alone.
 type summary struct {
 	Expected, Healthy, Unhealthy int
 	MaxUnhealthy                 int
@@ -242,9 +233,8 @@ const (
 	remediateDelete                              // delete it; its controller replaces it
 )
 
-// decideRemediation says how to remediate the Unhealthy Machine m (node nil:
-// none or gone) in OpenShift's order, control-plane Machines included, after
-// medik8s' exclusions (docs/openshift.md).
+// decideRemediation says how to remediate the Unhealthy Machine m (node nil: none or
+// gone) in OpenShift's order, after medik8s' exclusions (docs/openshift.md).
 func decideRemediation(mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, node *corev1.Node) remediation {
 	switch {
 	case excludedNode(node) != "":

@@ -1,6 +1,7 @@
 package machinehealthcheck
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -385,4 +386,11 @@ func TestSetRestrictedReportsTransitions(t *testing.T) {
 			t.Errorf("step %d: setRestricted(%v) = %v, want %v", i, step.restricted, got, step.changed)
 		}
 	}
+}
+
+func (h Health) String() string {
+	if names := [...]string{"Healthy", "Starting", "Suspect", "Unhealthy", "Deleting"}; h >= 0 && int(h) < len(names) {
+		return names[h]
+	}
+	return fmt.Sprintf("Health(%d)", int(h))
 }

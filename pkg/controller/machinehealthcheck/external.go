@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -25,9 +26,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// externalRemediation creates the remediation requests of one
-// MachineHealthCheck in one reconcile, reading the template once; the outcome
-// goes to the ExternalRemediation{Template,Request}Available conditions.
+// externalRemediation creates one reconcile's remediation requests from a template read
+// once; outcomes go to the ExternalRemediation{Template,Request}Available conditions.
 type externalRemediation struct {
 	r        *Reconciler
 	mhc      *machinev1beta1.MachineHealthCheck
@@ -38,14 +38,20 @@ type externalRemediation struct {
 	failed   []string
 }
 
-// newExternalRemediation reads the template and sets
-// ExternalRemediationTemplateAvailable.
+// newExternalRemediation reads the template (from mhc's namespace when the reference
+// names none) and sets ExternalRemediationTemplateAvailable.
 func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) *externalRemediation {
 	e := &externalRemediation{r: r, mhc: mhc, st: st, now: now}
 	key := client.ObjectKeyFromObject(mhc)
-	tmpl, gvk, err := r.readTemplate(ctx, mhc)
+	ref, tmpl := mhc.Spec.RemediationTemplate, &unstructured.Unstructured{}
+	gvk, err := requestGVK(ref)
+	if ns := cmp.Or(ref.Namespace, mhc.Namespace); err == nil {
+		tmpl.SetGroupVersionKind(gvk.GroupVersion().WithKind(ref.Kind))
+		if err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
+			err = fmt.Errorf("reading %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
+		}
+	}
 	if err != nil {
-		ref := mhc.Spec.RemediationTemplate
 		msg := fmt.Sprintf("Remediation template %s %s is not usable: %v", ref.Kind, ref.Name, err)
 		st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionFalse,
 			machinev1beta1.ExternalRemediationTemplateNotFound, machinev1beta1.ConditionSeverityError, msg), now)
@@ -71,23 +77,6 @@ func requestGVK(ref *corev1.ObjectReference) (schema.GroupVersionKind, error) {
 		return schema.GroupVersionKind{}, fmt.Errorf("apiVersion %q: %w", ref.APIVersion, err)
 	}
 	return gv.WithKind(kind), nil
-}
-
-// readTemplate reads mhc's remediation template (from the MachineHealthCheck's
-// namespace when it names none) and returns it with the kind of its requests.
-func (r *Reconciler) readTemplate(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck) (*unstructured.Unstructured, schema.GroupVersionKind, error) {
-	ref := mhc.Spec.RemediationTemplate
-	gvk, err := requestGVK(ref)
-	if err != nil {
-		return nil, gvk, err
-	}
-	ns := cmp.Or(ref.Namespace, mhc.Namespace)
-	tmpl := &unstructured.Unstructured{}
-	tmpl.SetGroupVersionKind(gvk.GroupVersion().WithKind(ref.Kind))
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
-		return nil, schema.GroupVersionKind{}, fmt.Errorf("reading %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
-	}
-	return tmpl, gvk, nil
 }
 
 // request makes sure an external remediation request for m exists, creating a
@@ -134,8 +123,7 @@ func (e *externalRemediation) setRequestCondition() {
 	}
 }
 
-// buildRequest makes m's request from the template: the request kind, m's
-// namespace and name, spec and labels/annotations from template.spec.template,
+// buildRequest makes m's request (its namespace and name) from template.spec.template,
 // owned by m (not as controller).
 func buildRequest(tmpl *unstructured.Unstructured, gvk schema.GroupVersionKind, m *machinev1beta1.Machine) *unstructured.Unstructured {
 	req := &unstructured.Unstructured{Object: map[string]any{}}
@@ -149,12 +137,8 @@ func buildRequest(tmpl *unstructured.Unstructured, gvk schema.GroupVersionKind, 
 		req.SetLabels(l)
 	}
 	annotations, _, _ := unstructured.NestedStringMap(tmpl.Object, "spec", "template", "metadata", "annotations")
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[ClonedFromNameAnnotation] = tmpl.GetName()
-	annotations[ClonedFromGroupKindAnnotation] = tmpl.GroupVersionKind().GroupKind().String()
-	req.SetAnnotations(annotations)
+	req.SetAnnotations(labels.Merge(annotations, labels.Set{
+		ClonedFromNameAnnotation: tmpl.GetName(), ClonedFromGroupKindAnnotation: tmpl.GroupVersionKind().GroupKind().String()}))
 	req.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: machinev1beta1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID,
 		BlockOwnerDeletion: ptr.To(false),
@@ -207,10 +191,7 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 func (r *Reconciler) annotateForBaremetal(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, why string) (done bool, err error) {
 	ctrl.LoggerFrom(ctx).Info("annotating unhealthy Machine for external remediation", "machine", m.Name, "reason", why)
 	patched := m.DeepCopy()
-	if patched.Annotations == nil {
-		patched.Annotations = map[string]string{}
-	}
-	patched.Annotations[ExternalRemediationAnnotation] = ""
+	metav1.SetMetaDataAnnotation(&patched.ObjectMeta, ExternalRemediationAnnotation, "")
 	// A merge patch of one key undoes no concurrent change: no lock needed.
 	if err := r.Client.Patch(ctx, patched, client.MergeFrom(m)); err != nil {
 		if apierrors.IsNotFound(err) {

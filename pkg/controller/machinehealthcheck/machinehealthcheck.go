@@ -262,9 +262,8 @@ func (r *Reconciler) reportTargets(mhc *machinev1beta1.MachineHealthCheck, targe
 	r.events.KeepOnly(key, keep)
 }
 
-// remediate acts on every Unhealthy target, oldest first, as the pacing
-// allows. It returns when a remediation held back by the pacing may go
-// ahead (0: none is held back).
+// remediate acts on every Unhealthy target, oldest first, as the pacing allows; it
+// returns when a held-back remediation may go ahead (0: none).
 func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(mhc)
 	var errs []error
@@ -311,10 +310,7 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *machinev1beta1.MachineH
 func unhealthyOldestFirst(targets []target) []target {
 	out := slices.DeleteFunc(slices.Clone(targets), func(t target) bool { return t.verdict.Health != Unhealthy })
 	slices.SortStableFunc(out, func(a, b target) int {
-		if c := a.machine.CreationTimestamp.Compare(b.machine.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.machine.Name, b.machine.Name)
+		return cmp.Or(a.machine.CreationTimestamp.Compare(b.machine.CreationTimestamp.Time), strings.Compare(a.machine.Name, b.machine.Name))
 	})
 	return out
 }
@@ -368,9 +364,8 @@ func (r *Reconciler) machineEventOnce(mhc types.NamespacedName, m *machinev1beta
 	return r.events.Once(mhc, m.Name, m, eventType, reason, "Remediate", note)
 }
 
-// setRestricted remembers whether mhc is short-circuited and reports whether
-// that changed: RemediationRestricted is recorded once per transition even
-// when the cache lags behind the persisted condition.
+// setRestricted remembers whether mhc is short-circuited and reports a change, so
+// RemediationRestricted is recorded once per transition even behind a lagging cache.
 func (r *Reconciler) setRestricted(mhc types.NamespacedName, restricted bool) bool {
 	if restricted {
 		return r.events.First(mhc, "", restrictedMemo, "")
@@ -378,6 +373,5 @@ func (r *Reconciler) setRestricted(mhc types.NamespacedName, restricted bool) bo
 	return r.events.Clear(mhc, "", restrictedMemo)
 }
 
-// restrictedMemo is the reason under which setRestricted remembers the
-// short-circuit (no event has this reason).
+// restrictedMemo is setRestricted's memo reason (no event has it).
 const restrictedMemo = "short-circuited"

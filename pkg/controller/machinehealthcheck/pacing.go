@@ -3,6 +3,7 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -13,10 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Remediation pacing: a token bucket per MachineHealthCheck (rateLimit) and
-// an exponential backoff per key (backoffPolicy), pure functions over the
-// state pacing holds, applied by a pacingPass. Off by default, as in
-// OpenShift; see docs/openshift.md.
+// Remediation pacing, off by default as in OpenShift (docs/openshift.md): a token bucket
+// per MachineHealthCheck and a backoff per key, applied by a pacingPass.
 
 // The suggested --remediation-burst and the default --remediation-interval.
 const (
@@ -24,9 +23,8 @@ const (
 	DefaultRemediationInterval = time.Minute
 )
 
-// The backoff of repeated remediation of one key: Base delays the second
-// remediation of a streak, each further one doubles it up to Max; a key with
-// no remediation for Reset starts afresh.
+// The backoff of one key: Base delays a streak's second remediation, each further one
+// doubles it up to Max; a key with no remediation for Reset starts afresh.
 const (
 	RemediationBackoffBase  = time.Minute
 	RemediationBackoffMax   = 30 * time.Minute
@@ -150,9 +148,8 @@ func (p backoffPolicy) classify(s *backoffState, uid types.UID, cause string, du
 	return backoffRepeat
 }
 
-// decide says when Machine uid may be remediated for cause (until ≤ now: at
-// once): a repeat waits delay(streak) after both the last remediation and
-// the moment it became due.
+// decide says when Machine uid may be remediated for cause (until ≤ now: at once): a
+// repeat waits delay(streak) after both the last remediation and its becoming due.
 func (p backoffPolicy) decide(s *backoffState, uid types.UID, cause string, now time.Time) (cls backoffClass, until time.Time, delay time.Duration) {
 	due := s.dueSince(uid, now)
 	cls = p.classify(s, uid, cause, due)
@@ -205,11 +202,7 @@ func (p backoffPolicy) record(s *backoffState, uid types.UID, cause string, now 
 // prune forgets the due times of Machines not in seen and reports whether s
 // can be forgotten (nothing waits, the streak is over).
 func (p backoffPolicy) prune(s *backoffState, seen map[types.UID]bool, now time.Time) bool {
-	for uid := range s.due {
-		if !seen[uid] {
-			delete(s.due, uid)
-		}
-	}
+	maps.DeleteFunc(s.due, func(uid types.UID, _ time.Time) bool { return !seen[uid] })
 	return len(s.due) == 0 && now.Sub(s.last) >= p.reset
 }
 
@@ -270,9 +263,8 @@ func (p *pacingPass) ownerBackoffKey(owner *metav1.OwnerReference) backoffKey {
 	}}
 }
 
-// admit decides whether t may be remediated under k now: the backoff first (a
-// waiting Machine takes no token), then the rate limit. A Machine held back is
-// reported once per wait and its wait collected.
+// admit decides whether t may be remediated under k now: the backoff first (a waiting
+// Machine takes no token), then the rate limit; a held-back one is reported once per wait.
 func (p *pacingPass) admit(t target, k backoffKey) bool {
 	m := t.machine
 	log := ctrl.LoggerFrom(p.ctx)
@@ -336,11 +328,7 @@ func (p *pacingPass) done() time.Duration {
 	} else {
 		p.r.events.Clear(p.key, "", EventRemediationRateLimited)
 	}
-	for key, st := range p.state.backoff {
-		if p.r.backoff.prune(st, p.seen[key], p.now) {
-			delete(p.state.backoff, key)
-		}
-	}
+	maps.DeleteFunc(p.state.backoff, func(key string, st *backoffState) bool { return p.r.backoff.prune(st, p.seen[key], p.now) })
 	if len(p.state.backoff) == 0 && (!p.r.limit.enabled() || p.r.limit.full(p.state.bucket, p.now)) {
 		p.r.pacing.Delete(p.key) // nothing left: a full bucket, no history
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,10 +32,8 @@ import (
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// SetupWithManager registers the controller and the machine.NodeRefNameField
-// index with mgr. It watches MachineHealthChecks (spec and annotations),
-// Machines (to the MachineHealthChecks selecting their old or new labels) and
-// Nodes (through their Machines), the last two batched.
+// SetupWithManager registers the controller and the machine.NodeRefNameField index
+// with mgr; Machine and Node events are batched.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = cmp.Or(r.Client, mgr.GetClient())
 	r.APIReader = cmp.Or(r.APIReader, mgr.GetAPIReader())
@@ -50,7 +49,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			predicate.NewPredicateFuncs(r.inNamespace),
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 		)).
-		Watches(&machinev1beta1.Machine{}, batched(handler.EnqueueRequestsFromMapFunc(r.machineToMHCs), eventBatchDelay),
+		Watches(&machinev1beta1.Machine{}, batched(handler.EnqueueRequestsFromMapFunc(r.mhcsSelecting), eventBatchDelay),
 			builder.WithPredicates(machinePredicate(r.NodeStartupTimeoutFrom))).
 		Watches(&corev1.Node{}, batched(handler.EnqueueRequestsFromMapFunc(r.nodeToMHCs), eventBatchDelay),
 			builder.WithPredicates(updates.Matter(nodeChangeMatters))).
@@ -62,24 +61,18 @@ func (r *Reconciler) inNamespace(o client.Object) bool {
 	return r.Namespace == "" || o.GetNamespace() == r.Namespace
 }
 
-// machineToMHCs maps a Machine to the MachineHealthChecks selecting it (the
-// handler maps an update's old Machine too, so its old labels count).
-func (r *Reconciler) machineToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
-	m, ok := o.(*machinev1beta1.Machine)
-	if !ok || !r.inNamespace(m) {
+// mhcsSelecting maps Machine m to the MachineHealthChecks selecting it (the handler
+// maps an update's old Machine too, so its old labels count).
+func (r *Reconciler) mhcsSelecting(ctx context.Context, m client.Object) []reconcile.Request {
+	if !r.inNamespace(m) {
 		return nil
 	}
-	return r.mhcsSelecting(ctx, m)
-}
-
-// mhcsSelecting returns the MachineHealthChecks of m's namespace selecting m.
-func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machine) []reconcile.Request {
 	list := &machinev1beta1.MachineHealthCheckList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing MachineHealthChecks for a Machine", "machine", m.Name)
+	if err := r.Client.List(ctx, list, client.InNamespace(m.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing MachineHealthChecks for a Machine", "machine", m.GetName())
 		return nil
 	}
-	set := labels.Set(m.Labels)
+	set := labels.Set(m.GetLabels())
 	var out []reconcile.Request
 	for i := range list.Items {
 		if sel, err := metav1.LabelSelectorAsSelector(&list.Items[i].Spec.Selector); err == nil && sel.Matches(set) {
@@ -92,33 +85,23 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m *machinev1beta1.Machin
 // nodeToMHCs maps a Node to the MachineHealthChecks selecting the Machines
 // whose nodeRef names it, or that its nodelink.MachineAnnotation names.
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
-	var machines []*machinev1beta1.Machine
+	reqs := sets.New[reconcile.Request]()
 	list := &machinev1beta1.MachineList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{machine.NodeRefNameField: o.GetName()},
 		client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy); err != nil { // "": every namespace
 		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", o.GetName())
 	}
 	for i := range list.Items {
-		machines = append(machines, &list.Items[i])
+		reqs.Insert(r.mhcsSelecting(ctx, &list.Items[i])...)
 	}
 	if ns, name, ok := strings.Cut(o.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
 		(r.Namespace == "" || ns == r.Namespace) {
 		m := &machinev1beta1.Machine{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); err == nil {
-			machines = append(machines, m)
+			reqs.Insert(r.mhcsSelecting(ctx, m)...)
 		}
 	}
-	seen := map[reconcile.Request]bool{}
-	var reqs []reconcile.Request
-	for _, m := range machines {
-		for _, req := range r.mhcsSelecting(ctx, m) {
-			if !seen[req] {
-				seen[req] = true
-				reqs = append(reqs, req)
-			}
-		}
-	}
-	return reqs
+	return reqs.UnsortedList()
 }
 
 // machinePredicate passes the changes the health decision reads, and of
@@ -167,9 +150,8 @@ func conditionStates(n *corev1.Node) []conditionState {
 	return out
 }
 
-// eventBatchDelay is how long Machine and Node events wait before they wake
-// their MachineHealthChecks: one assessment per delay instead of one per
-// event during a scale-up (docs/performance.md).
+// eventBatchDelay batches Machine and Node events: one assessment per delay, not per
+// event, during a scale-up (docs/performance.md).
 const eventBatchDelay = time.Second
 
 // batched wraps h so that its requests are added after delay: the delaying
