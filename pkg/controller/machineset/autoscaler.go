@@ -13,9 +13,8 @@ import (
 
 const mebibyte = 1 << 20
 
-// ScaleFromZeroAnnotations returns the scale-from-zero annotations for
-// Machines built from spec, when its providerSpec is a kubemark one (kubemark
-// true); err says why such a providerSpec is invalid.
+// ScaleFromZeroAnnotations returns the scale-from-zero annotations of spec when its
+// providerSpec is a kubemark one (kubemark true); err says why that one is invalid.
 func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map[string]string, kubemark bool, err error) {
 	if spec.ProviderSpec.Value == nil || len(spec.ProviderSpec.Value.Raw) == 0 {
 		return nil, false, nil

@@ -13,9 +13,8 @@ const (
 	LegacyDeleteMachineAnnotation = "machine.openshift.io/cluster-api-delete-machine"
 )
 
-// Scale-from-zero annotations kept on kubemark MachineSets: OpenShift's
-// integers (vCPU rounded up, memory in MiB rounded down) and the cluster
-// autoscaler's quantities ("500m", "4Gi").
+// Scale-from-zero annotations kept on kubemark MachineSets: OpenShift's integers (vCPU
+// rounded up, MiB rounded down) and the cluster autoscaler's quantities ("500m", "4Gi").
 const (
 	CPUAnnotation             = "machine.openshift.io/vCPU"
 	MemoryAnnotation          = "machine.openshift.io/memoryMb"

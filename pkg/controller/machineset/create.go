@@ -39,9 +39,8 @@ func (r *Reconciler) createMachines(ctx context.Context, ms *machinev1beta1.Mach
 	return nil
 }
 
-// createMachine creates one Machine under a name chosen here (as generateName
-// would), so a Create whose response was lost can be resent: AlreadyExists
-// means it went through. See docs/architecture.md, "MachineSet controller".
+// createMachine names the Machine itself (as generateName would) so a lost Create can
+// be resent: AlreadyExists means it went through (docs/architecture.md, "MachineSet controller").
 func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName) error {
 	m := newMachine(ms)
 	m.Name = apinames.SimpleNameGenerator.GenerateName(m.GenerateName)

@@ -1,4 +1,3 @@
-// Package machineset is the MachineSet controller: it keeps exactly
-// spec.replicas Machines per MachineSet. See docs/architecture.md,
-// "MachineSet controller".
+// Package machineset is the MachineSet controller: it keeps exactly spec.replicas
+// Machines per MachineSet. See docs/architecture.md, "MachineSet controller".
 package machineset

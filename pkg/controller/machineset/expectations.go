@@ -1,6 +1,7 @@
 package machineset
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -8,11 +9,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Expectations remembers, per MachineSet, the Machine creations (by name)
-// and deletions (by UID) the controller is issuing and its cache has not shown
-// yet; each expires after the timeout. Both are expected before the request
-// is sent (the controller names its Machines), and dropped when observed or
-// when the request failed. Safe for concurrent use.
+// Expectations remembers, per MachineSet, the Machine creations (by name) and deletions
+// (by UID) being sent, until the cache shows them, they fail or expire. Concurrency-safe.
 type Expectations struct {
 	mu      sync.Mutex
 	clock   clock.PassiveClock
@@ -33,9 +31,7 @@ type expectation struct {
 // NewExpectations returns empty expectations expiring after timeout (<= 0:
 // DefaultExpectationsTimeout) on clk (nil: the real clock).
 func NewExpectations(clk clock.PassiveClock, timeout time.Duration) *Expectations {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
+	clk = cmp.Or[clock.PassiveClock](clk, clock.RealClock{})
 	if timeout <= 0 {
 		timeout = DefaultExpectationsTimeout
 	}

@@ -180,9 +180,8 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	if err := errors.Join(claimErr, actErr, statusErr); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Wake up when pending expectations expire, should an event be lost; at
-	// once if they expired during this reconcile (slow Creates): nothing
-	// else may wake us.
+	// Wake up when pending expectations expire, should an event be lost; at once if
+	// they expired during this reconcile (slow Creates): nothing else may wake us.
 	creates, deletes := r.expectations.Pending(key)
 	ok, wait := r.expectations.Satisfied(key)
 	if ok && creates+deletes > 0 {
@@ -260,12 +259,8 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 // adopt makes ms the orphans' controller, re-reading it uncached first so a
 // deleted or replaced MachineSet adopts nothing; the lock lets another owner win.
 func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, orphans []*machinev1beta1.Machine) ([]*machinev1beta1.Machine, error) {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
 	fresh := &machinev1beta1.MachineSet{}
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
+	if err := cmp.Or[client.Reader](r.APIReader, r.Client).Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
 		return nil, fmt.Errorf("re-reading MachineSet before adopting Machines: %w", err)
 	}
 	if fresh.UID != ms.UID {
@@ -327,11 +322,9 @@ func newMachine(ms *machinev1beta1.MachineSet) *machinev1beta1.Machine {
 // deleteMachines deletes victims, at most maxDeletes at a time.
 func (r *Reconciler) deleteMachines(ctx context.Context, ms *machinev1beta1.MachineSet, victims []*machinev1beta1.Machine) error {
 	key := client.ObjectKeyFromObject(ms)
-	uids := make([]types.UID, len(victims))
-	for i, m := range victims {
-		uids[i] = m.UID
+	for _, m := range victims {
+		r.expectations.ExpectDeletions(key, m.UID)
 	}
-	r.expectations.ExpectDeletions(key, uids...)
 	errs := parallel(len(victims), r.MaxConcurrentDeletes, func(i int) error {
 		return r.deleteMachine(ctx, ms, key, victims[i])
 	})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -165,12 +166,10 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1
 
 // nodeToMachineSets maps a Node to its Machines' MachineSets (by nodeRef and annotation).
 func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []reconcile.Request {
-	seen := map[types.NamespacedName]bool{}
-	var reqs []reconcile.Request
+	reqs := sets.New[reconcile.Request]()
 	add := func(m *machinev1beta1.Machine) {
-		if key, ok := machineSetOwner(m); ok && !seen[key] && r.inNamespace(m) {
-			seen[key] = true
-			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		if key, ok := machineSetOwner(m); ok && r.inNamespace(m) {
+			reqs.Insert(reconcile.Request{NamespacedName: key})
 		}
 	}
 	list := &machinev1beta1.MachineList{}
@@ -188,7 +187,7 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 			add(m)
 		}
 	}
-	return reqs
+	return reqs.UnsortedList()
 }
 
 // nodeChangeMatters passes changes of the Ready condition and the machine annotation.
