@@ -19,9 +19,8 @@ import (
 // probeMachineName names the Machine the probe reads; NotFound is an answer too.
 const probeMachineName = "machine-api-safety-apiserver-probe"
 
-// APIServerGate is the API-server freeze: a machine.Gate frozen while the API
-// server has not answered for longer than the timeout (decideAPIServer;
-// docs/safety.md). Each change is logged and in MachineControllerFrozen.
+// APIServerGate is the API-server freeze: a machine.Gate frozen while the API server
+// has not answered for longer than the timeout (decideAPIServer; docs/safety.md).
 type APIServerGate struct {
 	reader    client.Reader
 	key       types.NamespacedName

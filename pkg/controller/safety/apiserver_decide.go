@@ -16,9 +16,8 @@ type probeOutcome struct {
 	froze, thawed bool
 }
 
-// decideAPIServer folds one probe into the state: reachable thaws at once,
-// next probe after period; unreachable freezes once down longer than timeout,
-// probing every timeout/5 meanwhile and while frozen (docs/safety.md).
+// decideAPIServer folds one probe into the state: reachable thaws at once; unreachable
+// freezes once down longer than timeout, probing every timeout/5 (docs/safety.md).
 func decideAPIServer(s apiServerState, reachable bool, probedAt time.Time, period, timeout time.Duration) probeOutcome {
 	if reachable {
 		return probeOutcome{next: period, thawed: s.frozen}

@@ -1,8 +1,5 @@
-// Package safety is the Machine API's safety net after gardener's
-// machine-controller-manager, with its flag names and defaults: the overshoot
-// freeze (OvershootController), the API-server freeze (APIServerGate) and
-// orphan instance collection (OrphanCollector), each decided by a pure
-// function (*_decide.go). See docs/safety.md.
+// Package safety is the safety net of gardener's machine-controller-manager (its flags and
+// defaults): overshoot freeze, API-server freeze, orphan collection. See docs/safety.md.
 package safety
 
 import "time"

@@ -9,10 +9,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
-// orphanInstances returns the instances older than grace that no Machine
-// owns (by providerID) or may still be creating (a Machine of its name
-// without providerID, or in phase "" or Provisioning); one without providerID
-// or creation time is kept. See docs/safety.md, "Orphan instances".
+// orphanInstances returns the instances older than grace that no Machine owns or may
+// still be creating (docs/safety.md, "Orphan instances").
 func orphanInstances(instances []machine.Instance, machines []*machinev1beta1.Machine, now time.Time, grace time.Duration) []machine.Instance {
 	owned := make(map[string]bool, len(machines))
 	creating := map[string]bool{}

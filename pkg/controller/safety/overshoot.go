@@ -25,9 +25,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
-// OvershootController freezes MachineSets (and their MachineDeployment)
-// backed by too many Machines (decideOvershoot), evaluating each on its
-// changes, its Machines' creations and deletions, and every Period.
+// OvershootController freezes MachineSets (and their MachineDeployment) backed by too
+// many Machines (decideOvershoot), on their and their Machines' changes and every Period.
 type OvershootController struct {
 	client    client.Client
 	apiReader client.Reader
@@ -95,9 +94,8 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 // unsettledRecheck is how soon an unsettled set is evaluated again.
 const unsettledRecheck = 2 * time.Second
 
-// overshootView is what one evaluation observes: md controls ms (nil:
-// standalone), siblings are md's sets (ms included); settled: the set and
-// deployment controllers acted on the latest specs.
+// overshootView is what one evaluation observes: md controls ms (nil: standalone),
+// siblings are md's sets (ms included); settled: their controllers saw the latest specs.
 type overshootView struct {
 	ms         *machinev1beta1.MachineSet
 	md         *mdv1beta1.MachineDeployment

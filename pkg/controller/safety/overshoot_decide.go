@@ -22,9 +22,8 @@ var defaultMaxSurge = intstr.FromString("25%")
 // thresholds bound a MachineSet's Machine count: frozen at ≥ high, thawed at ≤ low.
 type thresholds struct{ high, low int }
 
-// overshootThresholds returns the thresholds of a MachineSet of replicas
-// owned by md (nil: standalone): high = 2×replicas + safetyUp, or in a
-// MachineDeployment md.replicas + maxSurge + safetyUp; low = high − safetyDown.
+// overshootThresholds: high = 2×replicas + safetyUp, or under md (nil: standalone)
+// md.replicas + maxSurge + safetyUp; low = high − safetyDown.
 func overshootThresholds(replicas int, md *mdv1beta1.MachineDeployment, safetyUp, safetyDown int) (thresholds, error) {
 	high := 2*replicas + safetyUp
 	if md != nil {
@@ -105,10 +104,8 @@ func (d freezeDecision) changes(marks freezeMarks) bool {
 	return marks.frozen()
 }
 
-// decideOvershoot decides a MachineSet's freeze from its Machine count, with
-// hysteresis between the thresholds; UnfreezeAnnotation lifts it whatever the
-// count. Nothing is frozen until settled (the MachineSet controller acted on
-// the latest spec: a scale-down's surplus may not be marked yet).
+// decideOvershoot decides a MachineSet's freeze with hysteresis; UnfreezeAnnotation lifts
+// it. Nothing freezes until settled: a scale-down's surplus may not be marked yet.
 func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, unfreezeRequested, settled bool) freezeDecision {
 	switch {
 	case unfreezeRequested:
@@ -131,9 +128,8 @@ func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, u
 	return freezeDecision{}
 }
 
-// decideDeployment decides a MachineDeployment's freeze: frozen while any of
-// its MachineSets is (with that set's reason when it froze now); its
-// UnfreezeAnnotation lifts it (the caller propagates it to the sets).
+// decideDeployment: a MachineDeployment is frozen while any of its MachineSets is (with
+// that set's reason when it froze now); its UnfreezeAnnotation lifts it.
 func decideDeployment(name string, anySetFrozen bool, setDecision freezeDecision, setFrozeNow, unfreezeRequested bool) freezeDecision {
 	switch {
 	case unfreezeRequested:

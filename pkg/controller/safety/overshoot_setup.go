@@ -18,10 +18,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 )
 
-// SetupWithManager registers the overshoot controller and its Machine index
-// with mgr. It watches MachineSets (spec, labels, annotations) and Machine
-// creations and deletions (to their MachineSet owners: a deletion thaws at
-// once, not at the next Period).
+// SetupWithManager registers the overshoot controller and its Machine index with mgr;
+// Machine creations and deletions wake their MachineSets (a deletion thaws at once).
 func (c *OvershootController) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	c.client, c.apiReader = cmp.Or(c.client, mgr.GetClient()), cmp.Or(c.apiReader, mgr.GetAPIReader())
 	if c.events.Recorder == nil {
