@@ -9,26 +9,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/lru"
 )
 
 // MaxNote is the longest event note the API server accepts (events.k8s.io/v1).
 const MaxNote = 1024
 
-// Events records a controller's events and remembers the last note per
-// scope, subject and reason, so a repeated failure is recorded once. Events
-// pass the spam filter of client-go's record package first (spam.go). A nil
-// Recorder records nothing. Safe for concurrent use.
+// Events records a controller's events, a repeated note per scope, subject and reason once, within the
+// spam filter's budget (spam.go). A nil Recorder records nothing. Safe for concurrent use.
 type Events struct {
 	Recorder events.EventRecorder
 	// Clock (optional) refills the spam filter's budgets; nil is the real clock.
 	Clock clock.PassiveClock
 
-	mu      sync.Mutex
-	last    map[types.NamespacedName]map[memoKey]string // scope → note
-	budgets *lru.Cache                                  // spamKey → flowcontrol.PassiveRateLimiter
-	dropped int
+	mu   sync.Mutex
+	last map[types.NamespacedName]map[memoKey]string // scope → note
+	spam *record.EventSourceObjectSpamFilter
 }
 
 type memoKey struct{ subject, reason string }

@@ -2,82 +2,55 @@ package patch
 
 import (
 	"cmp"
+	"fmt"
 	"reflect"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/lru"
 )
 
-// The budget of client-go's EventSourceObjectSpamFilter (tools/record), which
-// every OpenShift machine-api controller's recorder applies: per source and
-// object and event type, 25 events at once, then one per 5 minutes, over at
-// most 4096 keys. The events.k8s.io recorder we use has no such filter.
+// The budget of client-go's EventSourceObjectSpamFilter, which OpenShift's recorders apply and our
+// events.k8s.io recorder lacks (docs/architecture.md, "Status writes and events").
 const (
 	SpamBurst  = 25
 	SpamRefill = 5 * time.Minute
 	spamKeys   = 4096
 )
 
-// spamKey is client-go's spam key without the source, since an Events is one
-// controller's. A typed object's Go type names its kind and apiVersion
-// whether or not its TypeMeta is set (a decoded response clears it); only an
-// unstructured object needs its GVK.
-type spamKey struct {
-	typ       reflect.Type
-	gvk       schema.GroupVersionKind
-	namespace string
-	name      string
-	uid       types.UID
-	eventType string
-}
-
-func spamKeyOf(obj runtime.Object, eventType string) spamKey {
-	k := spamKey{eventType: eventType}
+// spamEvent is what the spam filter keys on (no source: an Events is one
+// controller's). A typed object's Go type names its kind whether or not its
+// TypeMeta is set (a decoded response clears it); an unstructured one needs its GVK.
+func spamEvent(obj runtime.Object, eventType string) *corev1.Event {
+	ev := &corev1.Event{Type: eventType}
 	if obj == nil {
-		return k
+		return ev
 	}
-	k.typ = reflect.TypeOf(obj)
+	t := reflect.TypeOf(obj)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	ev.InvolvedObject.Kind = t.PkgPath() + "." + t.Name()
 	if u, ok := obj.(runtime.Unstructured); ok {
-		k.gvk = u.GetObjectKind().GroupVersionKind()
+		ev.InvolvedObject.APIVersion = u.GetObjectKind().GroupVersionKind().String()
 	}
 	if m, err := meta.Accessor(obj); err == nil {
-		k.namespace, k.name, k.uid = m.GetNamespace(), m.GetName(), m.GetUID()
+		ev.InvolvedObject.Namespace, ev.InvolvedObject.Name, ev.InvolvedObject.UID = m.GetNamespace(), m.GetName(), m.GetUID()
 	}
-	return k
+	return ev
 }
 
 // allow takes a token from regarding's budget for eventType; false drops the event.
 func (e *Events) allow(regarding runtime.Object, eventType string) bool {
-	key := spamKeyOf(regarding, eventType)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.budgets == nil {
-		e.budgets = lru.New(spamKeys)
-	}
-	var budget flowcontrol.PassiveRateLimiter
-	if v, ok := e.budgets.Get(key); ok {
-		budget = v.(flowcontrol.PassiveRateLimiter)
-	} else {
+	if e.spam == nil {
 		c := cmp.Or[clock.PassiveClock](e.Clock, clock.RealClock{})
-		budget = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(float32(1/SpamRefill.Seconds()), SpamBurst, c)
-		e.budgets.Add(key, budget)
+		e.spam = record.NewEventSourceObjectSpamFilter(spamKeys, SpamBurst, float32(1/SpamRefill.Seconds()), c,
+			func(ev *corev1.Event) string { return fmt.Sprintf("%#v", []any{ev.InvolvedObject, ev.Type}) })
 	}
-	if !budget.TryAccept() {
-		e.dropped++
-		return false
-	}
-	return true
-}
-
-// Dropped is the number of events the spam filter dropped.
-func (e *Events) Dropped() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.dropped
+	return !e.spam.Filter(spamEvent(regarding, eventType))
 }

@@ -1,6 +1,5 @@
-// Package patch is the plumbing every controller shares: status writes that
-// send only what this controller changed, events recorded once per state, and
-// truncated messages. See docs/architecture.md, "Status writes and events".
+// Package patch is the plumbing every controller shares: status writes, events once per state, truncated
+// messages. See docs/architecture.md, "Status writes and events".
 package patch
 
 import (
@@ -24,13 +23,8 @@ import (
 // maxAttempts bounds the re-read-and-retry loop after a failed first patch.
 const maxAttempts = 4
 
-// Status writes what desired (base, as the caller read it, with its changes)
-// changed in base's status, in one request in the common case; when the
-// object moved meanwhile (409, 422) it re-reads with fresh and re-applies the
-// changes under a lock. On success desired holds the server's object. A base
-// from a cache behind the caller's own last write leaves a mix: the caller
-// must reconcile on its own status changes. See docs/architecture.md,
-// "Status writes and events".
+// Status writes what desired changed in base's status (re-read with fresh on a 409 or 422); on success desired
+// holds the server's object. See docs/architecture.md, "Status writes and events", for a base from a lagging cache.
 func Status(ctx context.Context, c client.Client, fresh client.Reader, base, desired client.Object) error {
 	from, err := statusOf(base)
 	if err != nil {
@@ -218,9 +212,8 @@ type op struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// jsonPatch returns the operations applying ch over base's conditions, each
-// guarded by a test of the type at its index: replacements, removals from the
-// highest index down (lower indices stay valid), then appends.
+// jsonPatch applies ch over base's conditions, each operation guarded by a test of the type at its index:
+// replacements, removals from the highest index down (lower indices stay valid), then appends.
 func (ch changes) jsonPatch(base status) []op {
 	var ops []op
 	for _, k := range slices.Sorted(maps.Keys(ch.set)) {
