@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"reflect"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/go-logr/logr"
@@ -27,10 +27,8 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
-// handler adapts a handleFunc to admission.Handler and counts its requests.
-// Kept instead of admission.WithCustomDefaulter/Validator: a CustomDefaulter
-// cannot return warnings, its typed round trip patches fields nobody defaulted
-// (spec.metadata, status), and its 400s name no field.
+// handler adapts a handleFunc to admission.Handler and counts its requests. Not WithCustomDefaulter:
+// it returns no warnings, its typed round trip patches fields nobody defaulted, its 400s name no field.
 type handler struct {
 	name   string
 	opts   Options
@@ -126,79 +124,47 @@ func decode(raw []byte, into any) error {
 	return fmt.Errorf("decoding the object: %w", err)
 }
 
-// locate returns the path (spec.taints[0].timeAdded) of the value in raw that
-// makes decoding into a t fail with msg ("" if none): it bisects into the member
-// that still fails with every sibling null, which decodes into any type.
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// locate returns the path (spec.taints[0].timeAdded) of the value in raw that makes
+// decoding into a t fail with msg ("" if none): it bisects the members whose prefix fails.
 func locate(raw []byte, t reflect.Type, msg string) string {
-	fails := func(doc []byte) bool {
-		err := sigsjson.UnmarshalCaseSensitivePreserveInts(doc, reflect.New(t).Interface())
-		return err != nil && err.Error() == msg
-	}
 	path, doc, from, to := "", raw, 0, len(raw) // the node searched is doc[from:to]
 	for {
-		keys, values := members(doc[from:to])
-		// with nulls the node's members outside [lo, hi); at is where member lo's value starts.
-		with := func(lo, hi int) (d []byte, at int) {
-			var b bytes.Buffer
-			b.Write(doc[:from])
-			b.WriteByte(doc[from])
-			for i, v := range values {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				if keys != nil {
-					k, _ := json.Marshal(keys[i])
-					b.Write(append(k, ':'))
-				}
-				if i == lo {
-					at = b.Len()
-				}
-				if i < lo || i >= hi {
-					v = []byte("null")
-				}
-				b.Write(v)
-			}
-			b.WriteByte(doc[to-1])
-			return append(b.Bytes(), doc[to:]...), at
-		}
-		lo, hi := 0, len(values)
-		for hi-lo > 1 {
-			mid := (lo + hi) / 2
-			if d, _ := with(lo, mid); fails(d) {
-				hi = mid
-			} else {
-				lo = mid
-			}
-		}
-		if len(values) == 0 {
+		keys, spans := members(doc[from:to])
+		// upTo is doc without the node's members after the i-th.
+		upTo := func(i int) []byte { return slices.Concat(doc[:from+spans[i][1]], doc[to-1:]) }
+		i := sort.Search(len(spans), func(i int) bool {
+			err := sigsjson.UnmarshalCaseSensitivePreserveInts(upTo(i), reflect.New(t).Interface())
+			return err != nil && err.Error() == msg
+		})
+		if i == len(spans) {
 			return path
 		}
-		d, at := with(lo, lo+1)
-		if !fails(d) {
-			return path
+		switch { // metadata.name, a[0], or ["a key"] for a non-identifier
+		case keys == nil:
+			path = fmt.Sprintf("%s[%d]", path, i)
+		case !identifier.MatchString(keys[i]):
+			path += "[" + strconv.Quote(keys[i]) + "]"
+		case path == "":
+			path = keys[i]
+		default:
+			path += "." + keys[i]
 		}
-		if keys != nil {
-			path = childPath(path, keys[lo])
-		} else {
-			path = fmt.Sprintf("%s[%d]", path, lo)
-		}
-		doc, from, to = d, at, at+len(values[lo])
+		doc, from, to = upTo(i), from+spans[i][0], from+spans[i][1]
 	}
 }
 
 // members splits a JSON object's or array's text (no surrounding space) into its
-// keys (nil for an array) and values, duplicate keys kept; nothing for a scalar.
-func members(node []byte) (keys []string, values []json.RawMessage) {
+// keys (nil for an array) and the [start, end) of its values, duplicate keys kept.
+func members(node []byte) (keys []string, spans [][2]int) {
 	dec := json.NewDecoder(bytes.NewReader(node))
 	tok, err := dec.Token()
 	if err != nil || (tok != json.Delim('{') && tok != json.Delim('[')) {
 		return nil, nil
 	}
-	if tok == json.Delim('{') {
-		keys = []string{}
-	}
 	for dec.More() {
-		if keys != nil {
+		if tok == json.Delim('{') {
 			k, err := dec.Token()
 			if err != nil {
 				return nil, nil
@@ -209,17 +175,15 @@ func members(node []byte) (keys []string, values []json.RawMessage) {
 		if dec.Decode(&v) != nil {
 			return nil, nil
 		}
-		values = append(values, v)
+		end := int(dec.InputOffset())
+		spans = append(spans, [2]int{end - len(v), end})
 	}
-	return keys, values
+	return keys, spans
 }
 
 // mutate answers a CREATE (and, with onUpdate, an UPDATE; old is nil on
 // CREATE) with the JSON patch of the edits def makes to the decoded object.
-func mutate[T any, P interface {
-	*T
-	client.Object
-}](kind string, onUpdate bool, def func(obj, old P, cluster ClusterInfo) (Defaulted, []edit)) handleFunc {
+func mutate[T any, P object[T]](kind string, onUpdate bool, def func(obj, old P, cluster ClusterInfo) (Defaulted, []edit)) handleFunc {
 	return func(ctx context.Context, h *handler, req admission.Request) admission.Response {
 		if req.Operation != admissionv1.Create && (!onUpdate || req.Operation != admissionv1.Update) {
 			return admission.Allowed("")
@@ -252,10 +216,7 @@ func mutate[T any, P interface {
 
 // validate admits a CREATE or UPDATE that create or update finds no error in,
 // else refuses it with the API server's 422 Invalid listing every error.
-func validate[T any, P interface {
-	*T
-	client.Object
-}](kind string,
+func validate[T any, P object[T]](kind string,
 	create func(P, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings),
 	update func(P, P, ClusterInfo, SecretLookup) (field.ErrorList, admission.Warnings)) handleFunc {
 	return func(ctx context.Context, h *handler, req admission.Request) admission.Response {
@@ -294,11 +255,14 @@ func validate[T any, P interface {
 	}
 }
 
-// decodeRequest decodes the request's object and, on UPDATE, its old object (else nil).
-func decodeRequest[T any, P interface {
+// object is a pointer to a Kubernetes object type T.
+type object[T any] interface {
 	*T
 	client.Object
-}](req admission.Request) (obj, old P, err error) {
+}
+
+// decodeRequest decodes the request's object and, on UPDATE, its old object (else nil).
+func decodeRequest[T any, P object[T]](req admission.Request) (obj, old P, err error) {
 	obj = new(T)
 	if err := decode(req.Object.Raw, obj); err != nil {
 		return nil, nil, err
@@ -322,14 +286,13 @@ type edit struct {
 // only the edited fields, never those a typed round trip would add.
 func patchResponse(original []byte, edits []edit) admission.Response {
 	var obj map[string]any
-	dec := json.NewDecoder(bytes.NewReader(original))
-	dec.UseNumber()
-	if err := dec.Decode(&obj); err != nil {
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(original, &obj); err != nil {
+		// The JSON patch is computed on float64 numbers: a larger one is refused where it is.
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			err = fmt.Errorf("%s: %s is out of range", locate(bytes.TrimSpace(original), reflect.TypeOf(obj), err.Error()), typeErr.Value)
+		}
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %w", err))
-	}
-	// The JSON patch is computed on float64 numbers.
-	if path, n := hugeNumber(obj, ""); n != "" {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the object: %s: number %s is out of range", path, n))
 	}
 	for _, e := range edits {
 		parent := obj
@@ -348,42 +311,6 @@ func patchResponse(original []byte, edits []edit) admission.Response {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding the defaulted object: %w", err))
 	}
 	return admission.PatchResponseFromRaw(original, patched)
-}
-
-// hugeNumber returns the path and text of the first number in v too large for a float64.
-func hugeNumber(v any, path string) (string, json.Number) {
-	switch n := v.(type) {
-	case json.Number:
-		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
-			return path, n
-		}
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(n)) {
-			if p, num := hugeNumber(n[k], childPath(path, k)); num != "" {
-				return p, num
-			}
-		}
-	case []any:
-		for i, x := range n {
-			if p, num := hugeNumber(x, fmt.Sprintf("%s[%d]", path, i)); num != "" {
-				return p, num
-			}
-		}
-	}
-	return "", ""
-}
-
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// childPath appends a key to a field path: metadata.name, or ["a key"] for a non-identifier.
-func childPath(path, key string) string {
-	switch {
-	case !identifier.MatchString(key):
-		return path + "[" + strconv.Quote(key) + "]"
-	case path == "":
-		return key
-	}
-	return path + "." + key
 }
 
 func defaultMachineEdits(m, _ *machinev1beta1.Machine, cluster ClusterInfo) (Defaulted, []edit) {
