@@ -52,7 +52,12 @@ func validateAWS(spec *machinev1beta1.AWSMachineProviderConfig, env platformEnv)
 	// OpenShift names the field providerSpec.tenancy (not placement.tenancy).
 	v.check(spec.Placement.Tenancy != "" && !slices.Contains(tenancies, spec.Placement.Tenancy), field.Invalid(p.Child("tenancy"),
 		spec.Placement.Tenancy, fmt.Sprintf("Invalid providerSpec.tenancy, the only allowed options are: %s, %s, %s", tenancies[0], tenancies[1], tenancies[2])))
-	dup := duplicatedAWSTags(spec.Tags)
+	seen, dup := map[string]int{}, []string{} // each name given twice, in the order of its second occurrence
+	for _, t := range spec.Tags {
+		if seen[t.Name]++; seen[t.Name] == 2 {
+			dup = append(dup, t.Name)
+		}
+	}
 	v.warn(len(dup) > 0,
 		fmt.Sprintf("providerSpec.tags: duplicated tag names (%s): only the first value will be used.", strings.Join(dup, ",")))
 	ena, efa := machinev1beta1.AWSENANetworkInterfaceType, machinev1beta1.AWSEFANetworkInterfaceType
@@ -64,16 +69,4 @@ func validateAWS(spec *machinev1beta1.AWSMachineProviderConfig, env platformEnv)
 	v.check(!slices.Contains([]machinev1beta1.MetadataServiceAuthentication{"", optional, required}, auth), field.Invalid(
 		p.Child("metadataServiceOptions", "authentication"), auth, fmt.Sprintf("Allowed values are either '%s' or '%s'", optional, required)))
 	return v.errs, v.warnings
-}
-
-// duplicatedAWSTags returns each name given more than once, in the order of its second occurrence.
-func duplicatedAWSTags(tags []machinev1beta1.TagSpecification) []string {
-	seen := map[string]int{}
-	var dup []string
-	for _, t := range tags {
-		if seen[t.Name]++; seen[t.Name] == 2 {
-			dup = append(dup, t.Name)
-		}
-	}
-	return dup
 }

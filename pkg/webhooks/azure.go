@@ -17,8 +17,7 @@ const (
 	defaultAzureCredentialsSecret = "azure-cloud-credentials"
 	azureMaxDiskSizeGB            = 32768
 	azureEphemeralLocal           = "Local"
-	// The installer creates one image version whose name varies: "latest"
-	// picks it.
+	// The installer creates one image version whose name varies: "latest" picks it.
 	azureRHCOSVersion = "latest"
 )
 
@@ -42,7 +41,13 @@ func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv
 		spec.Subnet = id + "-worker-subnet"
 	}
 	if spec.Image == (machinev1beta1.Image{}) {
-		spec.Image.ResourceID = azureImageResourceID(id, env.arch)
+		// The installer's image in the cluster's gallery (named without dashes); arm64 uses the -gen2 image.
+		image := id
+		if env.arch == archARM64 {
+			image += "-gen2"
+		}
+		spec.Image.ResourceID = fmt.Sprintf("/resourceGroups/%s-rg/providers/Microsoft.Compute/galleries/gallery_%s/images/%s/versions/%s",
+			id, strings.ReplaceAll(id, "-", "_"), image, azureRHCOSVersion)
 	}
 	// Each of the Secret references' name and namespace is defaulted on its own.
 	defaultPtr(&spec.UserDataSecret, corev1.SecretReference{})
@@ -51,17 +56,6 @@ func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv
 	spec.CredentialsSecret.Namespace = cmp.Or(spec.CredentialsSecret.Namespace, defaultSecretNamespace)
 	spec.CredentialsSecret.Name = cmp.Or(spec.CredentialsSecret.Name, defaultAzureCredentialsSecret)
 	return warnings
-}
-
-// azureImageResourceID is the installer's image in the cluster's gallery (whose name holds
-// no dashes); arm64 uses the -gen2 image, which older amd64 clusters may not have.
-func azureImageResourceID(clusterID, arch string) string {
-	image := clusterID
-	if arch == archARM64 {
-		image += "-gen2"
-	}
-	return fmt.Sprintf("/resourceGroups/%s-rg/providers/Microsoft.Compute/galleries/gallery_%s/images/%s/versions/%s",
-		clusterID, strings.ReplaceAll(clusterID, "-", "_"), image, azureRHCOSVersion)
 }
 
 func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) (field.ErrorList, []string) {

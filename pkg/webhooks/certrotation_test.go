@@ -63,6 +63,17 @@ func writeFileAtomically(t *testing.T, path string, data []byte) {
 	}
 }
 
+// The serving certificate's file names in the cert dir (controller-runtime's defaults).
+const (
+	CertName = "tls.crt"
+	KeyName  = "tls.key"
+)
+
+// ServerOptions returns the machineset-controller's webhook.Options.
+func ServerOptions() webhook.Options {
+	return webhook.Options{Port: DefaultPort, CertDir: DefaultCertDir, CertName: CertName, KeyName: KeyName}
+}
+
 func writeServingCert(t *testing.T, dir string, certPEM, keyPEM []byte) {
 	t.Helper()
 	writeFileAtomically(t, filepath.Join(dir, KeyName), keyPEM)

@@ -32,8 +32,7 @@ const (
 type ClusterInfo struct {
 	// Provider serves a providerSpec.value naming neither apiVersion nor kind.
 	Provider Provider
-	// InfrastructureName is the cluster-ID label's default ("": none) and the
-	// base of the platforms' network and image defaults.
+	// InfrastructureName is the cluster-ID label's default ("": none) and the platforms' defaults' base.
 	InfrastructureName string
 	// AWSRegion (status.platformStatus.aws.region) defaults placement.region.
 	AWSRegion string
@@ -41,8 +40,7 @@ type ClusterInfo struct {
 	AzureGovCloud bool
 	// DNSDisconnected: the DNS has no public zone, so an Azure public IP is refused.
 	DNSDisconnected bool
-	// MachineNamespace is the namespace the cluster's machine controller serves
-	// (Options.MachineNamespace): only a Machine created there gets its finalizer.
+	// MachineNamespace is Options.MachineNamespace: only a Machine created there gets its finalizer.
 	MachineNamespace string
 }
 

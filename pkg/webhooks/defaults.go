@@ -37,10 +37,8 @@ func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	return d
 }
 
-// machineFinalizerDue: a (defaulted) Machine lacks the finalizer that the cluster's
-// machine controller would add itself, so will remove: not being deleted, Machine API
-// authoritative, in the controller's namespace, of its provider. Elsewhere nothing would
-// ever remove it and the Machine could not be deleted (docs/openshift.md, "Machine finalizer").
+// machineFinalizerDue: a Machine lacks the finalizer the cluster's machine controller would add, so will remove;
+// elsewhere nothing would remove it (docs/openshift.md, "Machine finalizer").
 func machineFinalizerDue(m *machinev1beta1.Machine, cluster ClusterInfo) bool {
 	switch {
 	case slices.Contains(m.Finalizers, machinev1beta1.MachineFinalizer), m.DeletionTimestamp != nil:
@@ -50,7 +48,10 @@ func machineFinalizerDue(m *machinev1beta1.Machine, cluster ClusterInfo) bool {
 	case cluster.MachineNamespace == "" || m.Namespace != cluster.MachineNamespace:
 		return false
 	}
-	return servedByClusterController(m.Spec.ProviderSpec, cluster.Provider)
+	// The controller serves the cluster's provider, of a value naming its own type.
+	_, fields, ok := valueFields(m.Spec.ProviderSpec)
+	p, ownType := providerFor(fields, cluster.Provider)
+	return ok && cluster.Provider != ProviderUnknown && p == cluster.Provider && ownType
 }
 
 // DefaultMachineSet defaults the template as a Machine, and the cluster-ID label on the

@@ -102,7 +102,8 @@ func validateStrategy(s mdv1beta1.MachineDeploymentStrategy) field.ErrorList {
 	surgePath, unavailablePath := rollingUpdatePath.Child("maxSurge"), rollingUpdatePath.Child("maxUnavailable")
 	errs := validateIntOrPercent(ru.MaxSurge, surgePath, false)
 	errs = append(errs, validateIntOrPercent(ru.MaxUnavailable, unavailablePath, true)...)
-	if len(errs) == 0 && isZero(ru.MaxSurge) && isZero(ru.MaxUnavailable) {
+	// Both 0 or "0%" (a nil one is defaulted to 25%).
+	if len(errs) == 0 && ru.MaxSurge != nil && ru.MaxUnavailable != nil && percent100(ru.MaxSurge) == 0 && percent100(ru.MaxUnavailable) == 0 {
 		errs = append(errs, field.Invalid(unavailablePath, ru.MaxUnavailable.String(),
 			"may not be 0 when maxSurge is 0: the rollout could neither add nor remove a Machine"))
 	}
@@ -132,11 +133,6 @@ func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path, atMost100 
 func percent100(v *intstr.IntOrString) int {
 	n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
 	return n
-}
-
-// isZero: a valid v is 0 or "0%" (not nil: that is defaulted to 25%).
-func isZero(v *intstr.IntOrString) bool {
-	return v != nil && percent100(v) == 0
 }
 
 // defaultMachineDeploymentEdits defaults the template on UPDATE only when the

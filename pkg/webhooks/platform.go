@@ -102,11 +102,9 @@ func defaultInstanceType(instanceType *string, platform Provider, arch string, b
 // platform is one platform's providerSpec admission.
 type platform struct {
 	kind string
-	// groups are the apiVersion groups OpenShift accepts with kind (in
-	// versions v1beta1 and v1) without a warning; nil: no check.
+	// groups are the apiVersion groups OpenShift accepts with kind (v1beta1, v1) without a warning; nil: no check.
 	groups []string
-	// defaults fills the missing fields into fields (the value's top-level
-	// keys) and returns the keys it set and its notes.
+	// defaults fills the missing fields into fields (the value's top-level keys), returning those keys and its notes.
 	defaults func(raw []byte, fields map[string]json.RawMessage, env platformEnv) (set, warnings []string)
 	// validate checks a value (raw is nil when there is none).
 	validate func(raw []byte, env platformEnv) (field.ErrorList, []string)
@@ -180,9 +178,8 @@ func gvkWarning(raw []byte, kind string, groups []string) string {
 	return fmt.Sprintf("incorrect GroupVersionKind for %s object: %s", kind, gvk)
 }
 
-// overlay writes into fields every member of after that differs from before
-// (the typed value around defaulting) and returns their keys; it descends into
-// objects in all three, so the user's other keys, unknown ones too, stay verbatim.
+// overlay writes into fields every member of after that differs from before (the typed value around defaulting),
+// returning their keys; it descends into objects in all three, so the user's other keys stay verbatim.
 func overlay(fields map[string]json.RawMessage, before, after []byte) []string {
 	var b, a map[string]json.RawMessage
 	if json.Unmarshal(before, &b) != nil || json.Unmarshal(after, &a) != nil {

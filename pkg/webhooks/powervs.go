@@ -117,10 +117,14 @@ func validatePowerVSSize(spec *machinev1.PowerVSMachineProviderConfig, path *fie
 	v.check(memory < 0, field.Invalid(mem, memory, "memory value cannot be negative"))
 	v.warn(memory >= 0 && memory < sys.minMemoryGiB,
 		fmt.Sprintf("providerspec.MemoryGiB %d is less than the minimum value %d", memory, sys.minMemoryGiB))
-	processors, err := powerVSProcessors(spec.Processors)
+	processors, err := float64(spec.Processors.IntVal), error(nil)
+	if spec.Processors.Type == intstr.String {
+		processors, err = strconv.ParseFloat(spec.Processors.StrVal, 64)
+	}
 	if err != nil {
 		// OpenShift's message, typo included.
-		v.check(true, field.InternalError(path.Child("processor"), fmt.Errorf("error while getting processor vlaue %w", err)))
+		v.check(true, field.InternalError(path.Child("processor"),
+			fmt.Errorf("error while getting processor vlaue failed to convert Processors %s to float64", spec.Processors.StrVal)))
 		return v.errs, v.warnings
 	}
 	v.check(processors > sys.maxProcessor, field.Invalid(path.Child("processor"), processors,
@@ -133,16 +137,4 @@ func validatePowerVSSize(spec *machinev1.PowerVSMachineProviderConfig, path *fie
 	v.warn(processors >= 0 && processors < minimum,
 		fmt.Sprintf("providerspec.Processor %f is less than the minimum value %f for providerSpec.ProcessorType: %s", processors, minimum, spec.ProcessorType))
 	return v.errs, v.warnings
-}
-
-// powerVSProcessors is the processor count, a number or a decimal string.
-func powerVSProcessors(p intstr.IntOrString) (float64, error) {
-	if p.Type == intstr.Int {
-		return float64(p.IntVal), nil
-	}
-	n, err := strconv.ParseFloat(p.StrVal, 64)
-	if err != nil {
-		return 0, fmt.Errorf("failed to convert Processors %s to float64", p.StrVal)
-	}
-	return n, nil
 }

@@ -3,7 +3,6 @@ package webhooks
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -15,9 +14,6 @@ import (
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
 )
-
-// errNotObject: defaulting leaves such a value alone, validation reports it.
-var errNotObject = errors.New("providerSpec.value is not a JSON object with unique keys")
 
 // providerSpecRaw returns the JSON of providerSpec.value; nil when absent or null.
 func providerSpecRaw(ps machinev1beta1.ProviderSpec) ([]byte, error) {
@@ -37,14 +33,14 @@ func providerSpecRaw(ps machinev1beta1.ProviderSpec) ([]byte, error) {
 	return raw, nil
 }
 
-// parseFields parses a providerSpec.value into its top-level keys, each value's JSON as given.
-func parseFields(raw []byte) (map[string]json.RawMessage, error) {
+// parseFields parses a providerSpec.value into its top-level keys, each value's JSON as given; nil when it is
+// not a JSON object with unique keys (defaulting leaves such a value alone, validation reports it).
+func parseFields(raw []byte) map[string]json.RawMessage {
 	var fields map[string]json.RawMessage
-	strictErrs, err := sigsjson.UnmarshalStrict(raw, &fields)
-	if err != nil || len(strictErrs) > 0 || fields == nil {
-		return nil, errNotObject
+	if strictErrs, err := sigsjson.UnmarshalStrict(raw, &fields); err != nil || len(strictErrs) > 0 {
+		return nil
 	}
-	return fields, nil
+	return fields
 }
 
 // stringField returns the value of key when it is a JSON string, else "".
@@ -54,17 +50,9 @@ func stringField(fields map[string]json.RawMessage, key string) string {
 	return s
 }
 
-// missing is true when key is absent, null or the empty string.
-func missing(fields map[string]json.RawMessage, key string) bool {
-	v := string(bytes.TrimSpace(fields[key]))
-	return v == "" || v == "null" || v == `""`
-}
-
-// providerFor says which provider serves a providerSpec.value with these keys
-// (nil: none): without apiVersion and kind the cluster's; kubemark anywhere; as
-// OpenShift, only the cluster's platform; else ProviderUnknown. ownType: the value
-// names that provider's own type (kubemark's group, a platform's kind in
-// machine.openshift.io, as this project's controllers serve) or no apiVersion.
+// providerFor says which provider serves a providerSpec.value with these keys (nil: none): the cluster's without
+// apiVersion and kind, kubemark anywhere, else as OpenShift only the cluster's platform (else ProviderUnknown).
+// ownType: the value names that provider's own type (kubemark's group, a platform's kind in machine.openshift.io) or no apiVersion.
 func providerFor(fields map[string]json.RawMessage, cluster Provider) (p Provider, ownType bool) {
 	apiVersion, kind := stringField(fields, "apiVersion"), stringField(fields, "kind")
 	if apiVersion == "" && kind == "" {
@@ -102,21 +90,12 @@ func valueFields(ps machinev1beta1.ProviderSpec) ([]byte, map[string]json.RawMes
 	if raw == nil {
 		return nil, map[string]json.RawMessage{}, true
 	}
-	fields, err := parseFields(raw)
-	return raw, fields, err == nil
+	fields := parseFields(raw)
+	return raw, fields, fields != nil
 }
 
-// servedByClusterController reports whether the cluster's machine controller reconciles
-// a Machine of this providerSpec rather than leaving it to another provider: its provider
-// is the cluster's and the value names that provider's own type (see providerFor).
-func servedByClusterController(ps machinev1beta1.ProviderSpec, cluster Provider) bool {
-	_, fields, ok := valueFields(ps)
-	p, ownType := providerFor(fields, cluster)
-	return ok && cluster != ProviderUnknown && p == cluster && ownType
-}
-
-// kubemarkDefaults are the keys added to a kubemark providerSpec.value when
-// missing, in order; bootDelay and health keep their run-time defaults, so the object stays small.
+// kubemarkDefaults are the keys added to a kubemark providerSpec.value when missing (absent, null
+// or ""), in order; bootDelay and health keep their run-time defaults, so the object stays small.
 var kubemarkDefaults = []struct{ key, value string }{
 	{"apiVersion", kubemarkv1alpha1.GroupVersion.String()},
 	{"kind", kubemarkv1alpha1.ProviderSpecKind},
@@ -134,7 +113,12 @@ func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (
 	}
 	provider, _ := providerFor(fields, cluster.Provider)
 	if provider == ProviderKubemark {
-		set = defaultKubemark(fields)
+		for _, d := range kubemarkDefaults {
+			if v := string(bytes.TrimSpace(fields[d.key])); v == "" || v == "null" || v == `""` {
+				fields[d.key], _ = json.Marshal(d.value) // a string always encodes
+				set = append(set, d.key)
+			}
+		}
 	} else if p, ok := platforms[provider]; ok && raw != nil {
 		// As on OpenShift, only a given platform value is completed.
 		set, warnings = p.defaults(raw, fields, platformEnv{cluster: cluster, arch: controlPlaneArch})
@@ -150,18 +134,6 @@ func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (
 	return set, warnings
 }
 
-// defaultKubemark adds the missing kubemarkDefaults to fields and returns their keys.
-func defaultKubemark(fields map[string]json.RawMessage) []string {
-	var set []string
-	for _, d := range kubemarkDefaults {
-		if missing(fields, d.key) {
-			fields[d.key], _ = json.Marshal(d.value) // a string always encodes
-			set = append(set, d.key)
-		}
-	}
-	return set
-}
-
 // ValidateProviderSpec checks a known provider's providerSpec: kubemark's as its actuator
 // decodes it (under fldPath), a platform's with OpenShift's rules and paths.
 func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, []string) {
@@ -169,12 +141,8 @@ func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, n
 	if err != nil {
 		return field.ErrorList{field.Invalid(fldPath, "", err.Error())}, nil
 	}
-	var fields map[string]json.RawMessage
-	if raw != nil {
-		// A value that is not an object is the cluster provider's to report.
-		fields, _ = parseFields(raw)
-	}
-	provider, _ := providerFor(fields, cluster.Provider)
+	// A value that is not an object is the cluster provider's to report.
+	provider, _ := providerFor(parseFields(raw), cluster.Provider)
 	if provider == ProviderKubemark {
 		_, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, fldPath)
 		return errs, nil

@@ -1,11 +1,8 @@
-// Package webhooks is the machineset-controller's admission webhook server for
-// Machines, MachineSets and MachineDeployments, with OpenShift's defaults, rules
-// and messages per platform (one file each). See docs/contract.md ("Admission:
-// providerSpec by platform") and docs/machinedeployment.md.
+// Package webhooks serves the Machine, MachineSet and MachineDeployment admission webhooks, with OpenShift's
+// defaults, rules and messages per platform (one file each); see docs/contract.md and docs/machinedeployment.md.
 package webhooks
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,17 +41,10 @@ const (
 const (
 	DefaultPort    = names.WebhookPort
 	DefaultCertDir = names.WebhookCertDir
-	CertName       = "tls.crt"
-	KeyName        = "tls.key"
 )
 
 // DefaultLookupTimeout bounds the Infrastructure read of one request.
 const DefaultLookupTimeout = 3 * time.Second
-
-// ServerOptions returns the machineset-controller's webhook.Options.
-func ServerOptions() webhook.Options {
-	return webhook.Options{Port: DefaultPort, CertDir: DefaultCertDir, CertName: CertName, KeyName: KeyName}
-}
 
 // Options configure the handlers.
 type Options struct {
@@ -64,19 +54,14 @@ type Options struct {
 	// LookupTimeout bounds each read (0: DefaultLookupTimeout); a failed read
 	// is a warning, the request handled without cluster facts.
 	LookupTimeout time.Duration
-	// MachineNamespace is the namespace whose Machines the machine controller
-	// serves (the operand's --namespace); a Machine created there, of the
-	// cluster's provider, gets the controller's finalizer. "": none does.
+	// MachineNamespace is the machine controller's (its --namespace): a Machine created
+	// there, of the cluster's provider, gets the controller's finalizer. "": none does.
 	MachineNamespace string
 }
 
-// SetupWithManager registers the handlers on mgr's webhook server (see ServerOptions).
+// SetupWithManager registers the handlers on mgr's webhook server.
 func SetupWithManager(mgr manager.Manager, opts Options) error {
-	srv := mgr.GetWebhookServer()
-	if srv == nil {
-		return errors.New("webhooks: the manager has no webhook server")
-	}
-	Register(srv, opts)
+	Register(mgr.GetWebhookServer(), opts)
 	return nil
 }
 

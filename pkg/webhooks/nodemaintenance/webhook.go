@@ -4,7 +4,6 @@ package nodemaintenance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +32,7 @@ var clusterVersionKind = schema.GroupVersionKind{Group: "config.openshift.io", V
 
 // Validator decides on NodeMaintenance admission requests.
 type Validator struct {
-	// reader is uncached (the manager's API reader): a NodeMaintenance
-	// created a moment ago must be seen.
+	// reader is uncached (the manager's API reader): a NodeMaintenance created a moment ago must be seen.
 	reader client.Reader
 	// isOpenShift: the etcd quorum guard can exist; asked for control-plane nodes only.
 	isOpenShift func(context.Context) (bool, error)
@@ -44,12 +42,8 @@ var _ admission.Validator[*nmv1beta1.NodeMaintenance] = &Validator{}
 
 // SetupWithManager serves the webhook at Path on mgr's webhook server.
 func SetupWithManager(mgr manager.Manager) error {
-	srv := mgr.GetWebhookServer()
-	if srv == nil {
-		return errors.New("nodemaintenance webhook: the manager has no webhook server")
-	}
 	v := &Validator{reader: mgr.GetAPIReader(), isOpenShift: KindServed(mgr.GetRESTMapper(), clusterVersionKind)}
-	srv.Register(Path, admission.WithValidator(mgr.GetScheme(), v))
+	mgr.GetWebhookServer().Register(Path, admission.WithValidator(mgr.GetScheme(), v))
 	return nil
 }
 
