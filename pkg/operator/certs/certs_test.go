@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 const day = 24 * time.Hour
@@ -115,7 +117,7 @@ func TestCAAndServingCertVerify(t *testing.T) {
 	if cert.IsCA {
 		t.Fatal("serving certificate is a CA")
 	}
-	if !sameNames(cert.DNSNames, names) {
+	if !sets.New(cert.DNSNames...).Equal(sets.New(names...)) {
 		t.Fatalf("DNS names %v, want %v", cert.DNSNames, names)
 	}
 	verifyServing(t, ca.CertPEM, kp.CertPEM, names, t0)

@@ -89,7 +89,7 @@ func Decide(existing *corev1.Secret, ca *x509.Certificate, dnsNames []string, no
 	if err != nil {
 		return Issue, fmt.Sprintf("serving certificate Secret holds no usable key pair: %v", err)
 	}
-	if !sameNames(cert.DNSNames, dnsNames) {
+	if !sets.New(cert.DNSNames...).Equal(sets.New(dnsNames...)) {
 		return Issue, fmt.Sprintf("serving certificate is for DNS names %v, want %v", cert.DNSNames, dnsNames)
 	}
 	if ca == nil {
@@ -116,8 +116,4 @@ func decideValidity(what string, cert *x509.Certificate, now time.Time, fraction
 
 func keyPairOf(s *corev1.Secret) *KeyPair {
 	return &KeyPair{CertPEM: s.Data[KeyTLSCert], KeyPEM: s.Data[KeyTLSKey]}
-}
-
-func sameNames(a, b []string) bool {
-	return sets.New(a...).Equal(sets.New(b...))
 }

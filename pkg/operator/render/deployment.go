@@ -85,11 +85,15 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 		}),
 	}
 	if providerIsOurs(cfg) {
+		args := append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers), featureGatesArg(cfg))
+		if kubemarkPlatform(cfg) {
+			args = append(args, "--machine-safety-orphan-vms-period="+kubemarkOrphanPeriod)
+		}
 		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineContainer, image: cfg.ProviderImage, command: "/machine-controller-manager",
 			healthPort: machineHealthPort, metricsPort: machineMetricsPort, metricsName: machineMetricsName,
 			webhookPort: portMachineWebhook, webhookNumber: machineWebhookPort, certVolume: "machine-webhook-cert",
-			extraArgs: machineControllerArgs(cfg),
+			extraArgs: args,
 			extraEnv:  machineControllerEnv(cfg),
 		}))
 	} else {
@@ -101,10 +105,14 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 		extraArgs: append(clientArgs(), fmt.Sprintf("--max-concurrent-reconciles=%d", nodeLinkWorkers)),
 	}))
 	if cfg.MachineHealthCheckEnabled {
+		args := clientArgs()
+		if cfg.NodeMaintenanceForeign { // another operator runs the NodeMaintenance controller
+			args = append(args, "--node-maintenance=false")
+		}
 		containers = append(containers, operandContainer(cfg, operand{
 			name: MachineHealthCheckContainer, image: cfg.Images.MachineAPIOperator, command: "/machine-healthcheck",
 			healthPort: mhcHealthPort, metricsPort: mhcMetricsPort, metricsName: mhcMetricsName,
-			extraArgs: machineHealthCheckArgs(cfg),
+			extraArgs: args,
 		}))
 	}
 	if providerMetricsProxied(cfg) {
@@ -253,24 +261,6 @@ func featureGatesArg(cfg config.Config) string {
 // kubemarkOrphanPeriod: kubemark's instances are free test Nodes, collected
 // in minutes. See docs/safety.md.
 const kubemarkOrphanPeriod = "1m"
-
-func machineControllerArgs(cfg config.Config) []string {
-	args := append(clientArgs(), "--max-concurrent-reconciles="+strconv.Itoa(kubemarkWorkers), featureGatesArg(cfg))
-	if kubemarkPlatform(cfg) {
-		args = append(args, "--machine-safety-orphan-vms-period="+kubemarkOrphanPeriod)
-	}
-	return args
-}
-
-// machineHealthCheckArgs: where another operator owns the NodeMaintenance
-// API, its controller must not run here too.
-func machineHealthCheckArgs(cfg config.Config) []string {
-	args := clientArgs()
-	if cfg.NodeMaintenanceForeign {
-		args = append(args, "--node-maintenance=false")
-	}
-	return args
-}
 
 // machineControllerEnv: the node it runs on and the release (omitted when unknown).
 func machineControllerEnv(cfg config.Config) []corev1.EnvVar {

@@ -97,36 +97,27 @@ func (w webhookSpec) clientConfig(cfg config.Config) admissionregistrationv1.Web
 	return cc
 }
 
-func (w webhookSpec) rules() []admissionregistrationv1.RuleWithOperations {
-	return []admissionregistrationv1.RuleWithOperations{{
-		Operations: slices.Clone(w.operations),
-		Rule: admissionregistrationv1.Rule{
-			APIGroups:   []string{w.group},
-			APIVersions: []string{webhookAPIVersion},
-			Resources:   []string{w.resource},
-			Scope:       ptr.To(cmp.Or(w.scope, admissionregistrationv1.NamespacedScope)),
-		},
-	}}
-}
-
-func webhookAnnotations(cfg config.Config) map[string]string {
-	if cfg.Webhook.ServiceCA {
-		return map[string]string{injectCABundleAnnotation: "true"}
-	}
-	return nil
-}
-
 func validatingWebhookConfiguration(cfg config.Config, name string, webhooks []webhookSpec) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	obj := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   typeMeta("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
 		ObjectMeta: objectMeta("", name, nil),
 	}
-	obj.Annotations = webhookAnnotations(cfg)
+	if cfg.Webhook.ServiceCA {
+		obj.Annotations = map[string]string{injectCABundleAnnotation: "true"}
+	}
 	for _, w := range webhooks {
 		obj.Webhooks = append(obj.Webhooks, admissionregistrationv1.ValidatingWebhook{
-			Name:                    w.name,
-			ClientConfig:            w.clientConfig(cfg),
-			Rules:                   w.rules(),
+			Name:         w.name,
+			ClientConfig: w.clientConfig(cfg),
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: slices.Clone(w.operations),
+				Rule: admissionregistrationv1.Rule{
+					APIGroups:   []string{w.group},
+					APIVersions: []string{webhookAPIVersion},
+					Resources:   []string{w.resource},
+					Scope:       ptr.To(cmp.Or(w.scope, admissionregistrationv1.NamespacedScope)),
+				},
+			}},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
 			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),

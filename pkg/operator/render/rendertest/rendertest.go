@@ -54,7 +54,10 @@ func Containers(t testing.TB, binary string) []Container {
 		}
 		for src, spec := range specs {
 			for _, c := range append(spec.InitContainers, spec.Containers...) {
-				if len(c.Command) > 0 && c.Command[0] == binary && ours(c.Image) {
+				ours := slices.ContainsFunc(OurImages, func(repo string) bool {
+					return strings.HasPrefix(c.Image, repo+":") || strings.HasPrefix(c.Image, repo+"@") || c.Image == repo
+				})
+				if len(c.Command) > 0 && c.Command[0] == binary && ours {
 					rel, _ := filepath.Rel(root, f)
 					out = append(out, Container{Source: rel + " " + src, Name: c.Name, Command: c.Command, Args: c.Args})
 				}
@@ -65,12 +68,6 @@ func Containers(t testing.TB, binary string) []Container {
 		t.Fatalf("no container of this project's image runs %s in the golden renders or install/", binary)
 	}
 	return out
-}
-
-func ours(image string) bool {
-	return slices.ContainsFunc(OurImages, func(repo string) bool {
-		return strings.HasPrefix(image, repo+":") || strings.HasPrefix(image, repo+"@") || image == repo
-	})
 }
 
 // podSpecs returns the pod templates of the Deployments and DaemonSets in a
