@@ -104,17 +104,15 @@ func New(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	sets := []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs, manifests.MachineDeploymentCRDs}
-	if opts.Bare {
-		sets = nil
-	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, set := range sets {
-		c, err := manifests.CRDs(set)
-		if err != nil {
-			return nil, err
+	if !opts.Bare {
+		for _, set := range []manifests.CRDSet{manifests.MachineCRDs, manifests.ConfigCRDs, manifests.NodeMaintenanceCRDs, manifests.MachineDeploymentCRDs} {
+			c, err := manifests.CRDs(set)
+			if err != nil {
+				return nil, err
+			}
+			crds = append(crds, c...)
 		}
-		crds = append(crds, c...)
 	}
 	crds = append(crds, opts.ExtraCRDs...)
 

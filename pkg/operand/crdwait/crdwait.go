@@ -1,6 +1,5 @@
-// Package crdwait starts a controller once the API server serves the custom
-// resources it watches, so a binary started before its CRDs waits instead of
-// exiting. A poll costs one discovery request per missing group version.
+// Package crdwait starts a controller once the API server serves the custom resources it watches, so a binary
+// started before its CRDs waits instead of exiting. A poll costs one discovery request per missing group version.
 package crdwait
 
 import (

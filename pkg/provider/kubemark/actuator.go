@@ -62,11 +62,8 @@ var (
 
 // NewActuator returns a kubemark Actuator.
 func NewActuator(opts Options) *Actuator {
-	a := &Actuator{client: opts.Client, nodes: opts.NodeReader, indexed: opts.NodeReader != nil, now: opts.Now,
-		reassert: cmp.Or(max(opts.ReassertInterval, 0), DefaultReassertInterval), recent: newRecentNodes()}
-	if a.nodes == nil {
-		a.nodes = opts.Client
-	}
+	a := &Actuator{client: opts.Client, nodes: cmp.Or[client.Reader](opts.NodeReader, opts.Client), indexed: opts.NodeReader != nil,
+		now: opts.Now, reassert: cmp.Or(max(opts.ReassertInterval, 0), DefaultReassertInterval), recent: newRecentNodes()}
 	if a.now == nil {
 		a.now = time.Now
 	}

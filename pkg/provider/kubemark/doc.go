@@ -1,5 +1,3 @@
-// Package kubemark is the built-in kubemark provider: a machine.Actuator whose
-// "instance" is a Node registered in the cluster itself, kept Ready by the
-// cluster's kwok controller, with a simulated health schedule per Machine.
-// See docs/kubemark.md.
+// Package kubemark is the built-in kubemark provider: a machine.Actuator whose "instance" is a Node in the cluster
+// itself, kept Ready by the cluster's kwok controller, with a simulated health schedule. See docs/kubemark.md.
 package kubemark

@@ -1,6 +1,7 @@
 package kubemark
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -41,10 +42,7 @@ func HealthAt(policy kubemarkv1alpha1.HealthPolicy, registeredAt, now time.Time)
 		return HealthWindow{Healthy: false, Since: failAt}
 	}
 
-	spell := after
-	if policy.UnhealthyFor != nil && policy.UnhealthyFor.Duration > 0 {
-		spell = policy.UnhealthyFor.Duration
-	}
+	spell := cmp.Or(max(ptr.Deref(policy.UnhealthyFor, metav1.Duration{}).Duration, 0), after)
 	elapsed := now.Sub(registeredAt)
 	if elapsed < 0 {
 		return HealthWindow{Healthy: true, Since: registeredAt, Until: registeredAt.Add(after)}
@@ -151,10 +149,7 @@ func (a *Actuator) holdLease(ctx context.Context, node *corev1.Node, since, unti
 	case err != nil:
 		return fmt.Errorf("getting the lease of node %q: %w", node.Name, err)
 	}
-	renew := since
-	if lease.Spec.RenewTime != nil {
-		renew = lease.Spec.RenewTime.Time
-	}
+	renew := ptr.Deref(lease.Spec.RenewTime, metav1.NewMicroTime(since)).Time
 	seconds := leaseSeconds(renew, until)
 	held := ptr.Deref(lease.Spec.HolderIdentity, "") == LeaseHolderIdentity
 	if held && ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) == seconds && lease.Spec.RenewTime != nil {
