@@ -182,9 +182,7 @@ func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]mo.Virtual
 	}
 	tagged := map[string]bool{}
 	for _, ref := range attached {
-		if r := ref.Reference(); r.Type == "VirtualMachine" {
-			tagged[r.Value] = true
-		}
+		tagged[ref.Reference().Value] = true // moref values name their type (vm-12)
 	}
 	folder, err := s.finder.FolderOrDefault(ctx, f.spec.Workspace.Folder)
 	if err != nil {

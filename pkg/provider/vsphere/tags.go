@@ -57,10 +57,8 @@ func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID s
 		if err != nil {
 			return "", fmt.Errorf("listing the tags of category %s: %w", c.Name, err)
 		}
-		for _, t := range ts {
-			if t.Name == clusterID {
-				id = t.ID
-			}
+		if i := slices.IndexFunc(ts, func(t tags.Tag) bool { return t.Name == clusterID }); i >= 0 {
+			id = ts[i].ID
 		}
 	}
 	s.restSession.clusterTags.Store(clusterID, id)

@@ -9,6 +9,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,14 +57,11 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 // addresses lists each NIC's guest IPs (matched by MAC) as InternalIP and the VM name as InternalDNS. A VM
 // with another number of NICs than the spec's devices is an error, as in OpenShift.
 func addresses(vm *machineVM, want int) ([]corev1.NodeAddress, error) {
-	var nics []*types.VirtualEthernetCard
+	var devices object.VirtualDeviceList
 	if vm.mo.Config != nil {
-		for _, d := range vm.mo.Config.Hardware.Device {
-			if c, ok := d.(types.BaseVirtualEthernetCard); ok {
-				nics = append(nics, c.GetVirtualEthernetCard())
-			}
-		}
+		devices = vm.mo.Config.Hardware.Device
 	}
+	nics := devices.SelectByType((*types.VirtualEthernetCard)(nil))
 	if len(nics) != want {
 		return nil, fmt.Errorf("invalid network count: expected=%d current=%d", want, len(nics))
 	}
@@ -73,7 +71,7 @@ func addresses(vm *machineVM, want int) ([]corev1.NodeAddress, error) {
 			break
 		}
 		for _, g := range vm.mo.Guest.Net {
-			if strings.EqualFold(g.MacAddress, nic.MacAddress) {
+			if strings.EqualFold(g.MacAddress, nic.(types.BaseVirtualEthernetCard).GetVirtualEthernetCard().MacAddress) {
 				for _, ip := range g.IpAddress {
 					out = append(out, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
 				}
