@@ -130,14 +130,10 @@ func newCRDCache(restCfg *rest.Config, opts cache.Options) (cache.Cache, error) 
 // served tells whether the API server serves gvk; NoMatch means no.
 func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	default:
-		return false, fmt.Errorf("looking up %s: %w", gvk, err)
+	if err == nil || meta.IsNoMatchError(err) {
+		return err == nil, nil
 	}
+	return false, fmt.Errorf("looking up %s: %w", gvk, err)
 }
 
 // servedAtStart asks which optional APIs are served, before the cache is built.

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,13 +43,7 @@ func Desired(obj client.Object, scheme *runtime.Scheme) (*unstructured.Unstructu
 	u.SetGroupVersionKind(gvk)
 
 	meta, _ := m["metadata"].(map[string]any)
-	kept := map[string]any{}
-	for _, k := range sentMetadata {
-		if v, ok := meta[k]; ok {
-			kept[k] = v
-		}
-	}
-	m["metadata"] = kept
+	maps.DeleteFunc(meta, func(k string, _ any) bool { return !slices.Contains(sentMetadata, k) })
 
 	if gvk.Group == "" && gvk.Version == "v1" && gvk.Kind == "Secret" {
 		mergeStringData(m)
