@@ -1,6 +1,5 @@
-// Package operator is the operator's sync loop: observe the inputs, build one
-// immutable config, render, apply and prune, observe the operand, report on the
-// ClusterOperator. Every event maps to one work item. See docs/architecture.md.
+// Package operator is the operator's sync loop (observe, render, apply, prune,
+// report), one work item for every event. See docs/architecture.md.
 package operator
 
 import (

@@ -1,6 +1,5 @@
-// Package apply writes the operator's objects with server-side apply, reverts
-// what others change in them and prunes obsolete ones. See
-// docs/architecture.md, "How the drift check decides".
+// Package apply server-side applies the operator's objects, reverts what others
+// change in them and prunes obsolete ones. See docs/architecture.md.
 package apply
 
 import (

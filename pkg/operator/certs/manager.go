@@ -40,20 +40,17 @@ func SecretNames() []string {
 	return names
 }
 
-// Options configure a Manager. Decide and DecideCA use only the validity
-// fields.
+// Options configure a Manager (Decide and DecideCA use only the validity fields).
 type Options struct {
 	// Client writes the Secrets. Required.
 	Client client.Client
-	// Reader reads the Secrets; defaults to Client. A stale read only makes
-	// the write fail (optimistic concurrency).
+	// Reader reads the Secrets; defaults to Client (a stale read only fails the write).
 	Reader client.Reader
 	// Namespace holds the Secrets. Required.
 	Namespace string
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
-	// CAValidity defaults to DefaultCAValidity, CertValidity to
-	// DefaultCertValidity, RefreshFraction to DefaultRefreshFraction.
+	// Zero: DefaultCAValidity, DefaultCertValidity, DefaultRefreshFraction.
 	CAValidity, CertValidity time.Duration
 	RefreshFraction          float64
 }

@@ -1,6 +1,5 @@
 // Package collector serves OpenShift's Machine and MachineSet series from the
-// informer cache at scrape time (served here only, not by two targets). See
-// docs/contract.md, "metrics".
+// informer cache at scrape time. See docs/contract.md, "metrics".
 package collector
 
 import (

@@ -1,6 +1,5 @@
-// Package render is a pure function from config.Config to the objects the
-// operator applies. Values use their canonical spelling so the golden files
-// read like what the API server stores; nothing empty is rendered.
+// Package render is a pure function from config.Config to the objects applied, in
+// canonical spelling (goldens read like what the server stores), nothing empty.
 package render
 
 import (
