@@ -24,13 +24,12 @@ import (
 // act carries plan out, then writes the status. Errors of one part do not
 // stop the others, but a failed create stops the step (the status says why).
 func (r *Reconciler) act(ctx context.Context, md *mdv1beta1.MachineDeployment, states []SetState, plan *Plan) error {
-	var errs []error
 	if plan.Create != nil {
 		if err := r.createSet(ctx, md, plan); err != nil {
 			return errors.Join(err, r.patchStatus(ctx, md, plan.Status))
 		}
 	}
-	errs = append(errs, r.updateSets(ctx, md, states, plan))
+	errs := []error{r.updateSets(ctx, md, states, plan)}
 	for _, ms := range plan.Delete {
 		errs = append(errs, r.deleteSet(ctx, md, ms))
 	}

@@ -1,18 +1,12 @@
-// Package machinedeployment is the MachineDeployment controller
-// (machine.openshift.io/v1beta1, this project's addition): it rolls Machines
-// from one template to the next through MachineSets named
-// "<deployment>-<template hash>", as the Deployment controller does with
-// ReplicaSets (docs/machinedeployment.md). Decide, a pure function, picks
-// one rollout step and the status per Reconcile.
+// Package machinedeployment is the MachineDeployment controller: it rolls Machines through MachineSets
+// named "<deployment>-<template hash>" as Deployments do with ReplicaSets (docs/machinedeployment.md).
 package machinedeployment
 
-// ControllerName is the name events are recorded under; the controller
-// itself is named "machinedeployment".
+// ControllerName is the name events are recorded under (the controller's is "machinedeployment").
 const ControllerName = "machinedeployment-controller"
 
-// PreferNoScheduleTaintKey (value "True", effect PreferNoSchedule) is put on
-// the Nodes of old MachineSets' Machines during a rollout; it is
-// machine-controller-manager's key, which gardener's tools know.
+// PreferNoScheduleTaintKey (value "True", effect PreferNoSchedule) is on the Nodes of old MachineSets'
+// Machines during a rollout; machine-controller-manager's key, which gardener's tools know.
 const PreferNoScheduleTaintKey = "deployment.machine.sapcloud.io/prefer-no-schedule"
 
 const preferNoScheduleValue = "True"
@@ -27,8 +21,7 @@ const (
 	EventRollback              = "DeploymentRollback" // an old MachineSet became the new one again
 )
 
-// Defaults the admission webhook normally fills in, applied by the
-// controller too (Deployments' values).
+// Defaults the admission webhook fills in, applied by the controller too (Deployments' values).
 const (
 	DefaultReplicas                = 1
 	DefaultMaxSurge                = "25%"

@@ -27,8 +27,7 @@ import (
 // machineDeploymentKind is the kind of the MachineSets' controller reference.
 var machineDeploymentKind = mdv1beta1.GroupVersion.WithKind("MachineDeployment")
 
-// SetState is one MachineSet of a MachineDeployment as observed; the counts
-// are of its Machines not being deleted, but Deleting's.
+// SetState is one observed MachineSet; its counts leave out Machines being deleted, but Deleting.
 type SetState struct {
 	// Set is the MachineSet (never modified).
 	Set *machinev1beta1.MachineSet
@@ -53,7 +52,7 @@ func countTrue(bs []bool) (n int32) {
 
 // Plan is what Decide wants done for one MachineDeployment.
 type Plan struct {
-	// Sets are copies of the input sets, same order, as they should be.
+	// Sets are copies of the input sets, oldest first, as they should be.
 	Sets     []*machinev1beta1.MachineSet
 	Create   *machinev1beta1.MachineSet   // the new MachineSet to create, or nil
 	NewSet   string                       // the new MachineSet's name ("" while none)
@@ -76,8 +75,7 @@ type set struct {
 func (s *set) replicas() int32 { return ptr.Deref(s.ms.Spec.Replicas, 0) }
 func (s *set) active() int32   { return int32(len(s.Available)) }
 
-// footprint is how many Machines the set may have at once: max(replicas,
-// Machines) plus those being deleted.
+// footprint is how many Machines the set may have at once: max(replicas, Machines) plus Deleting.
 func (s *set) footprint() int32 { return max(s.replicas(), s.active()) + s.Deleting }
 
 // availableAt is how many available Machines remain once the set is scaled
@@ -101,16 +99,18 @@ type rollout struct {
 	conds     []machinev1beta1.Condition
 }
 
-// Decide plans one step of md's rollout over its sets (the MachineSets it
-// controls, as observed). It is pure: the caller carries the plan out.
+// Decide plans one step of md's rollout over the MachineSets it controls; pure: the caller acts.
 func Decide(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) Plan {
-	r := newRollout(md, states, now)
-	r.conds = slices.Clone(md.Status.Conditions)
+	r := &rollout{md: md, replicas: replicasOf(md), now: now, conds: slices.Clone(md.Status.Conditions)}
+	r.surge, r.unavail = Fenceposts(md)
+	for _, st := range states {
+		r.sets = append(r.sets, &set{SetState: st, ms: st.Set.DeepCopy()})
+	}
+	slices.SortStableFunc(r.sets, func(a, b *set) int { return olderFirst(a.ms, b.ms) })
 	r.pausedCondition()
 
 	sync := md.Spec.Paused || r.scalingEvent()
 	r.findNewSet(!sync && strategyOf(md) != mdv1beta1.RecreateStrategy)
-	progress := !sync
 	switch {
 	case sync:
 		r.scale()
@@ -125,35 +125,21 @@ func Decide(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) P
 		r.rolling()
 	}
 	r.holdOldSets()
-	return r.plan(progress, states)
+	return r.plan(!sync, states)
 }
 
-// holdOldSets marks the old sets of a running OnDelete rollout with
-// DisableMachineCreateAnnotation, and unmarks every other set: otherwise a
-// deleted old Machine is replaced from the old template.
+// holdOldSets marks only the old sets of a running OnDelete rollout with
+// DisableMachineCreateAnnotation: else a deleted old Machine comes back from the old template.
 func (r *rollout) holdOldSets() {
 	hold := strategyOf(r.md) == mdv1beta1.OnDeleteStrategy && !r.md.Spec.Paused && r.newSet != nil
 	for _, s := range r.sets {
-		want := hold && s != r.newSet
-		if _, has := s.ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation]; has == want {
-			continue
-		}
-		if want {
+		_, has := s.ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation]
+		if want := hold && s != r.newSet; want && !has {
 			s.ms.Annotations = withEntry(s.ms.Annotations, mdv1beta1.DisableMachineCreateAnnotation, "true")
-		} else {
+		} else if !want {
 			delete(s.ms.Annotations, mdv1beta1.DisableMachineCreateAnnotation)
 		}
 	}
-}
-
-func newRollout(md *mdv1beta1.MachineDeployment, states []SetState, now time.Time) *rollout {
-	r := &rollout{md: md, replicas: replicasOf(md), now: now}
-	r.surge, r.unavail = Fenceposts(md)
-	for _, st := range states {
-		r.sets = append(r.sets, &set{SetState: st, ms: st.Set.DeepCopy()})
-	}
-	slices.SortStableFunc(r.sets, func(a, b *set) int { return olderFirst(a.ms, b.ms) })
-	return r
 }
 
 // olderFirst orders MachineSets by creation, then name.
@@ -176,11 +162,9 @@ func Fenceposts(md *mdv1beta1.MachineDeployment) (surge, unavailable int32) {
 		return 0, 0
 	}
 	replicas := replicasOf(md)
-	ms, mu := intstr.FromString(DefaultMaxSurge), intstr.FromString(DefaultMaxUnavailable)
-	if ru := md.Spec.Strategy.RollingUpdate; ru != nil {
-		ms = ptr.Deref(ru.MaxSurge, ms)
-		mu = ptr.Deref(ru.MaxUnavailable, mu)
-	}
+	ru := ptr.Deref(md.Spec.Strategy.RollingUpdate, mdv1beta1.RollingUpdateMachineDeployment{})
+	ms := ptr.Deref(ru.MaxSurge, intstr.FromString(DefaultMaxSurge))
+	mu := ptr.Deref(ru.MaxUnavailable, intstr.FromString(DefaultMaxUnavailable))
 	s, _ := intstr.GetScaledValueFromIntOrPercent(&ms, int(replicas), true)
 	u, _ := intstr.GetScaledValueFromIntOrPercent(&mu, int(replicas), false)
 	surge, unavailable = int32(max(s, 0)), int32(max(u, 0))
@@ -198,17 +182,14 @@ func TemplateHash(t *machinev1beta1.MachineTemplateSpec, collisionCount *int32) 
 	data, _ := json.Marshal(c) // cannot fail
 	h := fnv.New32a()
 	_, _ = h.Write(data)
-	if collisionCount != nil {
-		b := make([]byte, 8)
-		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
-		_, _ = h.Write(b)
+	if collisionCount != nil { // 8 bytes, as Deployments
+		_, _ = h.Write(binary.LittleEndian.AppendUint64(nil, uint64(uint32(*collisionCount))))
 	}
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
 }
 
-// EqualIgnoringHash reports whether two templates are equal but for the hash
-// label; an unset spec.authoritativeAPI equals MachineAPI (the MachineSet CRD
-// drops it unless the MachineAPIMigration gate is on).
+// EqualIgnoringHash reports whether two templates are equal but for the hash label; an unset
+// spec.authoritativeAPI is MachineAPI (the MachineSet CRD drops it unless MachineAPIMigration is on).
 func EqualIgnoringHash(a, b *machinev1beta1.MachineTemplateSpec) bool {
 	a, b = a.DeepCopy(), b.DeepCopy()
 	for _, t := range []*machinev1beta1.MachineTemplateSpec{a, b} {
@@ -222,15 +203,11 @@ func EqualIgnoringHash(a, b *machinev1beta1.MachineTemplateSpec) bool {
 
 // SetName is "<md>-<hash>", the deployment's name cut to a valid length.
 func SetName(mdName, hash string) string {
-	if limit := validation.DNS1123SubdomainMaxLength - 1 - len(hash); len(mdName) > limit {
-		mdName = mdName[:limit]
-	}
-	return mdName + "-" + hash
+	return mdName[:min(len(mdName), validation.DNS1123SubdomainMaxLength-1-len(hash))] + "-" + hash
 }
 
-// findNewSet finds the set whose template is md's (failing that, the one
-// named after the hash: admission may have defaulted its template), gives it
-// the next revision and md's minReadySeconds; with none and create, plans one.
+// findNewSet finds the set of md's template (else the one named after the hash: admission may have
+// defaulted its template), gives it the next revision and minReadySeconds; with none and create, plans one.
 func (r *rollout) findNewSet(create bool) {
 	hash := TemplateHash(&r.md.Spec.Template, r.md.Status.CollisionCount)
 	if i := slices.IndexFunc(r.sets, func(s *set) bool {
@@ -242,7 +219,13 @@ func (r *rollout) findNewSet(create bool) {
 	}); i >= 0 { // names are unique: at most one
 		r.newSet = r.sets[i]
 	}
-	newRevision := strconv.FormatInt(r.maxOldRevision()+1, 10)
+	var maxOld int64
+	for _, s := range r.sets {
+		if v, ok := revisionOf(s.ms); ok && s != r.newSet {
+			maxOld = max(maxOld, v)
+		}
+	}
+	newRevision := strconv.FormatInt(maxOld+1, 10)
 	if s := r.newSet; s != nil {
 		r.rollback = setRevision(s.ms, newRevision)
 		s.ms.Spec.MinReadySeconds = r.md.Spec.MinReadySeconds
@@ -304,16 +287,6 @@ func (r *rollout) all() []*set {
 func revisionOf(ms *machinev1beta1.MachineSet) (int64, bool) {
 	v, err := strconv.ParseInt(ms.Annotations[mdv1beta1.RevisionAnnotation], 10, 64)
 	return v, err == nil
-}
-
-func (r *rollout) maxOldRevision() int64 {
-	var m int64
-	for _, s := range r.sets {
-		if v, ok := revisionOf(s.ms); ok && v > m && s != r.newSet {
-			m = v
-		}
-	}
-	return m
 }
 
 // setRevision raises ms's revision to revision when lower; a set that had one

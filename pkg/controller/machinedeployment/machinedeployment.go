@@ -29,8 +29,7 @@ import (
 type Options struct {
 	// Namespace (optional) restricts the controller to one namespace.
 	Namespace string
-	// Client reads through a cache with the IndexMachineController index
-	// (SetupWithManager registers it) and writes. Default: the manager's.
+	// Client reads through a cache with SetupWithManager's IndexMachineController index, and writes. Default: the manager's.
 	Client client.Client
 	// APIReader reads uncached (before adopting, to retry a status patch). Default: the manager's.
 	APIReader client.Reader
@@ -131,31 +130,23 @@ func (r *Reconciler) claimSets(ctx context.Context, md *mdv1beta1.MachineDeploym
 			orphans = append(orphans, ms)
 		}
 	}
-	if len(orphans) > 0 {
-		if err := r.canAdopt(ctx, md); err != nil {
-			return nil, err
+	if len(orphans) > 0 { // re-read uncached: a deleted or replaced deployment adopts nothing
+		fresh := &mdv1beta1.MachineDeployment{}
+		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
+			return nil, fmt.Errorf("re-reading MachineDeployment before adopting MachineSets: %w", err)
 		}
-		for _, ms := range orphans {
-			if err := r.setOwner(ctx, ms, md, true); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			owned = append(owned, ms)
+		if fresh.UID != md.UID || fresh.DeletionTimestamp != nil {
+			return nil, fmt.Errorf("not adopting MachineSets: MachineDeployment %s/%s was replaced or is being deleted", md.Namespace, md.Name)
 		}
+	}
+	for _, ms := range orphans {
+		if err := r.setOwner(ctx, ms, md, true); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		owned = append(owned, ms)
 	}
 	return owned, errors.Join(errs...) // a failed claim: no decision until it works
-}
-
-// canAdopt re-reads md uncached: a deleted or replaced deployment adopts nothing.
-func (r *Reconciler) canAdopt(ctx context.Context, md *mdv1beta1.MachineDeployment) error {
-	fresh := &mdv1beta1.MachineDeployment{}
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
-		return fmt.Errorf("re-reading MachineDeployment before adopting MachineSets: %w", err)
-	}
-	if fresh.UID != md.UID || fresh.DeletionTimestamp != nil {
-		return fmt.Errorf("not adopting MachineSets: MachineDeployment %s/%s was replaced or is being deleted", md.Namespace, md.Name)
-	}
-	return nil
 }
 
 // setOwner adds (adopt) or removes md's controller reference on ms, under an

@@ -36,9 +36,8 @@ func sum(sets []*set, f func(*set) int32) (n int32) {
 	return n
 }
 
-// newSetReplicas is the size the new set may grow to now: within
-// replicas+maxSurge Machines in all (RollingUpdate), replicas (Recreate), or
-// what the old sets leave of replicas (OnDelete).
+// newSetReplicas is the size the new set may grow to now: within replicas+maxSurge Machines in all
+// (RollingUpdate), replicas (Recreate), or what the old sets leave of replicas (OnDelete).
 func (r *rollout) newSetReplicas() int32 {
 	cur := r.newSet.replicas()
 	switch strategyOf(r.md) {
@@ -125,17 +124,8 @@ func (s *set) unavailableHead() int32 {
 // recreate is one step of a Recreate rollout: old sets to 0, then once
 // their Machines are gone the new set at replicas.
 func (r *rollout) recreate() {
-	scaled := false
-	for _, s := range r.old() {
-		if s.replicas() > 0 {
-			r.setReplicas(s, 0, false)
-			scaled = true
-		}
-	}
-	if scaled {
-		return
-	}
-	if slices.ContainsFunc(r.old(), func(s *set) bool { return s.active()+s.Deleting > 0 }) {
+	if r.shrink(r.old(), math.MaxInt32, (*set).replicas) > 0 ||
+		slices.ContainsFunc(r.old(), func(s *set) bool { return s.active()+s.Deleting > 0 }) {
 		return
 	}
 	if r.newSet == nil {
@@ -159,14 +149,10 @@ func (r *rollout) onDelete() {
 			target = max(target-excess, 0)
 		}
 		excess -= s.replicas() - target
-		if r.setReplicas(s, target, false) {
-			scaled = true
-		}
+		scaled = r.setReplicas(s, target, false) || scaled
 	}
 	if ns := r.newSet; ns != nil && !r.create {
-		if r.setReplicas(ns, r.newSetReplicas(), false) {
-			scaled = true
-		}
+		scaled = r.setReplicas(ns, r.newSetReplicas(), false) || scaled
 	}
 	if !scaled {
 		r.cleanupIfComplete()
@@ -175,21 +161,14 @@ func (r *rollout) onDelete() {
 
 // scalingEvent reports whether an active set records another desired-replicas.
 func (r *rollout) scalingEvent() bool {
-	for _, s := range r.sets {
-		if s.replicas() == 0 {
-			continue
-		}
+	return slices.ContainsFunc(r.sets, func(s *set) bool {
 		v, err := strconv.Atoi(s.ms.Annotations[mdv1beta1.DesiredReplicasAnnotation])
-		if err == nil && v >= 0 && int32(v) != r.replicas {
-			return true
-		}
-	}
-	return false
+		return s.replicas() != 0 && err == nil && v >= 0 && int32(v) != r.replicas
+	})
 }
 
-// scale resizes the sets to a new replicas without advancing a rollout, as
-// Deployments do: a lone active (or the newest) set takes replicas, a
-// saturated new set leaves the old at 0, else (RollingUpdate) proportionally.
+// scale resizes the sets to a new replicas without advancing a rollout (Deployments' rules): a lone
+// active (or the newest) set takes replicas, a saturated new set leaves the old at 0, else proportionally.
 func (r *rollout) scale() {
 	active := slices.DeleteFunc(slices.Clone(r.all()), func(s *set) bool { return s.replicas() == 0 })
 	// force: a set sized by hand to replicas would otherwise stay a scaling event.
@@ -231,16 +210,11 @@ func (r *rollout) scale() {
 	sizes := make([]int32, len(active))
 	var added int32
 	for i, s := range active {
-		sizes[i] = s.replicas()
-		if toAdd != 0 {
-			p := r.proportion(s, toAdd, added)
-			sizes[i] += p
-			added += p
-		}
+		p := r.proportion(s, toAdd, added)
+		sizes[i] = s.replicas() + p
+		added += p
 	}
-	if toAdd != 0 {
-		sizes[0] = max(sizes[0]+toAdd-added, 0)
-	}
+	sizes[0] += toAdd - added // the largest set takes the rest (setReplicas clamps at 0)
 	for i, s := range active {
 		r.setReplicas(s, sizes[i], true)
 	}

@@ -23,10 +23,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
-// SetupWithManager registers the controller with mgr. It watches
-// MachineDeployments (its own status writes too), MachineSets (to their
-// controller, orphans to the MachineDeployments selecting them) and Machines
-// (through their MachineSet).
+// SetupWithManager registers the controller with mgr: MachineDeployments, MachineSets (orphans to
+// the MachineDeployments selecting them) and Machines (through their MachineSet).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.client, r.apiReader = cmp.Or(r.client, mgr.GetClient()), cmp.Or(r.apiReader, mgr.GetAPIReader())
 	if r.events.Recorder == nil {
@@ -34,7 +32,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	// Its own index name: a namespace-restricted cache fails a second registration of machineset's.
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{
-		Object: &machinev1beta1.Machine{}, Name: IndexMachineController, Extract: machineControllerUID,
+		Object: &machinev1beta1.Machine{}, Name: IndexMachineController, Extract: func(o client.Object) []string {
+			if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+				return []string{string(ref.UID)}
+			}
+			return nil
+		},
 	}); err != nil {
 		return err
 	}
@@ -111,10 +114,3 @@ func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) [
 
 // IndexMachineController indexes Machines by their controller's UID.
 const IndexMachineController = "machinedeployment:metadata.ownerReferences.controller.uid"
-
-func machineControllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return nil
-}

@@ -23,9 +23,8 @@ const (
 
 // Labels and annotations of a MachineDeployment's MachineSets.
 const (
-	// MachineTemplateHashLabel is on each MachineSet of a MachineDeployment,
-	// its selector and its Machines: the hash of the template it was made
-	// from, which tells the sets of one MachineDeployment apart.
+	// MachineTemplateHashLabel, on each MachineSet, its selector and its Machines, is the hash of the
+	// template it was made from: it tells the sets of one MachineDeployment apart.
 	MachineTemplateHashLabel = "machine-template-hash"
 	// RevisionAnnotation is the revision of the template a MachineSet
 	// carries (and, on the MachineDeployment, the current revision).
@@ -39,11 +38,8 @@ const (
 	// MaxReplicasAnnotation is replicas + maxSurge when the set was last
 	// scaled.
 	MaxReplicasAnnotation = "deployment.kubernetes.io/max-replicas"
-	// DisableMachineCreateAnnotation ("true") on a MachineSet stops it from
-	// creating Machines; scaling down still works. An OnDelete
-	// MachineDeployment puts it on its old sets, so that a deleted old
-	// Machine is replaced by the new set rather than the old one (as
-	// cluster-api's cluster.x-k8s.io/disable-machine-create).
+	// DisableMachineCreateAnnotation ("true") stops a MachineSet from creating Machines (scaling down still
+	// works): OnDelete puts it on the old sets (docs/machinedeployment.md).
 	DisableMachineCreateAnnotation = "machine.openshift.io/disable-machine-create"
 )
 
