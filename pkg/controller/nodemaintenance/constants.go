@@ -1,8 +1,5 @@
-// Package nodemaintenance is the NodeMaintenance controller
-// (nodemaintenance.medik8s.io/v1beta1): a NodeMaintenance cordons, taints,
-// excludes from remediation and drains one node, and on deletion undoes
-// exactly what it did. Differences from medik8s' operator: docs/openshift.md,
-// "NodeMaintenance controller vs. medik8s' node-maintenance-operator".
+// Package nodemaintenance is the NodeMaintenance controller: it cordons, taints, excludes from remediation
+// and drains one node, and on deletion undoes exactly what it did (medik8s' differences: docs/openshift.md).
 package nodemaintenance
 
 import "time"
@@ -22,8 +19,7 @@ const (
 
 	// OwnerAnnotation, on the Node, names the NodeMaintenance that changed it.
 	OwnerAnnotation = "nodemaintenance.medik8s.io/owner"
-	// AddedAnnotation, on the Node, lists (comma-separated Added* values) what
-	// the NodeMaintenance added and will remove on deletion.
+	// AddedAnnotation, on the Node, lists (comma-separated Added* values) what to remove on deletion.
 	AddedAnnotation         = "nodemaintenance.medik8s.io/added"
 	AddedCordon             = "cordon"
 	AddedDrainTaint         = "taint"
@@ -43,15 +39,13 @@ const (
 
 	// DefaultLeaseNamespace holds the node leases (medik8s's default).
 	DefaultLeaseNamespace = "medik8s-leases"
-	// LeaseHolderIdentity is NMO's holder identity, which NodeHealthCheck and
-	// Self Node Remediation recognise.
+	// LeaseHolderIdentity is NMO's, which NodeHealthCheck and Self Node Remediation recognise.
 	LeaseHolderIdentity = "node-maintenance"
 	// LeaseNamePrefix + node name is the name of a node's lease.
 	LeaseNamePrefix = "node-"
 	// LeaseDuration is the lease's duration; it is renewed at half of it.
 	LeaseDuration = time.Hour
-	// MaxLeaseErrors failed attempts to keep the lease once the drain started
-	// are retried; one more fails the maintenance.
+	// MaxLeaseErrors failed attempts to keep the lease once the drain started are retried; one more fails.
 	MaxLeaseErrors = 3
 )
 

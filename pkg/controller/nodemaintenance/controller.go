@@ -28,21 +28,17 @@ import (
 
 // Options configure a Reconciler.
 type Options struct {
-	// Client reads (through a cache with the NodeNameField index, which
-	// SetupWithManager registers) and writes. Default: the manager's.
+	// Client reads (through a cache with SetupWithManager's NodeNameField index) and writes. Default: the manager's.
 	Client client.Client
-	// KubeClient is the clientset of the drain and the node and lease writes.
-	// SetupWithManager builds one when nil.
+	// KubeClient drains and writes nodes and leases; SetupWithManager builds one when nil.
 	KubeClient kubernetes.Interface
 	// Recorder (optional) receives events. Default: the manager's, named ControllerName.
 	Recorder events.EventRecorder
-	// APIReader (optional) reads uncached (the NodeMaintenance an
-	// OwnerAnnotation names). Default: the manager's in SetupWithManager, else Client.
+	// APIReader (optional) reads uncached. Default: the manager's in SetupWithManager, else Client.
 	APIReader client.Reader
 	// Clock (optional) is the time source.
 	Clock clock.PassiveClock
-	// PollInterval (default DefaultPollInterval) is how soon a drain in
-	// progress is looked at again, and the first lease retry backoff.
+	// PollInterval (default DefaultPollInterval) paces a drain in progress and the first lease retry.
 	PollInterval time.Duration
 	// LeaseNamespace (default DefaultLeaseNamespace) holds the node leases.
 	LeaseNamespace string
@@ -62,27 +58,15 @@ type Reconciler struct {
 // NewReconciler returns a Reconciler; see Options for the defaults.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	r := &Reconciler{
+	return &Reconciler{
 		client:  opts.Client,
 		reader:  opts.APIReader,
 		kube:    opts.KubeClient,
 		events:  &patch.Events{Recorder: opts.Recorder},
 		clock:   cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
-		poll:    opts.PollInterval,
+		poll:    cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval),
 		leaseNS: cmp.Or(opts.LeaseNamespace, DefaultLeaseNamespace),
 	}
-	if r.poll <= 0 {
-		r.poll = DefaultPollInterval
-	}
-	return r
-}
-
-// apiReader is Options.APIReader, else Client.
-func (r *Reconciler) apiReader() client.Reader {
-	if r.reader != nil {
-		return r.reader
-	}
-	return r.client
 }
 
 // Reconcile drives one NodeMaintenance.
@@ -165,7 +149,11 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 
 	list, errs := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx)).GetPodsForDeletion(nodeName)
 	if len(errs) > 0 {
-		st.LastError = patch.Truncate("cannot list the pods to evict: "+joinErrors(errs), 1024)
+		msgs := make([]string, 0, len(errs))
+		for _, e := range errs {
+			msgs = append(msgs, e.Error())
+		}
+		st.LastError = patch.Truncate("cannot list the pods to evict: "+strings.Join(msgs, "; "), 1024)
 		return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, errors.Join(errs...))
 	}
 	pods := list.Pods()
@@ -228,11 +216,13 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	if released {
 		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventUncordonNode, "Release", "Uncordoned node %s and removed what the maintenance added", nm.Spec.NodeName)
 	}
-	keep, err := r.keepLeaseFor(ctx, nm)
-	if err != nil {
-		return err
+	others := &nmv1beta1.NodeMaintenanceList{}
+	if err := r.client.List(ctx, others, client.MatchingFields{NodeNameField: nm.Spec.NodeName}); err != nil {
+		return fmt.Errorf("listing NodeMaintenances of node %s: %w", nm.Spec.NodeName, err)
 	}
-	if !keep {
+	if !slices.ContainsFunc(others.Items, func(o nmv1beta1.NodeMaintenance) bool {
+		return o.Name != nm.Name && o.Spec.NodeName == nm.Spec.NodeName && o.DeletionTimestamp.IsZero()
+	}) {
 		if err := r.releaseLease(ctx, nm.Spec.NodeName); err != nil {
 			return err
 		}
@@ -276,12 +266,4 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventWaiting, "Maintain", "%s", st.LastError)
 	}
 	return nil
-}
-
-func joinErrors(errs []error) string {
-	s := make([]string, 0, len(errs))
-	for _, e := range errs {
-		s = append(s, e.Error())
-	}
-	return strings.Join(s, "; ")
 }

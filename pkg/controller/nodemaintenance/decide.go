@@ -22,34 +22,26 @@ import (
 // addedOrder is the canonical order of AddedAnnotation's items.
 var addedOrder = []string{AddedCordon, AddedDrainTaint, AddedUnschedulableTaint, AddedLabel}
 
-// owner picks the NodeMaintenance that holds a node among those naming it
-// (deleting ones included): the one OwnerAnnotation names, so a maintenance
-// in progress is never taken over, else the oldest, then by name.
+// owner picks the NodeMaintenance holding a node among those naming it, deleting ones too: the one
+// OwnerAnnotation names (one in progress is never taken over), else the oldest, then by name.
 func owner(nms []nmv1beta1.NodeMaintenance, nodeName, annotatedOwner string) *nmv1beta1.NodeMaintenance {
-	var candidates []*nmv1beta1.NodeMaintenance
+	var oldest *nmv1beta1.NodeMaintenance
 	for i := range nms {
-		if nms[i].Spec.NodeName != nodeName {
-			continue
+		switch nm := &nms[i]; {
+		case nm.Spec.NodeName != nodeName:
+		case annotatedOwner != "" && nm.Name == annotatedOwner:
+			return nm
+		case oldest == nil || cmp.Or(nm.CreationTimestamp.Compare(oldest.CreationTimestamp.Time), cmp.Compare(nm.Name, oldest.Name)) < 0:
+			oldest = nm
 		}
-		if annotatedOwner != "" && nms[i].Name == annotatedOwner {
-			return &nms[i]
-		}
-		candidates = append(candidates, &nms[i])
 	}
-	if len(candidates) == 0 {
-		return nil
-	}
-	return slices.MinFunc(candidates, func(a, b *nmv1beta1.NodeMaintenance) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
-	})
+	return oldest
 }
 
 func parseAdded(v string) map[string]bool {
 	out := map[string]bool{}
 	for _, item := range strings.Split(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out[item] = true
-		}
+		out[strings.TrimSpace(item)] = true // "" is never looked up
 	}
 	return out
 }
@@ -67,9 +59,8 @@ func withoutTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) 
 	return slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == key && t.Effect == effect })
 }
 
-// planMaintenance returns the node as maintenance nmName wants it: cordoned,
-// tainted, labelled, with OwnerAnnotation and AddedAnnotation recording (in
-// the same write) what was added; changed is false when it already is.
+// planMaintenance returns the node cordoned, tainted and labelled for nmName, OwnerAnnotation and
+// AddedAnnotation recording what was added in the same write; changed is false when it already is.
 func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 	n := node.DeepCopy()
 	added := parseAdded(n.Annotations[AddedAnnotation])
@@ -97,9 +88,8 @@ func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 	return n, !nodeMaintenanceFieldsEqual(node, n)
 }
 
-// planRelease returns the node with what maintenance nmName recorded as
-// added removed, and its record gone. A node not owned by nmName is left
-// unchanged: whatever is there was set by someone else.
+// planRelease removes what nmName recorded as added, and the record; a node nmName does not own is
+// left unchanged (whatever is there was set by someone else).
 func planRelease(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 	if node.Annotations[OwnerAnnotation] != nmName {
 		return node, false
@@ -148,9 +138,8 @@ func isControlPlane(n *corev1.Node) bool {
 	return cp || master
 }
 
-// etcdGuardBlock reports why draining a control-plane node must wait (a pod
-// to evict covered by an EtcdNamespace PodDisruptionBudget allowing no
-// disruption), "" when it need not.
+// etcdGuardBlock says why a control-plane node's drain must wait (a pod to evict covered by an
+// EtcdNamespace PodDisruptionBudget allowing no disruption), "" when it need not.
 func etcdGuardBlock(node *corev1.Node, pods []corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
 	if !isControlPlane(node) {
 		return ""
@@ -174,29 +163,16 @@ func etcdGuardBlock(node *corev1.Node, pods []corev1.Pod, pdbs []policyv1.PodDis
 	return ""
 }
 
-// drainDeadline returns when the drain times out; ok is false when it never does.
-func drainDeadline(timeout *metav1.Duration, start *metav1.Time) (time.Time, bool) {
-	if timeout == nil || start == nil {
-		return time.Time{}, false
-	}
-	return start.Add(timeout.Duration), true
-}
-
 // pendingStatus fills the pending pods of the status, sorted.
 func pendingStatus(st *nmv1beta1.NodeMaintenanceStatus, pods []corev1.Pod) {
 	st.PendingPods, st.PendingPodsRefs = nil, nil
-	for _, p := range pods {
-		st.PendingPodsRefs = append(st.PendingPodsRefs, nmv1beta1.PodReference{Namespace: p.Namespace, Name: p.Name})
-	}
-	slices.SortFunc(st.PendingPodsRefs, func(a, b nmv1beta1.PodReference) int {
+	for _, p := range slices.SortedFunc(slices.Values(pods), func(a, b corev1.Pod) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	for _, r := range st.PendingPodsRefs {
-		st.PendingPods = append(st.PendingPods, r.Name)
+	}) {
+		st.PendingPodsRefs = append(st.PendingPodsRefs, nmv1beta1.PodReference{Namespace: p.Namespace, Name: p.Name})
+		st.PendingPods = append(st.PendingPods, p.Name)
 	}
-	if len(pods) > st.EvictionPods {
-		st.EvictionPods = len(pods)
-	}
+	st.EvictionPods = max(st.EvictionPods, len(pods))
 	st.DrainProgress = drainProgress(st.EvictionPods, len(pods))
 }
 
@@ -209,20 +185,6 @@ func statusEqual(a, b nmv1beta1.NodeMaintenanceStatus) bool {
 // leaseOwnerRef makes the lease go with its Node (not as controller: the lease is shared).
 func leaseOwnerRef(node *corev1.Node) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(false)}
-}
-
-// withNodeOwnerRef returns refs with node's (current UID) in place of any to a Node of its name.
-func withNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) []metav1.OwnerReference {
-	want := leaseOwnerRef(node)
-	return append(slices.DeleteFunc(slices.Clone(refs), func(ref metav1.OwnerReference) bool {
-		return ref.APIVersion == want.APIVersion && ref.Kind == want.Kind && ref.Name == want.Name
-	}), want)
-}
-
-func hasNodeOwnerRef(refs []metav1.OwnerReference, node *corev1.Node) bool {
-	return slices.ContainsFunc(refs, func(ref metav1.OwnerReference) bool {
-		return ref.APIVersion == "v1" && ref.Kind == "Node" && ref.Name == node.Name && ref.UID == node.UID
-	})
 }
 
 // leaseHolder is the lease's holder, "" when free.
@@ -242,9 +204,8 @@ func leaseExpiry(l *coordinationv1.Lease) time.Time {
 	return from.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second)
 }
 
-// leasePlan is what to do with a node's lease: write want (nil: nothing;
-// created when there was none); held: ours then, to renew at renewAt; else
-// holder has it until expires.
+// leasePlan: write want (nil: nothing; created when there was none); held: ours then, to renew at
+// renewAt; else holder has it until expires.
 type leasePlan struct {
 	want    *coordinationv1.Lease
 	held    bool
@@ -253,9 +214,8 @@ type leasePlan struct {
 	expires time.Time
 }
 
-// planLease decides how to hold the node's lease ns/name, given the current
-// one (nil: none): create it; renew ours once less than half of LeaseDuration
-// remains; take over a free or expired one; leave another's valid one alone.
+// planLease, given the lease ns/name (cur nil: none), creates it, renews ours once less than half of
+// LeaseDuration remains, takes over a free or expired one and leaves another's valid one alone.
 func planLease(cur *coordinationv1.Lease, ns, name string, node *corev1.Node, now time.Time) leasePlan {
 	duration := int32(LeaseDuration / time.Second)
 	mt := metav1.NewMicroTime(now)
@@ -274,12 +234,16 @@ func planLease(cur *coordinationv1.Lease, ns, name string, node *corev1.Node, no
 		return plan
 	}
 	holder, expires := leaseHolder(cur), leaseExpiry(cur)
-	l := cur.DeepCopy()
-	l.OwnerReferences = withNodeOwnerRef(l.OwnerReferences, node)
+	l := cur.DeepCopy() // with the Node's ref (current UID) in place of any to a Node of its name
+	l.OwnerReferences = append(slices.DeleteFunc(l.OwnerReferences, func(ref metav1.OwnerReference) bool {
+		return ref.APIVersion == "v1" && ref.Kind == "Node" && ref.Name == node.Name
+	}), leaseOwnerRef(node))
 	switch renewAt := expires.Add(-LeaseDuration / 2); {
 	case holder == LeaseHolderIdentity && ptr.Deref(cur.Spec.LeaseDurationSeconds, 0) == duration && now.Before(renewAt):
-		if hasNodeOwnerRef(cur.OwnerReferences, node) {
-			return leasePlan{held: true, renewAt: renewAt}
+		if slices.ContainsFunc(cur.OwnerReferences, func(ref metav1.OwnerReference) bool {
+			return ref.APIVersion == "v1" && ref.Kind == "Node" && ref.Name == node.Name && ref.UID == node.UID
+		}) {
+			l = nil // nothing to write
 		}
 		return leasePlan{want: l, held: true, renewAt: renewAt}
 	case holder == LeaseHolderIdentity: // renew
@@ -328,11 +292,8 @@ func failedForLease(st *nmv1beta1.NodeMaintenanceStatus) bool {
 	return st.Phase == nmv1beta1.MaintenanceFailed && st.ErrorOnLeaseCount > MaxLeaseErrors
 }
 
-// decideLease updates st for planLease's outcome (ref "namespace/name" for
-// messages) and says what follows and when to look again (the renewal; the
-// other's expiry or the retry backoff, base doubling, whichever is first).
-// The drain has started when drainProgress > 0 (medik8s's rule); a failed
-// maintenance restarts from scratch once the lease is free (docs/openshift.md).
+// decideLease updates st for planLease's outcome and says what follows and when to look again (the
+// renewal; the other's expiry or the doubling retry backoff, whichever is first); docs/openshift.md.
 func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, ref string, now time.Time, base time.Duration) (leaseVerdict, time.Duration) {
 	if p.held {
 		if failedForLease(st) {
@@ -353,7 +314,7 @@ func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, ref string, n
 	case failedForLease(st):
 		st.LastError = leaseFailedText(st.ErrorOnLeaseCount, ref, p.holder)
 		return leaseStayFailed, untilExpiry
-	case st.DrainProgress == 0:
+	case st.DrainProgress == 0: // the drain has not started (medik8s's rule)
 		st.Phase = nmv1beta1.MaintenanceRunning
 		// "failed to obtain a lease that is not owned by us" is medik8s's text.
 		st.LastError = fmt.Sprintf("%s: failed to obtain a lease that is not owned by us: lease %s is held by %q until %s",

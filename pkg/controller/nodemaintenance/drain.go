@@ -22,9 +22,8 @@ import (
 // maxPodsInMessage bounds the pods named in lastError.
 const maxPodsInMessage = 10
 
-// drainPass makes one eviction pass over the pods to evict (or, once the
-// drain timeout expired, deletes them) and fills the progress into st. Only
-// the drain helper's listing, EvictPod and DeletePod are used: no reconcile waits.
+// drainPass evicts the pods once (past the drain timeout deletes them) and fills the progress into st;
+// only the drain helper's listing, EvictPod and DeletePod are used, so no reconcile waits.
 func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenance, st *nmv1beta1.NodeMaintenanceStatus, pods []corev1.Pod) (ctrl.Result, error) {
 	nodeName := nm.Spec.NodeName
 	if len(pods) == 0 {
@@ -32,7 +31,11 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		return ctrl.Result{}, nil
 	}
 	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx))
-	deadline, bounded := drainDeadline(nm.Spec.DrainTimeout, st.DrainStartTime)
+	var deadline time.Time // the drain times out at deadline when bounded
+	bounded := nm.Spec.DrainTimeout != nil && st.DrainStartTime != nil
+	if bounded {
+		deadline = st.DrainStartTime.Add(nm.Spec.DrainTimeout.Duration)
+	}
 	now := r.clock.Now()
 
 	if bounded && !now.Before(deadline) {

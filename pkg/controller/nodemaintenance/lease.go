@@ -1,13 +1,11 @@
 package nodemaintenance
 
-// The node lease, shared with NodeHealthCheck and Self Node Remediation, says
-// who has the node (docs/architecture.md); planLease and decideLease decide,
-// this file reads and writes.
+// The node lease, shared with NodeHealthCheck and Self Node Remediation, says who has the node
+// (docs/architecture.md); planLease and decideLease decide, this file reads and writes.
 
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +25,8 @@ func LeaseName(nodeName string) string { return LeaseNamePrefix + nodeName }
 
 func (r *Reconciler) leaseRef(nodeName string) string { return r.leaseNS + "/" + LeaseName(nodeName) }
 
-// takeLease creates, renews or takes over the node's lease as planLease
-// decides (read uncached, written under its resourceVersion) and returns the
-// plan. The lease namespace is the install's to create.
+// takeLease creates, renews or takes over the node's lease as planLease decides (read uncached, written
+// under its resourceVersion); the lease namespace is the install's to create.
 func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePlan, error) {
 	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
 	name := LeaseName(node.Name)
@@ -90,9 +87,8 @@ func (r *Reconciler) releaseLease(ctx context.Context, nodeName string) error {
 	return nil
 }
 
-// leaseStep holds the node's lease before maintenance touches the node and
-// fills the outcome into st (decideLease); proceed is false when the node is
-// to be left alone; res says when to look again (or renew).
+// leaseStep holds the node's lease before the node is touched and fills the outcome into st;
+// proceed is false when the node is to be left alone; res says when to look again (or renew).
 func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenance, node *corev1.Node, st *nmv1beta1.NodeMaintenanceStatus) (res ctrl.Result, proceed bool, err error) {
 	plan, err := r.takeLease(ctx, node)
 	if err != nil { // retried with backoff; it does not count towards failing
@@ -125,18 +121,6 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 			"Uncordoned node %s and removed what the maintenance added: lease %s is held by %q", node.Name, r.leaseRef(node.Name), plan.holder)
 	}
 	return res, false, nil
-}
-
-// keepLeaseFor reports whether another NodeMaintenance of the node, not being
-// deleted, remains to keep the lease.
-func (r *Reconciler) keepLeaseFor(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (bool, error) {
-	list := &nmv1beta1.NodeMaintenanceList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{NodeNameField: nm.Spec.NodeName}); err != nil {
-		return false, fmt.Errorf("listing NodeMaintenances of node %s: %w", nm.Spec.NodeName, err)
-	}
-	return slices.ContainsFunc(list.Items, func(o nmv1beta1.NodeMaintenance) bool {
-		return o.Name != nm.Name && o.Spec.NodeName == nm.Spec.NodeName && o.DeletionTimestamp.IsZero()
-	}), nil
 }
 
 // soonest merges two results: the earlier requeue wins.

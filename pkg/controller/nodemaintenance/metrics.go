@@ -39,10 +39,8 @@ func RegisterMetrics() {
 	mapimetrics.Register(PhaseGauge, PhaseTransitionsTotal, LeaseFailuresTotal)
 }
 
-var allPhases = []nmv1beta1.MaintenancePhase{nmv1beta1.MaintenanceRunning, nmv1beta1.MaintenanceSucceeded, nmv1beta1.MaintenanceFailed}
-
 func setPhaseMetric(name string, phase nmv1beta1.MaintenancePhase) {
-	for _, p := range allPhases {
+	for _, p := range []nmv1beta1.MaintenancePhase{nmv1beta1.MaintenanceRunning, nmv1beta1.MaintenanceSucceeded, nmv1beta1.MaintenanceFailed} {
 		if p == phase {
 			PhaseGauge.WithLabelValues(name, string(p)).Set(1)
 		} else {

@@ -1,8 +1,8 @@
 package nodemaintenance
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,14 +21,13 @@ func (e *heldError) Error() string {
 	return fmt.Sprintf("node %s is already in maintenance by NodeMaintenance %s", e.node, e.owner)
 }
 
-// applyNode cordons, taints and labels the node for maintenance nmName. It
-// refuses (heldError) when OwnerAnnotation names another existing
-// NodeMaintenance: two created at once may not see each other in the cache.
+// applyNode cordons, taints and labels the node for nmName; heldError when OwnerAnnotation names another
+// existing NodeMaintenance (two created at once may not see each other in the cache).
 func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) error {
 	_, err := r.updateNode(ctx, nodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
 		if o := n.Annotations[OwnerAnnotation]; o != "" && o != nmName {
 			other := &nmv1beta1.NodeMaintenance{}
-			switch err := r.apiReader().Get(ctx, client.ObjectKey{Name: o}, other); {
+			switch err := cmp.Or[client.Reader](r.reader, r.client).Get(ctx, client.ObjectKey{Name: o}, other); {
 			case apierrors.IsNotFound(err): // a stale record: planMaintenance takes it over
 			case err != nil:
 				return nil, false, fmt.Errorf("getting NodeMaintenance %s named by node %s: %w", o, nodeName, err)
@@ -73,9 +72,8 @@ func (r *Reconciler) updateNode(ctx context.Context, nodeName string, plan func(
 		changed = true
 		return nil
 	})
-	var held *heldError
-	if err != nil && !apierrors.IsNotFound(err) && !errors.As(err, &held) {
+	if err != nil { // NotFound and heldError are still found through the wrapping
 		return changed, fmt.Errorf("updating node %s: %w", nodeName, err)
 	}
-	return changed, err
+	return changed, nil
 }

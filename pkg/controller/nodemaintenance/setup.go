@@ -27,10 +27,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 )
 
-// SetupWithManager registers the controller. It watches NodeMaintenances (a
-// create or delete wakes the others of its node), Nodes and the node leases,
-// each mapped to the NodeMaintenances of the node; the leases through a cache
-// of their namespace only (the manager's would hold every Lease or none).
+// SetupWithManager registers the controller; every watch maps to the NodeMaintenances of the node. The
+// leases come through a cache of their namespace only (the manager's would hold every Lease or none).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.client, r.reader = cmp.Or(r.client, mgr.GetClient()), cmp.Or(r.reader, mgr.GetAPIReader())
 	if r.kube == nil {
@@ -43,7 +41,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
-	if err := IndexByNodeName(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &nmv1beta1.NodeMaintenance{}, Name: NodeNameField,
+		Extract: func(o client.Object) []string {
+			if nm, ok := o.(*nmv1beta1.NodeMaintenance); ok && nm.Spec.NodeName != "" {
+				return []string{nm.Spec.NodeName}
+			}
+			return nil
+		}}); err != nil {
 		return err
 	}
 	leaseCache, err := cache.New(mgr.GetConfig(), cache.Options{
@@ -60,28 +64,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodemaintenance").
-		For(&nmv1beta1.NodeMaintenance{}, builder.WithPredicates(updates.Matter(nmChangeMatters))).
+		// Not on the controller's own status writes.
+		For(&nmv1beta1.NodeMaintenance{}, builder.WithPredicates(updates.Matter(func(o, n client.Object) bool {
+			return o.GetGeneration() != n.GetGeneration() ||
+				!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
+				!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers())
+		}))).
 		Watches(&nmv1beta1.NodeMaintenance{}, handler.EnqueueRequestsFromMapFunc(r.siblings), builder.WithPredicates(predicate.Funcs{
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.nodeToMaintenances),
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.byNodeName(ctx, o.GetName())
+		}),
 			builder.WithPredicates(updates.Matter(func(o, n *corev1.Node) bool { return !nodeMaintenanceFieldsEqual(o, n) }))).
 		WatchesRawSource(source.Kind(leaseCache, &coordinationv1.Lease{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.leaseToMaintenances), leasePredicate())).
 		WithOptions(opts).
 		Complete(r)
-}
-
-// IndexByNodeName adds the NodeNameField index (kept if registered already: index.Register).
-func IndexByNodeName(ctx context.Context, indexer client.FieldIndexer) error {
-	return index.Register(ctx, indexer, index.Index{Object: &nmv1beta1.NodeMaintenance{}, Name: NodeNameField,
-		Extract: func(o client.Object) []string {
-			if nm, ok := o.(*nmv1beta1.NodeMaintenance); ok && nm.Spec.NodeName != "" {
-				return []string{nm.Spec.NodeName}
-			}
-			return nil
-		}})
 }
 
 func (r *Reconciler) byNodeName(ctx context.Context, nodeName string) []reconcile.Request {
@@ -97,15 +97,12 @@ func (r *Reconciler) byNodeName(ctx context.Context, nodeName string) []reconcil
 	return out
 }
 
+// siblings wakes the others of a created or deleted NodeMaintenance's node.
 func (r *Reconciler) siblings(ctx context.Context, o client.Object) []reconcile.Request {
 	if nm, ok := o.(*nmv1beta1.NodeMaintenance); ok {
 		return r.byNodeName(ctx, nm.Spec.NodeName)
 	}
 	return nil
-}
-
-func (r *Reconciler) nodeToMaintenances(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.byNodeName(ctx, o.GetName())
 }
 
 func (r *Reconciler) leaseToMaintenances(ctx context.Context, l *coordinationv1.Lease) []reconcile.Request {
@@ -122,11 +119,4 @@ func leasePredicate() predicate.TypedPredicate[*coordinationv1.Lease] {
 		predicate.TypedFuncs[*coordinationv1.Lease]{UpdateFunc: func(e event.TypedUpdateEvent[*coordinationv1.Lease]) bool {
 			return !equality.Semantic.DeepEqual(e.ObjectOld.Spec, e.ObjectNew.Spec)
 		}})
-}
-
-// nmChangeMatters ignores the controller's own status writes.
-func nmChangeMatters(o, n client.Object) bool {
-	return o.GetGeneration() != n.GetGeneration() ||
-		!equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
-		!equality.Semantic.DeepEqual(o.GetFinalizers(), n.GetFinalizers())
 }

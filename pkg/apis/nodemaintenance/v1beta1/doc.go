@@ -1,7 +1,5 @@
-// Package v1beta1 holds the NodeMaintenance API (nodemaintenance.medik8s.io/v1beta1),
-// wire-compatible with the medik8s node-maintenance-operator: a cluster-scoped
-// NodeMaintenance asks for one node to be cordoned and drained until the
-// object is deleted. spec.drainTimeout is an extension of this project.
+// Package v1beta1 holds the NodeMaintenance API, wire-compatible with medik8s' node-maintenance-operator
+// (spec.drainTimeout is this project's extension): one node cordoned and drained until the object goes.
 //
 // +kubebuilder:object:generate=true
 // +groupName=nodemaintenance.medik8s.io

@@ -8,16 +8,14 @@ import (
 type MaintenancePhase string
 
 const (
-	// MaintenanceRunning: the node is being cordoned and drained, or the
-	// maintenance waits (for the node, the etcd quorum guard, ...; see
-	// status.lastError).
+	// MaintenanceRunning: the node is being cordoned and drained, or the maintenance waits (for the
+	// node, the etcd quorum guard, ...; see status.lastError).
 	MaintenanceRunning MaintenancePhase = "Running"
 	// MaintenanceSucceeded: the node is cordoned and drained. It stays so
 	// until the NodeMaintenance is deleted.
 	MaintenanceSucceeded MaintenancePhase = "Succeeded"
-	// MaintenanceFailed: the maintenance cannot proceed (the node does not
-	// exist, or another NodeMaintenance already holds the node); the reason
-	// is in status.lastError. It is retried when the cause goes away.
+	// MaintenanceFailed: the maintenance cannot proceed (no node, or another NodeMaintenance holds it;
+	// see status.lastError); it is retried when the cause goes away.
 	MaintenanceFailed MaintenancePhase = "Failed"
 )
 
