@@ -44,8 +44,7 @@ func (r *Reconciler) act(ctx context.Context, md *mdv1beta1.MachineDeployment, s
 	return errors.Join(append(errs, r.patchStatus(ctx, md, plan.Status))...)
 }
 
-// createSet creates the new MachineSet. One existing under the name that is
-// not md's with this hash is a collision: status.collisionCount grows.
+// createSet creates the new MachineSet; a set of that name not md's with this hash grows status.collisionCount.
 func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeployment, plan *Plan) error {
 	ms := plan.Create
 	err := r.client.Create(ctx, ms)
@@ -83,8 +82,7 @@ func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeploym
 	return fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
 }
 
-// updateSets patches the sets the plan changed, under an optimistic lock (a
-// decision on a stale set is not applied).
+// updateSets patches the sets the plan changed under an optimistic lock (no decision on a stale set).
 func (r *Reconciler) updateSets(ctx context.Context, md *mdv1beta1.MachineDeployment, states []SetState, plan *Plan) error {
 	orig := map[types.UID]*machinev1beta1.MachineSet{}
 	for _, st := range states {

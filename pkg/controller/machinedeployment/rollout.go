@@ -53,8 +53,7 @@ func (r *rollout) newSetReplicas() int32 {
 	return cur + min(room, r.replicas-cur)
 }
 
-// rolling is one step of a RollingUpdate: grow the new set if the surge
-// allows, else shrink old sets if availability allows, else clean up.
+// rolling is one RollingUpdate step: grow the new set within surge, else shrink old sets, else clean up.
 func (r *rollout) rolling() {
 	if r.create {
 		return // created at its allowed size: that is this step

@@ -202,8 +202,7 @@ func (r *Reconciler) nodeApplied(st *nmv1beta1.NodeMaintenanceStatus, nodeName s
 	return ctrl.Result{}, err
 }
 
-// finalize releases the node and (unless another NodeMaintenance of the node
-// keeps it) the lease, and removes the finalizer.
+// finalize releases the node, the lease (unless another NodeMaintenance of the node keeps it) and the finalizer.
 func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance) error {
 	if !controllerutil.ContainsFinalizer(nm, Finalizer) {
 		forgetMetrics(nm.Name)
