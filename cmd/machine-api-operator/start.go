@@ -164,9 +164,8 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	return nil
 }
 
-// resolveMetricsTLS returns the metrics server's TLS: the flags if given (live
-// nil), else the cluster's profile as live settings (Intermediate when it
-// cannot be read: the operator must start regardless).
+// resolveMetricsTLS returns the metrics server's TLS: the flags if given (live nil), else the cluster's profile
+// as live settings (Intermediate when it cannot be read: the operator must start regardless).
 func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOptions) (configure func(*tls.Config), live *tlsflags.Live, err error) {
 	if o.tlsFromFlags {
 		configure, err = o.tls.Apply()

@@ -1,6 +1,5 @@
-// Package leaderelection configures every binary's leader election: a Lease that the leader
-// writes less often than the elector checks it, and the pod's identity. See
-// docs/architecture.md ("Leader election") and docs/reliability.md.
+// Package leaderelection configures every binary's leader election: a Lease the leader writes less often than the
+// elector checks it, and the pod's identity. See docs/architecture.md ("Leader election") and docs/reliability.md.
 package leaderelection
 
 import (

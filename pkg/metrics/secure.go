@@ -43,9 +43,8 @@ func Register(collectors ...prometheus.Collector) {
 	}
 }
 
-// SecureServerOptions are every binary's metrics server options: HTTPS (HTTP/1.1
-// only, against HTTP/2 stream-reset floods), requests authorized by the API
-// server, certDir's pair or self-signed. See docs/architecture.md ("Metrics").
+// SecureServerOptions are every binary's metrics server options: HTTPS (HTTP/1.1 only, against HTTP/2 stream-reset
+// floods), requests authorized by the API server, certDir's pair or self-signed. See docs/architecture.md ("Metrics").
 func SecureServerOptions(bindAddress, certDir string, tlsOpts ...func(*tls.Config)) metricsserver.Options {
 	opts := metricsserver.Options{
 		BindAddress:    bindAddress,
@@ -118,9 +117,8 @@ func (w *authnErrorAsUnauthorized) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// certSource serves the key pair in dir through certwatcher, self-signed until
-// the pair first parses. Kept around certwatcher: certwatcher.New fails while
-// the files are missing (the optional Secret volume before service-ca issues it).
+// certSource serves dir's key pair through certwatcher, self-signed until the pair first parses: certwatcher.New
+// fails while the files are missing (the optional Secret volume before service-ca issues it).
 type certSource struct {
 	dir     string
 	recheck time.Duration // how long a pair is served before the files are read again

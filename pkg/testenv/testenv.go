@@ -215,9 +215,8 @@ func Run(t testing.TB, r Runnable) (stop func()) {
 	return stop
 }
 
-// NewManager returns a manager for cfg (default: the Env's) with the Env's
-// scheme, cache options c and no endpoints; its client works with CaughtUp.
-// Start it with Run.
+// NewManager returns a manager for cfg (default: the Env's) with the Env's scheme, cache options c and no
+// endpoints; its client works with CaughtUp. Start it with Run.
 func (e *Env) NewManager(t testing.TB, cfg *rest.Config, c cache.Options) manager.Manager {
 	t.Helper()
 	if cfg == nil {

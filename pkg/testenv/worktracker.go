@@ -77,9 +77,8 @@ func (w *WorkTracker) Reconciles(req reconcile.Request) int {
 	return w.done[req]
 }
 
-// Quiescent returns a condition that holds when the controller is
-// Idle(within), every caughtUp check (typically CaughtUp) passes, and no work
-// came in between: then every change made before the wait was handled.
+// Quiescent returns a condition that holds when the controller is Idle(within), every caughtUp check (typically
+// CaughtUp) passes, and no work came in between: then every change made before the wait was handled.
 func (w *WorkTracker) Quiescent(within time.Duration, caughtUp ...func(context.Context) error) poll.Condition {
 	return func(ctx context.Context) (bool, error) {
 		before, err := w.idle(within)
@@ -98,9 +97,8 @@ func (w *WorkTracker) Quiescent(within time.Duration, caughtUp ...func(context.C
 	}
 }
 
-// CaughtUp returns a check that passes when cached (the client of a manager
-// from Env.NewManager) lists list's kind (with opts) at
-// live's resourceVersions and its event handlers were handed all of it.
+// CaughtUp returns a check that passes when cached (the client of a manager from Env.NewManager) lists list's
+// kind (with opts) at live's resourceVersions and its event handlers were handed all of it.
 func CaughtUp(live, cached client.Reader, list client.ObjectList, opts ...client.ListOption) func(context.Context) error {
 	return func(ctx context.Context) error {
 		tc, ok := cached.(trackedClient)

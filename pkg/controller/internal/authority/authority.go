@@ -1,6 +1,5 @@
-// Package authority decides whether the Machine API controllers act on a
-// Machine or MachineSet under OpenShift's MachineAPIMigration rules. See
-// docs/openshift.md, "authoritativeAPI".
+// Package authority decides whether the Machine API controllers act on a Machine or MachineSet under
+// OpenShift's MachineAPIMigration rules. See docs/openshift.md, "authoritativeAPI".
 package authority
 
 import (
