@@ -2,11 +2,7 @@
 // so every binary and test may import it).
 package nodeutil
 
-import (
-	"slices"
-
-	corev1 "k8s.io/api/core/v1"
-)
+import corev1 "k8s.io/api/core/v1"
 
 // ReadyCondition returns n's Ready condition (a pointer into n's status), or
 // nil when n is nil or has none.
@@ -14,8 +10,10 @@ func ReadyCondition(n *corev1.Node) *corev1.NodeCondition {
 	if n == nil {
 		return nil
 	}
-	if i := slices.IndexFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady }); i >= 0 {
-		return &n.Status.Conditions[i]
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
+		}
 	}
 	return nil
 }
