@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 )
 
@@ -86,20 +86,8 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m client.Object) []recon
 // whose nodeRef names it, or that its nodelink.MachineAnnotation names.
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := sets.New[reconcile.Request]()
-	list := &machinev1beta1.MachineList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{machine.NodeRefNameField: o.GetName()},
-		client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy); err != nil { // "": every namespace
-		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", o.GetName())
-	}
-	for i := range list.Items {
-		reqs.Insert(r.mhcsSelecting(ctx, &list.Items[i])...)
-	}
-	if ns, name, ok := strings.Cut(o.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
-		(r.Namespace == "" || ns == r.Namespace) {
-		m := &machinev1beta1.Machine{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m); err == nil {
-			reqs.Insert(r.mhcsSelecting(ctx, m)...)
-		}
+	for _, m := range machineset.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
+		reqs.Insert(r.mhcsSelecting(ctx, m)...)
 	}
 	return reqs.UnsortedList()
 }
