@@ -3,10 +3,12 @@ package machine
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,6 +82,28 @@ func machineNodeRefName(o client.Object) []string {
 		return nil
 	}
 	return []string{m.Status.NodeRef.Name}
+}
+
+// MachinesOfNode returns, from c's cache (never to be modified), the Machines in namespace
+// ("": all) whose nodeRef names node (NodeRefNameField) and the one its annotation names.
+func MachinesOfNode(ctx context.Context, c client.Reader, namespace string, node client.Object) []*machinev1beta1.Machine {
+	var out []*machinev1beta1.Machine
+	list := &machinev1beta1.MachineList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace),
+		client.MatchingFields{NodeRefNameField: node.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", node.GetName())
+	}
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	if ns, name, ok := strings.Cut(node.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
+		(namespace == "" || ns == namespace) {
+		m := &machinev1beta1.Machine{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m, client.UnsafeDisableDeepCopy); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // nodeHandler enqueues the Machines of a Node and, when a control-plane drain of ours ends, the Machines

@@ -26,7 +26,6 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 )
 
@@ -86,7 +85,7 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m client.Object) []recon
 // whose nodeRef names it, or that its nodelink.MachineAnnotation names.
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := sets.New[reconcile.Request]()
-	for _, m := range machineset.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
+	for _, m := range machine.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
 		reqs.Insert(r.mhcsSelecting(ctx, m)...)
 	}
 	return reqs.UnsortedList()

@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"context"
 	"maps"
-	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -167,34 +165,12 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1
 // nodeToMachineSets maps a Node to its Machines' MachineSets.
 func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := sets.New[reconcile.Request]()
-	for _, m := range MachinesOfNode(ctx, r.Client, r.Namespace, o) {
+	for _, m := range machine.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
 		if key, ok := machineSetOwner(m); ok && r.inNamespace(m) {
 			reqs.Insert(reconcile.Request{NamespacedName: key})
 		}
 	}
 	return reqs.UnsortedList()
-}
-
-// MachinesOfNode returns, from c's cache (never to be modified), the Machines in namespace
-// ("": all) whose nodeRef names node (machine.NodeRefNameField) and the one its annotation names.
-func MachinesOfNode(ctx context.Context, c client.Reader, namespace string, node client.Object) []*machinev1beta1.Machine {
-	var out []*machinev1beta1.Machine
-	list := &machinev1beta1.MachineList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace),
-		client.MatchingFields{machine.NodeRefNameField: node.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", node.GetName())
-	}
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
-	}
-	if ns, name, ok := strings.Cut(node.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
-		(namespace == "" || ns == namespace) {
-		m := &machinev1beta1.Machine{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m, client.UnsafeDisableDeepCopy); err == nil {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 // nodeChangeMatters passes changes of the Ready condition and the machine annotation.
