@@ -65,6 +65,7 @@ func expectedFiles() []string {
 	}
 	files = append(files,
 		prefix+"07_machinehealthcheck.crd.yaml",
+		prefix+"09_controllers-rbac.yaml",
 		prefix+"09_lease-rbac.yaml",
 		prefix+"09_operand-rbac.yaml",
 		prefix+"09_rbac.yaml",

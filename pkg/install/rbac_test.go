@@ -18,6 +18,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/certs"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
 )
@@ -86,17 +87,16 @@ func operatorAccess() []access {
 	add([]string{"get"}, "", "namespaces", "", "", "other-installation")
 	add([]string{"create"}, "authentication.k8s.io", "tokenreviews", "", "", "")
 	add([]string{"create"}, "authorization.k8s.io", "subjectaccessreviews", "", "", "")
-	// The trusted CA bundle, read from the informer cache.
-	add(read, "", "configmaps", "", namespace, "")
-	add([]string{"get"}, "", "configmaps", "", namespace, names.TrustedCAConfigMapName)
+	// The trusted CA bundle, read from an informer of that name (a field
+	// selector on metadata.name is authorized as the resourceName).
+	add(append(read, "get"), "", "configmaps", "", namespace, names.TrustedCAConfigMapName)
 	// The metrics collector's informers (Machines, MachineSets).
 	add(read, "machine.openshift.io", "machines", "", namespace, "")
 	add(read, "machine.openshift.io", "machinesets", "", namespace, "")
-	// Webhook serving certificates (certs manager), watched by label.
-	add(read, "", "secrets", "", namespace, "")
+	// Webhook serving certificates (certs manager), each watched by name.
 	add([]string{"create"}, "", "secrets", "", namespace, "")
-	for _, name := range []string{config.WebhookCertSecretName, config.MachineWebhookCertSecretName} {
-		add([]string{"get", "update", "patch", "delete"}, "", "secrets", "", namespace, name)
+	for _, name := range certs.SecretNames() {
+		add([]string{"list", "watch", "get", "update", "patch", "delete"}, "", "secrets", "", namespace, name)
 	}
 	return out
 }
@@ -128,6 +128,31 @@ func forbiddenAccess() []access {
 		{Verb: "update", Group: "machine.openshift.io", Resource: "machines", Namespace: namespace, Name: "m"},
 		{Verb: "list", Group: "machine.openshift.io", Resource: "machines", Namespace: ""},
 		{Verb: "delete", Group: "machine.openshift.io", Resource: "machinesets", Namespace: namespace, Name: "ms"},
+		// No RBAC write, no escalate or bind: the operand's RBAC ships in
+		// install/, so the operator's token grants nothing it does not hold.
+		{Verb: "escalate", Group: rbacv1.GroupName, Resource: "clusterroles", Name: operandRoleName},
+		{Verb: "bind", Group: rbacv1.GroupName, Resource: "clusterroles", Name: operandRoleName},
+		{Verb: "escalate", Group: rbacv1.GroupName, Resource: "roles", Namespace: namespace, Name: operandRoleName},
+		{Verb: "bind", Group: rbacv1.GroupName, Resource: "roles", Namespace: namespace, Name: operandRoleName},
+		{Verb: "create", Group: rbacv1.GroupName, Resource: "clusterrolebindings"},
+		{Verb: "patch", Group: rbacv1.GroupName, Resource: "clusterroles", Name: operandRoleName},
+		{Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: namespace},
+		{Verb: "patch", Group: rbacv1.GroupName, Resource: "roles", Namespace: namespace, Name: operandRoleName},
+		{Verb: "create", Resource: "serviceaccounts", Namespace: namespace},
+		{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: namespace, Name: operandRoleName},
+		// Only the CRDs, webhook configurations and policies it owns.
+		{Verb: "update", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "clusteroperators.config.openshift.io"},
+		{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "widgets.example.com"},
+		{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Name: "another-component"},
+		{Verb: "patch", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Name: "another-component"},
+		{Verb: "delete", Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies", Name: "machine-api-controllers-guard"},
+		// Secrets only by name: no list of the namespace, no cloud credentials.
+		{Verb: "list", Resource: "secrets", Namespace: namespace},
+		{Verb: "watch", Resource: "secrets", Namespace: namespace},
+		{Verb: "get", Resource: "secrets", Namespace: namespace, Name: "vsphere-cloud-credentials"},
+		{Verb: "list", Resource: "configmaps", Namespace: namespace},
+		{Verb: "get", Resource: "configmaps", Namespace: namespace, Name: config.ImagesConfigMapName},
 	}
 }
 
@@ -182,45 +207,6 @@ func (a access) rule() rbacv1.PolicyRule {
 	return r
 }
 
-// uncovered returns what the operand rules grant in namespace ns that the
-// operator does not hold (the API server refuses to let it grant that).
-func (r operatorRBAC) uncovered(rules []rbacv1.PolicyRule, ns string) []rbacv1.PolicyRule {
-	_, missing := rbacvalidation.Covers(r.rulesIn(ns), rules)
-	return missing
-}
-
-// canWriteRole: Kubernetes lets the operator create or update a role that
-// grants more than it holds only with the escalate verb on that role.
-func (r operatorRBAC) canWriteRole(resource, ns, name string, rules []rbacv1.PolicyRule) error {
-	if r.allows(access{Verb: "escalate", Group: rbacv1.GroupName, Resource: resource, Namespace: ns, Name: name}) {
-		return nil
-	}
-	if missing := r.uncovered(rules, ns); len(missing) > 0 {
-		return fmt.Errorf("the operator neither has escalate on %s %s nor holds %v", resource, name, missing)
-	}
-	return nil
-}
-
-// canBind: creating a binding needs the bind verb on the role, or holding
-// everything it grants.
-func (r operatorRBAC) canBind(ref rbacv1.RoleRef, ns string, roles map[string][]rbacv1.PolicyRule) error {
-	resource := "clusterroles"
-	if ref.Kind == "Role" {
-		resource = "roles"
-	}
-	if r.allows(access{Verb: "bind", Group: rbacv1.GroupName, Resource: resource, Namespace: ns, Name: ref.Name}) {
-		return nil
-	}
-	rules, ok := roles[ref.Kind+"/"+ref.Name]
-	if !ok {
-		return fmt.Errorf("no bind on %s %s and it is not rendered", ref.Kind, ref.Name)
-	}
-	if missing := r.uncovered(rules, ns); len(missing) > 0 {
-		return fmt.Errorf("the operator neither has bind on %s %s nor holds %v", ref.Kind, ref.Name, missing)
-	}
-	return nil
-}
-
 // renderFor renders the operand for a platform with the payload's images.
 func renderFor(t testing.TB, platform configv1.PlatformStatus, spec configv1.PlatformSpec) []client.Object {
 	t.Helper()
@@ -272,15 +258,6 @@ func renderKubemark(t testing.TB) []client.Object {
 func checkCoversOperand(t testing.TB, r operatorRBAC, objs []client.Object) []string {
 	t.Helper()
 	s := testScheme()
-	roles := map[string][]rbacv1.PolicyRule{}
-	for _, obj := range objs {
-		switch o := obj.(type) {
-		case *rbacv1.ClusterRole:
-			roles["ClusterRole/"+o.Name] = o.Rules
-		case *rbacv1.Role:
-			roles["Role/"+o.Name] = o.Rules
-		}
-	}
 	var problems []string
 	for _, obj := range objs {
 		gvk, err := apiutil.GVKForObject(obj, s)
@@ -291,11 +268,15 @@ func checkCoversOperand(t testing.TB, r operatorRBAC, objs []client.Object) []st
 		resource := plural.Resource
 		ns, name := obj.GetNamespace(), obj.GetName()
 		need := []access{
-			// apply: read the live object (cache: list/watch), then PATCH.
+			// apply: read the live object (cache: list/watch), then PATCH
+			// (a create through apply is authorized as a create of the
+			// name); removing others' fields is an UPDATE.
 			{Verb: "list", Group: gvk.Group, Resource: resource, Namespace: ns},
 			{Verb: "watch", Group: gvk.Group, Resource: resource, Namespace: ns},
 			{Verb: "get", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name},
+			{Verb: "create", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name},
 			{Verb: "patch", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name},
+			{Verb: "update", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name},
 		}
 		if !apply.IsNeverPruned(gvk.GroupKind()) {
 			need = append(need, access{Verb: "delete", Group: gvk.Group, Resource: resource, Namespace: ns, Name: name})
@@ -305,61 +286,87 @@ func checkCoversOperand(t testing.TB, r operatorRBAC, objs []client.Object) []st
 				problems = append(problems, fmt.Sprintf("%s %s: cannot %s", gvk.Kind, name, a))
 			}
 		}
-		var err2 error
-		switch o := obj.(type) {
-		case *rbacv1.ClusterRole:
-			err2 = r.canWriteRole("clusterroles", "", o.Name, o.Rules)
-		case *rbacv1.Role:
-			err2 = r.canWriteRole("roles", o.Namespace, o.Name, o.Rules)
-		case *rbacv1.ClusterRoleBinding:
-			err2 = r.canBind(o.RoleRef, "", roles)
-		case *rbacv1.RoleBinding:
-			err2 = r.canBind(o.RoleRef, o.Namespace, roles)
-		}
-		if err2 != nil {
-			problems = append(problems, fmt.Sprintf("%s %s: %v", gvk.Kind, name, err2))
-		}
 	}
 	return problems
 }
 
+// everyRender renders every platform, on OpenShift and on vanilla Kubernetes:
+// together, every object the operator may apply.
+func everyRender(t testing.TB) []client.Object {
+	objs := slices.Concat(renderAWS(t), renderKubemark(t), renderVSphere(t),
+		renderFor(t, configv1.PlatformStatus{Type: configv1.BareMetalPlatformType}, configv1.PlatformSpec{Type: configv1.BareMetalPlatformType}))
+	for _, vanilla := range []bool{false, true} {
+		crds, err := render.CRDs(config.Config{Namespace: namespace, OpenShift: !vanilla})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, crds...)
+	}
+	return objs
+}
+
 // TestOperatorRBACCoversOperand: the operator can apply and prune everything
-// it renders, and write the operand roles and bindings, either by holding
-// their permissions or by escalate/bind on machine-api-controllers.
+// it renders, on every platform, with writes limited to exactly those names.
+// Breaks if: a rendered cluster-scoped object's name is missing from the
+// operator's resourceNames, or a stale name is left there.
 func TestOperatorRBACCoversOperand(t *testing.T) {
 	r := loadOperatorRBAC(t)
-	for name, objs := range map[string][]client.Object{"AWS": renderAWS(t), "kubemark": renderKubemark(t)} {
-		t.Run(name, func(t *testing.T) {
-			kinds := map[string]bool{}
-			for _, o := range objs {
-				kinds[fmt.Sprintf("%T", o)] = true
-			}
-			for _, k := range []string{"*v1.ClusterRole", "*v1.Role", "*v1.ClusterRoleBinding", "*v1.RoleBinding"} {
-				if !kinds[k] {
-					t.Fatalf("render produced no %s: the check would be vacuous", k)
-				}
-			}
-			for _, p := range checkCoversOperand(t, r, objs) {
-				t.Error(p)
-			}
-		})
+	objs := everyRender(t)
+	for _, p := range checkCoversOperand(t, r, objs) {
+		t.Error(p)
 	}
 
-	t.Run("every prunable kind can be listed and deleted", func(t *testing.T) {
+	t.Run("named writes are exactly what the operator renders", func(t *testing.T) {
+		rendered := map[string][]string{}
+		for _, o := range objs {
+			if o.GetNamespace() != "" {
+				continue
+			}
+			gvk, err := apiutil.GVKForObject(o, testScheme())
+			if err != nil {
+				t.Fatal(err)
+			}
+			plural, _ := meta.UnsafeGuessKindToResource(gvk)
+			if !slices.Contains(rendered[plural.Resource], o.GetName()) {
+				rendered[plural.Resource] = append(rendered[plural.Resource], o.GetName())
+			}
+		}
+		granted := map[string][]string{}
+		for _, rule := range r.clusterRole.Rules {
+			if !slices.ContainsFunc(rule.Verbs, func(v string) bool { return v == "patch" || v == "delete" || v == "create" || v == "update" }) {
+				continue
+			}
+			for _, res := range rule.Resources {
+				if _, ok := rendered[res]; !ok {
+					continue
+				}
+				if len(rule.ResourceNames) == 0 {
+					t.Errorf("the operator may write every %s, not only its own", res)
+				}
+				granted[res] = append(granted[res], rule.ResourceNames...)
+			}
+		}
+		for res, want := range rendered {
+			got := granted[res]
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(slices.Compact(got), want) {
+				t.Errorf("the operator may write %s %v, it renders %v", res, got, want)
+			}
+		}
+	})
+
+	t.Run("every prunable kind can be listed", func(t *testing.T) {
 		for _, gvk := range operator.PrunableKinds {
 			plural, _ := meta.UnsafeGuessKindToResource(gvk)
-			resource := plural.Resource
 			ns := namespace
 			if clusterScoped[gvk.Kind] {
 				ns = ""
 			}
 			for _, verb := range []string{"list", "watch"} {
-				if a := (access{Verb: verb, Group: gvk.Group, Resource: resource, Namespace: ns}); !r.allows(a) {
+				if a := (access{Verb: verb, Group: gvk.Group, Resource: plural.Resource, Namespace: ns}); !r.allows(a) {
 					t.Errorf("cannot %s", a)
 				}
-			}
-			if a := (access{Verb: "delete", Group: gvk.Group, Resource: resource, Namespace: ns, Name: "obsolete"}); !r.allows(a) {
-				t.Errorf("cannot %s", a)
 			}
 		}
 	})
@@ -373,36 +380,6 @@ func TestOperatorRBACCoversOperand(t *testing.T) {
 		for _, a := range forbiddenAccess() {
 			if r.allows(a) {
 				t.Errorf("the operator can %s, which it does not need", a)
-			}
-		}
-	})
-
-	t.Run("without escalate the operand roles are not covered", func(t *testing.T) {
-		// The check is not vacuous: the operator does not hold the operand's
-		// permissions (nodes write, eviction, Machines...) itself.
-		stripped := operatorRBAC{
-			clusterRole:        r.clusterRole.DeepCopy(),
-			clusterRoleBinding: r.clusterRoleBinding,
-			role:               r.role.DeepCopy(),
-			roleBinding:        r.roleBinding,
-		}
-		drop := func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
-			return slices.DeleteFunc(rules, func(p rbacv1.PolicyRule) bool {
-				return slices.Contains(p.Verbs, "escalate") || slices.Contains(p.Verbs, "bind")
-			})
-		}
-		stripped.clusterRole.Rules = drop(stripped.clusterRole.Rules)
-		stripped.role.Rules = drop(stripped.role.Rules)
-		problems := checkCoversOperand(t, stripped, renderAWS(t))
-		want := []string{"ClusterRole machine-api-controllers", "Role machine-api-controllers",
-			"ClusterRoleBinding machine-api-controllers", "RoleBinding machine-api-controllers"}
-		for _, w := range want {
-			found := false
-			for _, p := range problems {
-				found = found || strings.HasPrefix(p, w+":")
-			}
-			if !found {
-				t.Errorf("without escalate/bind, %s should not be writable; problems: %v", w, problems)
 			}
 		}
 	})
@@ -429,13 +406,12 @@ func TestOperatorRBACLeastPrivilege(t *testing.T) {
 			}
 			for _, v := range rule.Verbs {
 				switch v {
-				case "escalate", "bind":
-					if len(rule.ResourceNames) == 0 || slices.ContainsFunc(rule.ResourceNames, func(n string) bool { return n != operandRoleName }) {
-						t.Errorf("%s rule %d: %s must be limited to resourceNames [%s], got %v", where, i, v, operandRoleName, rule.ResourceNames)
-					}
-				case "impersonate", "deletecollection":
+				case "escalate", "bind", "impersonate", "deletecollection":
 					t.Errorf("%s rule %d: verb %s is not needed", where, i, v)
 				}
+			}
+			if slices.Contains(rule.APIGroups, rbacv1.GroupName) {
+				t.Errorf("%s rule %d: the operator writes no RBAC (install/ ships the operand's)", where, i)
 			}
 			if slices.Contains(rule.Resources, "customresourcedefinitions") && slices.Contains(rule.Verbs, "delete") {
 				t.Errorf("%s rule %d: deleting CRDs deletes every Machine; the operator never does", where, i)
@@ -479,7 +455,7 @@ func TestOperatorRBACLeastPrivilege(t *testing.T) {
 	for _, m := range loadPayload(t) {
 		switch m.Object.GetKind() {
 		case "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding":
-			if m.Object.GetName() != operatorName && !isMonitoringRBAC(m) && m.File != operandRBACFile && m.File != leaseRBACFile {
+			if m.Object.GetName() != operatorName && !isMonitoringRBAC(m) && m.File != operandRBACFile && m.File != leaseRBACFile && m.File != controllersRBACFile {
 				t.Errorf("unexpected RBAC object %s", m)
 			}
 		}
@@ -585,6 +561,6 @@ func TestOperandRBACOnOpenShift(t *testing.T) {
 
 // clusterScoped are the cluster-scoped kinds the operator writes.
 var clusterScoped = map[string]bool{
-	"ClusterRole": true, "ClusterRoleBinding": true, "CustomResourceDefinition": true,
-	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true,
+	"CustomResourceDefinition": true, "ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 }

@@ -17,7 +17,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -53,11 +52,11 @@ import (
 
 // ownedTypes are the kinds the operator applies: cached by the managed-by
 // label, any event on them brings a sync (drift is reverted within seconds).
+// Its Secrets are watched by name (certSecretCaches): it may read no other.
 func ownedTypes() []client.Object {
 	return []client.Object{
 		&appsv1.Deployment{}, &appsv1.DaemonSet{},
-		&corev1.Service{}, &corev1.ServiceAccount{}, &corev1.Secret{},
-		&rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+		&corev1.Service{},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{},
 		&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 		&apiextensionsv1.CustomResourceDefinition{},
@@ -106,7 +105,7 @@ func cacheOptions(namespace string, served servedAPIs) cache.Options {
 
 // setupWithManager registers the controller: every event maps to Request;
 // optional APIs served now are watched at once, the others by apiTracker.
-func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, served servedAPIs) error {
+func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, secrets []cache.Cache, served servedAPIs) error {
 	toRequest := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{Request}
 	})
@@ -130,6 +129,9 @@ func (o *Operator) setupWithManager(mgr manager.Manager, crds cache.Cache, serve
 		Watches(&corev1.ConfigMap{}, toRequest).
 		WatchesRawSource(source.Kind(crds, client.Object(crdMeta()), toRequest, watchedCRD)).
 		WatchesRawSource(source.Channel(fileEvents, toRequest))
+	for _, c := range secrets {
+		b = b.WatchesRawSource(source.Kind(c, client.Object(&corev1.Secret{}), toRequest))
+	}
 	o.apis = &apiTracker{crds: crds, mapper: mgr.GetRESTMapper(), watched: map[string]bool{}}
 	for _, a := range optionalAPIs {
 		// A watch of a kind not served would keep the controller from starting.
@@ -239,6 +241,15 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		return nil, err
 	}
 	runnables := []manager.Runnable{crds}
+	var secrets []cache.Cache
+	if o.Certificates != CertificatesServiceCA {
+		if secrets, err = certSecretCaches(restCfg, o.Namespace, cache.Options{Scheme: m.Scheme, HTTPClient: httpClient, Mapper: mapper}); err != nil {
+			return nil, err
+		}
+		for _, c := range secrets {
+			runnables = append(runnables, c)
+		}
+	}
 	var lock resourcelock.Interface
 	if m.LeaderElection {
 		events, err := leaderelection.NewLock(restCfg, o.Namespace, config.OperatorLeaseName, m.LeaderElectionTiming)
@@ -253,9 +264,12 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		tlsOpts = append(tlsOpts, m.MetricsTLS)
 	}
 	mgr, err := manager.New(restCfg, manager.Options{
-		Scheme:                              m.Scheme,
-		MapperProvider:                      func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
-		Cache:                               cacheOptions(o.Namespace, served),
+		Scheme:         m.Scheme,
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
+		Cache:          cacheOptions(o.Namespace, served),
+		// A cached Secret read would list every Secret of the namespace, which
+		// the operator may not (certSecretCaches).
+		Client:                              client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}}},
 		Metrics:                             mapimetrics.SecureServerOptions(m.MetricsBindAddress, m.MetricsCertDir, tlsOpts...),
 		HealthProbeBindAddress:              m.HealthProbeBindAddress,
 		LeaderElection:                      m.LeaderElection,
@@ -292,10 +306,28 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		issuer = cm
 	}
 	op := New(o, mgr.GetClient(), mgr.GetCache(), issuer, mgr.GetEventRecorder(config.OperatorLeaseName))
-	if err := op.setupWithManager(mgr, crds, served); err != nil {
+	if err := op.setupWithManager(mgr, crds, secrets, served); err != nil {
 		return nil, fmt.Errorf("setting up the operator controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// certSecretCaches watch each webhook certificate Secret on its own (a list
+// by name is what the operator's RBAC allows: a field selector on
+// metadata.name is authorized as that resourceName).
+func certSecretCaches(restCfg *rest.Config, namespace string, opts cache.Options) ([]cache.Cache, error) {
+	var out []cache.Cache
+	for _, name := range certs.SecretNames() {
+		o := opts
+		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+		o.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Field: fields.OneTermEqualSelector("metadata.name", name)}}
+		c, err := cache.New(restCfg, o)
+		if err != nil {
+			return nil, fmt.Errorf("creating the cache of Secret %s: %w", name, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // WaitForAPIServer retries with backoff (capped at 30s) until the API server answers.

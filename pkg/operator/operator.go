@@ -15,7 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -104,8 +103,9 @@ func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, 
 var Request = reconcile.Request{NamespacedName: types.NamespacedName{Name: config.ClusterOperatorName}}
 
 // PrunableKinds are the kinds the operator deletes when obsolete, never CRDs
-// (deleting one deletes every Machine); identity kinds last (see prune).
-var PrunableKinds = slices.Concat(workloadKinds, frontKinds, identityKinds)
+// (deleting one deletes every Machine) nor the operand's ServiceAccounts and
+// RBAC (install/ ships them; the operator cannot write RBAC).
+var PrunableKinds = slices.Concat(workloadKinds, frontKinds)
 
 // workloadKinds run pods: deleted in the foreground.
 var workloadKinds = []schema.GroupVersionKind{
@@ -120,15 +120,6 @@ var frontKinds = []schema.GroupVersionKind{
 	admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"),
 	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"),
-}
-
-// identityKinds are what the workloads' pods act as.
-var identityKinds = []schema.GroupVersionKind{
-	corev1.SchemeGroupVersion.WithKind("ServiceAccount"),
-	rbacv1.SchemeGroupVersion.WithKind("Role"),
-	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"),
-	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"),
-	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"),
 }
 
 // pruneWait is how soon a sync looks again at workloads still being deleted
@@ -278,8 +269,8 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, t
 	return res, requeue, nil
 }
 
-// prune deletes the obsolete workloads in the foreground, and their identity only once they
-// are gone (to release their lease); it reports whether workloads are still being deleted.
+// prune deletes the obsolete workloads in the foreground and what routes to
+// them; it reports whether workloads are still being deleted.
 func (o *Operator) prune(ctx context.Context, namespace string, keep []client.Object) (bool, error) {
 	if _, err := o.applier.Prune(ctx, workloadKinds, namespace, keep,
 		client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
@@ -289,11 +280,7 @@ func (o *Operator) prune(ctx context.Context, namespace string, keep []client.Ob
 		return false, err
 	}
 	left, err := o.applier.Obsolete(ctx, workloadKinds, namespace, keep)
-	if err != nil || len(left) > 0 {
-		return len(left) > 0, err
-	}
-	_, err = o.applier.Prune(ctx, identityKinds, namespace, keep)
-	return false, err
+	return len(left) > 0, err
 }
 
 // installCRDs applies the CRDs the operator owns on this cluster.

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -355,27 +356,71 @@ func TestOperandAdditionsReverted(t *testing.T) {
 		t.Errorf("the label others added to the Deployment's metadata was removed: %v", d.Labels)
 	}
 
-	role := &rbacv1.ClusterRole{}
-	roleKey := client.ObjectKey{Name: render.ControllersServiceAccountName} // the ClusterRole is named after the ServiceAccount
-	if err := cluster.Get(ctx, roleKey, role); err != nil {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	vwcKey := client.ObjectKey{Name: config.WebhookConfigurationName}
+	if err := cluster.Get(ctx, vwcKey, vwc); err != nil {
 		t.Fatal(err)
 	}
-	rules := len(role.Rules)
-	escalation := `[{"op":"add","path":"/rules/-","value":{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}}]`
-	if err := cluster.Patch(ctx, role, client.RawPatch(types.JSONPatchType, []byte(escalation)), client.FieldOwner("e2e")); err != nil {
+	rules := len(vwc.Webhooks[0].Rules)
+	widened := `[{"op":"add","path":"/webhooks/0/rules/-","value":{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"]}}]`
+	if err := cluster.Patch(ctx, vwc, client.RawPatch(types.JSONPatchType, []byte(widened)), client.FieldOwner("e2e")); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	waitFor(ctx, t, "the rule granting everything removed from clusterrole "+roleKey.Name, func(ctx context.Context) (bool, error) {
-		if err := cluster.Get(ctx, roleKey, role); err != nil {
+	waitFor(ctx, t, "the rule added to validatingwebhookconfiguration "+vwcKey.Name+" removed", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, vwcKey, vwc); err != nil {
 			return false, err
 		}
-		for _, r := range role.Rules {
-			if len(r.Verbs) == 1 && r.Verbs[0] == "*" && len(r.Resources) == 1 && r.Resources[0] == "*" {
-				return false, nil
-			}
-		}
-		return len(role.Rules) == rules, nil
+		return len(vwc.Webhooks[0].Rules) == rules, nil
 	})
-	t.Logf("added ClusterRole rule reverted in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("added webhook rule reverted in %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestLeastPrivilege asks the cluster's authorizer (what `kubectl auth can-i
+// --as=system:serviceaccount:<ns>:<sa>` asks) whether the operator's and the
+// operand's ServiceAccounts could make themselves cluster-admin or stop the
+// operator: the operand's RBAC ships in the install, so neither holds RBAC
+// write, escalate or bind (docs/openshift.md#rbac).
+func TestLeastPrivilege(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := expectedOperand(ctx, t).namespace
+	operator := "system:serviceaccount:" + ns + ":machine-api-operator"
+	operand := "system:serviceaccount:" + ns + ":" + render.ControllersServiceAccountName
+	type q struct {
+		user                                   string
+		verb, group, resource, namespace, name string
+		want                                   bool
+	}
+	const rbac, crds, hooks = "rbac.authorization.k8s.io", "apiextensions.k8s.io", "admissionregistration.k8s.io"
+	for _, c := range []q{
+		{operator, "escalate", rbac, "clusterroles", "", render.ControllersServiceAccountName, false},
+		{operator, "bind", rbac, "clusterroles", "", "cluster-admin", false},
+		{operator, "create", rbac, "clusterrolebindings", "", "", false},
+		{operator, "update", crds, "customresourcedefinitions", "", "clusteroperators.config.openshift.io", false},
+		{operator, "patch", crds, "customresourcedefinitions", "", "machines.machine.openshift.io", true},
+		{operator, "delete", hooks, "validatingwebhookconfigurations", "", "another-component", false},
+		{operator, "list", "", "secrets", ns, "", false},
+		{operator, "get", "", "secrets", ns, config.WebhookCertSecretName, true},
+		{operator, "update", "coordination.k8s.io", "leases", ns, "cluster-api-provider-machineset-leader", false},
+		{operand, "escalate", rbac, "clusterroles", "", render.ControllersServiceAccountName, false},
+		{operand, "bind", rbac, "clusterroles", "", "cluster-admin", false},
+		{operand, "create", rbac, "clusterrolebindings", "", "", false},
+		{operand, "update", crds, "customresourcedefinitions", "", "clusteroperators.config.openshift.io", false},
+		{operand, "delete", hooks, "validatingwebhookconfigurations", "", "another-component", false},
+		{operand, "update", "coordination.k8s.io", "leases", ns, "machine-api-operator", false},
+		{operand, "update", "", "configmaps", ns, "machine-api-operator-images", false},
+		{operand, "update", "coordination.k8s.io", "leases", ns, "cluster-api-provider-machineset-leader", true},
+	} {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: c.user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: c.verb, Group: c.group, Resource: c.resource, Namespace: c.namespace, Name: c.name},
+		}}
+		if err := cluster.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed != c.want {
+			t.Errorf("can %s %s %s.%s %s/%s: %v, want %v", c.user, c.verb, c.resource, c.group, c.namespace, c.name, review.Status.Allowed, c.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,12 +108,12 @@ func TestTwoInstallationsPruneOnlyTheirOwn(t *testing.T) {
 			t.Errorf("refused the namespaced %s", r)
 		}
 	}
-	crb := &rbacv1.ClusterRoleBinding{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: render.ControllersServiceAccountName}, crb); err != nil {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: config.WebhookConfigurationName}, vwc); err != nil {
 		t.Fatal(err)
 	}
-	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != nsA || crb.Labels[apply.OwnerLabel] != nsA {
-		t.Errorf("the first installation's ClusterRoleBinding was taken over: subjects %+v, labels %v", crb.Subjects, crb.Labels)
+	if len(vwc.Webhooks) == 0 || vwc.Webhooks[0].ClientConfig.Service.Namespace != nsA || vwc.Labels[apply.OwnerLabel] != nsA {
+		t.Errorf("the first installation's webhook configuration was taken over: labels %v", vwc.Labels)
 	}
 
 	// The second installation's platform becomes None: only the CRDs

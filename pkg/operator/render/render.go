@@ -7,7 +7,6 @@ import (
 	"maps"
 
 	configv1 "github.com/openshift/api/config/v1"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
@@ -22,9 +21,10 @@ const (
 
 // Names of the rendered operand objects that are not fixed in package config.
 const (
-	// ControllersServiceAccountName runs the operand; its RBAC has the same name.
+	// ControllersServiceAccountName runs the operand; its RBAC has the same
+	// name. Both ship in install/ (not rendered).
 	ControllersServiceAccountName = "machine-api-controllers"
-	// TerminationHandlerServiceAccountName runs the termination handler.
+	// TerminationHandlerServiceAccountName runs the termination handler (install/).
 	TerminationHandlerServiceAccountName = "machine-api-termination-handler"
 	// ControllersServiceName is the Service of the operand's metrics ports.
 	ControllersServiceName = "machine-api-controllers"
@@ -49,12 +49,7 @@ func Render(cfg config.Config) ([]client.Object, error) {
 		return nil, fmt.Errorf("render: config has no provider or machine-api-operator image (platform %s)", cfg.PlatformType)
 	}
 
-	objs = append(objs, serviceAccount(cfg, ControllersServiceAccountName))
-	if cfg.TerminationHandlerImage != "" {
-		objs = append(objs, serviceAccount(cfg, TerminationHandlerServiceAccountName))
-	}
 	objs = append(objs,
-		clusterRole(cfg), clusterRoleBinding(cfg), role(cfg), roleBinding(cfg),
 		webhookService(cfg, config.WebhookServiceName, config.WebhookCertSecretName, portWebhookServer),
 		webhookService(cfg, config.MachineWebhookServiceName, config.MachineWebhookCertSecretName, portMachineWebhook),
 		metricsService(cfg),
@@ -107,11 +102,4 @@ func withCommonLabels(labels map[string]string) map[string]string {
 	out[config.ManagedByLabel] = config.ManagedByValue
 	out[PartOfLabel] = PartOfValue
 	return out
-}
-
-func serviceAccount(cfg config.Config, name string) *corev1.ServiceAccount {
-	return &corev1.ServiceAccount{
-		TypeMeta:   typeMeta("v1", "ServiceAccount"),
-		ObjectMeta: objectMeta(cfg.Namespace, name, nil),
-	}
 }
