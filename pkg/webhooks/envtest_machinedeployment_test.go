@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,6 +95,45 @@ func TestMachineDeploymentThroughAPIServer(t *testing.T) {
 		bad.Name = "stuck"
 		refused(t, c.Create(ctx, bad), `admission webhook "validation.machinedeployment.machine.openshift.io" denied the request`,
 			`spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "0%": may not be 0 when maxSurge is 0`)
+	})
+
+	// Breaks if: the CRD's rule on maxSurge/maxUnavailable were removed (the API server then
+	// stores 4294967297, which no int32 holds, and the webhook alone sees 2147483647).
+	t.Run("maxSurge and maxUnavailable beyond the bound are refused", func(t *testing.T) {
+		const bound = "must be an integer from 0 to 10000 or a percentage from 0% to 100%"
+		for i, tc := range []struct {
+			field string
+			value any
+			want  string
+		}{
+			{"maxSurge", int64(2147483647), bound},
+			// No int32 holds it: the defaulting webhook cannot decode it (the CRD's rule would refuse it too).
+			{"maxSurge", int64(4294967297), "cannot unmarshal number 4294967297"},
+			{"maxSurge", "200%", bound},
+			{"maxUnavailable", int64(10001), bound},
+			{"maxUnavailable", "99999999999999999999%", bound},
+		} {
+			u := &unstructured.Unstructured{}
+			u.SetUnstructuredContent(map[string]any{
+				"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineDeployment",
+				"metadata": map[string]any{"name": "huge-" + strconv.Itoa(i), "namespace": ns},
+				"spec": map[string]any{
+					"selector": map[string]any{"matchLabels": map[string]any{"machine.openshift.io/cluster-api-machineset": "workers"}},
+					"strategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{tc.field: tc.value}},
+					"template": map[string]any{
+						"metadata": map[string]any{"labels": map[string]any{"machine.openshift.io/cluster-api-machineset": "workers"}},
+						"spec":     map[string]any{"providerSpec": map[string]any{"value": map[string]any{"cpu": "4"}}},
+					},
+				},
+			})
+			refused(t, c.Create(ctx, u), "spec.strategy.rollingUpdate."+tc.field, tc.want)
+		}
+		// The bound itself is accepted.
+		ok := machineDeployment(value(validKubemark), rollingUpdate(intOrString("10000"), intOrString("100%")))
+		ok.Name = "at-the-bound"
+		if err := c.Create(ctx, ok); err != nil {
+			t.Errorf("maxSurge 10000, maxUnavailable 100%%: %v", err)
+		}
 	})
 
 	t.Run("Recreate with a rollingUpdate is refused", func(t *testing.T) {

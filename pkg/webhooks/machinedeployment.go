@@ -3,6 +3,8 @@ package webhooks
 import (
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -100,8 +102,8 @@ func validateStrategy(s mdv1beta1.MachineDeploymentStrategy) field.ErrorList {
 		return nil
 	}
 	surgePath, unavailablePath := rollingUpdatePath.Child("maxSurge"), rollingUpdatePath.Child("maxUnavailable")
-	errs := validateIntOrPercent(ru.MaxSurge, surgePath, false)
-	errs = append(errs, validateIntOrPercent(ru.MaxUnavailable, unavailablePath, true)...)
+	errs := validateIntOrPercent(ru.MaxSurge, surgePath)
+	errs = append(errs, validateIntOrPercent(ru.MaxUnavailable, unavailablePath)...)
 	// Both 0 or "0%" (a nil one is defaulted to 25%).
 	if len(errs) == 0 && ru.MaxSurge != nil && ru.MaxUnavailable != nil && percent100(ru.MaxSurge) == 0 && percent100(ru.MaxUnavailable) == 0 {
 		errs = append(errs, field.Invalid(unavailablePath, ru.MaxUnavailable.String(),
@@ -112,19 +114,24 @@ func validateStrategy(s mdv1beta1.MachineDeploymentStrategy) field.ErrorList {
 
 var percent = regexp.MustCompile(`^[0-9]+%$`)
 
-// validateIntOrPercent accepts nil (defaulted), a number ≥ 0 or a percentage (≤ 100% when atMost100).
-func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path, atMost100 bool) field.ErrorList {
+// validateIntOrPercent accepts nil (defaulted), a number from 0 to MaxRollingUpdateCount or a
+// percentage up to MaxRollingUpdatePercent (docs/machinedeployment.md: larger ones were truncated).
+func validateIntOrPercent(v *intstr.IntOrString, fldPath *field.Path) field.ErrorList {
 	switch {
 	case v == nil:
 		return nil
+	case v.Type == intstr.Int && v.IntVal < 0:
+		return field.ErrorList{field.Invalid(fldPath, v.IntVal, "must be greater than or equal to 0")}
+	case v.Type == intstr.Int && v.IntVal > mdv1beta1.MaxRollingUpdateCount:
+		return field.ErrorList{field.Invalid(fldPath, v.IntVal, fmt.Sprintf("must be less than or equal to %d", mdv1beta1.MaxRollingUpdateCount))}
 	case v.Type == intstr.Int:
-		if v.IntVal < 0 {
-			return field.ErrorList{field.Invalid(fldPath, v.IntVal, "must be greater than or equal to 0")}
-		}
+		return nil
 	case !percent.MatchString(v.StrVal):
 		return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must be an integer or percentage (e.g '5%')")}
-	case atMost100 && percent100(v) > 100:
-		return field.ErrorList{field.Invalid(fldPath, v.StrVal, "must not be greater than 100%")}
+	}
+	// Digits only: ParseInt fails only beyond int64, which is above the bound too.
+	if p, err := strconv.ParseInt(strings.TrimSuffix(v.StrVal, "%"), 10, 64); err != nil || p > mdv1beta1.MaxRollingUpdatePercent {
+		return field.ErrorList{field.Invalid(fldPath, v.StrVal, fmt.Sprintf("must not be greater than %d%%", mdv1beta1.MaxRollingUpdatePercent))}
 	}
 	return nil
 }

@@ -144,7 +144,7 @@ func TestValidateMachineDeployment(t *testing.T) {
 		{name: "minimal", md: machineDeployment(value(validKubemark))},
 		{name: "surge 1, none unavailable", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("1"), intOrString("0")))},
 		{name: "percentages up to 100%", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("100%"), intOrString("100%")))},
-		{name: "maxSurge above 100%, as Deployments allow", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("200%"), intOrString("0")))},
+		{name: "the largest counts", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("10000"), intOrString("10000")))},
 		{name: "Recreate", md: machineDeployment(value(validKubemark), strategy(mdv1beta1.RecreateStrategy, nil))},
 		{name: "OnDelete", md: machineDeployment(value(validKubemark), strategy(mdv1beta1.OnDeleteStrategy, nil))},
 		{
@@ -189,6 +189,23 @@ func TestValidateMachineDeployment(t *testing.T) {
 		{
 			name: "maxUnavailable above 100%", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("1"), intOrString("101%"))),
 			want: []string{`spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "101%": must not be greater than 100%`},
+		},
+		{
+			// Breaks if: the bound were not checked (2147483647 wraps replicas+surge; docs/machinedeployment.md).
+			name: "counts above 10000", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("2147483647"), intOrString("10001"))),
+			want: []string{
+				`spec.strategy.rollingUpdate.maxSurge: Invalid value: 2147483647: must be less than or equal to 10000`,
+				`spec.strategy.rollingUpdate.maxUnavailable: Invalid value: 10001: must be less than or equal to 10000`,
+			},
+		},
+		{
+			// Breaks if: maxSurge kept Deployments' unbounded percentage, or a percentage beyond
+			// int64 (which Atoi reads as 0) passed.
+			name: "percentages above 100%", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("200%"), intOrString("99999999999999999999%"))),
+			want: []string{
+				`spec.strategy.rollingUpdate.maxSurge: Invalid value: "200%": must not be greater than 100%`,
+				`spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "99999999999999999999%": must not be greater than 100%`,
+			},
 		},
 		{
 			name: "both 0", md: machineDeployment(value(validKubemark), rollingUpdate(intOrString("0%"), intOrString("0"))),

@@ -2,6 +2,8 @@
 // named "<deployment>-<template hash>" as Deployments do with ReplicaSets (docs/machinedeployment.md).
 package machinedeployment
 
+import "github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/rollingupdate"
+
 // ControllerName is the name events are recorded under (the controller's is "machinedeployment").
 const ControllerName = "machinedeployment-controller"
 
@@ -24,8 +26,8 @@ const (
 // Defaults the admission webhook fills in, applied by the controller too (Deployments' values).
 const (
 	DefaultReplicas                = 1
-	DefaultMaxSurge                = "25%"
-	DefaultMaxUnavailable          = "25%"
+	DefaultMaxSurge                = rollingupdate.DefaultMaxSurge
+	DefaultMaxUnavailable          = rollingupdate.DefaultMaxUnavailable
 	DefaultRevisionHistoryLimit    = 10
 	DefaultProgressDeadlineSeconds = 600
 	// maxRevisionHistoryChars bounds the revision-history annotation.

@@ -16,12 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/rollingupdate"
 )
 
 // machineDeploymentKind is the kind of the MachineSets' controller reference.
@@ -39,9 +39,9 @@ type SetState struct {
 	Nodes     []string // the Machines' Nodes
 }
 
-func (s SetState) available() int32 { return countTrue(s.Available) }
+func (s SetState) available() int64 { return countTrue(s.Available) }
 
-func countTrue(bs []bool) (n int32) {
+func countTrue(bs []bool) (n int64) {
 	for _, b := range bs {
 		if b {
 			n++
@@ -72,24 +72,25 @@ type set struct {
 	ms *machinev1beta1.MachineSet
 }
 
-func (s *set) replicas() int32 { return ptr.Deref(s.ms.Spec.Replicas, 0) }
-func (s *set) active() int32   { return int32(len(s.Available)) }
+// The rollout's arithmetic is in int64: sums of int32 sizes and replicas+surge never wrap.
+func (s *set) replicas() int64 { return max(int64(ptr.Deref(s.ms.Spec.Replicas, 0)), 0) }
+func (s *set) active() int64   { return int64(len(s.Available)) }
 
 // footprint is how many Machines the set may have at once: max(replicas, Machines) plus Deleting.
-func (s *set) footprint() int32 { return max(s.replicas(), s.active()) + s.Deleting }
+func (s *set) footprint() int64 { return max(s.replicas(), s.active()) + int64(s.Deleting) }
 
 // availableAt is how many available Machines remain once the set is scaled
 // to n (the first active−n of Available go).
-func (s *set) availableAt(n int32) int32 {
+func (s *set) availableAt(n int64) int64 {
 	return countTrue(s.Available[max(s.active()-n, 0):])
 }
 
 // rollout is the state of one decision.
 type rollout struct {
 	md        *mdv1beta1.MachineDeployment
-	replicas  int32
-	surge     int32
-	unavail   int32
+	replicas  int64
+	surge     int64
+	unavail   int64
 	sets      []*set // existing sets, creation order
 	newSet    *set   // existing or to be created; nil while none
 	create    bool
@@ -147,31 +148,16 @@ func olderFirst(a, b *machinev1beta1.MachineSet) int {
 	return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 }
 
-func replicasOf(md *mdv1beta1.MachineDeployment) int32 {
-	return ptr.Deref(md.Spec.Replicas, DefaultReplicas)
-}
+func replicasOf(md *mdv1beta1.MachineDeployment) int64 { return rollingupdate.Replicas(md) }
 
 func strategyOf(md *mdv1beta1.MachineDeployment) mdv1beta1.MachineDeploymentStrategyType {
 	return cmp.Or(md.Spec.Strategy.Type, mdv1beta1.RollingUpdateStrategy)
 }
 
-// Fenceposts resolves maxSurge (rounded up) and maxUnavailable (down)
-// against replicas as Deployments do; other strategies than RollingUpdate have neither.
-func Fenceposts(md *mdv1beta1.MachineDeployment) (surge, unavailable int32) {
-	if strategyOf(md) != mdv1beta1.RollingUpdateStrategy {
-		return 0, 0
-	}
-	replicas := replicasOf(md)
-	ru := ptr.Deref(md.Spec.Strategy.RollingUpdate, mdv1beta1.RollingUpdateMachineDeployment{})
-	ms := ptr.Deref(ru.MaxSurge, intstr.FromString(DefaultMaxSurge))
-	mu := ptr.Deref(ru.MaxUnavailable, intstr.FromString(DefaultMaxUnavailable))
-	s, _ := intstr.GetScaledValueFromIntOrPercent(&ms, int(replicas), true)
-	u, _ := intstr.GetScaledValueFromIntOrPercent(&mu, int(replicas), false)
-	surge, unavailable = int32(max(s, 0)), int32(max(u, 0))
-	if surge == 0 && unavailable == 0 {
-		unavailable = 1
-	}
-	return surge, min(unavailable, replicas)
+// Fenceposts resolves maxSurge (rounded up, at most replicas) and maxUnavailable (down, at
+// most replicas), bounded (docs/machinedeployment.md); other strategies than RollingUpdate have neither.
+func Fenceposts(md *mdv1beta1.MachineDeployment) (surge, unavailable int64) {
+	return rollingupdate.Fenceposts(md)
 }
 
 // TemplateHash is the machine-template-hash label of a template: FNV-32a of

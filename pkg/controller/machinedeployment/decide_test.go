@@ -2,6 +2,7 @@ package machinedeployment
 
 import (
 	"maps"
+	"math"
 	"strconv"
 	"testing"
 
@@ -26,12 +27,15 @@ func createdName(v string) string {
 	return "created:" + SetName("w", TemplateHash(&t, nil))
 }
 
+// TestFenceposts: Deployments' rounding, within the bounds (docs/machinedeployment.md).
+// Breaks if: a surge above replicas were kept (a scaling event could size one set up to
+// replicas+surge), or values beyond the bound wrapped or were not clamped.
 func TestFenceposts(t *testing.T) {
 	for _, tc := range []struct {
 		name                   string
 		replicas               int32
 		surge, unavailable     intstr.IntOrString
-		wantSurge, wantUnavail int32
+		wantSurge, wantUnavail int64
 	}{
 		{"25% of 10: surge rounds up, unavailable down", 10, pct("25%"), pct("25%"), 3, 2},
 		{"absolute", 6, twoS, oneU, 2, 1},
@@ -40,6 +44,13 @@ func TestFenceposts(t *testing.T) {
 		{"10% of 5 surge is 1", 5, pct("10%"), zero, 1, 0},
 		{"unavailable capped at replicas", 2, zero, i(5), 0, 2},
 		{"99% of 3 unavailable is 2", 3, zero, pct("99%"), 0, 2},
+		{"surge above replicas acts as replicas", 3, i(5), zero, 3, 0},
+		{"surge 2147483647 at 2147483647 replicas: no wrap", math.MaxInt32, i(math.MaxInt32), zero, mdv1beta1.MaxRollingUpdateCount, 0},
+		{"surge percent above 100% acts as 100%", 4, pct("300%"), zero, 4, 0},
+		{"a percent beyond int64 acts as 100%", 7, pct("99999999999999999999999%"), pct("99999999999999999999999%"), 7, 7},
+		{"negative values are 0", 5, i(-3), pct("-50%"), 0, 1},
+		{"unreadable values are 0", 5, intstr.FromString("5"), intstr.FromString("x%"), 0, 1},
+		{"100% of MaxInt32 rounds exactly", math.MaxInt32, pct("100%"), pct("100%"), math.MaxInt32, math.MaxInt32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, u := Fenceposts(newMD("a", tc.replicas, tc.surge, tc.unavailable))
@@ -186,9 +197,9 @@ func TestProportionalScaling(t *testing.T) {
 		{"10 → 5: 7 and 6 of 13 become 4 and 4 of 8", 5,
 			[]sst{{v: "a", replicas: 7, revision: 1, avail: avail(7), annot: at10}, {v: "b", age: 1, replicas: 6, avail: avail(6), annot: at10}},
 			map[string]int32{"w-a": 4, "w-b": 4}, "8"},
-		{"10 → 0: everything to 0", 0,
+		{"10 → 0: everything to 0 (max-replicas 0: the surge is at most replicas)", 0,
 			[]sst{{v: "a", replicas: 7, revision: 1, avail: avail(7), annot: at10}, {v: "b", age: 1, replicas: 6, avail: avail(6), annot: at10}},
-			map[string]int32{"w-a": 0, "w-b": 0}, "3"},
+			map[string]int32{"w-a": 0, "w-b": 0}, "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			md := newMD("b", tc.replicas, i(3), i(2))
@@ -281,5 +292,25 @@ func TestHoldOldSets(t *testing.T) {
 				t.Errorf("held %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestScalingEventNearMaxInt32: a scaling event to 2147483647 replicas with maxSurge 1
+// grows the sets instead of shrinking them (replicas + surge is 2³¹, no int32 holds it).
+// Breaks if: scale() computed replicas+surge in int32 (it wraps to −2³¹ and every set goes to 0).
+func TestScalingEventNearMaxInt32(t *testing.T) {
+	md := newMD("b", math.MaxInt32, i(1), zero)
+	at10 := map[string]string{mdv1beta1.DesiredReplicasAnnotation: "10", mdv1beta1.MaxReplicasAnnotation: "11"}
+	p := Decide(md, states(md,
+		sst{v: "a", replicas: 6, revision: 1, avail: avail(6), annot: at10},
+		sst{v: "b", age: 1, replicas: 5, revision: 2, avail: avail(5), annot: at10}), t0)
+	got := sizes(p)
+	if got["w-a"] < 6 || got["w-b"] < 5 {
+		t.Errorf("sizes %v: a scaling event up shrank a set", got)
+	}
+	for _, ms := range p.Sets {
+		if v := ms.Annotations[mdv1beta1.MaxReplicasAnnotation]; v != "2147483648" {
+			t.Errorf("%s max-replicas %q, want 2147483648", ms.Name, v)
+		}
 	}
 }

@@ -12,24 +12,24 @@ import (
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 )
 
-// setReplicas scales s to n and, when its size changes (or with force),
-// records replicas and replicas+maxSurge on it; it reports a size change.
-func (r *rollout) setReplicas(s *set, n int32, force bool) bool {
-	n = max(n, 0)
+// setReplicas scales s to n (clamped to [0, MaxInt32]) and, when its size changes (or with
+// force), records replicas and replicas+maxSurge on it; it reports a size change.
+func (r *rollout) setReplicas(s *set, n int64, force bool) bool {
+	n = min(max(n, 0), math.MaxInt32)
 	changed := s.replicas() != n
 	if !changed && !force {
 		return false
 	}
-	s.ms.Spec.Replicas = ptr.To(n)
+	s.ms.Spec.Replicas = ptr.To(int32(n))
 	s.ms.Annotations = labels.Merge(s.ms.Annotations, labels.Set{
-		mdv1beta1.DesiredReplicasAnnotation: strconv.Itoa(int(r.replicas)),
-		mdv1beta1.MaxReplicasAnnotation:     strconv.Itoa(int(r.replicas + r.surge)),
+		mdv1beta1.DesiredReplicasAnnotation: strconv.FormatInt(r.replicas, 10),
+		mdv1beta1.MaxReplicasAnnotation:     strconv.FormatInt(r.replicas+r.surge, 10),
 	})
 	return changed
 }
 
 // sum adds f over sets.
-func sum(sets []*set, f func(*set) int32) (n int32) {
+func sum(sets []*set, f func(*set) int64) (n int64) {
 	for _, s := range sets {
 		n += f(s)
 	}
@@ -38,7 +38,7 @@ func sum(sets []*set, f func(*set) int32) (n int32) {
 
 // newSetReplicas is the size the new set may grow to now: within replicas+maxSurge Machines in all
 // (RollingUpdate), replicas (Recreate), or what the old sets leave of replicas (OnDelete).
-func (r *rollout) newSetReplicas() int32 {
+func (r *rollout) newSetReplicas() int64 {
 	cur := r.newSet.replicas()
 	switch strategyOf(r.md) {
 	case mdv1beta1.RecreateStrategy:
@@ -80,9 +80,9 @@ func (r *rollout) scaleDownOld() bool {
 	if sum(old, (*set).replicas) == 0 {
 		return false
 	}
-	all := sum(r.all(), func(s *set) int32 { return max(s.replicas(), s.active()) })
+	all := sum(r.all(), func(s *set) int64 { return max(s.replicas(), s.active()) })
 	minAvailable := r.replicas - r.unavail
-	var newUnavailable int32
+	var newUnavailable int64
 	if ns := r.newSet; ns != nil {
 		newUnavailable = max(ns.replicas()-ns.available(), 0)
 	}
@@ -92,12 +92,12 @@ func (r *rollout) scaleDownOld() bool {
 	}
 	scaled := r.shrink(old, maxScaledDown, (*set).unavailableHead) > 0
 	// Then as many as availability allows.
-	budget := sum(r.all(), func(s *set) int32 { return s.availableAt(s.replicas()) }) - minAvailable
+	budget := sum(r.all(), func(s *set) int64 { return s.availableAt(s.replicas()) }) - minAvailable
 	return r.shrink(old, budget, (*set).replicas) > 0 || scaled
 }
 
 // shrink takes up to budget replicas off sets, in order, at most take(s) off each.
-func (r *rollout) shrink(sets []*set, budget int32, take func(*set) int32) (taken int32) {
+func (r *rollout) shrink(sets []*set, budget int64, take func(*set) int64) (taken int64) {
 	for _, s := range sets {
 		if k := min(budget-taken, take(s)); k > 0 {
 			r.setReplicas(s, s.replicas()-k, false)
@@ -109,13 +109,13 @@ func (r *rollout) shrink(sets []*set, budget int32, take func(*set) int32) (take
 
 // unavailableHead is how many replicas the set can lose without losing an
 // available Machine (not created yet, or unavailable at the head of its delete order).
-func (s *set) unavailableHead() int32 {
+func (s *set) unavailableHead() int64 {
 	p, a := s.replicas(), s.active()
 	if p > a {
 		return p - a
 	}
 	if i := slices.Index(s.Available[a-p:], true); i >= 0 {
-		return int32(i)
+		return int64(i)
 	}
 	return p
 }
@@ -124,7 +124,7 @@ func (s *set) unavailableHead() int32 {
 // their Machines are gone the new set at replicas.
 func (r *rollout) recreate() {
 	if r.shrink(r.old(), math.MaxInt32, (*set).replicas) > 0 ||
-		slices.ContainsFunc(r.old(), func(s *set) bool { return s.active()+s.Deleting > 0 }) {
+		slices.ContainsFunc(r.old(), func(s *set) bool { return s.active()+int64(s.Deleting) > 0 }) {
 		return
 	}
 	if r.newSet == nil {
@@ -161,8 +161,8 @@ func (r *rollout) onDelete() {
 // scalingEvent reports whether an active set records another desired-replicas.
 func (r *rollout) scalingEvent() bool {
 	return slices.ContainsFunc(r.sets, func(s *set) bool {
-		v, err := strconv.Atoi(s.ms.Annotations[mdv1beta1.DesiredReplicasAnnotation])
-		return s.replicas() != 0 && err == nil && v >= 0 && int32(v) != r.replicas
+		v, err := strconv.ParseInt(s.ms.Annotations[mdv1beta1.DesiredReplicasAnnotation], 10, 64)
+		return s.replicas() != 0 && err == nil && v >= 0 && v != r.replicas
 	})
 }
 
@@ -185,7 +185,7 @@ func (r *rollout) scale() {
 		return
 	}
 	if ns := r.newSet; ns != nil && ns.replicas() == r.replicas && ns.available() == r.replicas &&
-		ns.ms.Annotations[mdv1beta1.DesiredReplicasAnnotation] == strconv.Itoa(int(r.replicas)) {
+		ns.ms.Annotations[mdv1beta1.DesiredReplicasAnnotation] == strconv.FormatInt(r.replicas, 10) {
 		for _, s := range r.old() {
 			r.setReplicas(s, 0, false)
 		}
@@ -194,7 +194,7 @@ func (r *rollout) scale() {
 	if strategyOf(r.md) != mdv1beta1.RollingUpdateStrategy {
 		return
 	}
-	current, allowed := sum(active, (*set).replicas), int32(0)
+	current, allowed := sum(active, (*set).replicas), int64(0)
 	if r.replicas > 0 {
 		allowed = r.replicas + r.surge
 	}
@@ -206,8 +206,8 @@ func (r *rollout) scale() {
 		}
 		return cmp.Or(cmp.Compare(b.replicas(), a.replicas()), olderFirst(a.ms, b.ms))
 	})
-	sizes := make([]int32, len(active))
-	var added int32
+	sizes := make([]int64, len(active))
+	var added int64
 	for i, s := range active {
 		p := r.proportion(s, toAdd, added)
 		sizes[i] = s.replicas() + p
@@ -221,21 +221,21 @@ func (r *rollout) scale() {
 
 // proportion is s's share of toAdd (negative: removal) beyond added, from
 // the max-replicas it was last scaled at.
-func (r *rollout) proportion(s *set, toAdd, added int32) int32 {
+func (r *rollout) proportion(s *set, toAdd, added int64) int64 {
 	if s.replicas() == 0 || toAdd == added {
 		return 0
 	}
-	var fraction int32
+	var fraction int64
 	if r.replicas == 0 {
 		fraction = -s.replicas()
 	} else {
-		before, err := strconv.Atoi(s.ms.Annotations[mdv1beta1.MaxReplicasAnnotation])
+		before, err := strconv.ParseInt(s.ms.Annotations[mdv1beta1.MaxReplicasAnnotation], 10, 64)
 		if err != nil || before <= 0 {
-			before = int(r.md.Status.Replicas)
+			before = int64(r.md.Status.Replicas)
 		}
-		if before > 0 {
+		if before > 0 { // a size of at most MaxInt32 × 2·MaxInt32: exact enough, never overflows
 			size := float64(s.replicas()) * float64(r.replicas+r.surge) / float64(before)
-			fraction = int32(math.Round(size)) - s.replicas()
+			fraction = int64(math.Round(min(size, math.MaxInt32))) - s.replicas()
 		}
 	}
 	allowed := toAdd - added
@@ -270,7 +270,7 @@ func (r *rollout) cleanupHistory() {
 		return olderFirst(a.ms, b.ms)
 	})
 	for _, s := range cleanable[:diff] {
-		if s.replicas() != 0 || s.Set.Status.Replicas != 0 || s.active()+s.Deleting != 0 ||
+		if s.replicas() != 0 || s.Set.Status.Replicas != 0 || s.active()+int64(s.Deleting) != 0 ||
 			s.Set.Generation > s.Set.Status.ObservedGeneration {
 			continue
 		}

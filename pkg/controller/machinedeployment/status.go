@@ -88,7 +88,7 @@ func (r *rollout) pausedCondition() {
 // complete: every wanted Machine is of the new template and available.
 func complete(md *mdv1beta1.MachineDeployment, st *mdv1beta1.MachineDeploymentStatus) bool {
 	n := replicasOf(md)
-	return st.UpdatedReplicas == n && st.Replicas == n && st.AvailableReplicas == n && st.ObservedGeneration >= md.Generation
+	return int64(st.UpdatedReplicas) == n && int64(st.Replicas) == n && int64(st.AvailableReplicas) == n && st.ObservedGeneration >= md.Generation
 }
 
 // progressed: more new, ready or available Machines, or fewer old ones.
@@ -109,20 +109,21 @@ func (r *rollout) status(progress bool) (mdv1beta1.MachineDeploymentStatus, time
 		CollisionCount:     md.Status.CollisionCount,
 		Conditions:         r.conds,
 	}
-	var wanted int32
+	var wanted, replicas, ready, availableN, updated int64
 	for _, s := range r.all() {
 		wanted += s.replicas()
-		st.Replicas += s.active()
-		st.ReadyReplicas += s.Ready
-		st.AvailableReplicas += s.available()
+		replicas += s.active()
+		ready += int64(s.Ready)
+		availableN += s.available()
 	}
 	if r.newSet != nil && !r.create {
-		st.UpdatedReplicas = r.newSet.active()
+		updated = r.newSet.active()
 	}
-	st.UnavailableReplicas = max(wanted-st.AvailableReplicas, 0)
+	st.Replicas, st.ReadyReplicas, st.AvailableReplicas = toInt32(replicas), toInt32(ready), toInt32(availableN)
+	st.UpdatedReplicas, st.UnavailableReplicas = toInt32(updated), toInt32(max(wanted-availableN, 0))
 	available := conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionTrue,
 		mdv1beta1.ReasonMinimumReplicasAvailable, "", "MachineDeployment has minimum availability.")
-	if st.AvailableReplicas < r.replicas-r.unavail {
+	if availableN < r.replicas-r.unavail {
 		available = conditions.New(mdv1beta1.AvailableCondition, corev1.ConditionFalse, mdv1beta1.ReasonMinimumReplicasUnavailable,
 			machinev1beta1.ConditionSeverityWarning, "MachineDeployment does not have minimum availability.")
 	}
@@ -151,6 +152,9 @@ func (r *rollout) status(progress bool) (mdv1beta1.MachineDeploymentStatus, time
 	st.Conditions = r.conds
 	return st, r.deadlineCheck(&st, deadline)
 }
+
+// toInt32 is n within int32's range (a status count).
+func toInt32(n int64) int32 { return int32(min(max(n, math.MinInt32), math.MaxInt32)) }
 
 // timedOut: no progress for the deadline since Progressing last moved.
 func (r *rollout) timedOut(deadline time.Duration) bool {

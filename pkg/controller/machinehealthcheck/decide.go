@@ -2,6 +2,7 @@ package machinehealthcheck
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Health classifies one target. Only Unhealthy counts against maxUnhealthy.
+// Health classifies one target. Unhealthy and Deleting count against maxUnhealthy
+// (and so does a target under external remediation, verdict.External).
 type Health int
 
 // The health of a target.
@@ -23,7 +25,7 @@ const (
 	Starting                // no Node yet, inside the startup window (or no startup timeout)
 	Suspect                 // an unhealthy condition holds, its timeout not expired yet
 	Unhealthy               // to be remediated
-	Deleting                // being deleted; not a target
+	Deleting                // being deleted: under remediation (ours or not), never healthy
 )
 
 // verdict is the decision on one target.
@@ -35,6 +37,16 @@ type verdict struct {
 	Cause string
 	// Recheck > 0 is when the verdict changes by time alone.
 	Recheck time.Duration
+	// External: handed to external remediation and not back healthy (see
+	// underExternalRemediation); it counts against maxUnhealthy whatever its Health.
+	External bool
+}
+
+// underExternalRemediation reports whether Machine m, of health h, is still in external
+// remediation: annotated for the baremetal provider (until it removes the annotation, as
+// OpenShift counts it), or with a remediation request (hasRequest) and not Healthy again.
+func underExternalRemediation(m *machinev1beta1.Machine, h Health, hasRequest bool) bool {
+	return hasExternalAnnotation(m) || (hasRequest && h != Healthy)
 }
 
 // StartupClock names the moment spec.nodeStartupTimeout runs from.
@@ -142,36 +154,47 @@ func maxUnhealthyValue(v *intstr.IntOrString, total int) (int, error) {
 // summary is the decision on a whole MachineHealthCheck; MaxErr (no remediation):
 // maxUnhealthy is unusable; Requeue > 0: a verdict changes by time alone.
 type summary struct {
-	Expected, Healthy, Unhealthy int
-	MaxUnhealthy                 int
-	MaxErr                       error
-	Allowed                      bool
-	RemediationsAllowed          int32
-	Requeue                      time.Duration
+	// Expected counts every target, deleting ones included (OpenShift's expectedMachines);
+	// Healthy those Healthy and not under remediation (currentHealthy).
+	Expected, Healthy int
+	// Unhealthy counts what maxUnhealthy bounds: Unhealthy verdicts and the Machines under
+	// remediation already, Deleting being deleted and External in external remediation.
+	Unhealthy, Deleting, External int
+	MaxUnhealthy                  int
+	MaxErr                        error
+	Allowed                       bool
+	RemediationsAllowed           int32
+	Requeue                       time.Duration
 }
 
-// summarize counts the verdicts. Machines being deleted are not expected;
-// starting and suspect Machines are neither healthy nor unhealthy.
+// summarize counts the verdicts. A Machine being deleted or in external remediation
+// counts against maxUnhealthy until it is gone or healthy again, so that at most
+// maxUnhealthy are ever under remediation; starting and suspect Machines do not count
+// (DESIGN.md §3; OpenShift counts them, docs/openshift.md).
 func summarize(vs []verdict, maxSpec *intstr.IntOrString) summary {
 	var s summary
 	for _, v := range vs {
 		s.Requeue = earliest(s.Requeue, max(v.Recheck, 0))
-		switch v.Health {
-		case Deleting:
-			continue
-		case Healthy:
+		s.Expected++
+		switch {
+		case v.Health == Deleting:
+			s.Deleting++
+			s.Unhealthy++
+		case v.External:
+			s.External++
+			s.Unhealthy++
+		case v.Health == Healthy:
 			s.Healthy++
-		case Unhealthy:
+		case v.Health == Unhealthy:
 			s.Unhealthy++
 		}
-		s.Expected++
 	}
 	s.MaxUnhealthy, s.MaxErr = maxUnhealthyValue(maxSpec, s.Expected)
 	if s.MaxErr != nil {
 		return s
 	}
 	s.Allowed = s.Unhealthy <= s.MaxUnhealthy
-	s.RemediationsAllowed = int32(max(0, s.MaxUnhealthy-s.Unhealthy))
+	s.RemediationsAllowed = int32(min(max(0, s.MaxUnhealthy-s.Unhealthy), math.MaxInt32))
 	return s
 }
 
@@ -189,8 +212,10 @@ func restrictedMessage(s summary, spec *intstr.IntOrString) string {
 	if spec != nil {
 		maxSpec = spec.String()
 	}
-	return fmt.Sprintf("Remediation is not allowed: %d of %d machines are unhealthy, more than maxUnhealthy %s (= %d)",
-		s.Unhealthy, s.Expected, maxSpec, s.MaxUnhealthy)
+	return fmt.Sprintf("Remediation is not allowed: %d of %d machines are unhealthy or under remediation "+
+		"(%d being deleted, %d in external remediation), more than maxUnhealthy %s (= %d); "+
+		"remediation resumes when no more than %d are",
+		s.Unhealthy, s.Expected, s.Deleting, s.External, maxSpec, s.MaxUnhealthy, s.MaxUnhealthy)
 }
 
 // excludedNode reports why node must not be remediated ("" if it may be).

@@ -167,8 +167,14 @@ func TestMaxUnhealthyValue(t *testing.T) {
 	}
 }
 
+// TestSummarize: OpenShift's counts (expected = every target, healthy = Healthy and
+// not in remediation), and maxUnhealthy bounds the Unhealthy verdicts plus the Machines
+// under remediation already (deleting, external), so at most maxUnhealthy are at once.
+// Breaks if: Deleting were skipped (the old rule), External did not count, a deleting
+// Machine were not expected, or starting/suspect Machines counted (DESIGN.md §3).
 func TestSummarize(t *testing.T) {
 	v := func(h Health, recheck time.Duration) verdict { return verdict{Health: h, Recheck: recheck} }
+	ext := func(h Health) verdict { return verdict{Health: h, External: true} }
 	tests := []struct {
 		name     string
 		vs       []verdict
@@ -183,10 +189,30 @@ func TestSummarize(t *testing.T) {
 			vs:   []verdict{v(Healthy, 0), v(Starting, 4*time.Minute), v(Starting, 0), v(Suspect, time.Minute), v(Unhealthy, 0)},
 			max:  ptr.To(intstr.FromInt32(1)),
 			want: summary{Expected: 5, Healthy: 1, Unhealthy: 1, MaxUnhealthy: 1, Allowed: true, Requeue: time.Minute}},
-		{name: "deleting machines are not expected nor unhealthy",
+		{name: "deleting machines are expected and count as unhealthy",
 			vs:   []verdict{v(Healthy, 0), v(Deleting, 0), v(Deleting, 0)},
-			max:  ptr.To(intstr.FromInt32(0)),
-			want: summary{Expected: 1, Healthy: 1, MaxUnhealthy: 0, Allowed: true}},
+			max:  ptr.To(intstr.FromInt32(2)),
+			want: summary{Expected: 3, Healthy: 1, Unhealthy: 2, Deleting: 2, MaxUnhealthy: 2, Allowed: true}},
+		{name: "a spreading failure: 2 of 6 deleting, 2 more unhealthy, maxUnhealthy 2",
+			vs:   []verdict{v(Deleting, 0), v(Deleting, 0), v(Unhealthy, 0), v(Unhealthy, 0), v(Healthy, 0), v(Healthy, 0)},
+			max:  ptr.To(intstr.FromInt32(2)),
+			want: summary{Expected: 6, Healthy: 2, Unhealthy: 4, Deleting: 2, MaxUnhealthy: 2}},
+		{name: "one deleting leaves room for one more",
+			vs:   []verdict{v(Deleting, 0), v(Unhealthy, 0), v(Healthy, 0), v(Healthy, 0), v(Healthy, 0), v(Healthy, 0)},
+			max:  ptr.To(intstr.FromInt32(3)),
+			want: summary{Expected: 6, Healthy: 4, Unhealthy: 2, Deleting: 1, MaxUnhealthy: 3, Allowed: true, RemediationsAllowed: 1}},
+		{name: "deleting machines are part of a percentage's total",
+			vs:   []verdict{v(Deleting, 0), v(Healthy, 0), v(Healthy, 0), v(Healthy, 0), v(Healthy, 0)},
+			max:  ptr.To(intstr.FromString("40%")),
+			want: summary{Expected: 5, Healthy: 4, Unhealthy: 1, Deleting: 1, MaxUnhealthy: 2, Allowed: true, RemediationsAllowed: 1}},
+		{name: "external remediation in flight counts whatever the verdict, and is not healthy",
+			vs:   []verdict{ext(Healthy), ext(Suspect), ext(Unhealthy), v(Unhealthy, 0), v(Healthy, 0)},
+			max:  ptr.To(intstr.FromInt32(3)),
+			want: summary{Expected: 5, Healthy: 1, Unhealthy: 4, External: 3, MaxUnhealthy: 3}},
+		{name: "a deleting machine in external remediation counts once",
+			vs:   []verdict{{Health: Deleting, External: true}, v(Healthy, 0)},
+			max:  ptr.To(intstr.FromInt32(1)),
+			want: summary{Expected: 2, Healthy: 1, Unhealthy: 1, Deleting: 1, MaxUnhealthy: 1, Allowed: true}},
 		{name: "too many unhealthy, int", vs: []verdict{v(Unhealthy, 0), v(Unhealthy, 0), v(Healthy, 0), v(Suspect, 90*time.Second)},
 			max:  ptr.To(intstr.FromInt32(1)),
 			want: summary{Expected: 4, Healthy: 1, Unhealthy: 2, MaxUnhealthy: 1, Requeue: 90 * time.Second}},
@@ -216,6 +242,37 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestUnderExternalRemediation: the baremetal annotation counts until the provider
+// removes it (OpenShift's rule); a request counts until the Machine is Healthy again.
+// Breaks if: the annotation counted only while unhealthy, or a healthy Machine's
+// leftover request (deleted in the same pass) counted.
+func TestUnderExternalRemediation(t *testing.T) {
+	annotated := testMachine(func(m *machinev1beta1.Machine) {
+		m.Annotations = map[string]string{ExternalRemediationAnnotation: ""}
+	})
+	plain := testMachine()
+	tests := []struct {
+		name       string
+		m          *machinev1beta1.Machine
+		h          Health
+		hasRequest bool
+		want       bool
+	}{
+		{"annotated, healthy again", annotated, Healthy, false, true},
+		{"annotated, unhealthy", annotated, Unhealthy, false, true},
+		{"request, node rebooting (suspect)", plain, Suspect, true, true},
+		{"request, no node yet", plain, Starting, true, true},
+		{"request, unhealthy", plain, Unhealthy, true, true},
+		{"request, healthy again", plain, Healthy, true, false},
+		{"nothing", plain, Unhealthy, false, false},
+	}
+	for _, tc := range tests {
+		if got := underExternalRemediation(tc.m, tc.h, tc.hasRequest); got != tc.want {
+			t.Errorf("%s: underExternalRemediation = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestNextRequeue(t *testing.T) {
 	if d := summarize(nil, nil).Requeue; d != 0 {
 		t.Errorf("no verdicts: %v", d)
@@ -230,10 +287,12 @@ func TestNextRequeue(t *testing.T) {
 	}
 }
 
+// TestRestrictedMessage: the message says how many count, of what, and why.
+// Breaks if: the deleting or external counts were left out of the message.
 func TestRestrictedMessage(t *testing.T) {
-	s := summary{Expected: 5, Unhealthy: 3, MaxUnhealthy: 2}
+	s := summary{Expected: 5, Unhealthy: 3, Deleting: 2, External: 1, MaxUnhealthy: 2}
 	got := restrictedMessage(s, ptr.To(intstr.FromString("40%")))
-	for _, want := range []string{"3 of 5", "40%", "= 2"} {
+	for _, want := range []string{"3 of 5", "2 being deleted", "1 in external remediation", "40%", "= 2"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("message %q lacks %q", got, want)
 		}
@@ -371,6 +430,17 @@ func TestNodeChangeMatters(t *testing.T) {
 	m2.Status.Phase = ptr.To(machinev1beta1.PhaseFailed)
 	if !machineChangeMatters(m, m2) {
 		t.Error("phase change does not matter")
+	}
+	// The baremetal provider removing its annotation frees a place under maxUnhealthy.
+	annotated := m.DeepCopy()
+	annotated.Annotations = map[string]string{ExternalRemediationAnnotation: "", "other": "x"}
+	otherAnnotation := annotated.DeepCopy()
+	otherAnnotation.Annotations["other"] = "y"
+	if machineChangeMatters(annotated, otherAnnotation) {
+		t.Error("another annotation matters")
+	}
+	if !machineChangeMatters(annotated, m) {
+		t.Errorf("removing %s does not matter", ExternalRemediationAnnotation)
 	}
 }
 

@@ -146,42 +146,59 @@ func buildRequest(tmpl *unstructured.Unstructured, gvk schema.GroupVersionKind, 
 	return req
 }
 
-// cleanupRequests deletes the remediation requests of healthy targets.
-func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target) error {
+// remediationRequests are the remediation requests in a MachineHealthCheck's namespace by name
+// (a Machine's request has its name); nil without a template or an unusable one.
+type remediationRequests map[string]*unstructured.Unstructured
+
+// of returns m's request: the one of its name owned by it (nil: none).
+func (rs remediationRequests) of(m *machinev1beta1.Machine) *unstructured.Unstructured {
+	req, ok := rs[m.Name]
+	if !ok || !slices.ContainsFunc(req.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == m.UID }) {
+		return nil
+	}
+	return req
+}
+
+// listRequests reads mhc's remediation requests uncached (their kind is not watched); a
+// template that names no usable kind, or a kind not served, gives none.
+func (r *Reconciler) listRequests(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck) (remediationRequests, error) {
+	if mhc.Spec.RemediationTemplate == nil {
+		return nil, nil
+	}
 	gvk, err := requestGVK(mhc.Spec.RemediationTemplate)
 	if err != nil {
-		return nil // reported when remediating
-	}
-	healthy := func(t target) bool { return t.verdict.Health == Healthy }
-	if !slices.ContainsFunc(targets, healthy) {
-		return nil
+		return nil, nil // reported when remediating
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err := r.APIReader.List(ctx, list, client.InNamespace(mhc.Namespace)); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil
+			return nil, nil
 		}
-		return fmt.Errorf("listing %s in %s: %w", gvk.Kind, mhc.Namespace, err)
+		return nil, fmt.Errorf("listing %s in %s: %w", gvk.Kind, mhc.Namespace, err)
 	}
-	byName := map[string]*unstructured.Unstructured{}
+	byName := remediationRequests{}
 	for i := range list.Items {
 		byName[list.Items[i].GetName()] = &list.Items[i]
 	}
+	return byName, nil
+}
+
+// cleanupRequests deletes the remediation requests of healthy targets.
+func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, targets []target, requests remediationRequests) error {
 	var errs []error
 	for _, t := range targets {
 		m := t.machine
-		req, ok := byName[m.Name]
-		if !healthy(t) || !ok || req.GetDeletionTimestamp() != nil ||
-			!slices.ContainsFunc(req.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == m.UID }) {
+		req := requests.of(m)
+		if t.verdict.Health != Healthy || req == nil || req.GetDeletionTimestamp() != nil {
 			continue
 		}
 		if err := r.Client.Delete(ctx, req, client.Preconditions{UID: ptr.To(req.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", gvk.Kind, req.GetNamespace(), req.GetName(), err))
+			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", req.GetKind(), req.GetNamespace(), req.GetName(), err))
 			continue
 		}
 		r.events.Eventf(m, nil, corev1.EventTypeNormal, EventRequestDeleted, "Remediate",
-			"Machine %s is healthy again; deleted %s %s", m.Name, gvk.Kind, req.GetName())
+			"Machine %s is healthy again; deleted %s %s", m.Name, req.GetKind(), req.GetName())
 	}
 	return errors.Join(errs...)
 }

@@ -134,19 +134,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	requests, err := r.listRequests(ctx, mhc)
+	if err != nil {
+		return ctrl.Result{}, err // not knowing what is in remediation, remediate nothing
+	}
 
 	// Decide.
 	params := paramsOf(mhc, r.NodeStartupTimeoutFrom)
 	verdicts := make([]verdict, len(targets))
-	for i := range targets {
-		targets[i].verdict = assess(targets[i].machine, targets[i].node, params, now)
-		verdicts[i] = targets[i].verdict
+	for i, t := range targets {
+		v := assess(t.machine, t.node, params, now)
+		v.External = underExternalRemediation(t.machine, v.Health, requests.of(t.machine) != nil)
+		targets[i].verdict, verdicts[i] = v, v
 	}
 	sum := summarize(verdicts, mhc.Spec.MaxUnhealthy)
 	_, paused := mhc.Annotations[PausedAnnotation]
 	key := client.ObjectKeyFromObject(mhc)
 	log.V(4).Info("assessed targets", "expected", sum.Expected, "healthy", sum.Healthy, "unhealthy", sum.Unhealthy,
-		"maxUnhealthy", sum.MaxUnhealthy, "paused", paused, "requeue", sum.Requeue)
+		"deleting", sum.Deleting, "external", sum.External, "maxUnhealthy", sum.MaxUnhealthy, "paused", paused, "requeue", sum.Requeue)
 
 	st := mhc.Status.DeepCopy()
 	st.ExpectedMachines = ptr.To(sum.Expected)
@@ -187,7 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			requeue = earliest(requeue, wait)
 		}
 		if mhc.Spec.RemediationTemplate != nil {
-			actErr = errors.Join(actErr, r.cleanupRequests(ctx, mhc, targets))
+			actErr = errors.Join(actErr, r.cleanupRequests(ctx, mhc, targets, requests))
 		}
 	}
 

@@ -106,7 +106,13 @@ func machineChangeMatters(oldM, newM *machinev1beta1.Machine) bool {
 		!equality.Semantic.DeepEqual(oldM.OwnerReferences, newM.OwnerReferences) ||
 		!oldM.DeletionTimestamp.Equal(newM.DeletionTimestamp) ||
 		!equality.Semantic.DeepEqual(oldM.Status.Phase, newM.Status.Phase) ||
-		!equality.Semantic.DeepEqual(oldM.Status.NodeRef, newM.Status.NodeRef)
+		!equality.Semantic.DeepEqual(oldM.Status.NodeRef, newM.Status.NodeRef) ||
+		hasExternalAnnotation(oldM) != hasExternalAnnotation(newM) // counts against maxUnhealthy
+}
+
+func hasExternalAnnotation(m *machinev1beta1.Machine) bool {
+	_, ok := m.Annotations[ExternalRemediationAnnotation]
+	return ok
 }
 
 // nodeChangeMatters: a condition's status or lastTransitionTime, the labels,

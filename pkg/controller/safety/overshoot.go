@@ -102,7 +102,7 @@ type overshootView struct {
 	siblings   []*machinev1beta1.MachineSet
 	mdUnfreeze bool
 	settled    bool
-	count      int
+	count      int64
 	th         thresholds
 }
 
@@ -131,7 +131,7 @@ func (c *OvershootController) observe(ctx context.Context, key types.NamespacedN
 		return nil, fmt.Errorf("listing the Machines of MachineSet %s: %w", v.ms.Name, err)
 	}
 	v.count = countMachines(v.ms, machines)
-	if v.th, err = overshootThresholds(int(ptr.Deref(v.ms.Spec.Replicas, 1)), v.md, c.opts.SafetyUp, c.opts.SafetyDown); err != nil {
+	if v.th, err = overshootThresholds(int64(ptr.Deref(v.ms.Spec.Replicas, 1)), v.md, c.opts.SafetyUp, c.opts.SafetyDown); err != nil {
 		return nil, err
 	}
 	return v, nil

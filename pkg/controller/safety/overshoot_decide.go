@@ -9,52 +9,37 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/rollingupdate"
 )
 
-// defaultMaxSurge is an unset RollingUpdate maxSurge (the Deployment default).
-var defaultMaxSurge = intstr.FromString("25%")
-
 // thresholds bound a MachineSet's Machine count: frozen at ≥ high, thawed at ≤ low.
-type thresholds struct{ high, low int }
+// In int64: no replicas, surge or safety margin makes them wrap.
+type thresholds struct{ high, low int64 }
 
 // overshootThresholds: high = 2×replicas + safetyUp, or under md (nil: standalone)
-// md.replicas + maxSurge + safetyUp; low = high − safetyDown.
-func overshootThresholds(replicas int, md *mdv1beta1.MachineDeployment, safetyUp, safetyDown int) (thresholds, error) {
-	high := 2*replicas + safetyUp
+// md.replicas + maxSurge + safetyUp; low = high − safetyDown. maxSurge is the one the
+// MachineDeployment controller uses (at most md.replicas, package rollingupdate), so no
+// surge lifts the threshold above a standalone set's of that size.
+func overshootThresholds(replicas int64, md *mdv1beta1.MachineDeployment, safetyUp, safetyDown int) (thresholds, error) {
+	high := 2*max(replicas, 0) + int64(safetyUp)
 	if md != nil {
-		mdReplicas := int(ptr.Deref(md.Spec.Replicas, 1))
-		surge, err := maxSurge(md, mdReplicas)
+		surge, err := rollingupdate.Surge(md)
 		if err != nil {
 			return thresholds{}, fmt.Errorf("reading maxSurge of MachineDeployment %s: %w", md.Name, err)
 		}
-		high = mdReplicas + surge + safetyUp
+		high = rollingupdate.Replicas(md) + surge + int64(safetyUp)
 	}
-	return thresholds{high: high, low: high - safetyDown}, nil
-}
-
-// maxSurge is md's maxSurge for replicas, rounded up; 0 for strategies that never surge.
-func maxSurge(md *mdv1beta1.MachineDeployment, replicas int) (int, error) {
-	s := md.Spec.Strategy
-	if s.Type != "" && s.Type != mdv1beta1.RollingUpdateStrategy {
-		return 0, nil
-	}
-	v := defaultMaxSurge
-	if s.RollingUpdate != nil {
-		v = ptr.Deref(s.RollingUpdate.MaxSurge, v)
-	}
-	return intstr.GetScaledValueFromIntOrPercent(&v, replicas, true)
+	return thresholds{high: high, low: high - int64(safetyDown)}, nil
 }
 
 // countMachines counts the Machines backing ms as machine-controller-manager
 // does (owner by name and UID, the template's labels), not those being deleted.
-func countMachines(ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Machine) int {
+func countMachines(ms *machinev1beta1.MachineSet, machines []*machinev1beta1.Machine) int64 {
 	template := labels.SelectorFromSet(ms.Spec.Template.Labels)
-	n := 0
+	var n int64
 	for _, m := range machines {
 		if m.DeletionTimestamp != nil || !template.Matches(labels.Set(m.Labels)) {
 			continue
@@ -106,7 +91,7 @@ func (d freezeDecision) changes(marks freezeMarks) bool {
 
 // decideOvershoot decides a MachineSet's freeze with hysteresis; UnfreezeAnnotation lifts
 // it. Nothing freezes until settled: a scale-down's surplus may not be marked yet.
-func decideOvershoot(name string, count int, th thresholds, marks freezeMarks, unfreezeRequested, settled bool) freezeDecision {
+func decideOvershoot(name string, count int64, th thresholds, marks freezeMarks, unfreezeRequested, settled bool) freezeDecision {
 	switch {
 	case unfreezeRequested:
 		return freezeDecision{reason: ReasonUnfreezeAnnotation,

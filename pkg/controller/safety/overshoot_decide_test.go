@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"math"
 	"testing"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -22,17 +23,19 @@ func deployment(replicas int32, strategy mdv1beta1.MachineDeploymentStrategyType
 	return md
 }
 
-// TestOvershootThresholds: machine-controller-manager's arithmetic.
-// Breaks if: the standalone factor were 1, or a percent surge rounded down.
+// TestOvershootThresholds: machine-controller-manager's arithmetic, with the surge the
+// MachineDeployment controller uses (at most replicas), in int64.
+// Breaks if: the standalone factor were 1, a percent surge rounded down, the surge were
+// not capped at replicas (a huge maxSurge turns the freeze off), or the sum wrapped.
 func TestOvershootThresholds(t *testing.T) {
 	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
 	num := func(n int) *intstr.IntOrString { v := intstr.FromInt32(int32(n)); return &v }
 	tests := []struct {
 		name      string
-		replicas  int
+		replicas  int64
 		md        *mdv1beta1.MachineDeployment
 		up, down  int
-		high, low int
+		high, low int64
 	}{
 		{"standalone", 3, nil, 2, 1, 8, 7},
 		{"standalone at zero", 0, nil, 2, 1, 2, 1},
@@ -42,6 +45,11 @@ func TestOvershootThresholds(t *testing.T) {
 		{"deployment, default surge 25%", 1, deployment(4, "", nil), 2, 1, 7, 6},
 		{"deployment, Recreate never surges", 1, deployment(4, mdv1beta1.RecreateStrategy, num(3)), 2, 1, 6, 5},
 		{"deployment, OnDelete never surges", 1, deployment(4, mdv1beta1.OnDeleteStrategy, nil), 2, 1, 6, 5},
+		{"deployment, maxSurge 2147483647 counts as replicas", 1, deployment(3, mdv1beta1.RollingUpdateStrategy, num(math.MaxInt32)), 2, 1, 8, 7},
+		{"deployment, maxSurge 1000% counts as replicas", 1, deployment(3, mdv1beta1.RollingUpdateStrategy, pct("1000%")), 2, 1, 8, 7},
+		{"deployment at MaxInt32 replicas: no wrap", 1, deployment(math.MaxInt32, mdv1beta1.RollingUpdateStrategy, num(math.MaxInt32)), 2, 1,
+			math.MaxInt32 + mdv1beta1.MaxRollingUpdateCount + 2, math.MaxInt32 + mdv1beta1.MaxRollingUpdateCount + 1},
+		{"standalone at MaxInt32: no wrap", math.MaxInt32, nil, math.MaxInt32, 0, 3 * math.MaxInt32, 3 * math.MaxInt32},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +100,7 @@ func TestDecideOvershoot(t *testing.T) {
 	none, full, labelOnly := freezeMarks{}, freezeMarks{true, true}, freezeMarks{label: true}
 	tests := []struct {
 		name       string
-		count      int
+		count      int64
 		marks      freezeMarks
 		unfreeze   bool
 		wantFrozen bool

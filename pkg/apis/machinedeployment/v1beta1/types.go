@@ -66,19 +66,28 @@ const (
 	ReasonDeploymentResumed          = "DeploymentResumed"
 )
 
+// The bounds of maxSurge and maxUnavailable (docs/machinedeployment.md): a number at most
+// MaxRollingUpdateCount, a percentage at most MaxRollingUpdatePercent.
+const (
+	MaxRollingUpdateCount   = 10000
+	MaxRollingUpdatePercent = 100
+)
+
 // RollingUpdateMachineDeployment bounds a rolling update.
 type RollingUpdateMachineDeployment struct {
 	// maxUnavailable is how many Machines (a number, or a percentage of
-	// replicas rounded down) may be unavailable during the update. It
-	// cannot be 0 when maxSurge is 0. Defaults to 25%.
+	// replicas rounded down) may be unavailable during the update: 0 to
+	// 10000, or 0% to 100%. It cannot be 0 when maxSurge is 0. Defaults to 25%.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 10000 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="must be an integer from 0 to 10000 or a percentage from 0% to 100%"
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	// maxSurge is how many Machines (a number, or a percentage of replicas
-	// rounded up) may exist above replicas during the update. Defaults to
-	// 25%.
+	// rounded up) may exist above replicas during the update: 0 to 10000, or
+	// 0% to 100%; more than replicas acts as replicas. Defaults to 25%.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 10000 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="must be an integer from 0 to 10000 or a percentage from 0% to 100%"
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 }
 
