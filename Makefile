@@ -64,7 +64,7 @@ $(BIN)/staticcheck: $(STATICCHECK_MOD)
 # govc and vcsim (the local vSphere, PLATFORM=vsphere) are pinned by
 # hack/tools/govmomi and built on demand, not by make tools (~70 s together).
 GOVMOMI_MOD := hack/tools/govmomi/go.mod hack/tools/govmomi/go.sum hack/build-tool.sh
-$(BIN)/govc $(BIN)/vcsim &: $(GOVMOMI_MOD) hack/tools/govmomi/govc/main.go hack/tools/govmomi/vcsim/main.go
+$(BIN)/govc $(BIN)/vcsim &: $(GOVMOMI_MOD) hack/tools/govmomi/govc/main.go $(wildcard hack/tools/govmomi/vcsim/*.go)
 	@hack/build-tool.sh govc ./govc vcsim ./vcsim
 
 .PHONY: vsphere-tools

@@ -136,7 +136,9 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 	}
 	orphans := safety.NewOrphanCollector(safety.OrphanCollectorOptions{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.Namespace, Period: f.safety.OrphanPeriod,
-		Listers: []machine.InstanceLister{km, vs}, Gate: gate,
+		MaxDeletions: f.safety.OrphanMaxDeletions, DryRun: f.safety.OrphanDryRun,
+		Recorder: mgr.GetEventRecorder(safety.OrphanCollectorName),
+		Listers:  []machine.InstanceLister{km, vs}, Gate: gate,
 	})
 	r := machine.NewReconciler(machine.Options{
 		MachineAPIMigration: opts.FeatureGate(features.FeatureGateMachineAPIMigration),

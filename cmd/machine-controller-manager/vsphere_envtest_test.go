@@ -37,7 +37,7 @@ import (
 // kubemark Machine with the kubemark provider, and leaves an AWS Machine of
 // the group vSphere shares untouched. The orphan collector (a 1 s period,
 // the test's) deletes a VM tagged for the cluster in the Machines' folder
-// that no Machine owns, and leaves the Machine's VM, the template (tagged
+// whose ownership mark names a Machine that is gone, and leaves the Machine's VM, the template (tagged
 // too) and an untagged VM. Breaks if: addControllers wired the kubemark
 // actuator alone (the vSphere Machine is Failed, InvalidConfiguration), or
 // vSphere served machine.openshift.io by group (the AWS Machine reaches it),
@@ -66,9 +66,10 @@ func TestServesVSphereAndKubemark(t *testing.T) {
 	}
 
 	// The installer's cluster ID tag, on the template and on an orphan: a
-	// clone (annotated with its name) in the Machines' folder that no
-	// Machine owns.
-	vc.Wait(vc.VM("DC0_H0_VM0").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "DC0_H0_VM0"}))
+	// clone (with the provider's ownership mark) in the Machines' folder
+	// whose Machine is gone.
+	vc.Wait(vc.VM("DC0_H0_VM0").Reconfigure(ctx, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{
+		&types.OptionValue{Key: vsphere.OwnerKey, Value: ns + "/DC0_H0_VM0/5c0f7d0e-0000-4000-8000-0000000000aa"}}}))
 	tagOrphanAndTemplate(ctx, t, vc, "envtest-x1", "DC0_H0_VM0", vspheretest.Template)
 
 	// The operator's command line (render golden, kubemark platform), with

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -184,12 +185,12 @@ func orphanPeriod(ctx context.Context, t *testing.T) time.Duration {
 }
 
 // TestOrphanInstanceCollected: a kubemark Node with the cluster's providerID
-// scheme for the operand namespace and no Machine is deleted by the orphan
-// collector, no sooner than one orphan period after its creation and within
-// two periods and a margin, while the Nodes of Machines stay. Breaks if: the
-// operator stopped rendering the kubemark platform's 1m period (the 15m
-// default is too slow for the suite), or the kubemark provider listed no
-// Nodes.
+// scheme and the provider's ownership mark, whose Machine does not exist, is
+// deleted by the orphan collector, no sooner than one orphan period after its
+// creation and within two periods and a margin, while the Nodes of Machines
+// and an unmarked Node stay. Breaks if: the operator stopped rendering the
+// kubemark platform's 1m period (the 15m default is too slow for the suite),
+// the kubemark provider listed no Nodes, or it listed unmarked ones.
 func TestOrphanInstanceCollected(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -210,14 +211,23 @@ func TestOrphanInstanceCollected(t *testing.T) {
 		kept[n.Name] = n.UID
 	}
 
+	// The orphan carries the provider's ownership mark, of a Machine that never existed; its unmarked twin
+	// (an installer's or another tool's Node) is never collected.
 	orphan := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-orphan", Labels: map[string]string{"e2e-pool": name}},
-		Spec:       corev1.NodeSpec{ProviderID: fmt.Sprintf("%s://%s/%s-orphan", kubemark.ProviderIDScheme, operandNamespace(), name)},
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-orphan", Labels: map[string]string{"e2e-pool": name},
+			Annotations: map[string]string{kubemark.OwnerAnnotation: operandNamespace() + "/" + name + "-orphan/" + string(uuid.NewUUID())}},
+		Spec: corev1.NodeSpec{ProviderID: kubemark.ProviderID(operandNamespace(), name+"-orphan")},
 	}
-	if err := cluster.Create(ctx, orphan); err != nil {
-		t.Fatal(err)
+	unmarked := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-unmarked", Labels: map[string]string{"e2e-pool": name}},
+		Spec:       corev1.NodeSpec{ProviderID: kubemark.ProviderID(operandNamespace(), name+"-unmarked")},
 	}
-	t.Cleanup(func() { _ = cluster.Delete(context.Background(), orphan) })
+	for _, n := range []*corev1.Node{orphan, unmarked} {
+		if err := cluster.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cluster.Delete(context.Background(), n) })
+	}
 	created := orphan.CreationTimestamp.Time
 	wctx, wcancel := context.WithTimeout(ctx, 2*period+90*time.Second)
 	defer wcancel()
@@ -228,6 +238,7 @@ func TestOrphanInstanceCollected(t *testing.T) {
 	if took < period-time.Second {
 		t.Errorf("orphan node deleted %s after its creation, before the period %s", took.Round(time.Second), period)
 	}
+	kept[unmarked.Name] = unmarked.UID
 	for node, uid := range kept {
 		n := &corev1.Node{}
 		if err := cluster.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {

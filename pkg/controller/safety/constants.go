@@ -18,6 +18,9 @@ const (
 	DefaultAPIServerCheckTimeout = 30 * time.Second
 	// DefaultOrphanPeriod is --machine-safety-orphan-vms-period.
 	DefaultOrphanPeriod = 15 * time.Minute
+	// DefaultOrphanMaxDeletions is --machine-safety-orphan-vms-max-deletions (this project's): orphans deleted
+	// per pass at most, so a wrong judgement costs a few instances a period, not the fleet.
+	DefaultOrphanMaxDeletions = 5
 )
 
 // FreezeLabel (value FreezeLabelValue) marks a frozen MachineSet or

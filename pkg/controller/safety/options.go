@@ -50,6 +50,8 @@ type MachineControllerOptions struct {
 	APIServerCheckPeriod  time.Duration // --machine-safety-apiserver-statuscheck-period
 	APIServerCheckTimeout time.Duration // --machine-safety-apiserver-statuscheck-timeout
 	OrphanPeriod          time.Duration // --machine-safety-orphan-vms-period (also an instance's grace)
+	OrphanMaxDeletions    int           // --machine-safety-orphan-vms-max-deletions
+	OrphanDryRun          bool          // --machine-safety-orphan-vms-dry-run
 }
 
 // DefaultMachineControllerOptions are machine-controller-manager's defaults.
@@ -58,6 +60,7 @@ func DefaultMachineControllerOptions() MachineControllerOptions {
 		APIServerCheckPeriod:  DefaultAPIServerCheckPeriod,
 		APIServerCheckTimeout: DefaultAPIServerCheckTimeout,
 		OrphanPeriod:          DefaultOrphanPeriod,
+		OrphanMaxDeletions:    DefaultOrphanMaxDeletions,
 	}
 }
 
@@ -68,7 +71,11 @@ func (o *MachineControllerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.APIServerCheckTimeout, "machine-safety-apiserver-statuscheck-timeout", o.APIServerCheckTimeout,
 		"How long the API server may stay unreachable before the machine controller stops creating and deleting instances, until it answers again.")
 	fs.DurationVar(&o.OrphanPeriod, "machine-safety-orphan-vms-period", o.OrphanPeriod,
-		"How often instances that no Machine owns are looked for and deleted; an instance younger than this is left alone.")
+		"How often instances that carry this project's ownership mark and whose Machine is gone are looked for and deleted; an instance younger than this is left alone.")
+	fs.IntVar(&o.OrphanMaxDeletions, "machine-safety-orphan-vms-max-deletions", o.OrphanMaxDeletions,
+		"How many orphan instances one pass deletes at most; the others wait for the next pass.")
+	fs.BoolVar(&o.OrphanDryRun, "machine-safety-orphan-vms-dry-run", o.OrphanDryRun,
+		"Only report orphan instances (log, event, metric machine_api_orphan_instances_dry_run_total); delete none.")
 }
 
 // Validate reports a flag value the checks cannot work with.
@@ -85,6 +92,12 @@ func (o MachineControllerOptions) Validate() error {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.flag, d.v))
 		}
+	}
+	if o.OrphanMaxDeletions < 1 {
+		errs = append(errs, fmt.Errorf("--machine-safety-orphan-vms-max-deletions must be at least 1, got %d (use --machine-safety-orphan-vms-dry-run to delete none)", o.OrphanMaxDeletions))
+	}
+	if o.OrphanMaxDeletions < 1 {
+		errs = append(errs, fmt.Errorf("--machine-safety-orphan-vms-max-deletions must be at least 1, got %d (use --machine-safety-orphan-vms-dry-run to delete none)", o.OrphanMaxDeletions))
 	}
 	return errors.Join(errs...)
 }

@@ -17,13 +17,14 @@ func TestFlags(t *testing.T) {
 	m.AddFlags(fs)
 	if err := fs.Parse([]string{"--safety-up=5", "--safety-down=2", "--machine-safety-overshooting-period=30s",
 		"--machine-safety-apiserver-statuscheck-period=20s", "--machine-safety-apiserver-statuscheck-timeout=10s",
-		"--machine-safety-orphan-vms-period=5m"}); err != nil {
+		"--machine-safety-orphan-vms-period=5m", "--machine-safety-orphan-vms-max-deletions=2", "--machine-safety-orphan-vms-dry-run"}); err != nil {
 		t.Fatal(err)
 	}
 	if want := (OvershootOptions{SafetyUp: 5, SafetyDown: 2, Period: 30 * time.Second}); o != want {
 		t.Errorf("overshoot options %+v, want %+v", o, want)
 	}
-	if want := (MachineControllerOptions{APIServerCheckPeriod: 20 * time.Second, APIServerCheckTimeout: 10 * time.Second, OrphanPeriod: 5 * time.Minute}); m != want {
+	if want := (MachineControllerOptions{APIServerCheckPeriod: 20 * time.Second, APIServerCheckTimeout: 10 * time.Second, OrphanPeriod: 5 * time.Minute,
+		OrphanMaxDeletions: 2, OrphanDryRun: true}); m != want {
 		t.Errorf("machine controller options %+v, want %+v", m, want)
 	}
 	if err := o.Validate(); err != nil {
@@ -37,7 +38,14 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
-	for _, bad := range []MachineControllerOptions{{APIServerCheckTimeout: time.Second, OrphanPeriod: time.Second}, {APIServerCheckPeriod: time.Second, OrphanPeriod: time.Second}, {APIServerCheckPeriod: time.Second, APIServerCheckTimeout: time.Second}} {
+	if d := DefaultMachineControllerOptions(); d.OrphanMaxDeletions != 5 || d.OrphanDryRun {
+		t.Errorf("defaults %+v, want at most 5 deletions a pass, no dry run", d)
+	}
+	ok := DefaultMachineControllerOptions()
+	noDeletions := ok
+	noDeletions.OrphanMaxDeletions = 0
+	for _, bad := range []MachineControllerOptions{{APIServerCheckTimeout: time.Second, OrphanPeriod: time.Second, OrphanMaxDeletions: 1}, {APIServerCheckPeriod: time.Second, OrphanPeriod: time.Second, OrphanMaxDeletions: 1},
+		{APIServerCheckPeriod: time.Second, APIServerCheckTimeout: time.Second, OrphanMaxDeletions: 1}, noDeletions} {
 		if bad.Validate() == nil {
 			t.Errorf("%+v accepted", bad)
 		}

@@ -7,25 +7,45 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
+// OrphanCollectorName names the collector (logs, events).
+const OrphanCollectorName = "machine-safety-orphan-instances"
+
+// Event reasons of the orphan collection, recorded on the (gone) Machine its mark names.
+const (
+	EventOrphanInstanceDeleted = "OrphanInstanceDeleted"
+	EventOrphanInstanceDryRun  = "OrphanInstanceDryRun"
+)
+
 // OrphanCollectorOptions configure an OrphanCollector.
 type OrphanCollectorOptions struct {
-	Client    client.Reader            // lists Machines, normally cached
-	APIReader client.Reader            // re-lists them uncached before a deletion
+	Client client.Reader // lists Namespace's Machines, normally cached
+	// APIReader lists the Machines of the other namespaces that marks name, and re-lists all uncached
+	// before a deletion.
+	APIReader client.Reader
 	Listers   []machine.InstanceLister // the providers listing their instances
-	Namespace string                   // of the Machines; empty: all
+	Namespace string                   // of the Machines whose places the providers list; empty: all
 	// Period is --machine-safety-orphan-vms-period: between passes, and an instance's grace.
 	Period time.Duration
-	Gate   machine.Gate // optional: no pass while it is frozen
+	// MaxDeletions is --machine-safety-orphan-vms-max-deletions: deletions (or, dry, reports) per pass; 0
+	// means DefaultOrphanMaxDeletions.
+	MaxDeletions int
+	// DryRun is --machine-safety-orphan-vms-dry-run: report orphans (log, event, metric), delete nothing.
+	DryRun   bool
+	Recorder events.EventRecorder // optional
+	Gate     machine.Gate         // optional: no pass while it is frozen
 }
 
-// OrphanCollector deletes the provider instances no Machine owns
-// (orphanInstances), every Period, on the leader only.
+// OrphanCollector deletes the provider instances that carry this project's ownership mark and whose Machine
+// is gone (orphanInstances), every Period, on the leader only.
 type OrphanCollector struct {
 	opts OrphanCollectorOptions
 	now  func() time.Time
@@ -37,6 +57,9 @@ func NewOrphanCollector(opts OrphanCollectorOptions) *OrphanCollector {
 	if opts.Period <= 0 {
 		opts.Period = DefaultOrphanPeriod
 	}
+	if opts.MaxDeletions <= 0 {
+		opts.MaxDeletions = DefaultOrphanMaxDeletions
+	}
 	return &OrphanCollector{opts: opts, now: time.Now}
 }
 
@@ -45,7 +68,6 @@ func (c *OrphanCollector) NeedLeaderElection() bool { return true }
 
 // Start runs a pass every Period (the first after one Period) until ctx ends.
 func (c *OrphanCollector) Start(ctx context.Context) error {
-	log := ctrl.Log.WithName("machine-safety-orphan-instances")
 	t := time.NewTicker(c.opts.Period)
 	defer t.Stop()
 	for {
@@ -54,49 +76,96 @@ func (c *OrphanCollector) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		if err := c.collect(ctrl.LoggerInto(ctx, log)); err != nil {
-			log.Error(err, "collecting orphan instances; the next pass tries again")
+		if err := c.Pass(ctx); err != nil {
+			ctrl.Log.WithName(OrphanCollectorName).Error(err, "collecting orphan instances; the next pass tries again")
 		}
 	}
 }
 
-// collect is one pass: observe, decide, confirm uncached, delete, report.
-func (c *OrphanCollector) collect(ctx context.Context) error {
+// Pass is one collection pass, as Start runs every Period: observe, decide, confirm uncached, delete (at most
+// MaxDeletions), report.
+func (c *OrphanCollector) Pass(ctx context.Context) error {
 	if c.opts.Gate != nil && c.opts.Gate.Frozen() {
 		return nil
 	}
-	log := ctrl.LoggerFrom(ctx)
-	machines, err := listMachines(ctx, c.opts.Client, client.InNamespace(c.opts.Namespace))
-	if err != nil {
-		return fmt.Errorf("listing Machines: %w", err)
-	}
+	log := ctrl.Log.WithName(OrphanCollectorName)
+	ctx = ctrl.LoggerInto(ctx, log)
 	var errs []error
-	var fresh []*machinev1beta1.Machine
+	budget := c.opts.MaxDeletions
 	for _, l := range c.opts.Listers {
 		instances, err := l.ListInstances(ctx, c.opts.Namespace)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing instances: %w", err))
 			continue
 		}
-		candidates := orphanInstances(instances, machines, c.now(), c.opts.Period)
+		machines, listed := c.machines(ctx, ownerNamespaces(instances), true)
+		candidates := orphanInstances(instances, machines, listed, c.now(), c.opts.Period)
 		if len(candidates) == 0 {
 			continue
 		}
-		if fresh == nil { // the cache may lag behind a Machine just created
-			if fresh, err = listMachines(ctx, c.opts.APIReader, client.InNamespace(c.opts.Namespace)); err != nil {
-				return errors.Join(append(errs, fmt.Errorf("listing Machines: %w", err))...)
+		// The cache may lag behind a Machine just created: confirm uncached.
+		fresh, freshListed := c.machines(ctx, ownerNamespaces(candidates), false)
+		for _, inst := range orphanInstances(candidates, fresh, freshListed, c.now(), c.opts.Period) {
+			if budget == 0 {
+				OrphanInstancesDeferredTotal.Inc()
+				log.Info("orphan instance left for a later pass: this pass reached --machine-safety-orphan-vms-max-deletions",
+					"providerID", inst.ProviderID, "name", inst.Name, "owner", inst.Owner.String(), "max", c.opts.MaxDeletions)
+				continue
 			}
-		}
-		for _, inst := range orphanInstances(candidates, fresh, c.now(), c.opts.Period) {
+			budget--
+			if c.opts.DryRun {
+				OrphanInstancesDryRunTotal.Inc()
+				log.Info("dry run: would delete an orphan instance: its Machine is gone", "providerID", inst.ProviderID, "name", inst.Name,
+					"owner", inst.Owner.String(), "createdAt", inst.CreatedAt)
+				c.event(inst, corev1.EventTypeWarning, EventOrphanInstanceDryRun,
+					"Dry run (--machine-safety-orphan-vms-dry-run): would delete instance %s (%s): it carries this Machine's ownership mark %s and no such Machine exists",
+					inst.ProviderID, inst.Name, inst.Owner)
+				continue
+			}
 			if err := l.DeleteInstance(ctx, inst); err != nil {
 				errs = append(errs, fmt.Errorf("deleting orphan instance %s: %w", inst.ProviderID, err))
 				continue
 			}
 			OrphanInstancesDeletedTotal.Inc()
-			log.Info("deleted an orphan instance: no Machine owns it", "providerID", inst.ProviderID, "name", inst.Name, "createdAt", inst.CreatedAt)
+			log.Info("deleted an orphan instance: its Machine is gone", "providerID", inst.ProviderID, "name", inst.Name,
+				"owner", inst.Owner.String(), "createdAt", inst.CreatedAt)
+			c.event(inst, corev1.EventTypeNormal, EventOrphanInstanceDeleted,
+				"Deleted instance %s (%s): it carries this Machine's ownership mark %s and no such Machine exists", inst.ProviderID, inst.Name, inst.Owner)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// machines lists the Machines of namespaces (cached for the collector's own namespace when asked), and says
+// which namespaces were listed: an unlisted one (forbidden, an error) keeps its instances.
+func (c *OrphanCollector) machines(ctx context.Context, namespaces []string, cached bool) ([]*machinev1beta1.Machine, map[string]bool) {
+	var out []*machinev1beta1.Machine
+	listed := map[string]bool{}
+	for _, ns := range namespaces {
+		r := c.opts.APIReader
+		if cached && (c.opts.Namespace == "" || ns == c.opts.Namespace) {
+			r = c.opts.Client
+		}
+		ms, err := listMachines(ctx, r, client.InNamespace(ns))
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Info("not judging the instances marked with namespace "+ns+": its Machines cannot be listed", "error", err.Error())
+			continue
+		}
+		out, listed[ns] = append(out, ms...), true
+	}
+	return out, listed
+}
+
+// event records an event on the Machine the instance's mark names (gone: that is why it is an orphan).
+func (c *OrphanCollector) event(inst machine.Instance, eventType, reason, note string, args ...any) {
+	if c.opts.Recorder == nil {
+		return
+	}
+	gone := &machinev1beta1.Machine{
+		TypeMeta:   metav1.TypeMeta{APIVersion: machinev1beta1.GroupVersion.String(), Kind: "Machine"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: inst.Owner.Namespace, Name: inst.Owner.Name, UID: inst.Owner.UID},
+	}
+	c.opts.Recorder.Eventf(gone, nil, eventType, reason, "DeleteOrphan", note, args...)
 }
 
 // listMachines lists Machines.

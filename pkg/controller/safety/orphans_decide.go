@@ -9,28 +9,41 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
-// orphanInstances returns the instances older than grace that no Machine owns or may
-// still be creating (docs/safety.md, "Orphan instances").
-func orphanInstances(instances []machine.Instance, machines []*machinev1beta1.Machine, now time.Time, grace time.Duration) []machine.Instance {
+// orphanInstances returns the instances that are provably ours and provably no Machine's (docs/safety.md,
+// "Orphan instances"): each carries an ownership mark, its Machines' namespace was listed (listed), no Machine
+// there has the mark's name and UID, no Machine reports its providerID, and it is at least grace old.
+func orphanInstances(instances []machine.Instance, machines []*machinev1beta1.Machine, listed map[string]bool, now time.Time, grace time.Duration) []machine.Instance {
 	owned := make(map[string]bool, len(machines))
-	creating := map[string]bool{}
+	owners := make(map[machine.Owner]bool, len(machines))
 	for _, m := range machines {
 		if id := ptr.Deref(m.Spec.ProviderID, ""); id != "" {
 			owned[id] = true
 		}
-		phase := ptr.Deref(m.Status.Phase, "")
-		if ptr.Deref(m.Spec.ProviderID, "") == "" || phase == "" || phase == machinev1beta1.PhaseProvisioning {
-			creating[m.Name] = true
-		}
+		owners[machine.OwnerOf(m)] = true
 	}
 	var out []machine.Instance
 	for _, inst := range instances {
 		switch {
+		case inst.Owner.IsZero(): // the installer's, a user's, another tool's: never ours to judge
+		case !listed[inst.Owner.Namespace]: // its Machines could not be read: nothing on doubt
 		case inst.ProviderID == "" || inst.CreatedAt.IsZero():
-		case owned[inst.ProviderID], creating[inst.Name]:
+		case owned[inst.ProviderID], owners[inst.Owner]:
 		case now.Sub(inst.CreatedAt) < grace:
 		default:
 			out = append(out, inst)
+		}
+	}
+	return out
+}
+
+// ownerNamespaces are the namespaces the instances' marks name.
+func ownerNamespaces(instances []machine.Instance) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, inst := range instances {
+		if ns := inst.Owner.Namespace; ns != "" && !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
 		}
 	}
 	return out

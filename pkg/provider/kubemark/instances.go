@@ -3,7 +3,6 @@ package kubemark
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,30 +14,28 @@ import (
 
 var _ machine.InstanceLister = &Actuator{}
 
-// ListInstances implements machine.InstanceLister: the Nodes whose providerID is kubemark://<namespace>/<name>
-// (of namespace, when it is set).
-func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machine.Instance, error) {
+// ListInstances implements machine.InstanceLister: the Nodes with a kubemark providerID
+// (kubemark://<namespace>/<name>) and this provider's ownership mark (OwnerAnnotation) naming that Machine. Nodes
+// are cluster-wide, so every namespace's are listed: the collector checks each mark against its namespace.
+func (a *Actuator) ListInstances(ctx context.Context, _ string) ([]machine.Instance, error) {
 	nodes := &corev1.NodeList{}
 	if err := a.nodes.List(ctx, nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	prefix := ProviderIDScheme + "://"
-	if namespace != "" {
-		prefix += namespace + "/"
-	}
 	var out []machine.Instance
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if !strings.HasPrefix(n.Spec.ProviderID, prefix) || n.DeletionTimestamp != nil {
+		owner := machine.ParseOwner(n.Annotations[OwnerAnnotation])
+		if owner.IsZero() || n.Spec.ProviderID != ProviderID(owner.Namespace, owner.Name) || n.DeletionTimestamp != nil {
 			continue
 		}
-		out = append(out, machine.Instance{ProviderID: n.Spec.ProviderID, Name: n.Name, CreatedAt: n.CreationTimestamp.Time})
+		out = append(out, machine.Instance{ProviderID: n.Spec.ProviderID, Name: n.Name, CreatedAt: n.CreationTimestamp.Time, Owner: owner})
 	}
 	return out, nil
 }
 
 // DeleteInstance implements machine.InstanceLister: it deletes the Node named inst.Name if it still has
-// inst.ProviderID (read uncached; UID precondition), and the Lease the health simulation may hold for it.
+// inst.ProviderID and mark (read uncached; UID precondition), and the Lease the health simulation may hold for it.
 func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) error {
 	node := &corev1.Node{}
 	if err := a.client.Get(ctx, client.ObjectKey{Name: inst.Name}, node); err != nil {
@@ -47,7 +44,7 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 		}
 		return fmt.Errorf("reading node %q: %w", inst.Name, err)
 	}
-	if node.Spec.ProviderID != inst.ProviderID {
+	if node.Spec.ProviderID != inst.ProviderID || machine.ParseOwner(node.Annotations[OwnerAnnotation]) != inst.Owner {
 		log.FromContext(ctx).Info("not deleting a node that changed since it was listed", "node", node.Name,
 			"providerID", node.Spec.ProviderID, "listed", inst.ProviderID)
 		return nil

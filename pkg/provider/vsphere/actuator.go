@@ -12,6 +12,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -138,7 +139,7 @@ func (a *Actuator) openVM(ctx context.Context, m *machinev1beta1.Machine, idle b
 	if idle && t.task == taskRunning {
 		return nil, machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", t.status.TaskRef, t.info.DescriptionId))
 	}
-	t.vm, err = findMachineVM(ctx, t.session, string(m.UID))
+	t.vm, err = findMachineVM(ctx, t.session, m, t.spec.Workspace.Folder)
 	return t, err
 }
 
@@ -161,15 +162,10 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		return err
 	}
 	st, s, vm, task := t.status, t.session, t.vm, t.task
-	if vm == nil {
-		if vm, err = findCloneByName(ctx, s, t.spec.Workspace.Folder, m.Name, string(m.UID)); err != nil {
-			return err
-		}
-	}
 	if t.info != nil {
-		task = ignoreFailedClone(task, t.info.DescriptionId, vm.state())
+		task = ignoreFailedClone(task, t.info.DescriptionId, vm.state(m))
 	}
-	state, cluster, err := observeGroup(ctx, s, t.spec, vm)
+	state, cluster, err := observeGroup(ctx, s, t.spec, vm, vm.state(m))
 	if err != nil {
 		return err
 	}
@@ -199,14 +195,21 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 		setCreation(st, a.now(), nil)
 		return started(ref, "cloning the VM", "cloning the VM from template "+t.spec.Template, "template", t.spec.Template)
+	case createAdopt:
+		log.FromContext(ctx).Info("adopting the VM of the Machine's name; it is reported on, never changed", "vm", vm.mo.Name, "powerState", vm.mo.Runtime.PowerState)
+		a.observe(st, vm)
+		setCreation(st, a.now(), nil)
+		return writeStatus(m, st, nil)
 	case createConflict:
-		return fmt.Errorf("VM %s in folder %q is %s and its instance UUID is not this Machine's UID %s: it belongs to something else; rename or remove it", vm.mo.Name, t.spec.Workspace.Folder, vm.mo.Runtime.PowerState, m.UID)
+		err := conflictError(m, t.spec.Workspace.Folder, vm)
+		setCondition(st, a.now(), metav1.ConditionFalse, ReasonVMNameConflict, err.Error())
+		return writeStatus(m, st, err)
 	case createConfigure:
-		task, err := vm.obj.Reconfigure(ctx, vmConfig(m.Name, string(m.UID), t.spec, userData))
+		task, err := vm.obj.Reconfigure(ctx, vmConfig(m, t.spec, userData))
 		if err != nil {
 			return fmt.Errorf("configuring VM %s: %w", vm.mo.Name, err)
 		}
-		return started(task.Reference().Value, "applying the Machine's configuration to the clone", "configuring the cloned VM", "vm", vm.mo.Name)
+		return started(task.Reference().Value, "applying the Machine's configuration to its clone", "configuring the cloned VM", "vm", vm.mo.Name)
 	case createJoinGroup:
 		// Polled via taskRef like every Create task (OpenShift waits on it); the next call re-checks membership.
 		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), true)
@@ -267,10 +270,25 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 	if err != nil {
 		return false, err
 	}
-	vm, err := findMachineVM(ctx, t.session, string(m.UID))
+	vm, err := findMachineVM(ctx, t.session, m, t.spec.Workspace.Folder)
 	if err != nil {
 		return false, err
 	}
 	provisioned := m.DeletionTimestamp != nil || machine.IsProvisioned(m)
-	return existsAnswer(vm.state(), provisioned), nil
+	return existsAnswer(vm.state(m), provisioned), nil
+}
+
+// ReasonVMNameConflict is the reason of the providerStatus condition MachineCreation=False when the workspace
+// folder holds a VM of the Machine's name that is not the Machine's and does not run.
+const ReasonVMNameConflict = "VMNameConflict"
+
+// conflictError tells the user why Create leaves the VM of the Machine's name alone, and what to do.
+func conflictError(m *machinev1beta1.Machine, folder string, vm *machineVM) error {
+	whose := "it carries no ownership mark (extraConfig " + OwnerKey + ")"
+	if !vm.owner.IsZero() {
+		whose = fmt.Sprintf("its ownership mark names Machine %s/%s (UID %s)", vm.owner.Namespace, vm.owner.Name, vm.owner.UID)
+	}
+	return fmt.Errorf("VM %s in folder %q has this Machine's name but is not this Machine's: %s and its instance UUID is not the Machine's UID %s. "+
+		"It is %s and is left untouched: rename or remove that VM to let this Machine clone its own, power it on to have this Machine adopt it, or delete this Machine",
+		vm.mo.Name, folder, whose, m.UID, vm.mo.Runtime.PowerState)
 }

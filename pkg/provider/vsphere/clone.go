@@ -63,9 +63,10 @@ func deviceChanges(spec *machinev1beta1.VSphereMachineProviderSpec, devices obje
 	return changes, nil
 }
 
-// vmConfig is the Machine's VM configuration without devices: the clone's, and what Create applies to a
-// clone that did not get it.
-func vmConfig(name, uid string, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) types.VirtualMachineConfigSpec {
+// vmConfig is the Machine's VM configuration without devices, with its ownership mark: the clone's, and what
+// Create applies to a marked clone that did not get it.
+func vmConfig(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) types.VirtualMachineConfigSpec {
+	name := m.Name
 	var cores *int32
 	if c := cmp.Or(max(spec.NumCoresPerSocket, 0), spec.NumCPUs); c > 0 {
 		cores = &c
@@ -78,10 +79,11 @@ func vmConfig(name, uid string, spec *machinev1beta1.VSphereMachineProviderSpec,
 	}
 	extra = append(extra,
 		&types.OptionValue{Key: guestInfoHostname, Value: name},
-		&types.OptionValue{Key: stealClock, Value: "TRUE"})
+		&types.OptionValue{Key: stealClock, Value: "TRUE"},
+		&types.OptionValue{Key: OwnerKey, Value: machine.OwnerOf(m).String()})
 	return types.VirtualMachineConfigSpec{
 		Annotation:        name,
-		InstanceUuid:      uid,
+		InstanceUuid:      string(m.UID),
 		Flags:             &types.VirtualMachineFlagInfo{DiskUuidEnabled: new(true)},
 		ExtraConfig:       extra,
 		NumCPUs:           spec.NumCPUs,
@@ -150,7 +152,7 @@ func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec
 	if err != nil {
 		return "", err
 	}
-	config := vmConfig(m.Name, string(m.UID), spec, userData)
+	config := vmConfig(m, spec, userData)
 	if config.DeviceChange, err = deviceChanges(spec, tplMo.Config.Hardware.Device, snapshot != nil, networks); err != nil {
 		return "", err
 	}

@@ -20,12 +20,30 @@ const (
 // vmState is what the provider observed of the Machine's VM.
 type vmState struct {
 	found bool
-	// claimed: the VM's instance UUID is the Machine's UID; one found only by name in the workspace folder is a
-	// clone that did not get the Machine's configuration (vcsim drops the clone spec's config).
-	claimed bool
-	power   types.VirtualMachinePowerState
-	group   groupMembership
+	owner ownership
+	// adopted: a foreign VM whose providerID is the Machine's (an earlier Update adopted it); adoptable: the
+	// Machine has no providerID yet, so a running foreign VM of its name becomes its instance, as on OpenShift.
+	adopted, adoptable bool
+	power              types.VirtualMachinePowerState
+	group              groupMembership
 }
+
+// ownership says whose the VM found for a Machine is.
+type ownership int
+
+const (
+	// ownerForeign: found by name only, without this Machine's mark (the installer's, a user's, another
+	// Machine's): adopted at most, never configured, re-UUIDed or powered on.
+	ownerForeign ownership = iota
+	// ownerMarked: carries this Machine's ownership mark but not its UID as instance UUID: a clone vCenter did
+	// not configure; Create configures it.
+	ownerMarked
+	// ownerMachine: its instance UUID is the Machine's UID (this provider's clone, or OpenShift's).
+	ownerMachine
+)
+
+// ours reports a VM this Machine's Create made (or OpenShift's did): Create may change it.
+func (v vmState) ours() bool { return v.found && v.owner != ownerForeign }
 
 // groupMembership is the VM's place in the VM group workspace.vmGroup names, observed only for a powered-off VM.
 type groupMembership int
@@ -43,8 +61,9 @@ const (
 	createWait       createStep = iota // a task is in flight: poll again later
 	createClone                        // no VM yet: start the clone
 	createReportTask                   // the last task failed and left no running VM: report it, retry later
-	createConfigure                    // an unclaimed, powered-off clone: apply the Machine's configuration
-	createConflict                     // a running VM with the Machine's name is not the Machine's
+	createConfigure                    // a powered-off clone with the Machine's mark but not its configuration
+	createAdopt                        // a running foreign VM of the Machine's name: report it, change nothing
+	createConflict                     // a foreign VM of the Machine's name that is not running: leave it, report
 	createJoinGroup                    // the powered-off VM is not in its VM group yet: add it
 	createPowerOn                      // the VM exists powered off: power it on
 	createDone                         // the VM runs
@@ -57,9 +76,11 @@ func decideCreate(task taskState, vm vmState) createStep {
 		return createWait
 	case task == taskFailed:
 		return createReportTask
-	case vm.found && !vm.claimed && vm.power != types.VirtualMachinePowerStatePoweredOff:
+	case vm.found && !vm.ours() && (vm.adopted || vm.adoptable && vm.power == types.VirtualMachinePowerStatePoweredOn):
+		return createAdopt
+	case vm.found && !vm.ours():
 		return createConflict
-	case vm.found && !vm.claimed:
+	case vm.owner == ownerMarked && vm.power == types.VirtualMachinePowerStatePoweredOff:
 		return createConfigure
 	case vm.found && vm.power == types.VirtualMachinePowerStatePoweredOn:
 		return createDone
@@ -110,7 +131,7 @@ func decideDelete(d deletion) deleteStep {
 	switch {
 	case d.cloneRunning:
 		return deleteWait
-	case !d.vm.found:
+	case !d.vm.found, !d.vm.ours() && !d.vm.adopted: // a foreign VM the Machine never adopted is left alone
 		return deleteGone
 	case d.vmBusy:
 		return deleteWait
@@ -128,7 +149,21 @@ func decideDelete(d deletion) deleteStep {
 }
 
 // existsAnswer is Exists' answer: a VM never powered on, of a Machine not yet provisioned, does not count yet,
-// so that Create is called again and powers it on (as on OpenShift).
+// so that Create is called again and powers it on (as on OpenShift). A foreign VM counts once adopted, or when
+// it runs and the Machine has no providerID yet (Update adopts it); a stopped one is left to Create to report.
 func existsAnswer(vm vmState, provisioned bool) bool {
-	return vm.found && vm.claimed && (provisioned || vm.power == types.VirtualMachinePowerStatePoweredOn)
+	on := vm.power == types.VirtualMachinePowerStatePoweredOn
+	switch {
+	case !vm.found:
+		return false
+	case !vm.ours():
+		return vm.adopted || vm.adoptable && on
+	}
+	return provisioned || on
+}
+
+// updateFinds reports whether Update may report on the VM found: its own, or a foreign one adopted or
+// adoptable; a foreign VM under a Machine with another providerID is not the Machine's instance.
+func updateFinds(vm vmState) bool {
+	return vm.ours() || vm.found && (vm.adopted || vm.adoptable)
 }

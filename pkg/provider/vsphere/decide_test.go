@@ -6,7 +6,11 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
 
 const (
@@ -14,11 +18,19 @@ const (
 	off = types.VirtualMachinePowerStatePoweredOff
 )
 
+// TestDecideCreate: Create's next step. Breaks if: a foreign VM (found by name, no mark of this Machine) were
+// ever configured, joined to a group or powered on (its rows then give another step).
 func TestDecideCreate(t *testing.T) {
-	ours := func(p types.VirtualMachinePowerState) vmState { return vmState{found: true, claimed: true, power: p} }
-	byName := func(p types.VirtualMachinePowerState) vmState { return vmState{found: true, power: p} }
+	ours := func(p types.VirtualMachinePowerState) vmState {
+		return vmState{found: true, owner: ownerMachine, power: p}
+	}
+	// A foreign VM of the Machine's name (the installer's, a user's), under a Machine without providerID.
+	foreign := func(p types.VirtualMachinePowerState) vmState { return vmState{found: true, adoptable: true, power: p} }
+	marked := func(p types.VirtualMachinePowerState) vmState {
+		return vmState{found: true, owner: ownerMarked, power: p}
+	}
 	grouped := func(p types.VirtualMachinePowerState, g groupMembership) vmState {
-		return vmState{found: true, claimed: true, power: p, group: g}
+		return vmState{found: true, owner: ownerMachine, power: p, group: g}
 	}
 	cases := []struct {
 		name string
@@ -34,9 +46,16 @@ func TestDecideCreate(t *testing.T) {
 		{"powered-on VM is done", taskSucceeded, ours(on), createDone},
 		{"failed clone without VM is reported", taskFailed, vmState{}, createReportTask},
 		{"failed power-on is reported, then retried", taskFailed, ours(off), createReportTask},
-		{"failed configure is reported, then retried", taskFailed, byName(off), createReportTask},
-		{"clone without the Machine's config is configured", taskSucceeded, byName(off), createConfigure},
-		{"a running VM of the name that is not ours", taskNone, byName(on), createConflict},
+		{"failed configure is reported, then retried", taskFailed, marked(off), createReportTask},
+		{"marked clone without the Machine's config is configured", taskSucceeded, marked(off), createConfigure},
+		{"marked clone that runs is done", taskNone, marked(on), createDone},
+		{"a running foreign VM is adopted, never changed", taskNone, foreign(on), createAdopt},
+		{"a stopped foreign VM is a conflict, never configured", taskNone, foreign(off), createConflict},
+		{"a stopped foreign VM after our duplicate clone failed", taskNone, foreign(off), createConflict},
+		{"a suspended foreign VM is a conflict, never powered on", taskNone, foreign(types.VirtualMachinePowerStateSuspended), createConflict},
+		{"a stopped foreign VM the Machine adopted earlier", taskNone, vmState{found: true, adopted: true, power: off}, createAdopt},
+		{"a running foreign VM under a Machine with another providerID", taskNone, vmState{found: true, power: on}, createConflict},
+		{"a stopped foreign VM in a VM group is never joined", taskNone, vmState{found: true, adoptable: true, power: off, group: groupOutside}, createConflict},
 		{"expired task, no VM clones again", taskGone, vmState{}, createClone},
 		{"cloned VM outside its VM group joins it", taskSucceeded, grouped(off, groupOutside), createJoinGroup},
 		{"retry after lost status joins the group", taskNone, grouped(off, groupOutside), createJoinGroup},
@@ -44,7 +63,7 @@ func TestDecideCreate(t *testing.T) {
 		{"group edit running waits", taskRunning, grouped(off, groupOutside), createWait},
 		{"failed group edit is reported, then retried", taskFailed, grouped(off, groupOutside), createReportTask},
 		{"powered-on VM is done, groups are joined before power-on only", taskNone, grouped(on, groupOutside), createDone},
-		{"unclaimed clone is configured before it joins", taskSucceeded, vmState{found: true, power: off, group: groupOutside}, createConfigure},
+		{"marked clone is configured before it joins", taskSucceeded, vmState{found: true, owner: ownerMarked, power: off, group: groupOutside}, createConfigure},
 	}
 	for _, tc := range cases {
 		if got := decideCreate(tc.task, tc.vm); got != tc.want {
@@ -75,8 +94,12 @@ func TestIgnoreFailedClone(t *testing.T) {
 	}
 }
 
+// TestDecideDelete: Delete's next step. Breaks if: a foreign VM the Machine never adopted were powered off or
+// destroyed, or an adopted one were not.
 func TestDecideDelete(t *testing.T) {
-	vm := func(p types.VirtualMachinePowerState) vmState { return vmState{found: true, claimed: true, power: p} }
+	vm := func(p types.VirtualMachinePowerState) vmState {
+		return vmState{found: true, owner: ownerMachine, power: p}
+	}
 	cases := []struct {
 		name string
 		d    deletion
@@ -91,10 +114,15 @@ func TestDecideDelete(t *testing.T) {
 		{"drain skipped ignores volumes", deletion{vm: vm(off), nodeVolumes: true, drainSkipped: true}, deleteDestroy},
 		{"foreign disks block", deletion{vm: vm(off), extraDisks: true}, deleteWaitDisks},
 		{"powered off: destroy", deletion{vm: vm(off)}, deleteDestroy},
-		{"in its VM group: leave it first", deletion{vm: vmState{found: true, claimed: true, power: off, group: groupInside}}, deleteLeaveGroup},
-		{"out of its VM group: destroy", deletion{vm: vmState{found: true, claimed: true, power: off, group: groupOutside}}, deleteDestroy},
-		{"in its VM group and powered on: power off first", deletion{vm: vmState{found: true, claimed: true, power: on, group: groupInside}}, deletePowerOff},
-		{"in its VM group with foreign disks: wait for them first", deletion{vm: vmState{found: true, claimed: true, power: off, group: groupInside}, extraDisks: true}, deleteWaitDisks},
+		{"in its VM group: leave it first", deletion{vm: vmState{found: true, owner: ownerMachine, power: off, group: groupInside}}, deleteLeaveGroup},
+		{"out of its VM group: destroy", deletion{vm: vmState{found: true, owner: ownerMachine, power: off, group: groupOutside}}, deleteDestroy},
+		{"in its VM group and powered on: power off first", deletion{vm: vmState{found: true, owner: ownerMachine, power: on, group: groupInside}}, deletePowerOff},
+		{"in its VM group with foreign disks: wait for them first", deletion{vm: vmState{found: true, owner: ownerMachine, power: off, group: groupInside}, extraDisks: true}, deleteWaitDisks},
+		{"an adopted foreign VM is destroyed, as OpenShift", deletion{vm: vmState{found: true, adopted: true, power: off}}, deleteDestroy},
+		{"an adopted running foreign VM is powered off first", deletion{vm: vmState{found: true, adopted: true, power: on}}, deletePowerOff},
+		{"a foreign VM never adopted is left", deletion{vm: vmState{found: true, adoptable: true, power: on}}, deleteGone},
+		{"a foreign VM of another providerID is left", deletion{vm: vmState{found: true, power: off}}, deleteGone},
+		{"a marked clone is ours to destroy", deletion{vm: vmState{found: true, owner: ownerMarked, power: off}}, deleteDestroy},
 	}
 	for _, tc := range cases {
 		if got := decideDelete(tc.d); got != tc.want {
@@ -103,6 +131,8 @@ func TestDecideDelete(t *testing.T) {
 	}
 }
 
+// TestExistsAnswer. Breaks if: a stopped foreign VM counted for a new Machine (no conflict would be reported),
+// or an adopted one stopped for maintenance did not (the Machine would go Failed).
 func TestExistsAnswer(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -112,10 +142,14 @@ func TestExistsAnswer(t *testing.T) {
 	}{
 		{"no VM", vmState{}, false, false},
 		{"no VM on a provisioned Machine", vmState{}, true, false},
-		{"powered on", vmState{found: true, claimed: true, power: on}, false, true},
-		{"cloned, not yet powered on: Create again", vmState{found: true, claimed: true, power: off}, false, false},
-		{"provisioned and stopped still exists", vmState{found: true, claimed: true, power: off}, true, true},
-		{"unclaimed VM of the name", vmState{found: true, power: on}, true, false},
+		{"powered on", vmState{found: true, owner: ownerMachine, power: on}, false, true},
+		{"cloned, not yet powered on: Create again", vmState{found: true, owner: ownerMachine, power: off}, false, false},
+		{"provisioned and stopped still exists", vmState{found: true, owner: ownerMachine, power: off}, true, true},
+		{"foreign VM under a Machine with another providerID", vmState{found: true, power: on}, true, false},
+		{"running foreign VM, Machine without providerID: adopt", vmState{found: true, adoptable: true, power: on}, false, true},
+		{"stopped foreign VM, Machine without providerID: Create reports it", vmState{found: true, adoptable: true, power: off}, false, false},
+		{"stopped foreign VM the Machine adopted (a master in maintenance)", vmState{found: true, adopted: true, power: off}, true, true},
+		{"marked clone never powered on: Create again", vmState{found: true, owner: ownerMarked, power: off}, false, false},
 	}
 	for _, tc := range cases {
 		if got := existsAnswer(tc.vm, tc.provisioned); got != tc.want {
@@ -172,12 +206,64 @@ func TestVMConfigCoresPerSocket(t *testing.T) {
 		want        int32
 	}{{4, 2, 2}, {4, 0, 4}}
 	for _, tc := range cases {
-		c := vmConfig("m", "uid", &machinev1beta1.VSphereMachineProviderSpec{NumCPUs: tc.cpus, NumCoresPerSocket: tc.cores}, nil)
+		c := vmConfig(&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "uid"}}, &machinev1beta1.VSphereMachineProviderSpec{NumCPUs: tc.cpus, NumCoresPerSocket: tc.cores}, nil)
 		if c.NumCoresPerSocket == nil || *c.NumCoresPerSocket != tc.want {
 			t.Errorf("cpus %d cores %d: got %v, want %d", tc.cpus, tc.cores, c.NumCoresPerSocket, tc.want)
 		}
 		if c.InstanceUuid != "uid" {
 			t.Errorf("instance UUID %q, want the Machine's UID", c.InstanceUuid)
+		}
+	}
+}
+
+// TestVMState: whose a found VM is, seen from the Machine. Breaks if: a VM found by name without this
+// Machine's mark counted as ours, a mark of a Machine of the same name but another UID (or namespace) counted,
+// or a foreign VM counted as adopted by a Machine whose providerID is another VM's.
+func TestVMState(t *testing.T) {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "worker-0", UID: "uid-1"}}
+	adopting := m.DeepCopy()
+	adopting.Spec.ProviderID = new("vsphere://bios-1")
+	other := m.DeepCopy()
+	other.Spec.ProviderID = new("vsphere://bios-2")
+	vm := func(byUUID bool, instanceUUID, mark string) *machineVM {
+		return &machineVM{byUUID: byUUID, owner: machine.ParseOwner(mark), mo: mo.VirtualMachine{
+			Config: &types.VirtualMachineConfigInfo{Uuid: "BIOS-1", InstanceUuid: instanceUUID}}}
+	}
+	cases := []struct {
+		name string
+		vm   *machineVM
+		m    *machinev1beta1.Machine
+		want vmState
+	}{
+		{"none", nil, m, vmState{}},
+		{"found by instance UUID", vm(true, "uid-1", ""), m, vmState{found: true, owner: ownerMachine, adoptable: true}},
+		{"by name, instance UUID is the UID (OpenShift's clone)", vm(false, "uid-1", ""), m, vmState{found: true, owner: ownerMachine, adoptable: true}},
+		{"by name with this Machine's mark", vm(false, "x", "ns/worker-0/uid-1"), m, vmState{found: true, owner: ownerMarked, adoptable: true}},
+		{"by name, mark of an earlier Machine of the name", vm(false, "x", "ns/worker-0/uid-0"), m, vmState{found: true, adoptable: true}},
+		{"by name, mark of another namespace's Machine", vm(false, "x", "ns2/worker-0/uid-1"), m, vmState{found: true, adoptable: true}},
+		{"by name, no mark (the installer's)", vm(false, "x", ""), m, vmState{found: true, adoptable: true}},
+		{"installer's VM the Machine adopted", vm(false, "x", ""), adopting, vmState{found: true, adopted: true}},
+		{"installer's VM, Machine has another providerID", vm(false, "x", ""), other, vmState{found: true}},
+	}
+	for _, tc := range cases {
+		if got := tc.vm.state(tc.m); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestOwnerMark: the clone spec carries the Machine's mark, and ownerOf reads it back. Breaks if: the mark
+// were dropped from vmConfig or written under another key.
+func TestOwnerMark(t *testing.T) {
+	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "worker-0", UID: "uid-1"}}
+	c := vmConfig(m, &machinev1beta1.VSphereMachineProviderSpec{}, nil)
+	got := ownerOf(&types.VirtualMachineConfigInfo{ExtraConfig: c.ExtraConfig})
+	if !got.Owns(m) || got.String() != "ns/worker-0/uid-1" {
+		t.Errorf("mark %q, want ns/worker-0/uid-1", got)
+	}
+	for _, bad := range []string{"", "ns/worker-0", "ns//uid", "a/b/c/d"} {
+		if o := machine.ParseOwner(bad); !o.IsZero() {
+			t.Errorf("ParseOwner(%q) = %+v, want no mark", bad, o)
 		}
 	}
 }

@@ -20,7 +20,8 @@ import (
 const excludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining"
 
 // Delete powers the VM off, waits for the Node's volumes to detach, takes it out of its VM group and
-// destroys it, one step per call; a VM that is gone is success.
+// destroys it, one step per call; a VM that is gone is success. The VM is the Machine's own or one it
+// adopted by name (as OpenShift, which deletes the VM it finds); a foreign VM it never adopted is left.
 func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error {
 	t, err := a.openVM(ctx, m, false)
 	if err != nil {
@@ -29,13 +30,17 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	s, vm := t.session, t.vm
 	d := deletion{cloneRunning: t.task == taskRunning}
 	var cluster *object.ClusterComputeResource
-	if d.vm, cluster, err = observeGroup(ctx, s, t.spec, vm); err != nil {
+	state := vm.state(m)
+	if d.vm, cluster, err = observeGroup(ctx, s, t.spec, vm, state); err != nil {
 		if !machine.IsInvalidConfiguration(err) {
 			return err
 		}
-		d.vm = vm.state() // no cluster for the group: the VM is in none of its groups
+		d.vm = state // no cluster for the group: the VM is in none of its groups
 	}
-	if vm != nil {
+	if vm != nil && !state.ours() && !state.adopted {
+		log.FromContext(ctx).Info("leaving the VM of the Machine's name alone: it is not the Machine's and was never adopted", "vm", vm.mo.Name)
+	}
+	if vm != nil && (state.ours() || state.adopted) {
 		if d.vmBusy, err = tasksRunning(ctx, s, vm.mo.RecentTask); err != nil {
 			return fmt.Errorf("reading the tasks of VM %s: %w", vm.mo.Name, err)
 		}

@@ -29,7 +29,7 @@ var _ machine.InstanceLister = &Actuator{}
 const orphanDeleteTimeout = 5 * time.Minute
 
 // folderVMProperties are what the orphan listing reads of each VM of a workspace folder.
-var folderVMProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.template", "config.createDate", "config.annotation"}
+var folderVMProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.template", "config.createDate", "config.extraConfig"}
 
 // clusterFolder is a workspace folder the cluster's Machines clone into, with a Machine (source) whose
 // providerSpec opens a session there.
@@ -39,8 +39,9 @@ type clusterFolder struct {
 	clusterID string
 }
 
-// ListInstances implements machine.InstanceLister: the tagged machine-controller clones in namespace's vSphere
-// workspace folders (docs/safety.md), kept for DeleteInstance; an unreadable folder errs, the others are listed.
+// ListInstances implements machine.InstanceLister: the tagged VMs with this provider's ownership mark in
+// namespace's vSphere workspace folders (docs/safety.md), kept for DeleteInstance; an unreadable folder errs,
+// the others are listed.
 func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machine.Instance, error) {
 	out, listed := []machine.Instance{}, map[string]clusterFolder{}
 	folders, err := a.clusterFolders(ctx, namespace)
@@ -63,7 +64,7 @@ func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machi
 }
 
 // DeleteInstance implements machine.InstanceLister: it deletes the VM, if its folder still holds it with
-// inst's providerID and name (and tag), by Delete on a stand-in Machine whose UID is the VM's instance UUID.
+// inst's providerID, name and mark (and tag), by Delete on a stand-in Machine whose UID is the VM's instance UUID.
 func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) error {
 	a.orphans.Lock()
 	f, ok := a.orphans.listed[inst.ProviderID]
@@ -79,7 +80,7 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 	}
 	i := slices.IndexFunc(vms, func(vm mo.VirtualMachine) bool {
 		got, ok := clusterInstance(vm, f.spec.Template, f.clusterID)
-		return ok && got.ProviderID == inst.ProviderID && got.Name == inst.Name
+		return ok && got.ProviderID == inst.ProviderID && got.Name == inst.Name && got.Owner == inst.Owner
 	})
 	if i < 0 || vms[i].Config.InstanceUuid == "" { // a listed VM has a Config (its BIOS UUID)
 		logger.Info("not deleting a VM that is gone or changed since it was listed", "vm", inst.Name, "providerID", inst.ProviderID)
@@ -107,16 +108,19 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 	}
 }
 
-// clusterInstance decides whether a tagged VM of a workspace folder is one of the cluster's instances: a
-// machine controller's clone, annotated with its name (the installer's VMs and a user's are not).
+// clusterInstance decides whether a tagged VM of a workspace folder is one of the cluster's instances: one
+// this provider cloned, with its ownership mark (the installer's VMs, a user's and OpenShift's clones have
+// none), and never a template, the Machines' template or the installer's bootstrap VM.
 func clusterInstance(vm mo.VirtualMachine, template, clusterID string) (machine.Instance, bool) {
 	c := ptr.Deref(vm.Config, types.VirtualMachineConfigInfo{})
+	owner := ownerOf(&c)
 	switch {
-	case c.Template, c.Uuid == "", c.Annotation != vm.Name:
+	case c.Template, c.Uuid == "", owner.IsZero(), owner.Name != vm.Name:
 	case vm.Name == path.Base(template), c.InstanceUuid == template:
 	case vm.Name == clusterID+"-bootstrap", vm.Name == clusterID+"-boostrap": // the installer's (one release spelt it so), deleted by it
 	default:
-		return machine.Instance{ProviderID: providerIDPrefix + strings.ToLower(c.Uuid), Name: vm.Name, CreatedAt: ptr.Deref(c.CreateDate, time.Time{})}, true
+		return machine.Instance{ProviderID: providerIDPrefix + strings.ToLower(c.Uuid), Name: vm.Name,
+			CreatedAt: ptr.Deref(c.CreateDate, time.Time{}), Owner: owner}, true
 	}
 	return machine.Instance{}, false
 }

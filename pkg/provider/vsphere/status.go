@@ -62,15 +62,17 @@ func writeStatus(m *machinev1beta1.Machine, st *machinev1beta1.VSphereMachinePro
 // setCreation records the MachineCreation condition as OpenShift does (True/MachineCreationSucceeded, or
 // False/MachineCreationFailed with the error); the transition time stays while the status does.
 func setCreation(st *machinev1beta1.VSphereMachineProviderStatus, now time.Time, err error) {
-	c := metav1.Condition{
-		Type:               string(machinev1beta1.MachineCreation),
-		Status:             metav1.ConditionTrue,
-		Reason:             machinev1beta1.MachineCreationSucceededConditionReason,
-		Message:            "Machine successfully created",
-		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
-	}
 	if err != nil {
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, machinev1beta1.MachineCreationFailedConditionReason, err.Error()
+		setCondition(st, now, metav1.ConditionFalse, machinev1beta1.MachineCreationFailedConditionReason, err.Error())
+		return
 	}
-	meta.SetStatusCondition(&st.Conditions, c)
+	setCondition(st, now, metav1.ConditionTrue, machinev1beta1.MachineCreationSucceededConditionReason, "Machine successfully created")
+}
+
+// setCondition sets the MachineCreation condition.
+func setCondition(st *machinev1beta1.VSphereMachineProviderStatus, now time.Time, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: string(machinev1beta1.MachineCreation), Status: status, Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
+	})
 }

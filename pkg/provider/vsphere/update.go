@@ -27,14 +27,15 @@ const (
 const providerIDPrefix = "vsphere://"
 
 // Update refreshes providerID (vsphere://<BIOS UUID>), addresses and providerStatus, and patches the
-// instance-state annotation and region/zone labels.
+// instance-state annotation and region/zone labels; a VM found by name that is not the Machine's (the
+// installer's) is adopted so, and only read and tagged.
 func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error {
 	t, err := a.openVM(ctx, m, true)
 	if err != nil {
 		return err
 	}
 	st, s, vm := t.status, t.session, t.vm
-	if vm == nil {
+	if vm == nil || !updateFinds(vm.state(m)) {
 		return fmt.Errorf("vm not found on update: vm with instance uuid %s not found", m.UID)
 	}
 	if vm.mo.Config == nil || vm.mo.Config.Uuid == "" {
@@ -43,7 +44,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	if err := reconcileTags(ctx, s, t.creds, vm.obj.Reference(), m.Labels[machinev1beta1.MachineClusterIDLabel], t.spec.TagIDs); err != nil {
 		return err
 	}
-	m.Spec.ProviderID = new(providerIDPrefix + strings.ToLower(vm.mo.Config.Uuid))
+	m.Spec.ProviderID = new(vm.providerID())
 	addrs, err := addresses(vm, len(t.spec.Network.Devices))
 	if err != nil {
 		return err

@@ -140,10 +140,10 @@ type groupEdit struct {
 }
 
 // observeGroup is the VM's state with its VM group membership, and the group's cluster, read only for a
-// claimed, powered-off VM whose providerSpec names a group: the one state in which Create or Delete acts on it.
-func observeGroup(ctx context.Context, s *session, spec *machinev1beta1.VSphereMachineProviderSpec, vm *machineVM) (vmState, *object.ClusterComputeResource, error) {
-	state := vm.state()
-	if !state.found || !state.claimed || state.power != types.VirtualMachinePowerStatePoweredOff || spec.Workspace.VMGroup == "" {
+// powered-off VM of the Machine's own (or adopted) whose providerSpec names a group: the one state in which
+// Create or Delete acts on it.
+func observeGroup(ctx context.Context, s *session, spec *machinev1beta1.VSphereMachineProviderSpec, vm *machineVM, state vmState) (vmState, *object.ClusterComputeResource, error) {
+	if !state.ours() && !state.adopted || state.power != types.VirtualMachinePowerStatePoweredOff || spec.Workspace.VMGroup == "" {
 		return state, nil, nil
 	}
 	cluster, err := groupCluster(ctx, vm.obj, spec.Workspace)

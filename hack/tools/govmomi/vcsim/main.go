@@ -1,7 +1,8 @@
 // Command vcsim serves govmomi's vCenter simulator (VPX model: datacenter
 // DC0, cluster DC0_C0, datastore LocalDS_0, port group DC0_DVPG0, a few VMs)
 // and its REST API (tags), built from the pinned github.com/vmware/govmomi
-// module. Upstream's vcsim main is a module the Go module proxy does not
+// module, with clones that keep their spec's configuration as on vCenter
+// (clone.go). Upstream's vcsim main is a module the Go module proxy does not
 // serve, so this is a small main of our own. It listens on loopback only:
 // the simulator accepts any client that knows the password.
 package main
@@ -44,6 +45,7 @@ func main() {
 		log.Fatalf("creating the inventory: %v", err)
 	}
 	defer model.Remove()
+	keepCloneConfig(model.Map()) // as vCenter: a clone has its spec's configuration
 	model.Service.Listen = &url.URL{Host: *listen, User: url.UserPassword(*user, *pass)}
 	model.Service.RegisterEndpoints = true
 	model.Service.TLS = new(tls.Config) // https with a self-signed certificate, as a vCenter

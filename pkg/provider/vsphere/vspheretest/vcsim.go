@@ -1,5 +1,6 @@
 // Package vspheretest starts govmomi's vCenter simulator (vcsim, VPX model, with the REST API for tags) on
-// 127.0.0.1 for the vSphere provider's tests, with a powered-off, hardware-15 template "rhcos".
+// 127.0.0.1 for the vSphere provider's tests, with a powered-off, hardware-15 template "rhcos"; clones keep
+// their spec's configuration, as on vCenter (KeepCloneConfig).
 package vspheretest
 
 import (
@@ -56,6 +57,7 @@ func Start(t testing.TB, hook func(*simulator.Model)) *VCenter {
 		t.Fatal(err)
 	}
 	t.Cleanup(model.Remove)
+	KeepCloneConfig(model.Map())
 	model.Service.Listen = &url.URL{Host: "127.0.0.1:0", User: url.UserPassword(Username, Password)} // loopback only
 	model.Service.RegisterEndpoints = true                                                           // REST API
 	model.Service.TLS = new(tls.Config)                                                              // https, as vCenter
