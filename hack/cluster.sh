@@ -24,7 +24,7 @@ up() {
 		[ -x "$bin/$b" ] || { echo "bin/$b is missing: run make tools" >&2; exit 1; }
 	done
 	mkdir -p "$KWOK_WORKDIR"
-	sed "s#@BIN@#$bin#g" "$root/hack/kwokctl.yaml" >"$config"
+	sed -e "s#@BIN@#$bin#g" -e "s#@ROOT@#$root#g" "$root/hack/kwokctl.yaml" >"$config"
 	if cluster_exists; then
 		echo "cluster $name exists; making sure it is running"
 		"$kwokctl" start cluster --name "$name" --wait 60s
