@@ -4,8 +4,8 @@
 # kubectl, the test binaries), and records each connect, sendto, sendmsg and
 # sendmmsg to an IPv4 or IPv6 address: a TCP dial, a DNS query (a UDP
 # connect or send to port 53) or any other datagram. It then prints those
-# destinations by process and exits 1 if any lies outside 127.0.0.0/8 and
-# ::1, else with COMMAND's status. E.g.
+# destinations by process and exits 1 if any lies outside 127.0.0.0/8, ::1
+# and the unspecified addresses, else with COMMAND's status. E.g.
 #   flock /tmp/mapi-cluster.lock hack/egress.sh hack/e2e-local.sh
 # The trace is kept in .local/egress/trace (EGRESS_TRACE to change it).
 set -uo pipefail
@@ -26,9 +26,11 @@ report=$(grep -E 'AF_INET6?,' "$trace" |
 	sort | uniq -c | sort -rn)
 echo "egress: destinations by process (count, process, address, port) in $trace:"
 echo "${report:-  (none)}"
-outside=$(awk '$3 !~ /^127\./ && $3 != "::1" && $3 !~ /^::ffff:127\./' <<<"$report" | grep . || true)
+# 0.0.0.0 and :: as a destination are this machine too (Linux delivers them
+# to the local host: etcd dials its own listen address 0.0.0.0 so).
+outside=$(awk '$3 !~ /^127\./ && $3 !~ /^::ffff:127\./ && $3 != "::1" && $3 != "0.0.0.0" && $3 != "::"' <<<"$report" | grep . || true)
 if [ -n "$outside" ]; then
-	echo "egress: FAIL: destinations outside 127.0.0.0/8 and ::1:" >&2
+	echo "egress: FAIL: destinations off this machine (outside 127.0.0.0/8, ::1, 0.0.0.0, ::):" >&2
 	echo "$outside" >&2
 	exit 1
 fi
