@@ -18,6 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
+	"github.com/machine-api-operator/machine-api-operator/test/vsphere/standin"
 )
 
 // kubeletCallTimeout bounds one logs or exec call: the API server answers at
@@ -80,27 +83,58 @@ func kubectl(ctx context.Context, t *testing.T, args ...string) (string, error) 
 }
 
 // TestKubeletCallsOnKubemarkNode runs `kubectl logs` and `kubectl exec`
-// against a pod on a kubemark Machine's Node. Either way they
-// answer within kubeletCallTimeout with the kubelet's answer, never with a
-// failure to reach it; on the local cluster that answer is kwok's, served at
-// the Node's loopback InternalIP: the simulated pod's log line, and a clear
-// refusal to exec.
+// against a pod on a kubemark Machine's Node (checkKubeletCalls).
 // Breaks if: hack/kwokctl.yaml loses kubelet-preferred-address-types
 // (the API server looks the Node's name up in DNS: "lookup ...: no such host"),
+// its kubelet-port ("dial tcp 127.x.y.z:10250: connect: connection refused")
 // or its ClusterLogs (kwok answers "no logs found" instead of the log line).
 func TestKubeletCallsOnKubemarkNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	requireKubemark(ctx, t)
-	local := localPID(operandPod(ctx, t).Status.ContainerStatuses[0]) != 0
-
 	m := newKubemarkMachine("e2e-kubelet-"+rand.String(5), "kubelet")
 	if err := cluster.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	deleteMachineOnCleanup(t, m)
 	nodeName, _ := waitRunning(ctx, t, m)
+	checkKubeletCalls(ctx, t, nodeName)
+}
 
+// TestVSphereKubeletCallsOnStandInNode is TestKubeletCallsOnKubemarkNode on a
+// Node of the vSphere stand-in kubelet (make run PLATFORM=vsphere's workers).
+// Breaks if: as TestKubeletCallsOnKubemarkNode.
+func TestVSphereKubeletCallsOnStandInNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if p := expectedOperand(ctx, t).platform; p != "VSphere" {
+		t.Skipf("platform %s: the stand-in kubelet runs on the VSphere platform (make run PLATFORM=vsphere)", p)
+	}
+	var nodeName string
+	waitFor(ctx, t, "a Ready Node of the stand-in kubelet", func(ctx context.Context) (bool, error) {
+		nodes := &corev1.NodeList{}
+		if err := cluster.List(ctx, nodes, client.HasLabels{standin.StandInLabel}); err != nil {
+			return false, err
+		}
+		for i := range nodes.Items {
+			if nodeutil.IsReady(&nodes.Items[i]) {
+				nodeName = nodes.Items[i].Name
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	checkKubeletCalls(ctx, t, nodeName)
+}
+
+// checkKubeletCalls runs `kubectl logs` and `kubectl exec` against a pod bound
+// to the Node. Either way they answer within kubeletCallTimeout with the
+// kubelet's answer, never with a failure to reach it; on the local cluster
+// that answer is kwok's, served at the Node's loopback InternalIP: the
+// simulated pod's log line, and a clear refusal to exec.
+func checkKubeletCalls(ctx context.Context, t *testing.T, nodeName string) {
+	t.Helper()
+	local := localPID(operandPod(ctx, t).Status.ContainerStatuses[0]) != 0
 	node := &corev1.Node{}
 	if err := cluster.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 		t.Fatal(err)
@@ -114,7 +148,6 @@ func TestKubeletCallsOnKubemarkNode(t *testing.T) {
 			}
 		}
 	}
-
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-kubelet-"}}
 	if err := cluster.Create(ctx, ns); err != nil {
 		t.Fatalf("creating namespace: %v", err)
