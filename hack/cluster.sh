@@ -15,6 +15,17 @@ export KWOK_WORKDIR=$local_dir/kwok
 config=$KWOK_WORKDIR/kwok.yaml
 kwokctl=$bin/kwokctl
 
+# free_port FROM: the first port from FROM on which nothing listens on
+# loopback (kwok's kubelet server, hack/kwokctl.yaml's @KUBELET_PORT@).
+free_port() {
+	local p
+	for p in $(seq "$1" $(($1 + 100))); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+	done
+	echo "no free port in $1..$(($1 + 100))" >&2
+	return 1
+}
+
 cluster_exists() {
 	"$kwokctl" get clusters 2>/dev/null | grep -qx "$name"
 }
@@ -24,7 +35,8 @@ up() {
 		[ -x "$bin/$b" ] || { echo "bin/$b is missing: run make tools" >&2; exit 1; }
 	done
 	mkdir -p "$KWOK_WORKDIR"
-	sed "s#@BIN@#$bin#g" "$root/hack/kwokctl.yaml" >"$config"
+	kubelet_port=$(free_port 10250)
+	sed -e "s#@BIN@#$bin#g" -e "s#@ROOT@#$root#g" -e "s#@KUBELET_PORT@#$kubelet_port#g" "$root/hack/kwokctl.yaml" >"$config"
 	if cluster_exists; then
 		echo "cluster $name exists; making sure it is running"
 		"$kwokctl" start cluster --name "$name" --wait 60s
