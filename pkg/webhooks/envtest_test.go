@@ -90,6 +90,10 @@ type apiServerOptions struct {
 	reader func(t *testing.T, cfg *rest.Config, c client.Client) client.Reader
 	// machineNamespace is Options.MachineNamespace.
 	machineNamespace string
+	// policies installs the operator's ValidatingAdmissionPolicies too.
+	policies bool
+	// noServer starts no webhook server: the webhooks are configured but unreachable.
+	noServer bool
 }
 
 // forMachineAPI is true when a webhook's rules are on machine.openshift.io.
@@ -154,6 +158,16 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 	c, err := client.New(clientCfg, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if opts.policies {
+		for _, o := range render.AdmissionPolicies() {
+			if err := c.Create(context.Background(), o); err != nil {
+				t.Fatalf("installing %s %s: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+			}
+		}
+	}
+	if opts.noServer {
+		return c
 	}
 
 	wo := env.WebhookInstallOptions

@@ -8,10 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"regexp"
-	"slices"
-	"sort"
-	"strconv"
 
 	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -122,63 +118,6 @@ func decode(raw []byte, into any) error {
 		return fmt.Errorf("decoding the object: %s: %w", path, err)
 	}
 	return fmt.Errorf("decoding the object: %w", err)
-}
-
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// locate returns the path (spec.taints[0].timeAdded) of the value in raw that makes
-// decoding into a t fail with msg ("" if none): it bisects the members whose prefix fails.
-func locate(raw []byte, t reflect.Type, msg string) string {
-	path, doc, from, to := "", raw, 0, len(raw) // the node searched is doc[from:to]
-	for {
-		keys, spans := members(doc[from:to])
-		// upTo is doc without the node's members after the i-th.
-		upTo := func(i int) []byte { return slices.Concat(doc[:from+spans[i][1]], doc[to-1:]) }
-		i := sort.Search(len(spans), func(i int) bool {
-			err := sigsjson.UnmarshalCaseSensitivePreserveInts(upTo(i), reflect.New(t).Interface())
-			return err != nil && err.Error() == msg
-		})
-		if i == len(spans) {
-			return path
-		}
-		switch { // metadata.name, a[0], or ["a key"] for a non-identifier
-		case keys == nil:
-			path = fmt.Sprintf("%s[%d]", path, i)
-		case !identifier.MatchString(keys[i]):
-			path += "[" + strconv.Quote(keys[i]) + "]"
-		case path == "":
-			path = keys[i]
-		default:
-			path += "." + keys[i]
-		}
-		doc, from, to = upTo(i), from+spans[i][0], from+spans[i][1]
-	}
-}
-
-// members splits a JSON object's or array's text (no surrounding space) into its
-// keys (nil for an array) and the [start, end) of its values, duplicate keys kept.
-func members(node []byte) (keys []string, spans [][2]int) {
-	dec := json.NewDecoder(bytes.NewReader(node))
-	tok, err := dec.Token()
-	if err != nil || (tok != json.Delim('{') && tok != json.Delim('[')) {
-		return nil, nil
-	}
-	for dec.More() {
-		if tok == json.Delim('{') {
-			k, err := dec.Token()
-			if err != nil {
-				return nil, nil
-			}
-			keys = append(keys, k.(string))
-		}
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return nil, nil
-		}
-		end := int(dec.InputOffset())
-		spans = append(spans, [2]int{end - len(v), end})
-	}
-	return keys, spans
 }
 
 // mutate answers a CREATE (and, with onUpdate, an UPDATE; old is nil on

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,4 +52,32 @@ func LifecycleHooksAdmissionPolicyYAML() ([]byte, error) {
 		out = append(append(out, "---\n"...), b...)
 	}
 	return out, nil
+}
+
+// TestAdmissionPolicies: every policy is failurePolicy Fail, carries the common labels and
+// has a Deny binding of its name, and AdmissionPolicyNames lists exactly them.
+// Breaks if: a policy is added without its binding or name, or rendered failurePolicy Ignore.
+func TestAdmissionPolicies(t *testing.T) {
+	objs := AdmissionPolicies()
+	var policies, bindings []string
+	for _, o := range objs {
+		if o.GetLabels()[PartOfLabel] != PartOfValue {
+			t.Errorf("%s has labels %v", o.GetName(), o.GetLabels())
+		}
+		switch x := o.(type) {
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			if x.Spec.FailurePolicy == nil || *x.Spec.FailurePolicy != admissionregistrationv1.Fail {
+				t.Errorf("%s: failurePolicy %v, want Fail", x.Name, x.Spec.FailurePolicy)
+			}
+			policies = append(policies, x.Name)
+		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			if x.Spec.PolicyName != x.Name || len(x.Spec.ValidationActions) != 1 || x.Spec.ValidationActions[0] != admissionregistrationv1.Deny {
+				t.Errorf("binding %s: %+v", x.Name, x.Spec)
+			}
+			bindings = append(bindings, x.Name)
+		}
+	}
+	if !slices.Equal(policies, AdmissionPolicyNames) || !slices.Equal(bindings, AdmissionPolicyNames) {
+		t.Errorf("policies %v, bindings %v, want %v each", policies, bindings, AdmissionPolicyNames)
+	}
 }

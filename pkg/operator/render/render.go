@@ -66,10 +66,7 @@ func Render(cfg config.Config) ([]client.Object, error) {
 			validatingWebhookConfiguration(cfg, config.Metal3RemediationWebhookConfigurationName, metal3ValidatingWebhooks),
 			mutatingWebhookConfiguration(cfg, config.Metal3RemediationWebhookConfigurationName, metal3MutatingWebhooks))
 	}
-	policy, binding := LifecycleHooksAdmissionPolicy()
-	policy.Labels = withCommonLabels(policy.Labels)
-	binding.Labels = withCommonLabels(binding.Labels)
-	objs = append(objs, policy, binding)
+	objs = append(objs, AdmissionPolicies()...)
 	return objs, nil
 }
 
