@@ -1,7 +1,9 @@
 package operand_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -13,13 +15,14 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
@@ -53,27 +56,43 @@ func init() {
 // roles and bindings (kubemark platform).
 func applyOperandRBAC(t *testing.T, ns string) {
 	t.Helper()
-	objs, err := render.Render(config.Config{
-		Namespace: ns, PlatformType: configv1.ExternalPlatformType, ExternalPlatformName: config.KubemarkPlatformName,
-		Images:        config.Images{MachineAPIOperator: "example.io/mao:test", ClusterAPIControllerKubemark: "example.io/kubemark:test"},
-		ProviderImage: "example.io/kubemark:test", MachineHealthCheckEnabled: true,
-	})
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, o := range objs {
-		switch o.(type) {
-		case *corev1.ServiceAccount, *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
-			o.SetResourceVersion("")
-			if err := env.Client.Create(context.Background(), o); err != nil {
-				t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+	for _, file := range []string{"0000_30_machine-api-operator_09_serviceaccount.yaml", "0000_30_machine-api-operator_09_controllers-rbac.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "install", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The install's objects, moved into this test's namespace.
+		data = []byte(strings.ReplaceAll(string(data), config.DefaultNamespace, ns))
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			switch u.GetKind() {
+			case "ServiceAccount":
+				if u.GetName() != render.ControllersServiceAccountName {
+					continue
+				}
+			case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			default:
+				continue
+			}
+			if err := env.Client.Create(context.Background(), u); err != nil {
+				t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
 			n++
 		}
 	}
 	if n != 5 {
-		t.Fatalf("rendered %d RBAC objects, want the ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding", n)
+		t.Fatalf("install/ holds %d operand RBAC objects, want the ServiceAccount, ClusterRole, ClusterRoleBinding, Role, RoleBinding", n)
 	}
 }
 
@@ -205,8 +224,8 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-// TestSecureMetrics: an operand's metrics endpoint, run with exactly the RBAC
-// the operator renders for the operands, is HTTPS with a self-signed
+// TestSecureMetrics: an operand's metrics endpoint, run with exactly the
+// operand RBAC that install/ ships, is HTTPS with a self-signed
 // certificate and answers 401 without (or with invalid) credentials, 403 to
 // a ServiceAccount without GET /metrics, and 200 with the series to one
 // bound to a ClusterRole with nonResourceURLs ["/metrics"] get.
