@@ -3,8 +3,8 @@ package operand_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
