@@ -26,6 +26,44 @@ free_port() {
 	return 1
 }
 
+# The API server's webhook client identity (docs/openshift.md, "The webhook server
+# serves only the API server"): a CA and a client certificate it signs, which the
+# kube-apiserver presents to the machine-api webhooks (admission.yaml, named in
+# hack/kwokctl.yaml). hack/local/deploy.sh puts the CA into the ConfigMap
+# machine-api-webhook-client-ca, so the machineset-controller serves only it.
+webhook_client=$KWOK_WORKDIR/webhook-client
+webhook_client_pki() {
+	local d=$webhook_client
+	[ -s "$d/admission.yaml" ] && return 0
+	mkdir -p "$d"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+		-subj /CN=machine-api-local-webhook-client-ca -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=kube-apiserver-webhook-client \
+		-keyout "$d/client.key" -out "$d/client.csr" 2>/dev/null
+	printf 'extendedKeyUsage=clientAuth\nkeyUsage=digitalSignature\n' >"$d/client.ext"
+	openssl x509 -req -in "$d/client.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 3650 \
+		-extfile "$d/client.ext" -out "$d/client.crt" 2>/dev/null
+	cat >"$d/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+users:
+- name: '*.openshift-machine-api.svc'
+  user:
+    client-certificate: $d/client.crt
+    client-key: $d/client.key
+KC
+	cat >"$d/admission.yaml.tmp" <<AC
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration: {apiVersion: apiserver.config.k8s.io/v1, kind: WebhookAdmissionConfiguration, kubeConfigFile: $d/kubeconfig}
+- name: MutatingAdmissionWebhook
+  configuration: {apiVersion: apiserver.config.k8s.io/v1, kind: WebhookAdmissionConfiguration, kubeConfigFile: $d/kubeconfig}
+AC
+	mv "$d/admission.yaml.tmp" "$d/admission.yaml"
+}
+
 cluster_exists() {
 	"$kwokctl" get clusters 2>/dev/null | grep -qx "$name"
 }
@@ -36,7 +74,9 @@ up() {
 	done
 	mkdir -p "$KWOK_WORKDIR"
 	kubelet_port=$(free_port 10250)
-	sed -e "s#@BIN@#$bin#g" -e "s#@ROOT@#$root#g" -e "s#@KUBELET_PORT@#$kubelet_port#g" "$root/hack/kwokctl.yaml" >"$config"
+	webhook_client_pki
+	sed -e "s#@BIN@#$bin#g" -e "s#@ROOT@#$root#g" -e "s#@KUBELET_PORT@#$kubelet_port#g" \
+		-e "s#@WEBHOOK_CLIENT@#$webhook_client#g" "$root/hack/kwokctl.yaml" >"$config"
 	if cluster_exists; then
 		echo "cluster $name exists; making sure it is running"
 		"$kwokctl" start cluster --name "$name" --wait 60s

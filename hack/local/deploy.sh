@@ -45,6 +45,14 @@ kubectl wait --for condition=Established --timeout=60s crd --all >/dev/null
 echo "deploy: bin/kustomize build config | bin/kubectl apply --server-side -f -; make kubemark-infra"
 bin/kustomize build config | kubectl apply --server-side -f - >/dev/null
 KUBECTL="$root/bin/kubectl" hack/kubemark-infra.sh >/dev/null
+# The CA of the API server's webhook client certificate (hack/cluster.sh): the
+# machineset-controller then serves only the API server.
+client_ca=$local_dir/kwok/webhook-client/ca.crt
+if [ -s "$client_ca" ]; then
+	echo "deploy: ConfigMap machine-api-webhook-client-ca (the webhooks serve only the API server)"
+	kubectl create configmap machine-api-webhook-client-ca -n openshift-machine-api --from-file=ca.crt="$client_ca" \
+		--dry-run=client -o yaml | kubectl apply --server-side -f - >/dev/null
+fi
 echo "deploy: a simulated control-plane node for the operator's and operand's pods"
 kubectl apply --server-side -f hack/local/node.yaml >/dev/null
 

@@ -64,6 +64,9 @@ type WebhookOptions struct {
 	Host    string // "" binds every address
 	Port    int
 	CertDir string // tls.crt and tls.key
+	// ClientCAFile, when set, serves only clients whose certificate it signed
+	// (the API server's, see docs/openshift.md); a missing file accepts any client.
+	ClientCAFile string
 }
 
 // Defaults returns the options of a binary; leaderElectionID names its Lease.
@@ -116,6 +119,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fs.IntVar(&o.Webhook.Port, "webhook-port", o.Webhook.Port, "Port of the webhook server.")
 		fs.StringVar(&o.Webhook.CertDir, "webhook-cert-dir", o.Webhook.CertDir,
 			"Directory with the serving certificate (tls.crt, tls.key); a rotated certificate is picked up without a restart.")
+		fs.StringVar(&o.Webhook.ClientCAFile, "webhook-client-ca-file", o.Webhook.ClientCAFile,
+			"PEM CA bundle: serve only webhook clients (the API server) with a client certificate it signed; read again when it changes; a missing file accepts any client.")
 	}
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -180,10 +185,17 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 	var webhookServer webhook.Server
 	if w := o.Webhook; w != nil && w.Enabled {
 		// Its certwatcher reloads a rotated certificate.
+		tlsOpts := []func(*tls.Config){applyTLS}
+		if w.ClientCAFile != "" {
+			tlsOpts = append(tlsOpts, RequestClientCert)
+		}
 		webhookServer = webhook.NewServer(webhook.Options{
 			Host: w.Host, Port: w.Port, CertDir: w.CertDir, CertName: "tls.crt", KeyName: "tls.key",
-			TLSOpts: []func(*tls.Config){applyTLS},
+			TLSOpts: tlsOpts,
 		})
+		if w.ClientCAFile != "" {
+			webhookServer = VerifyingServer{Server: webhookServer, CAs: NewClientCAs(w.ClientCAFile)}
+		}
 	}
 	var lock *leaderelection.Lock
 	var lockInterface resourcelock.Interface // nil stays an untyped nil

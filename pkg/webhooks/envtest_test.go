@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"crypto/tls"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -94,6 +96,11 @@ type apiServerOptions struct {
 	policies bool
 	// noServer starts no webhook server: the webhooks are configured but unreachable.
 	noServer bool
+	// clientCA: the API server presents a certificate it signed to the webhooks,
+	// and the webhook server serves only such clients (operand.VerifyingServer).
+	clientCA *testClientCA
+	// served, if set, gets the webhook server's address and serving CA once it is ready.
+	served func(host string, port int, caPEM []byte)
 }
 
 // forMachineAPI is true when a webhook's rules are on machine.openshift.io.
@@ -139,6 +146,9 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	if opts.clientCA != nil {
+		env.ControlPlane.GetAPIServer().Configure().Set("admission-control-config-file", opts.clientCA.admissionConfig(t))
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("starting envtest from %s: %v", binDir, err)
@@ -174,10 +184,17 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 	if wo.LocalServingHost != loopback {
 		t.Fatalf("webhooks served on %s, want %s", wo.LocalServingHost, loopback)
 	}
+	var tlsOpts []func(*tls.Config)
+	if opts.clientCA != nil {
+		tlsOpts = append(tlsOpts, operand.RequestClientCert)
+	}
 	srv := webhook.NewServer(webhook.Options{
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-		CertName: CertName, KeyName: KeyName,
+		CertName: CertName, KeyName: KeyName, TLSOpts: tlsOpts,
 	})
+	if opts.clientCA != nil {
+		srv = operand.VerifyingServer{Server: srv, CAs: operand.NewClientCAs(opts.clientCA.caFile)}
+	}
 	var reader client.Reader = c
 	if opts.reader != nil {
 		reader = opts.reader(t, cfg, c)
@@ -199,6 +216,9 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 		return ready(nil) == nil, nil
 	}); err != nil {
 		t.Fatalf("webhook server not ready: %v", err)
+	}
+	if opts.served != nil {
+		opts.served(wo.LocalServingHost, wo.LocalServingPort, wo.LocalServingCAData)
 	}
 	return c
 }

@@ -81,7 +81,8 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 			name: MachineSetContainer, image: cfg.Images.MachineAPIOperator, command: "/machineset-controller",
 			healthPort: machineSetHealthPort, metricsPort: machineSetMetricsPort, metricsName: machineSetMetricsName,
 			webhookPort: portWebhookServer, webhookNumber: webhookServerPort, certVolume: "machineset-webhook-cert",
-			extraArgs: append(clientArgs(), featureGatesArg(cfg)),
+			extraArgs:   append(clientArgs(), featureGatesArg(cfg), "--webhook-client-ca-file="+webhookClientCADir+"/"+WebhookClientCAKey),
+			extraMounts: []corev1.VolumeMount{{Name: webhookClientCAVolume, MountPath: webhookClientCADir, ReadOnly: true}},
 		}),
 	}
 	if providerIsOurs(cfg) {
@@ -121,6 +122,7 @@ func deployment(cfg config.Config) *appsv1.Deployment {
 	volumes := []corev1.Volume{
 		secretVolume("machineset-webhook-cert", config.WebhookCertSecretName),
 		secretVolume("machine-webhook-cert", config.MachineWebhookCertSecretName),
+		webhookClientCAVolumeSource(),
 	}
 	if cfg.Webhook.ServiceCA {
 		volumes = append(volumes, secretVolume(metricsCertVolume, ControllersMetricsCertSecretName))
@@ -189,6 +191,7 @@ type operand struct {
 	certVolume              string // mounted at webhookCertDir when webhookPort is set
 	extraArgs               []string
 	extraEnv                []corev1.EnvVar
+	extraMounts             []corev1.VolumeMount
 }
 
 // providerIsOurs: the machine-controller container runs this project's binary.
@@ -214,6 +217,7 @@ func operandContainer(cfg config.Config, o operand) corev1.Container {
 	}
 	args = append(args, TLSArgs(cfg.TLS)...)
 	args = append(args, o.extraArgs...)
+	mounts = append(mounts, o.extraMounts...)
 	// Unique per pod: a shared name draws an API warning on every apply.
 	healthName := strings.TrimSuffix(o.metricsName, "mtrc") + "hlth"
 	ports = append(ports, tcpPort(healthName, o.healthPort), tcpPort(o.metricsName, o.metricsPort))
@@ -326,6 +330,22 @@ func restrictedSecurityContext() *corev1.SecurityContext {
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// The webhook client CA: with the ConfigMap present the machineset-controller serves only
+// clients whose certificate it signed (the API server's); absent, any client (docs/openshift.md).
+const (
+	WebhookClientCAConfigMapName = "machine-api-webhook-client-ca"
+	WebhookClientCAKey           = "ca.crt"
+	webhookClientCAVolume        = "webhook-client-ca"
+	webhookClientCADir           = "/etc/machine-api-operator/webhook-client-ca"
+)
+
+func webhookClientCAVolumeSource() corev1.Volume {
+	return corev1.Volume{Name: webhookClientCAVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: WebhookClientCAConfigMapName},
+		DefaultMode:          ptr.To[int32](420), Optional: ptr.To(true),
+	}}}
 }
 
 // secretVolume mounts a required serving-certificate secret: no webhook
