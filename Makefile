@@ -36,6 +36,11 @@ CLUSTER_BINS := $(addprefix $(BIN)/,$(CLUSTER_TOOLS))
 PROMTOOL_MOD := hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/build-tool.sh
 # staticcheck (make lint) likewise.
 STATICCHECK_MOD := hack/tools/staticcheck/go.mod hack/tools/staticcheck/go.sum hack/build-tool.sh
+# govulncheck and golang.org/x/vulndb (make vulncheck) likewise: vulndb's
+# OSV files at the pinned version, indexed by its cmd/indexdb, are the local
+# vulnerability database (bin/vulndb); nothing is fetched from vuln.go.dev.
+VULN_MOD := hack/tools/vuln/go.mod hack/tools/vuln/go.sum hack/build-tool.sh
+VULNDB := $(BIN)/vulndb
 
 .PHONY: tools
 tools: cluster-tools $(BIN)/controller-gen $(BIN)/promtool ## Build kube-apiserver, etcd, kubectl, kwok, kustomize, controller-gen, promtool into bin/ (once; cold build times in docs/performance.md)
@@ -60,6 +65,17 @@ $(BIN)/promtool: $(PROMTOOL_MOD)
 
 $(BIN)/staticcheck: $(STATICCHECK_MOD)
 	@hack/build-tool.sh staticcheck honnef.co/go/tools/cmd/staticcheck
+
+$(BIN)/govulncheck $(BIN)/vulndb-index &: $(VULN_MOD)
+	@BIN_DIR=$(BIN) hack/build-tool.sh govulncheck golang.org/x/vuln/cmd/govulncheck vulndb-index golang.org/x/vulndb/cmd/indexdb
+
+# Built beside the old one and swapped in, so an interrupted build leaves no
+# half database behind.
+$(VULNDB)/index/db.json: $(BIN)/vulndb-index $(VULN_MOD)
+	@osv=$$(cd hack/tools/vuln && go mod download golang.org/x/vulndb && go list -m -f '{{.Dir}}' golang.org/x/vulndb)/data/osv; \
+	echo "vulndb: indexing $$osv"; \
+	rm -rf $(VULNDB).new && $(BIN)/vulndb-index -vulns "$$osv" -out $(VULNDB).new && \
+	rm -rf $(VULNDB) && mv $(VULNDB).new $(VULNDB)
 
 # govc and vcsim (the local vSphere, PLATFORM=vsphere) are pinned by
 # hack/tools/govmomi and built on demand, not by make tools (~70 s together).
@@ -97,6 +113,13 @@ lint: $(BIN)/staticcheck ## go vet (also the e2e and chaos suites), staticcheck 
 	@# Tracked and new (untracked, not ignored) files that exist in the working tree.
 	@out=$$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done | xargs -r gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# govulncheck exits 0 with -format json whatever it finds; hack/vulncheck
+# decides (and fails on an empty or broken stream), pipefail keeps
+# govulncheck's own errors.
+.PHONY: vulncheck
+vulncheck: $(BIN)/govulncheck $(VULNDB)/index/db.json ## govulncheck ./... against the local database of the pinned golang.org/x/vulndb: fails on a reachable known vulnerability (standard library ones of the toolchain only if listed in hack/vulncheck/accepted.txt)
+	$(BIN)/govulncheck -db file://$(VULNDB) -format json ./... | go run ./hack/vulncheck -accepted hack/vulncheck/accepted.txt
 
 FUZZTIME ?= 30s
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # build-tool.sh NAME PACKAGE [NAME PACKAGE ...]: builds pinned tools from
 # hack/tools/go.mod into bin/NAME (promtool, staticcheck: from
-# hack/tools/<name>/go.mod, modules of their own; govc, vcsim: ./govc and
-# ./vcsim of hack/tools/govmomi). Tools of one module given together are built
+# hack/tools/<name>/go.mod, modules of their own; govulncheck and x/vulndb's
+# indexdb: hack/tools/vuln; govc, vcsim: ./govc and ./vcsim of
+# hack/tools/govmomi). Tools of one module given together are built
 # by one `go build`: their shared packages (most of k8s.io/kubernetes for the
 # local cluster's binaries) are compiled once, and one binary's link overlaps
 # the next one's compiling, so both cores stay busy.
@@ -21,6 +22,7 @@ moduleof() {
 	case "$1" in
 	github.com/prometheus/prometheus/*) echo hack/tools/promtool ;;
 	honnef.co/go/tools/*) echo hack/tools/staticcheck ;;
+	golang.org/x/vuln/* | golang.org/x/vulndb/*) echo hack/tools/vuln ;;
 	# Mains of our own on the pinned github.com/vmware/govmomi.
 	./govc | ./vcsim) echo hack/tools/govmomi ;;
 	*) echo hack/tools ;;
