@@ -15,7 +15,9 @@ command -v strace >/dev/null || { echo "strace is missing (apt-get install -y st
 trace=${EGRESS_TRACE:-$root/.local/egress/trace}
 mkdir -p "$(dirname "$trace")"
 
-# -Y names each line's process; --seccomp-bpf stops only on the traced calls.
+# -Y names each line's process (the local pod runner's containers, executed
+# through a descriptor, show as its number, e.g. "6"); --seccomp-bpf stops
+# only on the traced calls.
 strace -f --seccomp-bpf -qq -Y -e signal=none -e trace=connect,sendto,sendmsg,sendmmsg -o "$trace" "$@"
 status=$?
 
