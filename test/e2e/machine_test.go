@@ -111,8 +111,17 @@ func TestMachineBecomesRunning(t *testing.T) {
 	if n.Labels["e2e-pool"] != "run" {
 		t.Errorf("node labels %v lack the Machine's spec.metadata label e2e-pool=run", n.Labels)
 	}
-	if m.Spec.ProviderID == nil || n.Spec.ProviderID != *m.Spec.ProviderID {
-		t.Errorf("providerID: machine %v, node %q", m.Spec.ProviderID, n.Spec.ProviderID)
+	// The machine controller writes spec.providerID after the status write
+	// (pkg/controller/machine persistProviderID), and nodelink may link the
+	// Node by its internal IP first: Running can come a moment earlier.
+	waitFor(ctx, t, "machine "+m.Name+" spec.providerID", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return false, err
+		}
+		return m.Spec.ProviderID != nil, nil
+	})
+	if n.Spec.ProviderID != *m.Spec.ProviderID {
+		t.Errorf("providerID: machine %q, node %q", *m.Spec.ProviderID, n.Spec.ProviderID)
 	}
 }
 
