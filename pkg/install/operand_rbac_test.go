@@ -89,6 +89,8 @@ func operandAccess() []access {
 		add([]string{"update"}, machine, r, "finalizers", namespace, "x")
 	}
 	add(read, machine, "machinehealthchecks", "", namespace, "")
+	// Orphan collection confirms in any namespace that an instance's Machine is gone.
+	add([]string{"list"}, machine, "machines", "", "another-installation", "")
 	add([]string{"update", "patch"}, machine, "machinehealthchecks", "status", namespace, "x")
 	add([]string{"get"}, "", "secrets", "", namespace, "worker-user-data")
 	add([]string{"get"}, "", "configmaps", "", namespace, "c")

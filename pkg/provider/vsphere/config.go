@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,9 +151,20 @@ func cloudConfigFor(text, server string) (string, bool, error) {
 			return strconv.Itoa(p)
 		}
 		global = endpoint{port(y.Global.Port), y.Global.InsecureFlag}
-		for name, v := range y.VCenter {
-			if cmp.Or(v.Server, name) == server {
-				vc = endpoint{port(v.Port), v.InsecureFlag}
+		// An entry naming the server in its server field wins over one keyed by it; among equals the
+		// first key in order, so that the answer never depends on map order.
+		best := 0
+		for _, name := range slices.Sorted(maps.Keys(y.VCenter)) {
+			v := y.VCenter[name]
+			rank := 0
+			switch {
+			case v.Server == server:
+				rank = 2
+			case v.Server == "" && name == server:
+				rank = 1
+			}
+			if rank > best {
+				best, vc = rank, endpoint{port(v.Port), v.InsecureFlag}
 			}
 		}
 	}
