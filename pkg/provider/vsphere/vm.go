@@ -91,26 +91,29 @@ func (v *machineVM) read(ctx context.Context, props []string) (*machineVM, error
 }
 
 // findByName finds the VM named name directly in the workspace folder (nil: none, or no such folder), with its
-// ownership mark.
+// ownership mark: one inventory-path lookup for an absolute folder (the installer's and OpenShift's form).
 func findByName(ctx context.Context, s *session, folder, name string) (*machineVM, error) {
-	f, err := s.finder.FolderOrDefault(ctx, folder)
-	if err != nil {
-		var nf *find.NotFoundError
-		if errors.As(err, &nf) {
-			return nil, nil
+	dir := folder
+	if !strings.HasPrefix(dir, "/") { // none (the datacenter's VM folder), or relative to the datacenter
+		f, err := s.finder.FolderOrDefault(ctx, folder)
+		if err != nil {
+			var nf *find.NotFoundError
+			if errors.As(err, &nf) {
+				return nil, nil
+			}
+			return nil, lookupError("folder", "workspace.folder", folder, err)
 		}
-		return nil, lookupError("folder", "workspace.folder", folder, err)
+		dir = f.InventoryPath
 	}
-	p := path.Join(f.InventoryPath, name)
-	vm, err := s.finder.VirtualMachine(ctx, p)
+	p := path.Join(dir, name)
+	ref, err := object.NewSearchIndex(s.client.Client).FindByInventoryPath(ctx, strings.TrimPrefix(p, "/"))
 	if err != nil {
-		var nf *find.NotFoundError
-		if errors.As(err, &nf) {
-			return nil, nil
-		}
 		return nil, fmt.Errorf("finding VM %s: %w", p, err)
 	}
-	v, err := (&machineVM{obj: vm}).read(ctx, append(slices.Clone(vmProperties), "config.extraConfig"))
+	if ref == nil || ref.Reference().Type != "VirtualMachine" {
+		return nil, nil
+	}
+	v, err := (&machineVM{obj: object.NewVirtualMachine(s.client.Client, ref.Reference())}).read(ctx, append(slices.Clone(vmProperties), "config.extraConfig"))
 	if err != nil || v == nil {
 		return v, err
 	}
