@@ -7,6 +7,7 @@ import (
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+	"k8s.io/utils/ptr"
 )
 
 // KeepCloneConfig makes vcsim apply a clone spec's configuration (instance UUID, extraConfig, annotation,
@@ -18,6 +19,7 @@ func KeepCloneConfig(r *simulator.Registry) {
 	prev := r.Handler
 	r.Handler = func(ctx *simulator.Context, m *simulator.Method) (mo.Reference, types.BaseMethodFault) {
 		if req, ok := m.Body.(*types.CloneVM_Task); ok && req.Spec.Config != nil {
+			numberNICs(req.Spec.Config.DeviceChange)
 			spec := *req.Spec.Config
 			spec.DeviceChange = nil // vcsim applies the device changes itself
 			k.mu.Lock()
@@ -30,6 +32,24 @@ func KeepCloneConfig(r *simulator.Registry) {
 		return nil, nil
 	}
 	r.AddHandler(k)
+}
+
+// numberNICs gives each added NIC that has none a unit number (7 on, PCI's offset), as vCenter does itself.
+// vcsim v0.54.0 would otherwise attach it to the clone's PCI controller, which every VM of its default
+// devices shares (esx.VirtualDevice): a clone appending to it raced with another VM's power-on copying it
+// (seen under -race with concurrent Creates). The provider never sends a unit number.
+func numberNICs(changes []types.BaseVirtualDeviceConfigSpec) {
+	unit := int32(7)
+	for _, c := range changes {
+		spec := c.GetVirtualDeviceConfigSpec()
+		if _, nic := spec.Device.(types.BaseVirtualEthernetCard); !nic || spec.Operation != types.VirtualDeviceConfigSpecOperationAdd {
+			continue
+		}
+		if d := spec.Device.GetVirtualDevice(); d.UnitNumber == nil {
+			d.UnitNumber = ptr.To(unit)
+		}
+		unit++
+	}
 }
 
 type cloneKey struct {
