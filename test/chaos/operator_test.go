@@ -350,8 +350,9 @@ func TestOperatorKilledDuringChanges(t *testing.T) {
 	})
 	// The webhook server serves the new certificate: admission works.
 	waitFor(ctx, t, "the webhook refuses an invalid MachineSet with the rotated certificate", func(ctx context.Context) (bool, error) {
+		// A providerSpec rule: the webhook's, not one of the admission policies the API server runs itself.
 		ms := newMachineSet("chaos-refused")
-		ms.Spec.Selector.MatchLabels = map[string]string{poolLabel: "something-else"}
+		ms.Spec.Template.Spec.ProviderSpec.Value.Raw = []byte(`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpus":"4"}`)
 		err := cluster.Create(ctx, ms)
 		if err == nil {
 			_ = cluster.Delete(ctx, ms)
