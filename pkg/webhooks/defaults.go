@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // ClusterIDLabel identifies the cluster a Machine belongs to.
@@ -17,6 +18,8 @@ type Defaulted struct {
 	ProviderSpec []string // the providerSpec.value keys filled in
 	Spec         []string // a MachineDeployment's spec fields filled in
 	Warnings     []string // the platform's notes on its defaults (logged only)
+	// Refused: why the request is refused instead (ProviderSpecRefusal), as OpenShift's defaulting does.
+	Refused field.ErrorList
 }
 
 // Changed is true when defaulting changed anything.
@@ -28,6 +31,7 @@ func (d Defaulted) Changed() bool {
 // and, where the machine controller will remove it, its finalizer (saves it a write).
 func DefaultMachine(m *machinev1beta1.Machine, cluster ClusterInfo) Defaulted {
 	var d Defaulted
+	d.Refused = ProviderSpecRefusal(m.Spec.ProviderSpec, cluster)
 	m.Labels, d.Labels = defaultClusterLabel(m.Labels, cluster.InfrastructureName)
 	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&m.Spec.ProviderSpec, cluster)
 	if machineFinalizerDue(m, cluster) {
@@ -65,7 +69,7 @@ func defaultTemplated(labels *map[string]string, tmpl *machinev1beta1.MachineTem
 	var own, inTemplate bool
 	*labels, own = defaultClusterLabel(*labels, cluster.InfrastructureName)
 	tmpl.Labels, inTemplate = defaultClusterLabel(tmpl.Labels, cluster.InfrastructureName)
-	d := Defaulted{Labels: own || inTemplate}
+	d := Defaulted{Labels: own || inTemplate, Refused: ProviderSpecRefusal(tmpl.Spec.ProviderSpec, cluster)}
 	d.ProviderSpec, d.Warnings = DefaultProviderSpec(&tmpl.Spec.ProviderSpec, cluster)
 	return d
 }

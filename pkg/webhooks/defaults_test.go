@@ -3,6 +3,7 @@ package webhooks
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -236,4 +237,42 @@ func TestDefaultMachineSet(t *testing.T) {
 			t.Errorf("MachineSet changed: %+v", ms)
 		}
 	})
+}
+
+// TestProviderSpecRefusal: as OpenShift's defaulting webhook, a value of the cluster's platform that is
+// missing or does not decode is refused, with OpenShift's one field error; other providers' are not.
+func TestProviderSpecRefusal(t *testing.T) {
+	const missing = "providerSpec.value: Required value: a value must be provided"
+	azure := ClusterInfo{Provider: ProviderAzure, InfrastructureName: testInfraName}
+	tests := []struct {
+		name    string
+		in      string // "" = no value
+		cluster ClusterInfo
+		want    string // the one error's text, or a prefix of it; "" = none
+	}{
+		{name: "AWS, no value", cluster: awsCluster, want: missing},
+		{name: "AWS, null", in: "null", cluster: awsCluster, want: missing},
+		{name: "Azure, no value", cluster: azure, want: missing},
+		{name: "AWS, a value of the wrong shape", in: `{"instanceType":5}`, cluster: awsCluster,
+			want: "providerSpec.value: Invalid value: "},
+		{name: "AWS, not an object", in: `[1]`, cluster: awsCluster, want: "providerSpec.value: Invalid value: "},
+		{name: "AWS, an empty value", in: `{}`, cluster: awsCluster},
+		{name: "AWS, another platform's kind", in: `{"kind":"GCPMachineProviderSpec","zone":5}`, cluster: awsCluster},
+		{name: "AWS, a kubemark value", in: `{"apiVersion":"` + kubemarkAPIVersion + `"}`, cluster: awsCluster},
+		{name: "kubemark, no value (defaulted instead)", cluster: kubemarkCluster},
+		{name: "unknown platform, no value", cluster: unknownCluster},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := ProviderSpecRefusal(value(tc.in), tc.cluster)
+			if tc.want == "" {
+				checkErrors(t, errs)
+				return
+			}
+			// Breaks if: the refusal adds validation's other errors (OpenShift's names only this one).
+			if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), tc.want) {
+				t.Errorf("errors = %v, want one starting %q", errs, tc.want)
+			}
+		})
+	}
 }

@@ -134,6 +134,13 @@ func mutate[T any, P object[T]](kind string, onUpdate bool, def func(obj, old P,
 		log := logf.FromContext(ctx)
 		cluster, warnings := h.cluster(ctx, log)
 		d, edits := def(obj, old, cluster)
+		// As OpenShift's defaulting webhook, 403 with the field error; on CREATE only,
+		// so an object already without a value keeps its updates (validation ratchets).
+		if len(d.Refused) > 0 && req.Operation == admissionv1.Create {
+			msg := d.Refused.ToAggregate().Error()
+			log.V(2).Info("Refusing", "reason", msg)
+			return admission.Denied(msg).WithWarnings(warnings...)
+		}
 		// Like OpenShift, the platform's notes on its defaults are logged only.
 		for _, w := range d.Warnings {
 			log.V(2).Info("Defaulting the providerSpec", "note", w)

@@ -61,6 +61,8 @@ var (
 	// or OpenShift's path of a platform's providerSpec field (providerSpec.ami
 	// for spec.providerSpec.value.ami).
 	causeField = regexp.MustCompile(`^(metadata|spec|providerSpec)[.\[]`)
+	// defaultingRefusal is the one error OpenShift's defaulting refuses with.
+	defaultingRefusal = regexp.MustCompile(`^providerSpec\.value: (Required value: a value must be provided|Invalid value: .*)$`)
 )
 
 // defaultedFields are the only places defaulting writes; a
@@ -203,6 +205,11 @@ func checkResponse(t *testing.T, h admission.Handler, path string, req admission
 				if !causeField.MatchString(c.Field) || !strings.Contains(msg, c.Field+": ") {
 					t.Fatalf("%s: cause %+v does not name a field of the object (message %q)", where, c, msg)
 				}
+			}
+		case http.StatusForbidden:
+			// OpenShift's defaulting refusal: a CREATE whose platform value is missing or does not decode, that one error.
+			if !mutating || req.Operation != admissionv1.Create || resp.Result.Reason != metav1.StatusReasonForbidden || !defaultingRefusal.MatchString(msg) {
+				t.Fatalf("%s: 403 %+v for %q", where, resp.Result, req.Object.Raw)
 			}
 		default:
 			t.Fatalf("%s: unexpected refusal %d %q for %q", where, resp.Result.Code, msg, req.Object.Raw)

@@ -26,6 +26,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
@@ -393,4 +394,43 @@ func TestDecodeErrorLocationInLongArray(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v", d)
 	}
+}
+
+// TestDefaultingRefusesMissingValue: on a platform cluster, the defaulting webhooks refuse a CREATE without a
+// providerSpec value as OpenShift's do (403 Forbidden, the one field error, no patch); an UPDATE is left to
+// validation, which ratchets.
+func TestDefaultingRefusesMissingValue(t *testing.T) {
+	reader := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(withStatus(
+		infrastructure(configv1.AWSPlatformType, configv1.AWSPlatformType, "", testInfraName),
+		func(ps *configv1.PlatformStatus) { ps.AWS = &configv1.AWSPlatformStatus{Region: "us-east-1"} })).Build()
+	sel := map[string]string{"machine.openshift.io/cluster-api-machineset": "w"}
+	h := Handlers(Options{Reader: reader, LookupTimeout: time.Second, MachineNamespace: "openshift-machine-api"})
+	for _, tc := range []struct {
+		name, path string
+		obj        runtime.Object
+	}{
+		{"Machine", MutateMachinePath, machine("m", value(""))},
+		{"MachineSet", MutateMachineSetPath, machineSet("w", sel, sel, value(""))},
+		{"MachineDeployment", MutateMachineDeploymentPath, machineDeployment(value(""))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h[tc.path].Handle(context.Background(), request(t, admissionv1.Create, tc.obj, nil))
+			// Breaks if: mutate ignores Defaulted.Refused (the value is then only refused by validation, 422).
+			if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusForbidden || resp.Result.Reason != metav1.StatusReasonForbidden ||
+				resp.Result.Message != "providerSpec.value: Required value: a value must be provided" || len(resp.Patches) != 0 {
+				t.Errorf("response = allowed %v, %+v, patches %v; want 403 Forbidden with OpenShift's message", resp.Allowed, resp.Result, resp.Patches)
+			}
+			if got := resultOf(resp); got != ResultDenied {
+				t.Errorf("result = %s, want %s", got, ResultDenied)
+			}
+		})
+	}
+	t.Run("MachineDeployment update", func(t *testing.T) {
+		old := machineDeployment(value(""))
+		changed := machineDeployment(value(""), func(md *mdv1beta1.MachineDeployment) { md.Spec.Template.Labels = map[string]string{"a": "b"} })
+		resp := h[MutateMachineDeploymentPath].Handle(context.Background(), request(t, admissionv1.Update, changed, old))
+		if !resp.Allowed {
+			t.Errorf("update refused: %+v", resp.Result)
+		}
+	})
 }

@@ -75,7 +75,7 @@ func ValidateMachineDeployment(md *mdv1beta1.MachineDeployment, cluster ClusterI
 		errs = append(errs, field.Invalid(progressDeadlineSecondsPath, *p,
 			fmt.Sprintf("must be greater than minReadySeconds (%d)", md.Spec.MinReadySeconds)))
 	}
-	specErrs, warnings := validateMachineSpec(&md.Spec.Template.Spec, cluster, md.Namespace, "", secrets, templateSpecPath)
+	specErrs, warnings := validateMachineSpec(&md.Spec.Template.Spec, cluster, platformEnv{namespace: md.Namespace, secrets: secrets}, templateSpecPath)
 	return append(errs, specErrs...), warnings
 }
 

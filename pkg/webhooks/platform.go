@@ -44,6 +44,8 @@ type platformEnv struct {
 	arch            string // controlPlaneArch; tests set others
 	namespace, name string // the Machine's; a template's name is ""
 	secrets         SecretLookup
+	// controlPlane: a Machine labelled as a control plane one; as OpenShift, never a template.
+	controlPlane bool
 }
 
 // verdict collects a value's field errors and warnings in order.
@@ -108,6 +110,9 @@ type platform struct {
 	defaults func(raw []byte, fields map[string]json.RawMessage, env platformEnv) (set, warnings []string)
 	// validate checks a value (raw is nil when there is none).
 	validate func(raw []byte, env platformEnv) (field.ErrorList, []string)
+	// decodeErrs is validate's error for a value that is missing or does not decode, else nil
+	// (OpenShift's defaulting already refuses these).
+	decodeErrs func(raw []byte) field.ErrorList
 }
 
 // platforms are the platforms this package admits, by provider.
@@ -132,13 +137,14 @@ func register[T any](p Provider, kind string, groups []string,
 			}
 			return overlay(fields, before, after), warnings
 		},
+		decodeErrs: func(raw []byte) field.ErrorList {
+			_, errs := decodeValue[T](raw)
+			return errs
+		},
 		validate: func(raw []byte, env platformEnv) (field.ErrorList, []string) {
-			if raw == nil {
-				return field.ErrorList{field.Required(providerSpecPath.Child("value"), "a value must be provided")}, nil
-			}
-			spec := new(T)
-			if err := json.Unmarshal(raw, spec); err != nil {
-				return field.ErrorList{field.Invalid(providerSpecPath.Child("value"), spec, err.Error())}, nil
+			spec, errs := decodeValue[T](raw)
+			if errs != nil {
+				return errs, nil
 			}
 			var v verdict
 			for _, w := range []string{unknownFieldWarning(raw, new(T)), gvkWarning(raw, kind, groups)} {
@@ -148,6 +154,18 @@ func register[T any](p Provider, kind string, groups []string,
 			return v.errs, v.warnings
 		},
 	}
+}
+
+// decodeValue decodes a providerSpec value into T, or returns OpenShift's error for one missing or not decoding.
+func decodeValue[T any](raw []byte) (*T, field.ErrorList) {
+	if raw == nil {
+		return nil, field.ErrorList{field.Required(providerSpecPath.Child("value"), "a value must be provided")}
+	}
+	spec := new(T)
+	if err := json.Unmarshal(raw, spec); err != nil {
+		return nil, field.ErrorList{field.Invalid(providerSpecPath.Child("value"), spec, err.Error())}
+	}
+	return spec, nil
 }
 
 // unknownFieldWarning is OpenShift's warning for the first key of raw into's type lacks.

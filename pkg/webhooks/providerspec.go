@@ -137,6 +137,11 @@ func DefaultProviderSpec(ps *machinev1beta1.ProviderSpec, cluster ClusterInfo) (
 // ValidateProviderSpec checks a known provider's providerSpec: kubemark's as its actuator
 // decodes it (under fldPath), a platform's with OpenShift's rules and paths.
 func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, []string) {
+	return validateProviderSpec(ps, cluster, platformEnv{namespace: namespace, name: name, secrets: secrets}, fldPath)
+}
+
+// validateProviderSpec is ValidateProviderSpec for the object env describes.
+func validateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, env platformEnv, fldPath *field.Path) (field.ErrorList, []string) {
 	raw, err := providerSpecRaw(ps)
 	if err != nil {
 		return field.ErrorList{field.Invalid(fldPath, "", err.Error())}, nil
@@ -148,7 +153,22 @@ func ValidateProviderSpec(ps machinev1beta1.ProviderSpec, cluster ClusterInfo, n
 		return errs, nil
 	}
 	if p, ok := platforms[provider]; ok {
-		return p.validate(raw, platformEnv{cluster: cluster, arch: controlPlaneArch, namespace: namespace, name: name, secrets: secrets})
+		env.cluster, env.arch = cluster, controlPlaneArch
+		return p.validate(raw, env)
 	}
 	return nil, nil
+}
+
+// ProviderSpecRefusal is what defaulting refuses, as OpenShift's defaulting webhook: a value of the cluster's
+// platform that is missing or does not decode into its type (validation would find nothing else first).
+func ProviderSpecRefusal(ps machinev1beta1.ProviderSpec, cluster ClusterInfo) field.ErrorList {
+	raw, err := providerSpecRaw(ps)
+	if err != nil {
+		return nil // validation reports it where it is
+	}
+	provider, _ := providerFor(parseFields(raw), cluster.Provider)
+	if p, ok := platforms[provider]; ok {
+		return p.decodeErrs(raw)
+	}
+	return nil
 }

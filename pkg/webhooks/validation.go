@@ -27,7 +27,8 @@ var (
 
 // ValidateMachine checks a new Machine's providerSpec and lifecycle hook names.
 func ValidateMachine(m *machinev1beta1.Machine, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
-	return validateMachineSpec(&m.Spec, cluster, m.Namespace, m.Name, secrets, specPath)
+	env := platformEnv{namespace: m.Namespace, name: m.Name, secrets: secrets, controlPlane: isControlPlaneMachine(m.Labels)}
+	return validateMachineSpec(&m.Spec, cluster, env, specPath)
 }
 
 // ValidateMachineUpdate checks an update: spec.providerID is immutable once set; the create checks ratchet.
@@ -42,8 +43,8 @@ func ValidateMachineUpdate(m, old *machinev1beta1.Machine, cluster ClusterInfo, 
 // ValidateMachineSet checks a new MachineSet's selector, and its template as a Machine.
 func ValidateMachineSet(ms *machinev1beta1.MachineSet, cluster ClusterInfo, secrets SecretLookup) (field.ErrorList, admission.Warnings) {
 	errs := ValidateSelector(ms.Spec.Selector, ms.Spec.Template.Labels)
-	// As OpenShift: the template is checked as a Machine without a name.
-	specErrs, warnings := validateMachineSpec(&ms.Spec.Template.Spec, cluster, ms.Namespace, "", secrets, templateSpecPath)
+	// As OpenShift: the template is checked as a Machine without a name or labels.
+	specErrs, warnings := validateMachineSpec(&ms.Spec.Template.Spec, cluster, platformEnv{namespace: ms.Namespace, secrets: secrets}, templateSpecPath)
 	return append(errs, specErrs...), warnings
 }
 
@@ -100,8 +101,9 @@ func ValidateLifecycleHooks(hooks machinev1beta1.LifecycleHooks, fldPath *field.
 	return errs
 }
 
-func validateMachineSpec(spec *machinev1beta1.MachineSpec, cluster ClusterInfo, namespace, name string, secrets SecretLookup, fldPath *field.Path) (field.ErrorList, admission.Warnings) {
-	errs, warnings := ValidateProviderSpec(spec.ProviderSpec, cluster, namespace, name, secrets, fldPath.Child("providerSpec", "value"))
+// validateMachineSpec checks spec as env's object holds it (cluster and arch are filled in).
+func validateMachineSpec(spec *machinev1beta1.MachineSpec, cluster ClusterInfo, env platformEnv, fldPath *field.Path) (field.ErrorList, admission.Warnings) {
+	errs, warnings := validateProviderSpec(spec.ProviderSpec, cluster, env, fldPath.Child("providerSpec", "value"))
 	return append(errs, ValidateLifecycleHooks(spec.LifecycleHooks, fldPath.Child("lifecycleHooks"))...), warnings
 }
 
