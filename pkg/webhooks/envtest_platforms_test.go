@@ -3,6 +3,7 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,7 +81,7 @@ func platformCases() []platformCase {
 				`","placement":{"region":"us-east-2"},"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"aws-cloud-credentials"}}`,
 			warnings: []string{"incorrect GroupVersionKind for AWSMachineProviderConfig object: /, Kind="},
 			bad:      `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","placement":{"tenancy":"shared"}}`,
-			wantErr:  `providerSpec.tenancy: Invalid value: "shared": Invalid providerSpec.tenancy, the only allowed options are: default, dedicated, host`,
+			wantErr:  `providerSpec.tenancy: Invalid value: "shared": Invalid providerSpec.tenancy, the only allowed options are: default, dedicated, host, or omitted`,
 		},
 		{
 			platform: configv1.AzurePlatformType,
@@ -227,6 +229,104 @@ func TestPlatformsThroughAPIServer(t *testing.T) {
 		}
 		if got := warnings.take(); !reflect.DeepEqual(got, want) {
 			t.Errorf("warnings:\n got  %q\n want %q", got, want)
+		}
+	})
+}
+
+// awsRefusalCases are Machines OpenShift's webhooks refuse on AWS, each with its one error: the
+// providerSpec patch (top-level keys over a minimal valid value) and the Machine's labels.
+var awsRefusalCases = []struct {
+	name, patch string
+	labels      map[string]string
+	wantErr     string
+}{
+	{name: "spot options with a capacity reservation", patch: `{"spotMarketOptions":{},"capacityReservationId":"cr-0123456789abcdef0"}`,
+		wantErr: `providerSpec.capacityReservationId: Invalid value: "cr-0123456789abcdef0": spotMarketOptions and capacityReservationID may not be used together`},
+	{name: "a control-plane Machine on a dedicated host",
+		patch:   `{"placement":{"tenancy":"host","host":{"affinity":"DedicatedHost","dedicatedHost":{"id":"h-0123456789abcdef0"}}}}`,
+		labels:  map[string]string{"machine.openshift.io/cluster-api-machine-role": "master", "machine.openshift.io/cluster-api-machine-type": "master"},
+		wantErr: `spec.placement.tenancy: Forbidden: dedicated host tenancy is not supported for control plane machines`},
+	{name: "capacityReservationId fooobaar", patch: `{"capacityReservationId":"fooobaar"}`,
+		wantErr: `providerSpec.capacityReservationId: Invalid value: "fooobaar": invalid value for capacityReservationId: "fooobaar", it must start with 'cr-' and be exactly 20 characters long with 17 hexadecimal characters`},
+	{name: "marketType Bogus", patch: `{"marketType":"Bogus"}`,
+		wantErr: `providerSpec.marketType: Invalid value: "Bogus": invalid marketType: Bogus valid values are: OnDemand, Spot, CapacityBlock and omitted`},
+	{name: "placementGroupPartition 9", patch: `{"placementGroupName":"pg","placementGroupPartition":9}`,
+		wantErr: `providerSpec.placementGroupPartition: Invalid value: 9: providerSpec.placementGroupPartition must be between 1 and 7`},
+	{name: "throughputMib on a gp2 volume", patch: `{"blockDevices":[{"ebs":{"volumeType":"gp2","volumeSize":120,"throughputMib":250}}]}`,
+		wantErr: `providerSpec.blockDevices[0].ebs.throughputMib: Invalid value: 250: only valid for gp3 volumes`},
+	{name: "an empty cpuOptions", patch: `{"cpuOptions":{}}`,
+		wantErr: `providerSpec.CPUOptions: Invalid value: "{}": At least one field must be set if cpuOptions is provided`},
+	{name: "a host placement without host tenancy", patch: `{"placement":{"tenancy":"dedicated","host":{"affinity":"AnyAvailable"}}}`,
+		wantErr: `spec.placement.host: Forbidden: host may only be specified when tenancy is 'host'`},
+}
+
+// TestAWSRefusalsThroughAPIServer: on an AWS cluster, the API server refuses with OpenShift's messages what
+// OpenShift's webhooks refuse (issue 32's values, from OpenShift's e2e), admits a worker on a dedicated host,
+// completes an unnamed user-data reference, and refuses a Machine or MachineSet without a providerSpec value
+// in the defaulting webhook, as OpenShift's, with that one error.
+func TestAWSRefusalsThroughAPIServer(t *testing.T) {
+	const ns = "openshift-machine-api"
+	var reader client.Reader
+	c := startAPIServerWithWebhooks(t, apiServerOptions{
+		reader: func(t *testing.T, cfg *rest.Config, _ client.Client) client.Reader {
+			reader = startCache(t, cfg, ns)
+			return reader
+		},
+	})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	setPlatform(t, c, reader, configv1.AWSPlatformType, func(ps *configv1.PlatformStatus) {
+		ps.AWS = &configv1.AWSPlatformStatus{Region: "us-east-2"}
+	})
+	createSecret(t, c, reader, ns, "aws-cloud-credentials")
+	const minimal = `{"ami":{"id":"ami-0123"},"subnet":{"id":"subnet-1"},"iamInstanceProfile":{"id":"worker-profile"}}`
+	create := func(t *testing.T, ps machinev1beta1.ProviderSpec, labels map[string]string) (*machinev1beta1.Machine, error) {
+		t.Helper()
+		m := machine("m", ps, func(m *machinev1beta1.Machine) { m.Labels = labels })
+		return m, c.Create(ctx, m, client.DryRunAll)
+	}
+	for _, tc := range awsRefusalCases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := create(t, value(with(t, minimal, tc.patch)), tc.labels)
+			var status *apierrors.StatusError
+			if !errors.As(err, &status) || !strings.HasPrefix(err.Error(), `admission webhook "validation.machine.machine.openshift.io" denied the request: `) ||
+				!strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("creating the Machine: %v, want refused with %q", err, tc.wantErr)
+			}
+			if d := status.ErrStatus.Details; d == nil || len(d.Causes) != 1 {
+				t.Errorf("causes = %+v, want only %q", d, tc.wantErr)
+			}
+		})
+	}
+	t.Run("a worker on a dedicated host, an unnamed user-data reference", func(t *testing.T) {
+		m, err := create(t, value(with(t, minimal, `{"userDataSecret":{},"placement":{"tenancy":"host","host":{"affinity":"AnyAvailable"}}}`)),
+			map[string]string{"machine.openshift.io/cluster-api-machine-role": "worker"})
+		if err != nil {
+			t.Fatalf("creating the Machine: %v", err)
+		}
+		jsonEqual(t, m.Spec.ProviderSpec.Value.Raw, `{"ami":{"id":"ami-0123"},"subnet":{"id":"subnet-1"},"iamInstanceProfile":{"id":"worker-profile"},`+
+			`"instanceType":"`+awsInstanceType()+`","placement":{"region":"us-east-2","tenancy":"host","host":{"affinity":"AnyAvailable"}},`+
+			`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"aws-cloud-credentials"}}`)
+	})
+	t.Run("no providerSpec value", func(t *testing.T) {
+		sel := map[string]string{"machine.openshift.io/cluster-api-machineset": "workers"}
+		ms := machineSet("workers", sel, sel, value(""))
+		for _, tc := range []struct {
+			obj     client.Object
+			webhook string
+		}{
+			{machine("m", value("")), "default.machine.machine.openshift.io"},
+			{ms, "default.machineset.machine.openshift.io"},
+			{machineDeployment(value("")), "default.machinedeployment.machine.openshift.io"},
+		} {
+			// Breaks if: the defaulting webhook admits it (the validating one then refuses 422 with two errors).
+			err := c.Create(ctx, tc.obj, client.DryRunAll)
+			want := `admission webhook "` + tc.webhook + `" denied the request: providerSpec.value: Required value: a value must be provided`
+			if !apierrors.IsForbidden(err) || err.Error() != want {
+				t.Errorf("creating a %T without a value: %v, want 403 %q", tc.obj, err, want)
+			}
 		}
 	})
 }
