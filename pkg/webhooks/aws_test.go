@@ -155,6 +155,9 @@ func TestValidateAWS(t *testing.T) {
 		{name: "EFA", value: with(t, valid, `{"networkInterfaceType":"EFA"}`)},
 		{name: "metadata service authentication", value: with(t, valid, `{"metadataServiceOptions":{"authentication":"Sometimes"}}`),
 			wantErrs: []string{`providerSpec.metadataServiceOptions.authentication: Invalid value: "Sometimes": Allowed values are either 'Optional' or 'Required'`}},
+		// As OpenShift's decoder (through YAML). Breaks if: decodeValue uses encoding/json.
+		{name: "a number for a string, then an unknown field", value: with(t, valid, `{"instanceType":5,"zz":1}`),
+			wantWarnings: []string{`providerSpec.value: Unsupported value: "zz": Unknown field (zz) will be ignored`}},
 		{name: "unknown field", value: with(t, valid, `{"instanceTyp":"m5.large"}`),
 			wantWarnings: []string{`providerSpec.value: Unsupported value: "instanceTyp": Unknown field (instanceTyp) will be ignored`}},
 		{name: "unknown version", value: with(t, valid, `{"apiVersion":"machine.openshift.io/v2"}`),
@@ -360,7 +363,7 @@ func TestValidateAWSControlPlaneHost(t *testing.T) {
 
 func TestValidateAWSNotAnObject(t *testing.T) {
 	errs, _ := ValidateProviderSpec(value(`[1]`), awsCluster, "ns", "m", nil, nil)
-	if len(errs) != 1 || errs[0].Field != "providerSpec.value" || errs[0].Detail != "json: cannot unmarshal array into Go value of type v1beta1.AWSMachineProviderConfig" {
+	if len(errs) != 1 || errs[0].Field != "providerSpec.value" || errs[0].Detail != "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type v1beta1.AWSMachineProviderConfig" {
 		t.Errorf("errors = %v, want one at providerSpec.value saying it is not an object", errs)
 	}
 }

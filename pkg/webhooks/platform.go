@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // controlPlaneArch chooses the instance type and image defaults: as OpenShift,
@@ -125,9 +126,9 @@ func register[T any](p Provider, kind string, groups []string,
 	platforms[p] = platform{
 		kind: kind, groups: groups,
 		defaults: func(raw []byte, fields map[string]json.RawMessage, env platformEnv) ([]string, []string) {
-			spec := new(T)
-			if json.Unmarshal(raw, spec) != nil {
-				return nil, nil // validation reports it
+			spec, errs := decodeValue[T](raw)
+			if errs != nil {
+				return nil, nil // refused (ProviderSpecRefusal)
 			}
 			before, errBefore := json.Marshal(spec)
 			warnings := def(spec, env)
@@ -162,7 +163,8 @@ func decodeValue[T any](raw []byte) (*T, field.ErrorList) {
 		return nil, field.ErrorList{field.Required(providerSpecPath.Child("value"), "a value must be provided")}
 	}
 	spec := new(T)
-	if err := json.Unmarshal(raw, spec); err != nil {
+	// OpenShift's decoder: through YAML, so a number or bool where a string is expected is that string.
+	if err := sigsyaml.Unmarshal(raw, spec); err != nil {
 		return nil, field.ErrorList{field.Invalid(providerSpecPath.Child("value"), spec, err.Error())}
 	}
 	return spec, nil
@@ -170,9 +172,7 @@ func decodeValue[T any](raw []byte) (*T, field.ErrorList) {
 
 // unknownFieldWarning is OpenShift's warning for the first key of raw into's type lacks.
 func unknownFieldWarning(raw []byte, into any) string {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(into)
+	err := sigsyaml.Unmarshal(raw, into, sigsyaml.DisallowUnknownFields) // as decodeValue, strictly
 	_, name, ok := strings.Cut(fmt.Sprint(err), "unknown field ")
 	if !ok {
 		return ""
