@@ -93,7 +93,8 @@ func addControllers(mgr manager.Manager, opts operand.Options, f flags) error {
 		return fmt.Errorf("setting up the machinedeployment controller: %w", err)
 	}
 	if opts.Webhook.Enabled {
-		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient(), MachineNamespace: opts.Namespace}); err != nil {
+		if err := webhooks.SetupWithManager(mgr, webhooks.Options{Reader: mgr.GetClient(), MachineNamespace: opts.Namespace,
+			VSphereHostVMGroupZonal: opts.FeatureGate(features.FeatureGateVSphereHostVMGroupZonal)}); err != nil {
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 		// Whether or not the CRD exists: the operator renders its configuration.

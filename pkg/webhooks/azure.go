@@ -21,6 +21,13 @@ const (
 	azureRHCOSVersion = "latest"
 )
 
+// azureMarketplaceImages are the default marketplace images (publisher, offer, SKU,
+// version) by control plane arch; amd64's is hyperV generation 1.
+var azureMarketplaceImages = map[string]machinev1beta1.Image{
+	archAMD64: {Publisher: "azureopenshift", Offer: "aro4", SKU: "aro_420", Version: "9.6.20251015"},
+	archARM64: {Publisher: "azureopenshift", Offer: "aro4", SKU: "420-arm", Version: "9.6.20251015"},
+}
+
 // azureVMSizes are the default VM sizes by control plane arch.
 var azureVMSizes = map[string]string{archAMD64: "Standard_D4s_V3", archARM64: "Standard_D4ps_V5"}
 
@@ -31,7 +38,7 @@ func init() {
 	register(ProviderAzure, "AzureMachineProviderSpec", []string{"azureproviderconfig.openshift.io", machinev1beta1.GroupName}, defaultAzure, validateAzure)
 }
 
-// defaultAzure also fills the network and image the installer made.
+// defaultAzure also fills the network the installer made and the image.
 func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) []string {
 	warnings := defaultInstanceType(&spec.VMSize, ProviderAzure, env.arch, azureVMSizes)
 	id := env.cluster.InfrastructureName
@@ -41,13 +48,7 @@ func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv
 		spec.Subnet = id + "-worker-subnet"
 	}
 	if spec.Image == (machinev1beta1.Image{}) {
-		// The installer's image in the cluster's gallery (named without dashes); arm64 uses the -gen2 image.
-		image := id
-		if env.arch == archARM64 {
-			image += "-gen2"
-		}
-		spec.Image.ResourceID = fmt.Sprintf("/resourceGroups/%s-rg/providers/Microsoft.Compute/galleries/gallery_%s/images/%s/versions/%s",
-			id, strings.ReplaceAll(id, "-", "_"), image, azureRHCOSVersion)
+		spec.Image = defaultAzureImage(spec.SecurityProfile != nil, id, env.arch)
 	}
 	// Each of the Secret references' name and namespace is defaulted on its own.
 	defaultPtr(&spec.UserDataSecret, corev1.SecretReference{})
@@ -56,6 +57,21 @@ func defaultAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv
 	spec.CredentialsSecret.Namespace = cmp.Or(spec.CredentialsSecret.Namespace, defaultSecretNamespace)
 	spec.CredentialsSecret.Name = cmp.Or(spec.CredentialsSecret.Name, defaultAzureCredentialsSecret)
 	return warnings
+}
+
+// defaultAzureImage is OpenShift's (OCPBUGS-66244): the marketplace image for the arch
+// (else amd64's); with a security profile (confidential VMs and trusted launch are
+// x86 and hyperV generation 2 only) the installer's -gen2 image in the cluster's
+// gallery, named without dashes.
+func defaultAzureImage(securityProfile bool, id, arch string) machinev1beta1.Image {
+	if securityProfile {
+		return machinev1beta1.Image{ResourceID: fmt.Sprintf("/resourceGroups/%s-rg/providers/Microsoft.Compute/galleries/gallery_%s/images/%s-gen2/versions/%s",
+			id, strings.ReplaceAll(id, "-", "_"), id, azureRHCOSVersion)}
+	}
+	if image, ok := azureMarketplaceImages[arch]; ok {
+		return image
+	}
+	return azureMarketplaceImages[archAMD64]
 }
 
 func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEnv) (field.ErrorList, []string) {
@@ -83,11 +99,14 @@ func validateAzure(spec *machinev1beta1.AzureMachineProviderSpec, env platformEn
 			v.add(nil, env.credentialsWarnings(c.Namespace, c.Name))
 		}
 	}
-	v.add(validateAzureOSDisk(spec.OSDisk, p.Child("osDisk")), nil)
+	osDisk := p.Child("osDisk")
+	v.add(validateAzureOSDiskSize(spec.OSDisk, osDisk), nil)
+	// As OpenShift, between the OS disk's location and caching checks.
 	if id := spec.CapacityReservationGroupID; id != "" {
 		err := checkAzureResourceID(strings.TrimPrefix(id, "azure://"))
 		v.check(err != nil, field.Invalid(p.Child("capacityReservationGroupID"), id, fmt.Sprint(err)))
 	}
+	v.add(validateAzureOSDiskCaching(spec.OSDisk, osDisk), nil)
 	ultra := spec.UltraSSDCapability
 	enabled, disabled := machinev1beta1.AzureUltraSSDCapabilityEnabled, machinev1beta1.AzureUltraSSDCapabilityDisabled
 	v.check(ultra != enabled && ultra != disabled && ultra != "", field.Invalid(p.Child("ultraSSDCapability"), ultra,
@@ -117,13 +136,21 @@ func validateAzureImage(image machinev1beta1.Image, path *field.Path) field.Erro
 	return v.errs
 }
 
-func validateAzureOSDisk(d machinev1beta1.OSDisk, path *field.Path) field.ErrorList {
+// validateAzureOSDiskSize checks the OS disk's size and ephemeral storage location.
+func validateAzureOSDiskSize(d machinev1beta1.OSDisk, path *field.Path) field.ErrorList {
 	var v verdict
 	v.check(d.DiskSizeGB <= 0 || d.DiskSizeGB >= azureMaxDiskSizeGB,
 		field.Invalid(path.Child("diskSizeGB"), d.DiskSizeGB, "diskSizeGB must be greater than zero and less than 32768"))
 	loc := d.DiskSettings.EphemeralStorageLocation
 	v.check(loc != azureEphemeralLocal && loc != "", field.Invalid(path.Child("diskSettings", "ephemeralStorageLocation"), loc,
 		fmt.Sprintf("osDisk.diskSettings.ephemeralStorageLocation can either be omitted or set to %s", azureEphemeralLocal)))
+	return v.errs
+}
+
+// validateAzureOSDiskCaching checks the OS disk's caching type, ReadOnly on an ephemeral disk.
+func validateAzureOSDiskCaching(d machinev1beta1.OSDisk, path *field.Path) field.ErrorList {
+	var v verdict
+	loc := d.DiskSettings.EphemeralStorageLocation
 	v.check(!slices.Contains([]string{"None", "ReadOnly", "ReadWrite", ""}, d.CachingType),
 		field.Invalid(path.Child("cachingType"), d.CachingType, "osDisk.cachingType can be only None, ReadOnly, ReadWrite or omitted"))
 	v.check(loc == azureEphemeralLocal && d.CachingType != "ReadOnly",

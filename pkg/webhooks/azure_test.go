@@ -11,19 +11,19 @@ import (
 
 var azureCluster = ClusterInfo{Provider: ProviderAzure, InfrastructureName: testInfraName}
 
-// azureDefaults are the VM size and image OpenShift defaults on this
-// machine's architecture, for the cluster test-x7k2p.
+// azureDefaults are the VM size and image (JSON) OpenShift defaults on this
+// machine's architecture: the marketplace image.
 func azureDefaults() (vmSize, image string) {
 	if runtime.GOARCH == "arm64" {
-		return "Standard_D4ps_V5", "/resourceGroups/test-x7k2p-rg/providers/Microsoft.Compute/galleries/gallery_test_x7k2p/images/test-x7k2p-gen2/versions/latest"
+		return "Standard_D4ps_V5", `{"offer":"aro4","publisher":"azureopenshift","resourceID":"","sku":"420-arm","version":"9.6.20251015"}`
 	}
-	return "Standard_D4s_V3", "/resourceGroups/test-x7k2p-rg/providers/Microsoft.Compute/galleries/gallery_test_x7k2p/images/test-x7k2p/versions/latest"
+	return "Standard_D4s_V3", `{"offer":"aro4","publisher":"azureopenshift","resourceID":"","sku":"aro_420","version":"9.6.20251015"}`
 }
 
 func TestDefaultAzure(t *testing.T) {
 	vmSize, image := azureDefaults()
 	filled := `"vmSize":"` + vmSize + `","vnet":"test-x7k2p-vnet","subnet":"test-x7k2p-worker-subnet",` +
-		`"image":{"offer":"","publisher":"","resourceID":"` + image + `","sku":"","version":""},` +
+		`"image":` + image + `,` +
 		`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"azure-cloud-credentials","namespace":"openshift-machine-api"}`
 	runDefaulting(t, []defaultingCase{
 		{name: "only the OS disk size: the rest is filled in", cluster: azureCluster, in: `{"osDisk":{"diskSizeGB":128}}`,
@@ -39,11 +39,45 @@ func TestDefaultAzure(t *testing.T) {
 	})
 }
 
+// TestDefaultAzureImage: OpenShift's image by arch and security profile (OCPBUGS-66244).
+func TestDefaultAzureImage(t *testing.T) {
+	gallery := "/resourceGroups/c-1-rg/providers/Microsoft.Compute/galleries/gallery_c_1/images/c-1-gen2/versions/latest"
+	amd64 := machinev1beta1.Image{Publisher: "azureopenshift", Offer: "aro4", SKU: "aro_420", Version: "9.6.20251015"}
+	for _, tc := range []struct {
+		name            string
+		arch            string
+		securityProfile *machinev1beta1.SecurityProfile
+		want            machinev1beta1.Image
+	}{
+		// Breaks if: the default goes back to the installer's gallery image.
+		{name: "amd64: the hyperV generation 1 marketplace image", arch: "amd64", want: amd64},
+		// Breaks if: arm64 gets amd64's SKU.
+		{name: "arm64: the arm marketplace image", arch: "arm64",
+			want: machinev1beta1.Image{Publisher: "azureopenshift", Offer: "aro4", SKU: "420-arm", Version: "9.6.20251015"}},
+		{name: "another arch: amd64's", arch: "ppc64le", want: amd64},
+		// Breaks if: a confidential VM gets the marketplace image (generation 1 cannot boot it).
+		{name: "confidential VM: the installer's generation 2 gallery image", arch: "amd64",
+			securityProfile: &machinev1beta1.SecurityProfile{Settings: machinev1beta1.SecuritySettings{SecurityType: machinev1beta1.SecurityTypesConfidentialVM}},
+			want:            machinev1beta1.Image{ResourceID: gallery}},
+		// Breaks if: only a confidential security type picks the gallery (OpenShift: any security profile).
+		{name: "an empty security profile on arm64: the gallery image too", arch: "arm64",
+			securityProfile: &machinev1beta1.SecurityProfile{}, want: machinev1beta1.Image{ResourceID: gallery}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &machinev1beta1.AzureMachineProviderSpec{SecurityProfile: tc.securityProfile}
+			defaultAzure(spec, platformEnv{cluster: ClusterInfo{InfrastructureName: "c-1"}, arch: tc.arch})
+			if spec.Image != tc.want {
+				t.Errorf("image %+v, want %+v", spec.Image, tc.want)
+			}
+		})
+	}
+}
+
 func TestDefaultAzureByArch(t *testing.T) {
 	spec := &machinev1beta1.AzureMachineProviderSpec{}
 	warnings := defaultAzure(spec, platformEnv{cluster: ClusterInfo{InfrastructureName: "c-1"}, arch: "arm64"})
-	if spec.VMSize != "Standard_D4ps_V5" || spec.Image.ResourceID != "/resourceGroups/c-1-rg/providers/Microsoft.Compute/galleries/gallery_c_1/images/c-1-gen2/versions/latest" {
-		t.Errorf("vmSize %q, image %q", spec.VMSize, spec.Image.ResourceID)
+	if spec.VMSize != "Standard_D4ps_V5" {
+		t.Errorf("vmSize %q", spec.VMSize)
 	}
 	want := []string{`setting the default instance type "Standard_D4ps_V5" for cloud provider "Azure", based on the control plane architecture ("arm64")`}
 	if !reflect.DeepEqual(warnings, want) {
@@ -94,6 +128,17 @@ func TestValidateAzure(t *testing.T) {
 				`providerSpec.osDisk.diskSettings.ephemeralStorageLocation: Invalid value: "Remote": osDisk.diskSettings.ephemeralStorageLocation can either be omitted or set to Local`,
 				`providerSpec.osDisk.cachingType: Invalid value: "Write": osDisk.cachingType can be only None, ReadOnly, ReadWrite or omitted`,
 			}},
+		// Breaks if: the capacity reservation group is checked after the OS disk's caching (OpenShift's order).
+		{name: "capacity reservation group between the OS disk checks", value: with(t, valid,
+			`{"capacityReservationGroupID":"/subscriptions","osDisk":{"diskSizeGB":0,"cachingType":"Write"}}`),
+			wantErrs: []string{
+				"providerSpec.osDisk.diskSizeGB: Invalid value: 0: diskSizeGB must be greater than zero and less than 32768",
+				`providerSpec.capacityReservationGroupID: Invalid value: "/subscriptions": invalid resource ID: /subscriptions`,
+				`providerSpec.osDisk.cachingType: Invalid value: "Write": osDisk.cachingType can be only None, ReadOnly, ReadWrite or omitted`,
+			}},
+		{name: "capacity reservation group with the provider ID prefix", value: with(t, valid, `{"capacityReservationGroupID":"azure:///subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/capacityReservationGroups/g"}`)},
+		{name: "capacity reservation group, other root", value: with(t, valid, `{"capacityReservationGroupID":"/tenants/t"}`),
+			wantErrs: []string{`providerSpec.capacityReservationGroupID: Invalid value: "/tenants/t": invalid resource ID: /tenants/t`}},
 		{name: "capacity reservation group", value: with(t, valid, `{"capacityReservationGroupID":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/capacityReservationGroups/g"}`)},
 		{name: "capacity reservation group, relative", value: with(t, valid, `{"capacityReservationGroupID":"subscriptions/s"}`),
 			wantErrs: []string{`providerSpec.capacityReservationGroupID: Invalid value: "subscriptions/s": invalid resource ID: resource id 'subscriptions/s' must start with '/'`}},

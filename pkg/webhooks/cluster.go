@@ -42,6 +42,8 @@ type ClusterInfo struct {
 	DNSDisconnected bool
 	// MachineNamespace is Options.MachineNamespace: only a Machine created there gets its finalizer.
 	MachineNamespace string
+	// VSphereHostVMGroupZonal is Options.VSphereHostVMGroupZonal: a vSphere workspace.vmGroup is allowed.
+	VSphereHostVMGroupZonal bool
 }
 
 // ClusterInfoFromInfrastructure derives the ClusterInfo of infra (nil: the zero value).

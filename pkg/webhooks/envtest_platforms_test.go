@@ -91,7 +91,7 @@ func platformCases() []platformCase {
 			credentials: "azure-cloud-credentials",
 			minimal:     `{"osDisk":{"diskSizeGB":128,"osType":"Linux"}}`,
 			want: `{"osDisk":{"diskSizeGB":128,"osType":"Linux"},"vmSize":"` + azureVMSize + `","vnet":"test-x7k2p-vnet","subnet":"test-x7k2p-worker-subnet",` +
-				`"image":{"offer":"","publisher":"","resourceID":"` + azureImage + `","sku":"","version":""},` +
+				`"image":` + azureImage + `,` +
 				`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"azure-cloud-credentials","namespace":"openshift-machine-api"}}`,
 			warnings: []string{"incorrect GroupVersionKind for AzureMachineProviderSpec object: /, Kind="},
 			// The DNS has no public zone.

@@ -27,8 +27,13 @@ var (
 	}
 	// gcpDiskTypes are the disk types OpenShift accepts, sorted.
 	gcpDiskTypes = []string{"hyperdisk-balanced", "pd-balanced", "pd-ssd", "pd-standard"}
-	// gcpConfidentialSeries are the machine series supporting confidential VMs.
-	gcpConfidentialSeries = []string{"n2d", "c2d"}
+	// gcpConfidentialSeries are the machine series supporting each confidential computing technology.
+	gcpConfidentialSeries = map[machinev1beta1.ConfidentialComputePolicy][]string{
+		machinev1beta1.ConfidentialComputePolicyEnabled: {"n2d", "c2d", "c3d"},
+		machinev1beta1.ConfidentialComputePolicySEV:     {"n2d", "c2d", "c3d"},
+		machinev1beta1.ConfidentialComputePolicySEVSNP:  {"n2d"},
+		machinev1beta1.ConfidentialComputePolicyTDX:     {"c3"},
+	}
 )
 
 func init() {
@@ -47,8 +52,13 @@ func defaultGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) []
 		spec.Disks = []*machinev1beta1.GCPDisk{{AutoDelete: true, Boot: true, SizeGB: defaultGCPDiskSizeGB, Type: defaultGCPDiskType, Image: image}}
 	}
 	for _, d := range spec.Disks {
-		if d != nil {
-			d.Type, d.Image = cmp.Or(d.Type, defaultGCPDiskType), cmp.Or(d.Image, image)
+		if d == nil {
+			continue
+		}
+		d.Type = cmp.Or(d.Type, defaultGCPDiskType)
+		// As OpenShift: a data disk without an image stays blank.
+		if d.Boot {
+			d.Image = cmp.Or(d.Image, image)
 		}
 	}
 	// A GPU count of 0 is never meant.
@@ -80,6 +90,7 @@ func validateGCP(spec *machinev1beta1.GCPMachineProviderSpec, env platformEnv) (
 	r := spec.RestartPolicy
 	v.check(r != "" && r != always && r != never,
 		field.Invalid(p.Child("restartPolicy"), r, fmt.Sprintf("restartPolicy must be either %s or %s.", never, always)))
+	v.add(validateGCPProvisioningModel(spec, p.Child("provisioningModel")), nil)
 	// A2 machines come with GPUs attached.
 	v.check((len(spec.GPUs) != 0 || strings.HasPrefix(spec.MachineType, "a2-")) && m == migrate,
 		field.Forbidden(p.Child("onHostMaintenance"), fmt.Sprintf("When GPUs are specified or using machineType with pre-attached GPUs(A2 machine family), onHostMaintenance must be set to %s.", terminate)))
@@ -127,24 +138,39 @@ func validateGCPShieldedInstance(c machinev1beta1.GCPShieldedInstanceConfig, pat
 	return v.errs
 }
 
-// validateGCPConfidentialCompute accepts Enabled, Disabled or nothing: the API's
-// technology values are refused as by the OpenShift release this follows.
-func validateGCPConfidentialCompute(spec *machinev1beta1.GCPMachineProviderSpec, p *field.Path) field.ErrorList {
-	var v verdict
-	switch spec.ConfidentialCompute {
-	case machinev1beta1.ConfidentialComputePolicyEnabled:
-		terminate := machinev1beta1.TerminateHostMaintenanceType
-		v.check(spec.OnHostMaintenance != terminate, field.Invalid(p.Child("onHostMaintenance"), spec.OnHostMaintenance,
-			fmt.Sprintf("ConfidentialCompute require OnHostMaintenance to be set to %s, the current value is: %s", terminate, spec.OnHostMaintenance)))
-		series, _, _ := strings.Cut(spec.MachineType, "-")
-		v.check(!slices.Contains(gcpConfidentialSeries, series), field.Invalid(p.Child("machineType"), spec.MachineType,
-			fmt.Sprintf("ConfidentialCompute require machine type in the following series: %s", strings.Join(gcpConfidentialSeries, ","))))
-	case machinev1beta1.ConfidentialComputePolicyDisabled, "":
-	default:
-		v.check(true,
-			field.Invalid(p.Child("confidentialCompute"), spec.ConfidentialCompute, fmt.Sprintf("ConfidentialCompute must be either %s or %s.",
-				machinev1beta1.ConfidentialComputePolicyEnabled, machinev1beta1.ConfidentialComputePolicyDisabled)))
+// validateGCPProvisioningModel accepts Spot or nothing, and Spot not with preemptible.
+func validateGCPProvisioningModel(spec *machinev1beta1.GCPMachineProviderSpec, path *field.Path) field.ErrorList {
+	if spec.ProvisioningModel == nil {
+		return nil
 	}
+	var v verdict
+	spot := machinev1beta1.GCPSpotInstance
+	model := *spec.ProvisioningModel
+	v.check(model != spot, field.Invalid(path, model, fmt.Sprintf("provisioningModel must be %q or omit for standard provisioning", spot)))
+	v.check(model == spot && spec.Preemptible,
+		field.Forbidden(path, fmt.Sprintf("preemptible cannot be used together with %q provisioning model", spot)))
+	return v.errs
+}
+
+// validateGCPConfidentialCompute: any value but Disabled needs Terminate on host
+// maintenance (checked, as OpenShift, before the value itself) and a machine series
+// supporting its technology.
+func validateGCPConfidentialCompute(spec *machinev1beta1.GCPMachineProviderSpec, p *field.Path) field.ErrorList {
+	cc := spec.ConfidentialCompute
+	if cc == "" || cc == machinev1beta1.ConfidentialComputePolicyDisabled {
+		return nil
+	}
+	var v verdict
+	terminate := machinev1beta1.TerminateHostMaintenanceType
+	v.check(spec.OnHostMaintenance != terminate, field.Invalid(p.Child("onHostMaintenance"), spec.OnHostMaintenance,
+		fmt.Sprintf("ConfidentialCompute %s requires OnHostMaintenance to be set to %s, the current value is: %s", cc, terminate, spec.OnHostMaintenance)))
+	series, known := gcpConfidentialSeries[cc]
+	machineSeries, _, _ := strings.Cut(spec.MachineType, "-")
+	v.check(known && !slices.Contains(series, machineSeries), field.Invalid(p.Child("machineType"), spec.MachineType,
+		fmt.Sprintf("ConfidentialCompute %s requires a machine type in the following series: %s", cc, strings.Join(series, ","))))
+	v.check(!known, field.Invalid(p.Child("confidentialCompute"), cc, fmt.Sprintf("ConfidentialCompute must be %s, %s, %s, %s, or %s",
+		machinev1beta1.ConfidentialComputePolicyEnabled, machinev1beta1.ConfidentialComputePolicyDisabled, machinev1beta1.ConfidentialComputePolicySEV,
+		machinev1beta1.ConfidentialComputePolicySEVSNP, machinev1beta1.ConfidentialComputePolicyTDX)))
 	return v.errs
 }
 

@@ -28,11 +28,13 @@ func TestDefaultGCP(t *testing.T) {
 		{name: "only region and zone: the rest is filled in", cluster: gcpCluster, in: `{"region":"us-central1","zone":"us-central1-a"}`,
 			want:    `{"region":"us-central1","zone":"us-central1-a",` + filled + `}`,
 			wantSet: []string{"credentialsSecret", "disks", "machineType", "networkInterfaces", "tags", "userDataSecret"}},
-		{name: "given disks get a type and image; a GPU count of 1", cluster: gcpCluster,
-			in: `{"machineType":"n2-standard-8","networkInterfaces":[{"network":"n","subnetwork":"s"}],"disks":[{"boot":true,"sizeGb":64},{"type":"pd-ssd","image":"i"}],` +
+		// Breaks if: the image is defaulted on every disk (OpenShift's older behaviour), not the boot disk only.
+		{name: "given disks get a type, the boot disk the image; a GPU count of 1", cluster: gcpCluster,
+			in: `{"machineType":"n2-standard-8","networkInterfaces":[{"network":"n","subnetwork":"s"}],"disks":[{"boot":true,"sizeGb":64},{"type":"pd-ssd","image":"i"},{"sizeGb":32}],` +
 				`"gpus":[{"type":"nvidia-tesla-t4"}],"tags":["t"],"userDataSecret":{"name":"u"},"credentialsSecret":{"name":"c"}}`,
 			want: `{"machineType":"n2-standard-8","networkInterfaces":[{"network":"n","subnetwork":"s"}],` +
-				`"disks":[{"autoDelete":false,"boot":true,"sizeGb":64,"type":"pd-standard","image":"` + image + `","labels":null},{"autoDelete":false,"boot":false,"sizeGb":0,"type":"pd-ssd","image":"i","labels":null}],` +
+				`"disks":[{"autoDelete":false,"boot":true,"sizeGb":64,"type":"pd-standard","image":"` + image + `","labels":null},{"autoDelete":false,"boot":false,"sizeGb":0,"type":"pd-ssd","image":"i","labels":null},` +
+				`{"autoDelete":false,"boot":false,"sizeGb":32,"type":"pd-standard","image":"","labels":null}],` +
 				`"gpus":[{"count":1,"type":"nvidia-tesla-t4"}],"tags":["t"],"userDataSecret":{"name":"u"},"credentialsSecret":{"name":"c"}}`,
 			wantSet: []string{"disks", "gpus"}},
 		{name: "a GCP value on an Azure cluster", cluster: azureCluster, in: `{"kind":"GCPMachineProviderSpec"}`},
@@ -81,14 +83,41 @@ func TestValidateGCP(t *testing.T) {
 				`providerSpec.shieldedInstanceConfig.secureBoot: Invalid value: "On": secureBoot must be either Enabled or Disabled.`,
 				`providerSpec.shieldedInstanceConfig.virtualizedTrustedPlatformModule: Invalid value: "Disabled": integrityMonitoring requires virtualizedTrustedPlatformModule Enabled.`,
 			}},
+		// Breaks if: the host maintenance check is skipped for a technology value, or the series list loses c3d.
 		{name: "confidential compute on an n1 machine migrating", value: with(t, valid, `{"confidentialCompute":"Enabled","onHostMaintenance":"Migrate"}`),
 			wantErrs: []string{
-				`providerSpec.onHostMaintenance: Invalid value: "Migrate": ConfidentialCompute require OnHostMaintenance to be set to Terminate, the current value is: Migrate`,
-				`providerSpec.machineType: Invalid value: "n1-standard-4": ConfidentialCompute require machine type in the following series: n2d,c2d`,
+				`providerSpec.onHostMaintenance: Invalid value: "Migrate": ConfidentialCompute Enabled requires OnHostMaintenance to be set to Terminate, the current value is: Migrate`,
+				`providerSpec.machineType: Invalid value: "n1-standard-4": ConfidentialCompute Enabled requires a machine type in the following series: n2d,c2d,c3d`,
 			}},
 		{name: "confidential compute on n2d", value: with(t, valid, `{"confidentialCompute":"Enabled","onHostMaintenance":"Terminate","machineType":"n2d-standard-4"}`)},
+		{name: "AMD SEV on c3d", value: with(t, valid, `{"confidentialCompute":"AMDEncryptedVirtualization","onHostMaintenance":"Terminate","machineType":"c3d-standard-4"}`)},
+		// Breaks if: SEV-SNP accepts the SEV series.
+		{name: "AMD SEV-SNP on c2d", value: with(t, valid, `{"confidentialCompute":"AMDEncryptedVirtualizationNestedPaging","onHostMaintenance":"Terminate","machineType":"c2d-standard-4"}`),
+			wantErrs: []string{`providerSpec.machineType: Invalid value: "c2d-standard-4": ConfidentialCompute AMDEncryptedVirtualizationNestedPaging requires a machine type in the following series: n2d`}},
+		{name: "Intel TDX on c3", value: with(t, valid, `{"confidentialCompute":"IntelTrustedDomainExtensions","onHostMaintenance":"Terminate","machineType":"c3-standard-4"}`)},
+		{name: "Intel TDX on n2d", value: with(t, valid, `{"confidentialCompute":"IntelTrustedDomainExtensions","onHostMaintenance":"Terminate","machineType":"n2d-standard-4"}`),
+			wantErrs: []string{`providerSpec.machineType: Invalid value: "n2d-standard-4": ConfidentialCompute IntelTrustedDomainExtensions requires a machine type in the following series: c3`}},
+		// Breaks if: an unknown value skips the host maintenance check (OpenShift reports both).
 		{name: "confidential compute value", value: with(t, valid, `{"confidentialCompute":"Sometimes"}`),
-			wantErrs: []string{`providerSpec.confidentialCompute: Invalid value: "Sometimes": ConfidentialCompute must be either Enabled or Disabled.`}},
+			wantErrs: []string{
+				`providerSpec.onHostMaintenance: Invalid value: "": ConfidentialCompute Sometimes requires OnHostMaintenance to be set to Terminate, the current value is: `,
+				`providerSpec.confidentialCompute: Invalid value: "Sometimes": ConfidentialCompute must be Enabled, Disabled, AMDEncryptedVirtualization, AMDEncryptedVirtualizationNestedPaging, or IntelTrustedDomainExtensions`,
+			}},
+		{name: "confidential compute disabled on n1", value: with(t, valid, `{"confidentialCompute":"Disabled"}`)},
+		{name: "spot provisioning", value: with(t, valid, `{"provisioningModel":"Spot"}`)},
+		// Breaks if: provisioningModel is not checked.
+		{name: "unknown provisioning model", value: with(t, valid, `{"provisioningModel":"Reserved"}`),
+			wantErrs: []string{`providerSpec.provisioningModel: Invalid value: "Reserved": provisioningModel must be "Spot" or omit for standard provisioning`}},
+		// Breaks if: preemptible is allowed together with Spot.
+		{name: "spot and preemptible", value: with(t, valid, `{"provisioningModel":"Spot","preemptible":true}`),
+			wantErrs: []string{`providerSpec.provisioningModel: Forbidden: preemptible cannot be used together with "Spot" provisioning model`}},
+		{name: "preemptible alone", value: with(t, valid, `{"preemptible":true}`)},
+		// Breaks if: the provisioningModel check moves after the GPU host maintenance rule (OpenShift's order).
+		{name: "unknown provisioning model, GPUs migrating", value: with(t, valid, `{"provisioningModel":"","gpus":[{"type":"nvidia-tesla-t4","count":1}],"onHostMaintenance":"Migrate"}`),
+			wantErrs: []string{
+				`providerSpec.provisioningModel: Invalid value: "": provisioningModel must be "Spot" or omit for standard provisioning`,
+				"providerSpec.onHostMaintenance: Forbidden: When GPUs are specified or using machineType with pre-attached GPUs(A2 machine family), onHostMaintenance must be set to Terminate.",
+			}},
 		{name: "GPUs while migrating", value: with(t, valid, `{"gpus":[{"type":"nvidia-tesla-t4","count":1}],"onHostMaintenance":"Migrate"}`),
 			wantErrs: []string{"providerSpec.onHostMaintenance: Forbidden: When GPUs are specified or using machineType with pre-attached GPUs(A2 machine family), onHostMaintenance must be set to Terminate."}},
 		{name: "GPUs", value: with(t, valid, `{"gpus":[{"type":"nvidia-tesla-a100","count":1}],"machineType":"a2-highgpu-1g","onHostMaintenance":"Terminate"}`),

@@ -69,6 +69,7 @@ func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, ad
 			"machine-api webhook could not read the cluster's Infrastructure (%v): the cluster-ID label and platform defaults were not applied", err)}
 	}
 	info.MachineNamespace = h.opts.MachineNamespace
+	info.VSphereHostVMGroupZonal = h.opts.VSphereHostVMGroupZonal
 	return info, nil
 }
 

@@ -46,10 +46,48 @@ func TestValidateNutanix(t *testing.T) {
 				"providerSpec.cluster.name: Required value: cluster name must be provided",
 				"providerSpec.image.uuid: Required value: image UUID must be provided",
 			}},
+		// Breaks if: more than one subnet is refused (OpenShift's older rule).
+		{name: "two subnets", value: with(t, valid, `{"subnets":[{"type":"name","name":"a"},{"type":"uuid","uuid":"u-2"}]}`)},
 		{name: "two subnets, one bad", value: with(t, valid, `{"subnets":[{"type":"name","name":"a"},{"type":"id"}]}`),
+			wantErrs: []string{`providerSpec.subnet.type: Invalid value: "id": subnet type must be one of name or uuid`}},
+		// Breaks if: the limit is not 32.
+		{name: "33 subnets", value: with(t, valid, `{"subnets":[`+strings.TrimSuffix(strings.Repeat(`{"type":"name","name":"a"},`, 33), ",")+`]}`),
+			wantErrs: []string{"providerSpec.subnets: Too many: 33: must have at most 32 items"}},
+		// Breaks if: duplicates are accepted, or reported once per value rather than per earlier equal subnet.
+		{name: "one subnet three times", value: with(t, valid, `{"subnets":[{"type":"name","name":"a"},{"type":"name","name":"a"},{"type":"name","name":"a"}]}`),
 			wantErrs: []string{
-				`providerSpec.subnets: Invalid value: "[{\"type\":\"name\",\"name\":\"a\"},{\"type\":\"id\"}]": too many subnets: currently nutanix platform supports one subnet per VM but more than one subnets are configured`,
-				`providerSpec.subnet.type: Invalid value: "id": subnet type must be one of name or uuid`,
+				`providerSpec.subnets: Invalid value: "{\"type\":\"name\",\"name\":\"a\"}": should not configure duplicate subnet value`,
+				`providerSpec.subnets: Invalid value: "{\"type\":\"name\",\"name\":\"a\"}": should not configure duplicate subnet value`,
+				`providerSpec.subnets: Invalid value: "{\"type\":\"name\",\"name\":\"a\"}": should not configure duplicate subnet value`,
+			}},
+		{name: "GPUs", value: with(t, valid, `{"gpus":[{"type":"DeviceID","deviceID":8},{"type":"Name","name":"Tesla T4"}]}`)},
+		// Breaks if: GPUs are not checked.
+		{name: "bad GPUs", value: with(t, valid, `{"gpus":[{"type":"DeviceID"},{"type":"Name","name":""},{"type":"Vendor"}]}`),
+			wantErrs: []string{
+				"providerSpec.gpus.deviceID: Required value: missing gpu deviceID",
+				"providerSpec.gpus.name: Required value: missing gpu name",
+				`providerSpec.gpus.type: Invalid value: "Vendor": invalid gpu identifier type, the valid types: "DeviceID", "Name".`,
+			}},
+		{name: "data disks", value: with(t, valid, `{"dataDisks":[{"diskSize":"10Gi","deviceProperties":{"deviceType":"Disk","adapterType":"SCSI","deviceIndex":1},`+
+			`"storageConfig":{"diskMode":"Flash","storageContainer":{"type":"uuid","uuid":"c-1"}},"dataSource":{"type":"name","name":"img"}},`+
+			`{"diskSize":"1Gi","deviceProperties":{"deviceType":"CDRom","adapterType":"IDE"}}]}`)},
+		// Breaks if: data disks are not checked.
+		{name: "bad data disks", value: with(t, valid, `{"dataDisks":[`+
+			`{"diskSize":"512Mi","deviceProperties":{"deviceType":"Disk","adapterType":"NVMe","deviceIndex":-1},"storageConfig":{"diskMode":"Fast","storageContainer":{"type":"uuid"}},"dataSource":{"type":"uuid"}},`+
+			`{"diskSize":"2Gi","deviceProperties":{"deviceType":"CDRom","adapterType":"SCSI"},"storageConfig":{"diskMode":"Standard","storageContainer":{"type":"name"}},"dataSource":{"type":"name"}},`+
+			`{"diskSize":"2Gi","deviceProperties":{"deviceType":"Tape","adapterType":"SCSI"},"dataSource":{"type":"id"}}]}`),
+			wantErrs: []string{
+				`providerSpec.dataDisks.diskSize: Invalid value: "536870912 bytes": The minimum diskSize is 1Gi bytes.`,
+				`providerSpec.dataDisks.deviceProperties.adapterType: Invalid value: "NVMe": invalid adapter type for the "Disk" device type, the valid values: "SCSI", "IDE", "PCI", "SATA", "SPAPR".`,
+				"providerSpec.dataDisks.deviceProperties.deviceIndex: Invalid value: -1: invalid device index, the valid values are non-negative integers.",
+				`providerSpec.dataDisks.storageConfig.diskMode: Invalid value: "Fast": invalid disk mode, the valid values: "Standard", "Flash".`,
+				"providerSpec.dataDisks.storageConfig.storageContainer.uuid: Required value: missing storageContainer uuid.",
+				"providerSpec.dataDisks.dataSource.uuid: Required value: missing disk dataSource uuid.",
+				`providerSpec.dataDisks.deviceProperties.adapterType: Invalid value: "SCSI": invalid adapter type for the "CDRom" device type, the valid values: "IDE", "SATA".`,
+				`providerSpec.dataDisks.storageConfig.storageContainer.type: Invalid value: "name": invalid storageContainer reference type, the valid values: "uuid".`,
+				"providerSpec.dataDisks.dataSource.name: Required value: missing disk dataSource name.",
+				`providerSpec.dataDisks.deviceProperties.deviceType: Invalid value: "Tape": invalid device type, the valid types: "Disk", "CDRom".`,
+				`providerSpec.dataDisks.dataSource.type: Invalid value: "id": invalid disk dataSource reference type, the valid values: "uuid", "name".`,
 			}},
 		{name: "small", value: with(t, valid, `{"memorySize":"1Gi","systemDiskSize":"10Gi"}`),
 			wantWarnings: []string{

@@ -57,6 +57,9 @@ type Options struct {
 	// MachineNamespace is the machine controller's (its --namespace): a Machine created
 	// there, of the cluster's provider, gets the controller's finalizer. "": none does.
 	MachineNamespace string
+	// VSphereHostVMGroupZonal is the feature gate of that name (--feature-gates, as the
+	// operator passes it to the vSphere provider too): without it a workspace.vmGroup is refused.
+	VSphereHostVMGroupZonal bool
 }
 
 // SetupWithManager registers the handlers on mgr's webhook server.
