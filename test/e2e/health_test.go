@@ -514,6 +514,15 @@ func TestNodeMaintenanceDrains(t *testing.T) {
 	})
 	status, _, _ := unstructured.NestedMap(nm.Object, "status")
 	t.Logf("NodeMaintenance Succeeded %s after creation; status %v", time.Since(start).Round(100*time.Millisecond), status)
+	// medik8s's status on success. Breaks if: the success keeps the pending pods or lastError of a pass before.
+	for _, field := range []string{"pendingPods", "pendingPodsRefs", "lastError"} {
+		if v, ok := status[field]; ok {
+			t.Errorf("status.%s = %v on success, want none (medik8s clears it)", field, v)
+		}
+	}
+	if p, _, _ := unstructured.NestedInt64(nm.Object, "status", "drainProgress"); p != 100 {
+		t.Errorf("status.drainProgress = %d on success, want 100", p)
+	}
 
 	waitFor(ctx, t, "node "+target+" cordoned, tainted "+nodeMaintenanceTaintKey+":NoSchedule, labelled "+excludeFromRemediationLabel, func(ctx context.Context) (bool, error) {
 		n := &corev1.Node{}
@@ -549,5 +558,18 @@ func TestNodeMaintenanceDrains(t *testing.T) {
 		}
 		_, labelled := n.Labels[excludeFromRemediationLabel]
 		return !n.Spec.Unschedulable && !hasDrainTaint(n) && !labelled, nil
+	})
+	// medik8s records UncordonNode "Uncordon a node" on the Node (cluster-scoped: its events are in default).
+	waitFor(ctx, t, "event UncordonNode on node "+target, func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := cluster.List(ctx, events, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == target && e.Reason == "UncordonNode" && e.Message == "Uncordon a node" {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 }

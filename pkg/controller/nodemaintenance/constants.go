@@ -49,13 +49,24 @@ const (
 	MaxLeaseErrors = 3
 )
 
-// Event reasons (medik8s's names).
+// Event reasons and notes (medik8s's, exactly). UncordonNode is recorded on the Node, the others on
+// the NodeMaintenance.
 const (
 	EventBeginMaintenance   = "BeginMaintenance"
 	EventFailedMaintenance  = "FailedMaintenance"
 	EventSucceedMaintenance = "SucceedMaintenance"
 	EventUncordonNode       = "UncordonNode"
 	EventRemovedMaintenance = "RemovedMaintenance"
-	EventWaiting            = "WaitingMaintenance"
-	EventDrainTimedOut      = "DrainTimedOut"
+
+	EventMessageBeginMaintenance   = "Begin a node maintenance"
+	EventMessageFailedMaintenance  = "Failed a node maintenance"
+	EventMessageSucceedMaintenance = "Node maintenance was succeeded"
+	EventMessageUncordonNode       = "Uncordon a node"
+	EventMessageRemovedMaintenance = "Removed a node maintenance"
+)
+
+// This project's events (medik8s has none for these states; docs/openshift.md).
+const (
+	EventWaiting       = "WaitingMaintenance"
+	EventDrainTimedOut = "DrainTimedOut"
 )

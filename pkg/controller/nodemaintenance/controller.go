@@ -24,6 +24,7 @@ import (
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 )
 
 // Options configure a Reconciler.
@@ -50,6 +51,7 @@ type Reconciler struct {
 	reader  client.Reader
 	kube    kubernetes.Interface
 	events  *patch.Events
+	writes  *readyourwrites.Memo
 	clock   clock.PassiveClock
 	poll    time.Duration
 	leaseNS string
@@ -63,6 +65,7 @@ func NewReconciler(opts Options) *Reconciler {
 		reader:  opts.APIReader,
 		kube:    opts.KubeClient,
 		events:  &patch.Events{Recorder: opts.Recorder},
+		writes:  readyourwrites.New(),
 		clock:   cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
 		poll:    cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval),
 		leaseNS: cmp.Or(opts.LeaseNamespace, DefaultLeaseNamespace),
@@ -78,14 +81,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, nm); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Name)
+			r.writes.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	// A status computed from a cache behind our last write would be diffed against the wrong base (a
+	// success then kept the pending pods and lastError of the write before): wait for the cache.
+	if r.writes.Stale(req.NamespacedName, nm.ResourceVersion, r.clock.Now()) {
+		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
+	}
+	behind := []string{nm.ResourceVersion}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", nm.Spec.NodeName))
 
 	if !nm.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, nm)
+		err := r.finalize(ctx, nm)
+		// A reconcile reading the version before the finalizer went would release the node again.
+		r.writes.WroteThrough(req.NamespacedName, behind, nm.ResourceVersion, r.clock.Now())
+		return ctrl.Result{}, err
 	}
 	if !controllerutil.ContainsFinalizer(nm, Finalizer) {
 		base := nm.DeepCopy()
@@ -93,12 +106,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
-		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventBeginMaintenance, "Maintain", "Begin a node maintenance of node %s", nm.Spec.NodeName)
+		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventBeginMaintenance, "Maintain", "%s", EventMessageBeginMaintenance)
+		behind = append(behind, nm.ResourceVersion)
 	}
 
 	st := *nm.Status.DeepCopy()
 	res, err := r.maintain(ctx, nm, &st)
-	if perr := r.writeStatus(ctx, nm, st); perr != nil {
+	perr := r.writeStatus(ctx, nm, st)
+	r.writes.WroteThrough(req.NamespacedName, behind, nm.ResourceVersion, r.clock.Now())
+	if perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	return res, err
@@ -193,7 +209,8 @@ func (r *Reconciler) nodeApplied(st *nmv1beta1.NodeMaintenanceStatus, nodeName s
 	case err == nil:
 		return ctrl.Result{}, nil
 	case apierrors.IsNotFound(err):
-		st.Phase, st.LastError, st.DrainStartTime = nmv1beta1.MaintenanceFailed, fmt.Sprintf("node %s not found", nodeName), nil
+		// medik8s's text: the API server's NotFound message.
+		st.Phase, st.LastError, st.DrainStartTime = nmv1beta1.MaintenanceFailed, fmt.Sprintf("nodes %q not found", nodeName), nil
 		return ctrl.Result{}, nil
 	case errors.As(err, &held):
 		st.Phase, st.LastError = nmv1beta1.MaintenanceFailed, held.Error()
@@ -208,12 +225,12 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 		forgetMetrics(nm.Name)
 		return nil
 	}
-	released, err := r.releaseNode(ctx, nm)
+	node, err := r.releaseNode(ctx, nm)
 	if err != nil {
 		return err
 	}
-	if released {
-		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventUncordonNode, "Release", "Uncordoned node %s and removed what the maintenance added", nm.Spec.NodeName)
+	if node != nil {
+		r.events.Eventf(node, nil, corev1.EventTypeNormal, EventUncordonNode, "Release", "%s", EventMessageUncordonNode)
 	}
 	others := &nmv1beta1.NodeMaintenanceList{}
 	if err := r.client.List(ctx, others, client.MatchingFields{NodeNameField: nm.Spec.NodeName}); err != nil {
@@ -231,7 +248,7 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
 	}
-	r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventRemovedMaintenance, "Release", "Removed the node maintenance of node %s", nm.Spec.NodeName)
+	r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventRemovedMaintenance, "Release", "%s", EventMessageRemovedMaintenance)
 	forgetMetrics(nm.Name)
 	return nil
 }
@@ -254,14 +271,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 	}
 	switch {
 	case st.Phase == nmv1beta1.MaintenanceFailed && (old.Phase != st.Phase || old.LastError != st.LastError):
-		r.events.Eventf(nm, nil, corev1.EventTypeWarning, EventFailedMaintenance, "Maintain", "Failed a node maintenance: %s", st.LastError)
+		r.events.Eventf(nm, nil, corev1.EventTypeWarning, EventFailedMaintenance, "Maintain", "%s", EventMessageFailedMaintenance)
 	case st.Phase == nmv1beta1.MaintenanceSucceeded && old.Phase != st.Phase:
-		note := "Node maintenance succeeded: node " + nm.Spec.NodeName + " is drained"
-		if st.LastError != "" {
-			note += "; " + st.LastError
-		}
-		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventSucceedMaintenance, "Maintain", "%s", note)
-	case st.Phase == nmv1beta1.MaintenanceRunning && st.LastError != "" && old.LastError != st.LastError && strings.HasPrefix(st.LastError, "waiting"):
+		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventSucceedMaintenance, "Maintain", "%s", EventMessageSucceedMaintenance)
+	case st.Phase == nmv1beta1.MaintenanceRunning && st.LastError != "" && old.LastError != st.LastError &&
+		(strings.HasPrefix(st.LastError, "waiting") || strings.HasPrefix(st.LastError, leaseWaitMessage)):
 		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventWaiting, "Maintain", "%s", st.LastError)
 	}
 	return nil

@@ -138,14 +138,23 @@ func isControlPlane(n *corev1.Node) bool {
 	return cp || master
 }
 
-// etcdGuardBlock says why a control-plane node's drain must wait (a pod to evict covered by an
+// GuardPodReady is medik8s's readiness of an etcd guard pod: a Ready condition True or Unknown (about
+// to be ready counts, to be safe). Without one the node counts as disrupted already, and disrupting it
+// again costs etcd no quorum.
+func GuardPodReady(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && (c.Status == corev1.ConditionTrue || c.Status == corev1.ConditionUnknown)
+	})
+}
+
+// etcdGuardBlock says why a control-plane node's drain must wait (a ready pod to evict covered by an
 // EtcdNamespace PodDisruptionBudget allowing no disruption), "" when it need not.
 func etcdGuardBlock(node *corev1.Node, pods []corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
 	if !isControlPlane(node) {
 		return ""
 	}
 	for _, p := range pods {
-		if p.Namespace != EtcdNamespace || p.DeletionTimestamp != nil {
+		if p.Namespace != EtcdNamespace || p.DeletionTimestamp != nil || !GuardPodReady(&p) {
 			continue
 		}
 		for _, pdb := range pdbs {
@@ -274,12 +283,15 @@ const (
 	leaseStayFailed                     // failed for the lease, still another's: keep the node released
 )
 
-// Prefixes of the lastError messages about the lease (cleared once it is held).
+// The lastError messages about the lease, medik8s's texts exactly (cleared once it is held); the
+// node lease API error is this project's.
 const (
-	leaseWaitMessage  = "waiting for the node lease"
-	leaseRetryMessage = "failed to extend the node lease"
+	leaseWaitMessage  = "failed to obtain a lease that is not owned by us"
+	leaseRetryMessage = "failed to extend a lease that used to be owned by us"
 	leaseFailMessage  = "maintenance failed: lease could not be extended"
 	leaseErrorMessage = "cannot take the node lease"
+	// leaseHeldError is medik8s's lease.AlreadyHeldError.
+	leaseHeldError = "can't update or invalidate the lease because it is held by different owner: %s"
 )
 
 func isLeaseMessage(s string) bool {
@@ -294,7 +306,7 @@ func failedForLease(st *nmv1beta1.NodeMaintenanceStatus) bool {
 
 // decideLease updates st for planLease's outcome and says what follows and when to look again (the
 // renewal; the other's expiry or the doubling retry backoff, whichever is first); docs/openshift.md.
-func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, ref string, now time.Time, base time.Duration) (leaseVerdict, time.Duration) {
+func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, now time.Time, base time.Duration) (leaseVerdict, time.Duration) {
 	if p.held {
 		if failedForLease(st) {
 			st.Phase = nmv1beta1.MaintenanceRunning
@@ -309,31 +321,27 @@ func decideLease(st *nmv1beta1.NodeMaintenanceStatus, p leasePlan, ref string, n
 		return leaseProceed, max(p.renewAt.Sub(now), time.Second)
 	}
 	untilExpiry := max(p.expires.Sub(now), 0) + 10*time.Millisecond
-	until := p.expires.UTC().Format(time.RFC3339)
+	held := fmt.Sprintf(leaseHeldError, p.holder)
 	switch {
 	case failedForLease(st):
-		st.LastError = leaseFailedText(st.ErrorOnLeaseCount, ref, p.holder)
+		st.LastError = leaseFailedText(st.ErrorOnLeaseCount)
 		return leaseStayFailed, untilExpiry
 	case st.DrainProgress == 0: // the drain has not started (medik8s's rule)
 		st.Phase = nmv1beta1.MaintenanceRunning
-		// "failed to obtain a lease that is not owned by us" is medik8s's text.
-		st.LastError = fmt.Sprintf("%s: failed to obtain a lease that is not owned by us: lease %s is held by %q until %s",
-			leaseWaitMessage, ref, p.holder, until)
+		st.LastError = fmt.Sprintf("%s : %s errorOnLeaseCount %d", leaseWaitMessage, held, st.ErrorOnLeaseCount)
 		return leaseWait, untilExpiry
 	}
 	st.ErrorOnLeaseCount++
 	if st.ErrorOnLeaseCount > MaxLeaseErrors {
 		st.Phase = nmv1beta1.MaintenanceFailed
-		st.LastError = leaseFailedText(st.ErrorOnLeaseCount, ref, p.holder)
+		st.LastError = leaseFailedText(st.ErrorOnLeaseCount)
 		return leaseFail, untilExpiry
 	}
-	st.LastError = fmt.Sprintf("%s (attempt %d of %d): lease %s is held by %q until %s",
-		leaseRetryMessage, st.ErrorOnLeaseCount, MaxLeaseErrors, ref, p.holder, until)
+	st.LastError = fmt.Sprintf("%s, incrementing error on lease count: %s, errorOnLeaseCount: %d", leaseRetryMessage, held, st.ErrorOnLeaseCount)
 	return leaseRetry, min(base<<(st.ErrorOnLeaseCount-1), untilExpiry)
 }
 
-// leaseFailedText names no expiry: another's renewals do not rewrite a failed status.
-func leaseFailedText(attempts int, ref, holder string) string {
-	return fmt.Sprintf("%s after %d attempts: lease %s is held by %q; the node was released, and the maintenance restarts once the lease expires or is released",
-		leaseFailMessage, attempts, ref, holder)
+// leaseFailedText is medik8s's; it names no expiry, so another's renewals do not rewrite a failed status.
+func leaseFailedText(attempts int) string {
+	return fmt.Sprintf("%s after %d attempts", leaseFailMessage, attempts)
 }

@@ -99,7 +99,7 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		st.LastError = patch.Truncate(leaseErrorMessage+": "+err.Error(), 1024)
 		return ctrl.Result{}, false, err
 	}
-	verdict, after := decideLease(st, plan, r.leaseRef(node.Name), r.clock.Now(), r.poll)
+	verdict, after := decideLease(st, plan, r.clock.Now(), r.poll)
 	res = ctrl.Result{RequeueAfter: after}
 	switch verdict {
 	case leaseProceed:
@@ -116,9 +116,8 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
-	if released {
-		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventUncordonNode, "Release",
-			"Uncordoned node %s and removed what the maintenance added: lease %s is held by %q", node.Name, r.leaseRef(node.Name), plan.holder)
+	if released != nil && verdict == leaseFail { // medik8s: on the Node, when it gives the node up
+		r.events.Eventf(released, nil, corev1.EventTypeNormal, EventUncordonNode, "Release", "%s", EventMessageUncordonNode)
 	}
 	return res, false, nil
 }

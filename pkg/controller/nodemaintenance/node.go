@@ -24,7 +24,7 @@ func (e *heldError) Error() string {
 // applyNode cordons, taints and labels the node for nmName; heldError when OwnerAnnotation names another
 // existing NodeMaintenance (two created at once may not see each other in the cache).
 func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) error {
-	_, err := r.updateNode(ctx, nodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
+	_, _, err := r.updateNode(ctx, nodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
 		if o := n.Annotations[OwnerAnnotation]; o != "" && o != nmName {
 			other := &nmv1beta1.NodeMaintenance{}
 			switch err := cmp.Or[client.Reader](r.reader, r.client).Get(ctx, client.ObjectKey{Name: o}, other); {
@@ -41,39 +41,45 @@ func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) err
 	return err
 }
 
-// releaseNode undoes what nm recorded on its node (if any); it reports a write.
-func (r *Reconciler) releaseNode(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (bool, error) {
-	changed, err := r.updateNode(ctx, nm.Spec.NodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
+// releaseNode undoes what nm recorded on its node (if any). It returns the node (nil when gone) when no
+// other NodeMaintenance holds it, which is when medik8s would uncordon it (and record UncordonNode).
+func (r *Reconciler) releaseNode(ctx context.Context, nm *nmv1beta1.NodeMaintenance) (*corev1.Node, error) {
+	held := false
+	node, _, err := r.updateNode(ctx, nm.Spec.NodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
+		o := n.Annotations[OwnerAnnotation]
+		held = o != "" && o != nm.Name
 		want, changed := planRelease(n, nm.Name)
 		return want, changed, nil
 	})
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	if apierrors.IsNotFound(err) || held {
+		return nil, nil
 	}
-	return changed, err
+	return node, err
 }
 
-// updateNode reads the node uncached, applies plan and writes the result
-// under the read's resourceVersion, re-reading on conflicts.
-func (r *Reconciler) updateNode(ctx context.Context, nodeName string, plan func(*corev1.Node) (*corev1.Node, bool, error)) (bool, error) {
+// updateNode reads the node uncached, applies plan and writes the result under the read's
+// resourceVersion, re-reading on conflicts; it returns the node as last read or written.
+func (r *Reconciler) updateNode(ctx context.Context, nodeName string, plan func(*corev1.Node) (*corev1.Node, bool, error)) (*corev1.Node, bool, error) {
 	changed := false
+	var node *corev1.Node
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		n, err := r.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
+		node = n
 		want, ok, err := plan(n)
 		if err != nil || !ok {
 			return err
 		}
-		if _, err := r.kube.CoreV1().Nodes().Update(ctx, want, metav1.UpdateOptions{FieldManager: ControllerName}); err != nil {
+		if node, err = r.kube.CoreV1().Nodes().Update(ctx, want, metav1.UpdateOptions{FieldManager: ControllerName}); err != nil {
 			return err
 		}
 		changed = true
 		return nil
 	})
 	if err != nil { // NotFound and heldError are still found through the wrapping
-		return changed, fmt.Errorf("updating node %s: %w", nodeName, err)
+		return nil, changed, fmt.Errorf("updating node %s: %w", nodeName, err)
 	}
-	return changed, nil
+	return node, changed, nil
 }

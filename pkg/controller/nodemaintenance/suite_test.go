@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,6 +143,21 @@ func (r *recorder) wait(t *testing.T, name string, reasons ...string) {
 	}))
 }
 
+// waitExact waits until each event ("<object name> <type> <reason>: <note>") has been recorded.
+func (r *recorder) waitExact(t *testing.T, events ...string) {
+	t.Helper()
+	poll.Eventually(t, waitTimeout, fmt.Sprintf("events %q", events), poll.Check(func() error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, e := range events {
+			if !slices.Contains(r.events, e) {
+				return fmt.Errorf("no event %q; events: %q", e, r.events)
+			}
+		}
+		return nil
+	}))
+}
+
 // has reports whether an event of reason was recorded for object name.
 func (r *recorder) has(name, reason string) bool {
 	r.mu.Lock()
@@ -192,7 +208,7 @@ func createNamespace(t *testing.T, name string) string {
 // createPod creates a pod bound to node, owned by a ReplicaSet (as a
 // controller), with no termination grace period so that an eviction
 // deletes it at once (envtest has no kubelet).
-func createPod(t *testing.T, ns, name, node string, labels map[string]string) *corev1.Pod {
+func createPod(t *testing.T, ns, name, node string, labels map[string]string, mutate ...func(*corev1.Pod)) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -207,6 +223,9 @@ func createPod(t *testing.T, ns, name, node string, labels map[string]string) *c
 			Containers:                    []corev1.Container{{Name: "c", Image: "example.com/c"}},
 		},
 	}
+	for _, f := range mutate {
+		f(p)
+	}
 	if err := env.Client.Create(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +235,15 @@ func createPod(t *testing.T, ns, name, node string, labels map[string]string) *c
 		t.Fatal(err)
 	}
 	return p
+}
+
+// setPodReady gives the pod a Ready condition of status s.
+func setPodReady(t *testing.T, p *corev1.Pod, s corev1.ConditionStatus) {
+	t.Helper()
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: s}}
+	if err := env.Client.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // createPDB creates a PodDisruptionBudget selecting labels, with the status

@@ -63,8 +63,9 @@ func isControlPlane(node *corev1.Node) bool {
 		metav1.HasLabel(node.ObjectMeta, nmcontroller.MasterNodeRoleLabel)
 }
 
-// etcdDisruptionAllowed is medik8s's rule: one budget in openshift-etcd (else cannot tell:
-// no) that allows a disruption, or the node's guard pod is not Ready (disrupted) or missing.
+// etcdDisruptionAllowed is medik8s's rule: one budget in openshift-etcd (else cannot tell: no) that
+// allows a disruption, or the node's first guard pod is not ready (no Ready condition True or Unknown:
+// the node is disrupted already), or the node has none.
 func etcdDisruptionAllowed(nodeName string, q quorumFacts) bool {
 	if len(q.pdbs) != 1 {
 		return false
@@ -73,7 +74,5 @@ func etcdDisruptionAllowed(nodeName string, q quorumFacts) bool {
 		return true
 	}
 	i := slices.IndexFunc(q.guardPods, func(p corev1.Pod) bool { return p.Spec.NodeName == nodeName })
-	return i < 0 || slices.ContainsFunc(q.guardPods[i].Status.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse
-	})
+	return i < 0 || !nmcontroller.GuardPodReady(&q.guardPods[i])
 }

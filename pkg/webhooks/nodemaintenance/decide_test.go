@@ -60,9 +60,15 @@ func TestDecideCreate(t *testing.T) {
 		{"PDB allows none, the node's guard pod is Ready: refused", createFacts{node: node("n1", controlPlane), openShift: true, quorum: quorumFacts{
 			pdbs: []policyv1.PodDisruptionBudget{pdb(0)}, guardPods: []corev1.Pod{guardPod("n2", corev1.ConditionFalse), guardPod("n1", corev1.ConditionTrue)}}},
 			"can not put master/control-plane node into maintenance at this moment, disrupting node n1 will violate etcd quorum"},
-		{"PDB allows none, the node's guard pod has no Ready condition: refused", createFacts{node: node("n1", controlPlane), openShift: true, quorum: quorumFacts{
-			pdbs: []policyv1.PodDisruptionBudget{pdb(0)}, guardPods: []corev1.Pod{guardPod("n1", "")}}},
+		{"PDB allows none, the node's guard pod is Ready Unknown (about to be ready): refused", createFacts{node: node("n1", controlPlane), openShift: true, quorum: quorumFacts{
+			pdbs: []policyv1.PodDisruptionBudget{pdb(0)}, guardPods: []corev1.Pod{guardPod("n1", corev1.ConditionUnknown)}}},
 			"can not put master/control-plane node into maintenance at this moment, disrupting node n1 will violate etcd quorum"},
+		// medik8s: "Missing ready condition also means the pod is not ready", so the node is disrupted already.
+		// Breaks if: a guard pod without a Ready condition counts as Ready.
+		{"PDB allows none, the node's guard pod has no Ready condition: allowed", createFacts{node: node("n1", controlPlane), openShift: true, quorum: quorumFacts{
+			pdbs: []policyv1.PodDisruptionBudget{pdb(0)}, guardPods: []corev1.Pod{guardPod("n1", "")}}}, ""},
+		{"PDB allows none, the node's first guard pod decides", createFacts{node: node("n1", controlPlane), openShift: true, quorum: quorumFacts{
+			pdbs: []policyv1.PodDisruptionBudget{pdb(0)}, guardPods: []corev1.Pod{guardPod("n1", corev1.ConditionFalse), guardPod("n1", corev1.ConditionTrue)}}}, ""},
 		{"PDB allows none, the node is already disrupted (guard pod not Ready)", createFacts{node: node("n1", controlPlane), openShift: true, quorum: quorumFacts{
 			pdbs: []policyv1.PodDisruptionBudget{pdb(0)}, guardPods: []corev1.Pod{guardPod("n1", corev1.ConditionFalse)}}}, ""},
 		{"PDB allows none, no guard pod on the node", createFacts{node: node("n1", controlPlane), openShift: true, quorum: quorumFacts{

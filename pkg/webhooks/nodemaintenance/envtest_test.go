@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -202,6 +203,23 @@ func TestWebhookThroughAPIServer(t *testing.T) {
 		}
 		// The PDB allows no disruption and cp2's guard pod is Ready.
 		refused(t, create("cp2", "cp2"), byWebhook+quorum)
+
+		// Without a Ready condition the guard pod is not ready (medik8s): cp2 counts as disrupted already.
+		// Breaks if: a guard pod without a Ready condition counts as Ready.
+		guard.Status.Conditions = nil
+		if err := c.Status().Update(ctx, guard); err != nil {
+			t.Fatal(err)
+		}
+		if err := create("cp2", "cp2"); err != nil {
+			t.Errorf("refused although cp2's guard pod has no Ready condition: %v", err)
+		}
+		if err := c.Delete(ctx, &nmv1beta1.NodeMaintenance{ObjectMeta: metav1.ObjectMeta{Name: "cp2"}}); err != nil {
+			t.Fatal(err)
+		}
+		poll.Eventually(t, 30*time.Second, "NodeMaintenance cp2 gone", func(ctx context.Context) (bool, error) {
+			err := c.Get(ctx, client.ObjectKey{Name: "cp2"}, &nmv1beta1.NodeMaintenance{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
 
 		pdb.Status.DisruptionsAllowed = 1
 		if err := c.Status().Update(ctx, pdb); err != nil {

@@ -122,12 +122,13 @@ func (v *Validator) observeQuorum(ctx context.Context) (quorumFacts, error) {
 		return q, nil
 	}
 	pdb := q.pdbs[0]
-	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	// medik8s's reading of the selector: its labels as a set (no selector: every pod of the namespace).
+	set, err := metav1.LabelSelectorAsMap(pdb.Spec.Selector)
 	if err != nil {
 		return q, fmt.Errorf("could not parse the selector of PodDisruptionBudget %s/%s: %w", pdb.Namespace, pdb.Name, err)
 	}
 	pods := &corev1.PodList{}
-	if err := v.reader.List(ctx, pods, client.InNamespace(nmcontroller.EtcdNamespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := v.reader.List(ctx, pods, client.InNamespace(nmcontroller.EtcdNamespace), client.MatchingLabels(set)); err != nil {
 		return q, fmt.Errorf("could not list the etcd guard pods in %s, please try again: %w", nmcontroller.EtcdNamespace, err)
 	}
 	q.guardPods = pods.Items
