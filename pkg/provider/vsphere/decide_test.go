@@ -206,7 +206,7 @@ func TestVMConfigCoresPerSocket(t *testing.T) {
 		want        int32
 	}{{4, 2, 2}, {4, 0, 4}}
 	for _, tc := range cases {
-		c := vmConfig(&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "uid"}}, &machinev1beta1.VSphereMachineProviderSpec{NumCPUs: tc.cpus, NumCoresPerSocket: tc.cores}, nil)
+		c := vmConfig(&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "uid"}}, &machinev1beta1.VSphereMachineProviderSpec{NumCPUs: tc.cpus, NumCoresPerSocket: tc.cores}, nil, "")
 		if c.NumCoresPerSocket == nil || *c.NumCoresPerSocket != tc.want {
 			t.Errorf("cpus %d cores %d: got %v, want %d", tc.cpus, tc.cores, c.NumCoresPerSocket, tc.want)
 		}
@@ -256,7 +256,7 @@ func TestVMState(t *testing.T) {
 // were dropped from vmConfig or written under another key.
 func TestOwnerMark(t *testing.T) {
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "worker-0", UID: "uid-1"}}
-	c := vmConfig(m, &machinev1beta1.VSphereMachineProviderSpec{}, nil)
+	c := vmConfig(m, &machinev1beta1.VSphereMachineProviderSpec{}, nil, "")
 	got := ownerOf(&types.VirtualMachineConfigInfo{ExtraConfig: c.ExtraConfig})
 	if !got.Owns(m) || got.String() != "ns/worker-0/uid-1" {
 		t.Errorf("mark %q, want ns/worker-0/uid-1", got)

@@ -61,8 +61,8 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	switch step := decideDelete(d); step {
 	case deleteWait:
 		return machine.RequeueAfter(a.poll, "a vCenter task of the VM is running")
-	case deleteGone:
-		return nil
+	case deleteGone: // the VM is gone (or never was the Machine's): its addresses may go too
+		return a.releaseClaims(ctx, m)
 	case deleteWaitVolumes:
 		return machine.RequeueAfter(a.poll, fmt.Sprintf("node %s has attached volumes, requeuing", m.Status.NodeRef.Name))
 	case deleteWaitDisks:
