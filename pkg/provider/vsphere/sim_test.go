@@ -68,7 +68,7 @@ func newSimEnvWith(t *testing.T, hook func(*simulator.Model), opts Options, fds 
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "worker-user-data"},
 		Data:       map[string][]byte{"userData": []byte(`{"ignition":{"version":"3.2.0"}}`)},
 	}
-	e.kube = fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, userData).WithStatusSubresource(&machinev1beta1.Machine{}).Build()
+	e.kube = fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, userData).WithStatusSubresource(&machinev1beta1.Machine{}, &ipamv1beta1.IPAddressClaim{}).Build()
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 5 * time.Millisecond
 	}
