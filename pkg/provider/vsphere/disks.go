@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"fmt"
+	"regexp"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/object"
@@ -80,4 +81,21 @@ func freeUnits(controller types.BaseVirtualController, devices object.VirtualDev
 		}
 	}
 	return free
+}
+
+// foreignDisks are the VM's disks Delete detaches when draining was skipped, as OpenShift does: every disk
+// whose file is not named after the VM ("<dir>/<name>.vmdk", "<dir>/<name>_<n>.vmdk": the clone's and the data
+// disks), so volumes attached later survive the destroy. The VM's first disk is never one (vcsim keeps the
+// template's file name for it).
+func foreignDisks(name string, devices object.VirtualDeviceList) []types.BaseVirtualDevice {
+	own := regexp.MustCompile(".*/" + regexp.QuoteMeta(name) + `(_\d*)?\.vmdk`)
+	var out []types.BaseVirtualDevice
+	for i, d := range devices.SelectByType((*types.VirtualDisk)(nil)) {
+		b, ok := d.GetVirtualDevice().Backing.(types.BaseVirtualDeviceFileBackingInfo)
+		if i == 0 || ok && own.MatchString(b.GetVirtualDeviceFileBackingInfo().FileName) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }

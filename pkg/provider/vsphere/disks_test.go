@@ -2,13 +2,17 @@ package vsphere
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
 
 // templateDevices is a template with a SCSI controller (its own unit 7) holding the OS disk at unit 0 and
@@ -137,6 +141,94 @@ func TestCreateWithDataDisks(t *testing.T) {
 
 	if err := e.until(m, e.a.Delete, false); err != nil {
 		t.Fatalf("Delete: %v", err)
+	}
+	if n := e.vmsNamed("worker-0"); n != 0 {
+		t.Errorf("%d VMs after Delete, want 0", n)
+	}
+}
+
+// TestForeignDisks: the disks Delete detaches when draining was skipped are those whose files are not named
+// after the VM, as OpenShift's filter, and never the first. Breaks if: a data disk (worker-0_1.vmdk) or the OS
+// disk were detached (and then survive the VM as garbage), or a volume named otherwise were destroyed with it.
+func TestForeignDisks(t *testing.T) {
+	disk := func(key int32, file string) *types.VirtualDisk {
+		return &types.VirtualDisk{VirtualDevice: types.VirtualDevice{Key: key, Backing: &types.VirtualDiskFlatVer2BackingInfo{
+			VirtualDeviceFileBackingInfo: types.VirtualDeviceFileBackingInfo{FileName: file}}}}
+	}
+	devices := object.VirtualDeviceList{
+		disk(1, "[ds] rhcos/disk1.vmdk"), // the OS disk, whatever its file
+		disk(2, "[ds] worker-0/worker-0_1.vmdk"),
+		disk(3, "[ds] worker-0/worker-0.vmdk"),
+		disk(4, "[ds] kubevols/pvc-1234.vmdk"),
+		disk(5, "[ds] worker-0/worker-0-other.vmdk"),
+		disk(6, "[ds] worker-01/worker-01_1.vmdk"),
+		&types.VirtualCdrom{VirtualDevice: types.VirtualDevice{Key: 7}},
+	}
+	var got []int32
+	for _, d := range foreignDisks("worker-0", devices) {
+		got = append(got, d.GetVirtualDevice().Key)
+	}
+	if want := []int32{4, 5, 6}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("foreign disks %v, want %v", got, want)
+	}
+}
+
+// With draining skipped (machine.openshift.io/exclude-node-draining), Delete detaches a disk attached to the VM
+// after its creation (a volume whose file is not named after the VM), and then destroys the VM
+// with its own disks; without the annotation it waits for the detach instead. Breaks if: Delete destroyed the VM
+// with the volume attached, or detached a data disk.
+func TestDeleteDetachesVolumesWhenDrainSkipped(t *testing.T) {
+	e := newSimEnv(t)
+	m := e.newMachine("worker-0", func(s *machinev1beta1.VSphereMachineProviderSpec) {
+		s.DataDisks = []machinev1beta1.VSphereDisk{{Name: "data", SizeGiB: 1}}
+	})
+	if err := e.until(m, e.a.Create, true); err != nil {
+		t.Fatal(err)
+	}
+	vm := e.vm("worker-0")
+	devices := object.VirtualDeviceList(e.props(vm, "config.hardware.device").Config.Hardware.Device)
+	osDisk := devices.SelectByType((*types.VirtualDisk)(nil))[0].GetVirtualDevice()
+	e.wait(vm.Reconfigure(e.ctx, types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
+		Operation: types.VirtualDeviceConfigSpecOperationAdd, FileOperation: types.VirtualDeviceConfigSpecFileOperationCreate,
+		Device: &types.VirtualDisk{CapacityInKB: 1 << 20, VirtualDevice: types.VirtualDevice{Key: -1, ControllerKey: osDisk.ControllerKey, UnitNumber: new(int32(9)),
+			Backing: &types.VirtualDiskFlatVer2BackingInfo{DiskMode: string(types.VirtualDiskModePersistent),
+				VirtualDeviceFileBackingInfo: types.VirtualDeviceFileBackingInfo{FileName: "[LocalDS_0] worker-0/pvc-1.vmdk"}}}},
+	}}}))
+	disks := func() []string {
+		var out []string
+		p := e.props(vm, "config.hardware.device")
+		for _, d := range object.VirtualDeviceList(p.Config.Hardware.Device).SelectByType((*types.VirtualDisk)(nil)) {
+			out = append(out, d.GetVirtualDevice().Backing.(*types.VirtualDiskFlatVer2BackingInfo).FileName)
+		}
+		return out
+	}
+	if n := len(disks()); n != 3 {
+		t.Fatalf("disks %v before Delete, want the OS disk, the data disk and the volume", disks())
+	}
+	err := e.until(m, e.a.Delete, false)
+	mustContain(t, err, "additional attached disks detected, block vm destruction and wait for disks to be detached")
+
+	m.Annotations = map[string]string{excludeNodeDrainingAnnotation: ""}
+	detached := false
+	for range 20 {
+		err := call(m, e.a.Delete, false)
+		if err == nil {
+			break
+		}
+		if requeued(err) && strings.Contains(err.Error(), "disks were detached") {
+			poll.Eventually(t, 5*time.Second, "the volume detached, the VM's own disks kept", poll.Check(func() error {
+				if got := disks(); len(got) != 2 || slices.ContainsFunc(got, func(f string) bool { return strings.Contains(f, "pvc-1") }) {
+					return fmt.Errorf("disks %v", got)
+				}
+				return nil
+			}))
+			detached = true
+		} else if !requeued(err) {
+			t.Fatalf("Delete: %v", err)
+		}
+	}
+	if !detached {
+		t.Error("Delete never detached the volume")
 	}
 	if n := e.vmsNamed("worker-0"); n != 0 {
 		t.Errorf("%d VMs after Delete, want 0", n)
