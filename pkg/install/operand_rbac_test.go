@@ -94,6 +94,13 @@ func operandAccess() []access {
 	add([]string{"update", "patch"}, machine, "machinehealthchecks", "status", namespace, "x")
 	add([]string{"get"}, "", "secrets", "", namespace, "worker-user-data")
 	add([]string{"get"}, "", "configmaps", "", namespace, "c")
+	// IPAM (vSphere static IPs): claims created, adopted, released; their addresses read.
+	const ipam = "ipam.cluster.x-k8s.io"
+	add(read, ipam, "ipaddressclaims", "", namespace, "")
+	add([]string{"create"}, ipam, "ipaddressclaims", "", namespace, "")
+	add([]string{"get", "update"}, ipam, "ipaddressclaims", "", namespace, "worker-0-claim-0-0")
+	add(read, ipam, "ipaddresses", "", namespace, "")
+	add([]string{"get"}, ipam, "ipaddresses", "", namespace, "worker-0-claim-0-0-ip")
 	// Leader election in the operand namespace.
 	add([]string{"create"}, "coordination.k8s.io", "leases", "", namespace, "")
 	add([]string{"get", "update"}, "coordination.k8s.io", "leases", "", namespace, names.MachineSetLeaseName)
@@ -150,6 +157,11 @@ func operandForbidden() []access {
 		{Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: namespace},
 		{Verb: "update", Resource: "events", Namespace: "default", Name: "e"},
 		{Verb: "patch", Group: "machine.openshift.io", Resource: "machinehealthchecks", Namespace: namespace, Name: "x"},
+		// IPAM: claims are deleted by the garbage collector, addresses written by the IPAM provider only.
+		{Verb: "delete", Group: "ipam.cluster.x-k8s.io", Resource: "ipaddressclaims", Namespace: namespace, Name: "x"},
+		{Verb: "create", Group: "ipam.cluster.x-k8s.io", Resource: "ipaddressclaims", Namespace: "default"},
+		{Verb: "update", Group: "ipam.cluster.x-k8s.io", Resource: "ipaddresses", Namespace: namespace, Name: "x"},
+		{Verb: "create", Group: "ipam.cluster.x-k8s.io", Resource: "ipaddresses", Namespace: namespace},
 		// The operator's Lease and images: taking either would let a
 		// provider image stop the operator or choose what it runs.
 		{Verb: "get", Group: coord, Resource: "leases", Namespace: namespace, Name: names.OperatorLeaseName},

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1" //nolint:staticcheck // the version OpenShift's vSphere provider uses
 
 	machinedeploymentv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	nodemaintenancev1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
@@ -23,5 +24,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(machinev1beta1.Install(s))
 	utilruntime.Must(nodemaintenancev1beta1.AddToScheme(s))
 	utilruntime.Must(machinedeploymentv1beta1.AddToScheme(s))
+	utilruntime.Must(ipamv1beta1.AddToScheme(s)) // the vSphere provider's IP address claims
 	return s
 }

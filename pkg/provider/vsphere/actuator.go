@@ -171,9 +171,13 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	step := decideCreate(task, state)
 	var userData []byte
-	if step == createClone || step == createConfigure { // the steps that write the ignition config
+	var kargs string
+	if step == createClone || step == createConfigure { // the steps that write the ignition and network config
 		if userData, err = a.userData(ctx, m, t.spec); err != nil {
 			return err
+		}
+		if kargs, err = a.staticNetwork(ctx, m, t.spec, st); err != nil { // waits for the IP address claims
+			return writeStatus(m, st, err)
 		}
 	}
 	started := func(ref, doing, requeue string, kv ...any) error {
@@ -188,7 +192,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		setCreation(st, a.now(), err)
 		return writeStatus(m, st, err)
 	case createClone:
-		ref, err := startClone(ctx, s, m, t.spec, userData)
+		ref, err := startClone(ctx, s, m, t.spec, userData, kargs)
 		if err != nil {
 			setCreation(st, a.now(), err)
 			return writeStatus(m, st, err)
@@ -205,7 +209,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		setCondition(st, a.now(), metav1.ConditionFalse, ReasonVMNameConflict, err.Error())
 		return writeStatus(m, st, err)
 	case createConfigure:
-		task, err := vm.obj.Reconfigure(ctx, vmConfig(m, t.spec, userData))
+		task, err := vm.obj.Reconfigure(ctx, vmConfig(m, t.spec, userData, kargs))
 		if err != nil {
 			return fmt.Errorf("configuring VM %s: %w", vm.mo.Name, err)
 		}

@@ -31,8 +31,9 @@ const (
 	minimumHWVersion = 15
 )
 
-// deviceChanges replaces the template's NICs by one per network backing and, for a full clone, grows its one
-// disk to diskGiB (only a full clone can).
+// deviceChanges grows the template's one disk to diskGiB for a full clone (only a full clone can), adds the
+// data disks and replaces the template's NICs by one per network backing, in the devices' order (OpenShift's
+// order of changes).
 func deviceChanges(spec *machinev1beta1.VSphereMachineProviderSpec, devices object.VirtualDeviceList, linked bool,
 	networks []types.BaseVirtualDeviceBackingInfo) ([]types.BaseVirtualDeviceConfigSpec, error) {
 	var changes []types.BaseVirtualDeviceConfigSpec
@@ -49,6 +50,11 @@ func deviceChanges(spec *machinev1beta1.VSphereMachineProviderSpec, devices obje
 		disk.CapacityInKB = want
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &disk})
 	}
+	disks, err := dataDiskChanges(spec, devices)
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, disks...)
 	for _, nic := range devices.SelectByType((*types.VirtualEthernetCard)(nil)) {
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: nic})
 	}
@@ -64,8 +70,9 @@ func deviceChanges(spec *machinev1beta1.VSphereMachineProviderSpec, devices obje
 }
 
 // vmConfig is the Machine's VM configuration without devices, with its ownership mark: the clone's, and what
-// Create applies to a marked clone that did not get it.
-func vmConfig(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) types.VirtualMachineConfigSpec {
+// Create applies to a marked clone that did not get it. kargs (static network configuration) go to the guest
+// when not empty.
+func vmConfig(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte, kargs string) types.VirtualMachineConfigSpec {
 	name := m.Name
 	var cores *int32
 	if c := cmp.Or(max(spec.NumCoresPerSocket, 0), spec.NumCPUs); c > 0 {
@@ -79,8 +86,11 @@ func vmConfig(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProv
 	}
 	extra = append(extra,
 		&types.OptionValue{Key: guestInfoHostname, Value: name},
-		&types.OptionValue{Key: stealClock, Value: "TRUE"},
-		&types.OptionValue{Key: OwnerKey, Value: machine.OwnerOf(m).String()})
+		&types.OptionValue{Key: stealClock, Value: "TRUE"})
+	if kargs != "" {
+		extra = append(extra, &types.OptionValue{Key: guestInfoNetworkKargs, Value: kargs})
+	}
+	extra = append(extra, &types.OptionValue{Key: OwnerKey, Value: machine.OwnerOf(m).String()})
 	return types.VirtualMachineConfigSpec{
 		Annotation:        name,
 		InstanceUuid:      string(m.UID),
@@ -109,7 +119,7 @@ func ignitionData(data []byte) string {
 }
 
 // startClone resolves the providerSpec's objects and starts the clone; it returns the task's reference value.
-func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte) (string, error) {
+func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProviderSpec, userData []byte, kargs string) (string, error) {
 	var tpl *object.VirtualMachine // by instance UUID or by name/path
 	if ref, err := object.NewSearchIndex(s.client.Client).FindByUuid(ctx, s.datacenter, spec.Template, true, new(true)); err == nil && ref != nil {
 		tpl = object.NewVirtualMachine(s.client.Client, ref.Reference())
@@ -152,7 +162,7 @@ func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec
 	if err != nil {
 		return "", err
 	}
-	config := vmConfig(m, spec, userData)
+	config := vmConfig(m, spec, userData, kargs)
 	if config.DeviceChange, err = deviceChanges(spec, tplMo.Config.Hardware.Device, snapshot != nil, networks); err != nil {
 		return "", err
 	}

@@ -111,6 +111,7 @@ const (
 	deletePowerOff                      // stop the VM first
 	deleteWaitVolumes                   // the Node still reports attached volumes
 	deleteWaitDisks                     // disks beyond the template's and data disks are still attached
+	deleteDetachDisks                   // drain skipped: detach those disks (files kept) before the destroy
 	deleteLeaveGroup                    // take the VM out of its VM group, as OpenShift does on delete
 	deleteDestroy                       // destroy the powered-off VM
 )
@@ -123,10 +124,12 @@ type deletion struct {
 	nodeVolumes  bool // the linked Node still lists attached volumes
 	drainSkipped bool // machine.openshift.io/exclude-node-draining
 	extraDisks   bool
+	// detachable: among the disks, some that are not the VM's own (first disk, or a file named after the VM)
+	detachable bool
 }
 
 // decideDelete picks Delete's next step, in OpenShift's order: power off, wait for the Node's volumes to
-// detach, refuse to destroy disks that are not the VM's own, destroy.
+// detach, refuse to destroy disks that are not the VM's own (or, drain skipped, detach them), destroy.
 func decideDelete(d deletion) deleteStep {
 	switch {
 	case d.cloneRunning:
@@ -139,6 +142,8 @@ func decideDelete(d deletion) deleteStep {
 		return deletePowerOff
 	case d.nodeVolumes && !d.drainSkipped:
 		return deleteWaitVolumes
+	case d.extraDisks && d.drainSkipped && d.detachable: // nobody waited for the volumes to detach: keep them
+		return deleteDetachDisks
 	case d.extraDisks:
 		return deleteWaitDisks
 	case d.vm.group == groupInside:

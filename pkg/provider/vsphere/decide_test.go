@@ -113,6 +113,10 @@ func TestDecideDelete(t *testing.T) {
 		{"node volumes attached", deletion{vm: vm(off), nodeVolumes: true}, deleteWaitVolumes},
 		{"drain skipped ignores volumes", deletion{vm: vm(off), nodeVolumes: true, drainSkipped: true}, deleteDestroy},
 		{"foreign disks block", deletion{vm: vm(off), extraDisks: true}, deleteWaitDisks},
+		{"foreign disks, drain skipped: detach them", deletion{vm: vm(off), extraDisks: true, drainSkipped: true, detachable: true}, deleteDetachDisks},
+		{"drain skipped, extra disks all named after the VM: wait", deletion{vm: vm(off), extraDisks: true, drainSkipped: true}, deleteWaitDisks},
+		{"drain skipped, no extra disks: nothing to detach", deletion{vm: vm(off), drainSkipped: true, detachable: true}, deleteDestroy},
+		{"drain skipped, still powered on: power off first", deletion{vm: vm(on), extraDisks: true, drainSkipped: true, detachable: true}, deletePowerOff},
 		{"powered off: destroy", deletion{vm: vm(off)}, deleteDestroy},
 		{"in its VM group: leave it first", deletion{vm: vmState{found: true, owner: ownerMachine, power: off, group: groupInside}}, deleteLeaveGroup},
 		{"out of its VM group: destroy", deletion{vm: vmState{found: true, owner: ownerMachine, power: off, group: groupOutside}}, deleteDestroy},
@@ -206,7 +210,7 @@ func TestVMConfigCoresPerSocket(t *testing.T) {
 		want        int32
 	}{{4, 2, 2}, {4, 0, 4}}
 	for _, tc := range cases {
-		c := vmConfig(&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "uid"}}, &machinev1beta1.VSphereMachineProviderSpec{NumCPUs: tc.cpus, NumCoresPerSocket: tc.cores}, nil)
+		c := vmConfig(&machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", UID: "uid"}}, &machinev1beta1.VSphereMachineProviderSpec{NumCPUs: tc.cpus, NumCoresPerSocket: tc.cores}, nil, "")
 		if c.NumCoresPerSocket == nil || *c.NumCoresPerSocket != tc.want {
 			t.Errorf("cpus %d cores %d: got %v, want %d", tc.cpus, tc.cores, c.NumCoresPerSocket, tc.want)
 		}
@@ -256,7 +260,7 @@ func TestVMState(t *testing.T) {
 // were dropped from vmConfig or written under another key.
 func TestOwnerMark(t *testing.T) {
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "worker-0", UID: "uid-1"}}
-	c := vmConfig(m, &machinev1beta1.VSphereMachineProviderSpec{}, nil)
+	c := vmConfig(m, &machinev1beta1.VSphereMachineProviderSpec{}, nil, "")
 	got := ownerOf(&types.VirtualMachineConfigInfo{ExtraConfig: c.ExtraConfig})
 	if !got.Owns(m) || got.String() != "ns/worker-0/uid-1" {
 		t.Errorf("mark %q, want ns/worker-0/uid-1", got)

@@ -29,6 +29,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	s, vm := t.session, t.vm
 	d := deletion{cloneRunning: t.task == taskRunning}
+	var foreign []types.BaseVirtualDevice // disks not the VM's own
 	var cluster *object.ClusterComputeResource
 	state := vm.state(m)
 	if d.vm, cluster, err = observeGroup(ctx, s, t.spec, vm, state); err != nil {
@@ -54,19 +55,38 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 		_, d.drainSkipped = m.Annotations[excludeNodeDrainingAnnotation]
 		if c := vm.mo.Config; c != nil {
-			d.extraDisks = len(object.VirtualDeviceList(c.Hardware.Device).SelectByType((*types.VirtualDisk)(nil))) > 1+len(t.spec.DataDisks)
+			devices := object.VirtualDeviceList(c.Hardware.Device)
+			d.extraDisks = len(devices.SelectByType((*types.VirtualDisk)(nil))) > 1+len(t.spec.DataDisks)
+			foreign = foreignDisks(vm.mo.Name, devices)
+			d.detachable = len(foreign) > 0
 		}
 	}
 	logger := log.FromContext(ctx)
 	switch step := decideDelete(d); step {
 	case deleteWait:
 		return machine.RequeueAfter(a.poll, "a vCenter task of the VM is running")
-	case deleteGone:
-		return nil
+	case deleteGone: // the VM is gone (or never was the Machine's): its addresses may go too
+		return a.releaseClaims(ctx, m)
 	case deleteWaitVolumes:
 		return machine.RequeueAfter(a.poll, fmt.Sprintf("node %s has attached volumes, requeuing", m.Status.NodeRef.Name))
 	case deleteWaitDisks:
 		return errors.New("additional attached disks detected, block vm destruction and wait for disks to be detached")
+	case deleteDetachDisks:
+		// Removed from the VM, files kept (no file operation); the next call waits for the task (recentTask).
+		spec := types.VirtualMachineConfigSpec{}
+		var files []string
+		for _, dev := range foreign {
+			spec.DeviceChange = append(spec.DeviceChange, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev})
+			if b, ok := dev.GetVirtualDevice().Backing.(types.BaseVirtualDeviceFileBackingInfo); ok {
+				files = append(files, b.GetVirtualDeviceFileBackingInfo().FileName)
+			}
+		}
+		task, err := vm.obj.Reconfigure(ctx, spec)
+		if err != nil {
+			return fmt.Errorf("failed to detach disks: %w", err)
+		}
+		logger.Info("drain was skipped for the machine, detaching disks before vm destruction to prevent data loss", "vm", vm.mo.Name, "disks", files, "task", task.Reference().Value)
+		return machine.RequeueAfter(a.poll, "disks were detached, vm will be attempted to destroy in next reconciliation, requeuing")
 	case deleteLeaveGroup:
 		// No task ref: the next call sees the VM still in the group, and editVMGroup waits for the cluster.
 		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), false)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1" //nolint:staticcheck // OpenShift's version
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -54,7 +55,7 @@ func newSimEnvWith(t *testing.T, hook func(*simulator.Model), opts Options, fds 
 	vc := vspheretest.Start(t, hook)
 	e := &simEnv{VCenter: vc, t: t, ctx: ctx, server: vc.Server}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, machinev1beta1.Install, configv1.Install} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, machinev1beta1.Install, configv1.Install, ipamv1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func newSimEnvWith(t *testing.T, hook func(*simulator.Model), opts Options, fds 
 		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "worker-user-data"},
 		Data:       map[string][]byte{"userData": []byte(`{"ignition":{"version":"3.2.0"}}`)},
 	}
-	e.kube = fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, userData).WithStatusSubresource(&machinev1beta1.Machine{}).Build()
+	e.kube = fake.NewClientBuilder().WithScheme(scheme).WithObjects(secret, userData).WithStatusSubresource(&machinev1beta1.Machine{}, &ipamv1beta1.IPAddressClaim{}).Build()
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 5 * time.Millisecond
 	}

@@ -50,6 +50,9 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 		return err
 	}
 	m.Status.Addresses = addrs
+	if _, err := a.ensureClaims(ctx, m, t.spec); err != nil { // a claim deleted or orphaned meanwhile, as OpenShift
+		return err
+	}
 	a.observe(st, vm)
 	writeStatus(m, st, nil)
 	return a.patchMetadata(ctx, m, vm.mo.Runtime.PowerState, failureDomainFor(t.spec.Workspace, t.settings.FailureDomains))

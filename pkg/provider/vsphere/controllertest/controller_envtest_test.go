@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +28,15 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// TestMain installs, besides the project's CRDs, the IPAM ones an IPAM provider would (testdata).
+func TestMain(m *testing.M) {
+	crds, err := ipamCRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testenv.MainWith(m, &env, testenv.Options{ExtraCRDs: crds})
+}
 
 const namespace = "vsphere-envtest"
 
@@ -77,18 +86,27 @@ func newFixture(t *testing.T, model func(*simulator.Model), tune ...func(*vspher
 // machine creates a worker Machine cloned from template.
 func (f *fixture) machine(t *testing.T, name, template string, datastore ...string) *machinev1beta1.Machine {
 	t.Helper()
+	return f.machineWith(t, name, func(s *machinev1beta1.VSphereMachineProviderSpec) {
+		s.Template, s.Workspace.Datastore = template, append(datastore, vspheretest.Datastore)[0]
+	})
+}
+
+// machineWith creates a worker Machine whose providerSpec mutate changes.
+func (f *fixture) machineWith(t *testing.T, name string, mutate func(*machinev1beta1.VSphereMachineProviderSpec)) *machinev1beta1.Machine {
+	t.Helper()
 	spec := machinev1beta1.VSphereMachineProviderSpec{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "machine.openshift.io/v1beta1", Kind: "VSphereMachineProviderSpec"},
-		Template:          template,
+		Template:          vspheretest.Template,
 		UserDataSecret:    &corev1.LocalObjectReference{Name: "worker-user-data"},
 		CredentialsSecret: &corev1.LocalObjectReference{Name: vsphere.DefaultCredentialsSecret},
 		Workspace: &machinev1beta1.Workspace{Server: f.vc.Server, Datacenter: vspheretest.Datacenter, Folder: vspheretest.Folder,
-			Datastore: append(datastore, vspheretest.Datastore)[0], ResourcePool: vspheretest.ResourcePool},
+			Datastore: vspheretest.Datastore, ResourcePool: vspheretest.ResourcePool},
 		Network:   machinev1beta1.NetworkSpec{Devices: []machinev1beta1.NetworkDeviceSpec{{NetworkName: vspheretest.Network}}},
 		NumCPUs:   2,
 		MemoryMiB: 4096,
 		DiskGiB:   20,
 	}
+	mutate(&spec)
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
