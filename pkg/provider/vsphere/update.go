@@ -41,7 +41,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	if vm.mo.Config == nil || vm.mo.Config.Uuid == "" {
 		return fmt.Errorf("VM %s has no BIOS UUID yet", vm.mo.Name)
 	}
-	if err := reconcileTags(ctx, s, t.creds, vm.obj.Reference(), m.Labels[machinev1beta1.MachineClusterIDLabel], t.spec.TagIDs); err != nil {
+	if err := reconcileTags(ctx, s, t.creds, vm.obj.Reference(), m.Labels[machinev1beta1.MachineClusterIDLabel], t.spec.TagIDs, a.now()); err != nil {
 		return err
 	}
 	m.Spec.ProviderID = new(vm.providerID())
