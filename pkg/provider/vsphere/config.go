@@ -31,6 +31,8 @@ type Settings struct {
 	// labels): region/zone labels for a workspace no failure domain holds, from tags on the VM's host and its
 	// ancestors, as OpenShift reads them.
 	RegionCategory, ZoneCategory string
+	// HasCloudConfig: a cloud provider config was read (OpenShift writes region/zone labels only then).
+	HasCloudConfig bool
 }
 
 // SettingsSource gives the Settings of a vCenter server (ClusterSettings; tests pass StaticSettings).
@@ -114,7 +116,7 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 		if err != nil {
 			return s, fmt.Errorf("%s: %w; fix the vSphere cloud provider config there", from, err)
 		}
-		s.Port, s.Insecure, s.RegionCategory, s.ZoneCategory = cc.port, cc.insecure, cc.regionCategory, cc.zoneCategory
+		s.Port, s.Insecure, s.RegionCategory, s.ZoneCategory, s.HasCloudConfig = cc.port, cc.insecure, cc.regionCategory, cc.zoneCategory, true
 	}
 	if vs := infra.Spec.PlatformSpec.VSphere; vs != nil {
 		for _, vc := range vs.VCenters {

@@ -117,13 +117,15 @@ func TestClusterSettingsCloudConfigLocation(t *testing.T) {
 		return c.Get(ctx, key, obj, opts...)
 	}}
 	cases := []struct {
-		name      string
-		objs      []client.Object
-		intercept *interceptor.Funcs
-		port      string
-		wantErr   string
+		name         string
+		objs         []client.Object
+		intercept    *interceptor.Funcs
+		port         string
+		region, zone string
+		wantErr      string
 	}{
-		{name: "OpenShift's location wins", objs: []client.Object{infra, old, managed(map[string]string{"cloud.conf": "[Global]\nport = 2222\n"})}, port: "2222"},
+		{name: "OpenShift's location wins", objs: []client.Object{infra, old, managed(map[string]string{"cloud.conf": "[Global]\nport = 2222\n[Labels]\nregion = openshift-region\nzone = openshift-zone\n"})},
+			port: "2222", region: "openshift-region", zone: "openshift-zone"},
 		{name: "YAML in OpenShift's location", objs: []client.Object{infra, managed(map[string]string{"cloud.conf": "global:\n  port: 3333\n"})}, port: "3333"},
 		{name: "no copy: the Infrastructure's", objs: []client.Object{infra, old}, port: "1111"},
 		{name: "copy without cloud.conf: the Infrastructure's", objs: []client.Object{infra, old, managed(map[string]string{"config": "[Global]\nport = 2222\n"})}, port: "1111"},
@@ -148,8 +150,8 @@ func TestClusterSettingsCloudConfigLocation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.Port != tc.port {
-				t.Errorf("port %q, want %q", s.Port, tc.port)
+			if s.Port != tc.port || s.RegionCategory != tc.region || s.ZoneCategory != tc.zone || s.HasCloudConfig != (tc.port != "") {
+				t.Errorf("got %+v, want port %q, [Labels] %q/%q, a cloud config read: %v", s, tc.port, tc.region, tc.zone, tc.port != "")
 			}
 		})
 	}

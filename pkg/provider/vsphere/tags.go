@@ -110,11 +110,7 @@ func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID s
 
 // reconcileTags attaches the cluster ID tag (when it exists) and the providerSpec's tagIDs to the VM where
 // missing; tags are never detached (as in OpenShift).
-func reconcileTags(ctx context.Context, s *session, creds credentials, vm mo.Reference, clusterID string, tagIDs []string, now time.Time) error {
-	rc, err := s.rest(ctx, creds)
-	if err != nil {
-		return err
-	}
+func reconcileTags(ctx context.Context, s *session, rc *rest.Client, vm mo.Reference, clusterID string, tagIDs []string, now time.Time) error {
 	m := tags.NewManager(rc)
 	want := slices.Clone(tagIDs)
 	clusterTag, err := s.clusterTagID(ctx, m, clusterID, now)
