@@ -158,6 +158,8 @@ func operandForbidden() []access {
 		{Verb: "get", Group: coord, Resource: "leases", Namespace: namespace, Name: names.OperatorLeaseName},
 		{Verb: "update", Group: coord, Resource: "leases", Namespace: namespace, Name: names.OperatorLeaseName},
 		{Verb: "update", Resource: "configmaps", Namespace: namespace, Name: names.ImagesConfigMapName},
+		// The cloud config the vSphere provider reads is read-only to it.
+		{Verb: "update", Resource: "configmaps", Namespace: "openshift-config-managed", Name: "kube-cloud-config"},
 		{Verb: "create", Resource: "configmaps", Namespace: namespace},
 		{Verb: "delete", Resource: "configmaps", Namespace: namespace, Name: names.ImagesConfigMapName},
 		// No way to more rights.
