@@ -32,7 +32,8 @@ import (
 // TestServesVSphereAndKubemark: the binary, started with the command line
 // the operator renders, serves a vSphere Machine with the vSphere provider
 // (a VM cloned and powered on in vcsim, found through the cluster's
-// Infrastructure and cloud-provider-config and the credentials Secret, a
+// Infrastructure, the cloud config in openshift-config-managed/kube-cloud-config (not the Infrastructure's
+// older cloud-provider-config) and the credentials Secret, a
 // vsphere:// providerID; not Failed as a kubemark Machine would be) and a
 // kubemark Machine with the kubemark provider, and leaves an AWS Machine of
 // the group vSphere shares untouched. The orphan collector (a 1 s period,
@@ -41,7 +42,8 @@ import (
 // too) and an untagged VM. Breaks if: addControllers wired the kubemark
 // actuator alone (the vSphere Machine is Failed, InvalidConfiguration), or
 // vSphere served machine.openshift.io by group (the AWS Machine reaches it),
-// or the collector did not get the vSphere provider (the orphan stays).
+// or the collector did not get the vSphere provider (the orphan stays), or the cloud config were read from
+// openshift-config first (port 1: no VM).
 func TestServesVSphereAndKubemark(t *testing.T) {
 	e := crdwaittest.Start(t, manifests.MachineCRDs, manifests.ConfigCRDs)
 	vc := vspheretest.Start(t, nil)
@@ -51,7 +53,13 @@ func TestServesVSphereAndKubemark(t *testing.T) {
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-config"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-config", Name: "cloud-provider-config"}, Data: map[string]string{"config": cloudConfig}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vsphere.ManagedCloudConfigNamespace}},
+		// OpenShift's location (the port is only there) and the Infrastructure's older one, with a port
+		// nothing listens on: read first, it fails every vCenter call.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: vsphere.ManagedCloudConfigNamespace, Name: vsphere.ManagedCloudConfigName},
+			Data: map[string]string{vsphere.ManagedCloudConfigKey: cloudConfig}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-config", Name: "cloud-provider-config"},
+			Data: map[string]string{"config": "[Global]\ninsecure-flag = \"1\"\nport = \"1\"\n"}},
 		&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.InfrastructureSpec{
 			CloudConfig:  configv1.ConfigMapFileReference{Name: "cloud-provider-config", Key: "config"},
 			PlatformSpec: configv1.PlatformSpec{Type: configv1.VSpherePlatformType},

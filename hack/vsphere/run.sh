@@ -4,7 +4,8 @@
 # default machine-api), vcsim (hack/vsphere/vcsim.sh), deploys the Machine API
 # (hack/local/deploy.sh, which declares the kubemark platform first), then
 # turns the Infrastructure into a VSphere one (hack/vsphere/cluster.yaml: the
-# credentials Secret, openshift-config/cloud-provider-config, vcenters and a
+# credentials Secret, openshift-config-managed/kube-cloud-config and
+# openshift-config/cloud-provider-config, vcenters and a
 # failure domain) with the operand's OpenShift-only RBAC (install/
 # 0000_30_machine-api-operator_09_operand-rbac.yaml, as on OpenShift), starts the stand-in kubelet (bin/vsphere-kubelet,
 # test/vsphere), waits for the ClusterOperator to become Available and creates
@@ -41,7 +42,7 @@ hack/vsphere/vcsim.sh up "$name"
 # shellcheck disable=SC1090
 . "$env_file"
 
-echo "vsphere: Infrastructure cluster -> VSphere (vCenter 127.0.0.1:$VSPHERE_PORT, failure domain local-a), credentials, cloud-provider-config"
+echo "vsphere: Infrastructure cluster -> VSphere (vCenter 127.0.0.1:$VSPHERE_PORT, failure domain local-a), credentials, kube-cloud-config, cloud-provider-config"
 sed -e "s#@USERNAME@#$GOVC_USERNAME#" -e "s#@PASSWORD@#$GOVC_PASSWORD#" -e "s#@PORT@#$VSPHERE_PORT#g" \
 	-e "s#@FOLDER@#$VSPHERE_FOLDER#g" hack/vsphere/cluster.yaml >"$root/.local/vsphere/$name/cluster.yaml"
 # deploy.sh applied the kubemark platform (config/): hand spec.platformSpec
@@ -49,7 +50,8 @@ sed -e "s#@USERNAME@#$GOVC_USERNAME#" -e "s#@PASSWORD@#$GOVC_PASSWORD#" -e "s#@P
 kubectl patch infrastructure cluster --type=json -p '[{"op":"remove","path":"/spec/platformSpec/external"}]' >/dev/null 2>&1 || true
 kubectl apply --server-side --force-conflicts --field-manager=local-vsphere -f "$root/.local/vsphere/$name/cluster.yaml" >/dev/null
 # The operand's OpenShift-only RBAC (the root kustomization leaves it out):
-# the provider reads the cloud provider config in openshift-config.
+# the provider reads the cloud provider config in openshift-config-managed
+# (and openshift-config).
 kubectl apply --server-side -f install/0000_30_machine-api-operator_09_operand-rbac.yaml >/dev/null
 kubectl patch infrastructure cluster --subresource=status --type=merge -p '{
   "status": {

@@ -117,14 +117,17 @@ var kubemarkAccess = access{Verb: "create", Resource: "nodes"}
 
 // vsphereAccess is what the vSphere provider (this project's machine
 // controller on VSphere) calls besides the machine controller's requests:
-// its credentials and user-data Secrets (get), the Infrastructure and the
-// cloud-provider-config it names, the Machine's Node (volumes attached) and
-// Machine patches (instance-state annotation, region/zone labels).
+// its credentials and user-data Secrets (get), the Infrastructure, the cloud
+// config where OpenShift reads it (openshift-config-managed/kube-cloud-config)
+// and the cloud-provider-config the Infrastructure names (the fallback), the
+// Machine's Node (volumes attached) and Machine patches (instance-state
+// annotation, region/zone labels).
 func vsphereAccess() []access {
 	return []access{
 		{Verb: "get", Resource: "secrets", Namespace: namespace, Name: "vsphere-cloud-credentials"},
 		{Verb: "get", Resource: "secrets", Namespace: namespace, Name: "worker-user-data"},
 		{Verb: "get", Group: "config.openshift.io", Resource: "infrastructures", Name: "cluster"},
+		{Verb: "get", Resource: "configmaps", Namespace: "openshift-config-managed", Name: "kube-cloud-config"},
 		{Verb: "get", Resource: "configmaps", Namespace: "openshift-config", Name: "cloud-provider-config"},
 		{Verb: "get", Resource: "nodes", Name: "node-1"},
 		{Verb: "patch", Group: "machine.openshift.io", Resource: "machines", Namespace: namespace, Name: "x"},
@@ -167,6 +170,8 @@ func operandForbidden() []access {
 		{Verb: "get", Group: coord, Resource: "leases", Namespace: namespace, Name: names.OperatorLeaseName},
 		{Verb: "update", Group: coord, Resource: "leases", Namespace: namespace, Name: names.OperatorLeaseName},
 		{Verb: "update", Resource: "configmaps", Namespace: namespace, Name: names.ImagesConfigMapName},
+		// The cloud config the vSphere provider reads is read-only to it.
+		{Verb: "update", Resource: "configmaps", Namespace: "openshift-config-managed", Name: "kube-cloud-config"},
 		{Verb: "create", Resource: "configmaps", Namespace: namespace},
 		{Verb: "delete", Resource: "configmaps", Namespace: namespace, Name: names.ImagesConfigMapName},
 		// No way to more rights.

@@ -192,6 +192,29 @@ func TestVSphereScaleMatchesVCenter(t *testing.T) {
 	})
 }
 
+// TestVSphereScaleFromZeroAnnotations: the cluster's vSphere MachineSet (make run PLATFORM=vsphere's worker set:
+// numCPUs 4, memoryMiB 16384) carries OpenShift's scale-from-zero annotations machine.openshift.io/vCPU and
+// machine.openshift.io/memoryMb with its providerSpec's values, and none of kubemark's other ones.
+func TestVSphereScaleFromZeroAnnotations(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	requireVSphere(ctx, t)
+	ms, spec := vsphereTemplateMachineSet(ctx, t)
+	want := map[string]string{vCPUAnnotation: strconv.Itoa(int(spec.NumCPUs)), memoryMbAnnotation: strconv.FormatInt(spec.MemoryMiB, 10)}
+	waitFor(ctx, t, "scale-from-zero annotations on machineset "+ms.Name, func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKeyFromObject(ms), ms); err != nil {
+			return false, err
+		}
+		return ms.Annotations[vCPUAnnotation] == want[vCPUAnnotation] && ms.Annotations[memoryMbAnnotation] == want[memoryMbAnnotation], nil
+	})
+	for _, k := range []string{maxPodsAnnotation, capacityCPUAnnotation, capacityMemoryAnnotation, capacityMaxPodsAnnotation} {
+		if v, ok := ms.Annotations[k]; ok {
+			t.Errorf("annotation %s=%q on a vSphere MachineSet: OpenShift sets only %s and %s", k, v, vCPUAnnotation, memoryMbAnnotation)
+		}
+	}
+	t.Logf("machineset %s: %s=%s %s=%s", ms.Name, vCPUAnnotation, ms.Annotations[vCPUAnnotation], memoryMbAnnotation, ms.Annotations[memoryMbAnnotation])
+}
+
 // machineSetVMs maps the powered-on VMs of the MachineSet (named after its
 // Machines) in the folder to their vsphere:// providerIDs; a VM that is not
 // powered on is an error.

@@ -2,6 +2,7 @@ package machineset
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -13,26 +14,49 @@ import (
 
 const mebibyte = 1 << 20
 
-// ScaleFromZeroAnnotations returns the scale-from-zero annotations of spec when its
-// providerSpec is a kubemark one (kubemark true); err says why that one is invalid.
-func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map[string]string, kubemark bool, err error) {
+// vsphereProviderSpecKind is the kind of OpenShift's vSphere providerSpec (group machine.openshift.io, which
+// OpenShift's other providers share: the kind tells them apart).
+const vsphereProviderSpecKind = "VSphereMachineProviderSpec"
+
+// Providers whose MachineSets get scale-from-zero annotations (ScaleFromZeroAnnotations).
+const (
+	ProviderKubemark = "kubemark"
+	ProviderVSphere  = "vsphere"
+)
+
+// ScaleFromZeroAnnotations returns the scale-from-zero annotations of spec when its providerSpec is one this
+// controller annotates for (provider not ""): kubemark's, or a vSphere one as OpenShift's vSphere MachineSet
+// controller annotates it; err says why that providerSpec cannot be read.
+func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map[string]string, provider string, err error) {
 	if spec.ProviderSpec.Value == nil || len(spec.ProviderSpec.Value.Raw) == 0 {
-		return nil, false, nil
+		return nil, "", nil
 	}
 	raw := spec.ProviderSpec.Value.Raw
 	var tm struct {
 		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
 	}
 	if json.Unmarshal(raw, &tm) != nil || tm.APIVersion == "" {
-		return nil, false, nil
+		return nil, "", nil
 	}
 	gv, perr := schema.ParseGroupVersion(tm.APIVersion)
-	if perr != nil || gv.Group != kubemarkv1alpha1.GroupName {
-		return nil, false, nil
+	switch {
+	case perr != nil:
+		return nil, "", nil
+	case gv.Group == kubemarkv1alpha1.GroupName:
+		a, err := kubemarkAnnotations(raw)
+		return a, ProviderKubemark, err
+	case gv.Group == machinev1beta1.GroupName && tm.Kind == vsphereProviderSpecKind:
+		a, err := vsphereAnnotations(raw)
+		return a, ProviderVSphere, err
 	}
+	return nil, "", nil
+}
+
+func kubemarkAnnotations(raw []byte) (map[string]string, error) {
 	ps, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, field.NewPath("spec", "template", "spec", "providerSpec", "value"))
 	if len(errs) > 0 {
-		return nil, true, errs.ToAggregate()
+		return nil, errs.ToAggregate()
 	}
 	cpu, mem, pods := ps.CPU, ps.Memory, ps.Pods // defaulted by DecodeProviderSpec
 	return map[string]string{
@@ -42,7 +66,20 @@ func ScaleFromZeroAnnotations(spec *machinev1beta1.MachineSpec) (annotations map
 		CapacityCPUAnnotation:     cpu.String(),
 		CapacityMemoryAnnotation:  mem.String(),
 		CapacityMaxPodsAnnotation: strconv.FormatInt(pods.Value(), 10),
-	}, true, nil
+	}, nil
+}
+
+// vsphereAnnotations are OpenShift's two, numCPUs and memoryMiB as they are (0 when unset, as there), decoded
+// as leniently as OpenShift does (unknown fields ignored); the error is OpenShift's message.
+func vsphereAnnotations(raw []byte) (map[string]string, error) {
+	var ps machinev1beta1.VSphereMachineProviderSpec
+	if err := json.Unmarshal(raw, &ps); err != nil {
+		return nil, fmt.Errorf("failed to get providerConfig: %v", err)
+	}
+	return map[string]string{
+		CPUAnnotation:    strconv.FormatInt(int64(ps.NumCPUs), 10),
+		MemoryAnnotation: strconv.FormatInt(ps.MemoryMiB, 10),
+	}, nil
 }
 
 // missingAnnotations returns the entries of want that current lacks or differs on (nil: none).

@@ -15,6 +15,7 @@ const (
 
 // Scale-from-zero annotations kept on kubemark MachineSets: OpenShift's integers (vCPU
 // rounded up, MiB rounded down) and the cluster autoscaler's quantities ("500m", "4Gi").
+// vSphere MachineSets get the first two only, as OpenShift's vSphere MachineSet controller sets.
 const (
 	CPUAnnotation             = "machine.openshift.io/vCPU"
 	MemoryAnnotation          = "machine.openshift.io/memoryMb"
@@ -31,6 +32,8 @@ const (
 	EventSuccessfulDelete     = "SuccessfulDelete"
 	EventFailedDelete         = "FailedDelete"
 	EventInvalidConfiguration = "InvalidConfiguration"
+	// EventReconcileError is OpenShift's vSphere MachineSet controller's, for a providerSpec it cannot read.
+	EventReconcileError = "ReconcileError"
 )
 
 // Defaults of the Options of the same names.

@@ -233,12 +233,15 @@ func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.Machine
 }
 
 func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.MachineSet) error {
-	want, kubemark, err := ScaleFromZeroAnnotations(&ms.Spec.Template.Spec)
-	if !kubemark {
+	want, provider, err := ScaleFromZeroAnnotations(&ms.Spec.Template.Spec)
+	if provider == "" {
 		return nil
 	}
 	if err != nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("not writing scale-from-zero annotations: invalid kubemark providerSpec", "error", err.Error())
+		ctrl.LoggerFrom(ctx).V(1).Info("not writing scale-from-zero annotations: invalid providerSpec", "provider", provider, "error", err.Error())
+		if provider == ProviderVSphere { // OpenShift's vSphere MachineSet controller's event; once per message here
+			r.events.Once(client.ObjectKeyFromObject(ms), "scale-from-zero", ms, corev1.EventTypeWarning, EventReconcileError, "Reconcile", err.Error())
+		}
 		return nil
 	}
 	diff := missingAnnotations(ms.Annotations, want)

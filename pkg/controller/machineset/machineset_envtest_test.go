@@ -236,6 +236,52 @@ func TestInvalidMachineSet(t *testing.T) {
 	}
 }
 
+// TestVSphereScaleFromZeroAnnotations: a vSphere MachineSet gets OpenShift's two annotations (vCPU = numCPUs,
+// memoryMb = memoryMiB), rewritten when the template changes; one it cannot decode gets OpenShift's
+// ReconcileError event, once per message, and no annotations.
+// Breaks if: syncScaleFromZero skips vSphere providerSpecs, or the event is recorded on every reconcile.
+func TestVSphereScaleFromZeroAnnotations(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	spec := func(cpus, mib int) *runtime.RawExtension {
+		return &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"machine.openshift.io/v1beta1","kind":"VSphereMachineProviderSpec","numCPUs":%d,"memoryMiB":%d}`, cpus, mib)}
+	}
+	h.newMachineSet("vsphere", 0, func(ms *machinev1beta1.MachineSet) { ms.Spec.Template.Spec.ProviderSpec.Value = spec(4, 16384) })
+	wantAnnotations := func(cpu, mem string) {
+		t.Helper()
+		h.eventually("vSphere scale-from-zero annotations", func() error {
+			a := h.machineSet("vsphere").Annotations
+			if a[CPUAnnotation] != cpu || a[MemoryAnnotation] != mem {
+				return fmt.Errorf("annotations %v, want %s=%s %s=%s", a, CPUAnnotation, cpu, MemoryAnnotation, mem)
+			}
+			return nil
+		})
+	}
+	wantAnnotations("4", "16384")
+	if a := h.machineSet("vsphere").Annotations; a[MaxPodsAnnotation] != "" || a[CapacityCPUAnnotation] != "" {
+		t.Errorf("annotations %v: OpenShift sets only %s and %s on vSphere", a, CPUAnnotation, MemoryAnnotation)
+	}
+	h.updateMachineSet("vsphere", func(ms *machinev1beta1.MachineSet) { ms.Spec.Template.Spec.ProviderSpec.Value = spec(8, 32768) })
+	wantAnnotations("8", "32768")
+
+	h.newMachineSet("vsphere-bad", 0, func(ms *machinev1beta1.MachineSet) {
+		ms.Spec.Template.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"VSphereMachineProviderSpec","numCPUs":"four"}`)}
+	})
+	h.eventually("ReconcileError event", func() error {
+		if ev := h.rec.find(EventReconcileError); len(ev) != 1 || !strings.Contains(ev[0], "Warning ReconcileError vsphere-bad: failed to get providerConfig: json: cannot unmarshal string") {
+			return fmt.Errorf("ReconcileError events %q", ev)
+		}
+		return nil
+	})
+	h.poke("vsphere-bad")
+	h.poke("vsphere-bad")
+	if ev := h.rec.find(EventReconcileError); len(ev) != 1 {
+		t.Errorf("ReconcileError events after more reconciles = %q, want the one", ev)
+	}
+	if a := h.machineSet("vsphere-bad").Annotations; a[CPUAnnotation] != "" || a[MemoryAnnotation] != "" {
+		t.Errorf("annotations %v for an undecodable providerSpec", a)
+	}
+}
+
 // TestReadyAndAvailable: readyReplicas and availableReplicas follow the
 // Nodes, minReadySeconds included.
 func TestReadyAndAvailable(t *testing.T) {

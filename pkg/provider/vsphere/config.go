@@ -27,6 +27,12 @@ type Settings struct {
 	Insecure bool
 	// FailureDomains of the cluster (Infrastructure spec.platformSpec.vsphere); they give region/zone labels.
 	FailureDomains []configv1.VSpherePlatformFailureDomainSpec
+	// RegionCategory and ZoneCategory are the tag categories of the cloud provider config's [Labels] (YAML
+	// labels): region/zone labels for a workspace no failure domain holds, from tags on the VM's host and its
+	// ancestors, as OpenShift reads them.
+	RegionCategory, ZoneCategory string
+	// HasCloudConfig: a cloud provider config was read (OpenShift writes region/zone labels only then).
+	HasCloudConfig bool
 }
 
 // SettingsSource gives the Settings of a vCenter server (ClusterSettings; tests pass StaticSettings).
@@ -45,10 +51,49 @@ const (
 	openshiftConfigNamespace = "openshift-config"
 )
 
+// Where OpenShift's vSphere provider reads the cloud provider config: the copy the cluster config operator keeps
+// in openshift-config-managed.
+const (
+	ManagedCloudConfigNamespace = "openshift-config-managed"
+	ManagedCloudConfigName      = "kube-cloud-config"
+	ManagedCloudConfigKey       = "cloud.conf"
+)
+
 // ClusterSettings reads Settings as OpenShift does, from the Infrastructure "cluster" and the cloud provider
-// config it names (docs/vsphere.md); a missing Infrastructure or config gives defaults, as on OpenShift.
+// config (docs/vsphere.md); a missing Infrastructure or config gives defaults, as on OpenShift.
 type ClusterSettings struct {
 	Reader client.Reader
+}
+
+// cloudConfigSource is one place the cloud provider config may be.
+type cloudConfigSource struct{ namespace, name, key string }
+
+func (c cloudConfigSource) String() string {
+	return fmt.Sprintf("ConfigMap %s/%s key %q", c.namespace, c.name, c.key)
+}
+
+// readCloudConfig returns the text of the first source that has it: OpenShift's location, then (a cluster
+// whose config operator has not made the copy, or a reader not allowed there) the Infrastructure's
+// spec.cloudConfig in openshift-config, where this provider read it before. found is false when neither has it.
+func (c ClusterSettings) readCloudConfig(ctx context.Context, ref configv1.ConfigMapFileReference) (text string, from cloudConfigSource, found bool, err error) {
+	sources := []cloudConfigSource{{ManagedCloudConfigNamespace, ManagedCloudConfigName, ManagedCloudConfigKey}}
+	if ref.Name != "" && ref.Key != "" {
+		sources = append(sources, cloudConfigSource{openshiftConfigNamespace, ref.Name, ref.Key})
+	}
+	for i, src := range sources {
+		cm := &corev1.ConfigMap{}
+		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: src.namespace, Name: src.name}, cm)
+		switch {
+		case apierrors.IsNotFound(err), i == 0 && apierrors.IsForbidden(err):
+			continue // vanilla Kubernetes grants no read in openshift-config-managed
+		case err != nil:
+			return "", src, false, fmt.Errorf("reading %s: %w", src, err)
+		}
+		if text, ok := cm.Data[src.key]; ok {
+			return text, src, true, nil
+		}
+	}
+	return "", cloudConfigSource{}, false, nil
 }
 
 // Settings implements SettingsSource.
@@ -62,18 +107,16 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 		}
 		return s, fmt.Errorf("reading Infrastructure %q: %w", infrastructureName, err)
 	}
-	if ref := infra.Spec.CloudConfig; ref.Name != "" && ref.Key != "" {
-		cm := &corev1.ConfigMap{}
-		err := c.Reader.Get(ctx, client.ObjectKey{Namespace: openshiftConfigNamespace, Name: ref.Name}, cm)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return s, fmt.Errorf("reading ConfigMap %s/%s: %w", openshiftConfigNamespace, ref.Name, err)
-		default:
-			if s.Port, s.Insecure, err = cloudConfigFor(cm.Data[ref.Key], server); err != nil {
-				return s, fmt.Errorf("ConfigMap %s/%s key %q: %w; fix the vSphere cloud provider config there", openshiftConfigNamespace, ref.Name, ref.Key, err)
-			}
+	text, from, found, err := c.readCloudConfig(ctx, infra.Spec.CloudConfig)
+	if err != nil {
+		return s, err
+	}
+	if found {
+		cc, err := cloudConfigFor(text, server)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w; fix the vSphere cloud provider config there", from, err)
 		}
+		s.Port, s.Insecure, s.RegionCategory, s.ZoneCategory, s.HasCloudConfig = cc.port, cc.insecure, cc.regionCategory, cc.zoneCategory, true
 	}
 	if vs := infra.Spec.PlatformSpec.VSphere; vs != nil {
 		for _, vc := range vs.VCenters {
@@ -86,14 +129,23 @@ func (c ClusterSettings) Settings(ctx context.Context, server string) (Settings,
 	return s, nil
 }
 
+// cloudConfig is what the provider reads from the cloud provider config for one vCenter.
+type cloudConfig struct {
+	port                         string
+	insecure                     bool
+	regionCategory, zoneCategory string
+}
+
 // cloudConfigFor reads server's port and insecure flag from the cloud provider config (legacy INI or YAML): the
-// vCenter's own values, else the global ones. Hand-written INI: the module has no INI library.
-func cloudConfigFor(text, server string) (string, bool, error) {
+// vCenter's own values, else the global ones; and the [Labels] tag categories. Hand-written INI: the module has
+// no INI library.
+func cloudConfigFor(text, server string) (cloudConfig, error) {
 	type endpoint struct {
 		port     string
 		insecure *bool
 	}
 	var global, vc endpoint
+	var labels struct{ region, zone string }
 	if t := strings.TrimSpace(text); strings.HasPrefix(t, "[") || strings.Contains(text, "\n[") {
 		section, sub := "", ""
 		sc := bufio.NewScanner(strings.NewReader(text))
@@ -104,7 +156,7 @@ func cloudConfigFor(text, server string) (string, bool, error) {
 			}
 			if strings.HasPrefix(line, "[") {
 				if !strings.HasSuffix(line, "]") {
-					return "", false, fmt.Errorf("line %d: section header %q has no closing ]", n, line)
+					return cloudConfig{}, fmt.Errorf("line %d: section header %q has no closing ]", n, line)
 				}
 				section, sub, _ = strings.Cut(strings.TrimSpace(line[1:len(line)-1]), " ")
 				section, sub = strings.ToLower(section), strings.Trim(strings.TrimSpace(sub), `"`)
@@ -112,9 +164,18 @@ func cloudConfigFor(text, server string) (string, bool, error) {
 			}
 			key, value, ok := strings.Cut(line, "=")
 			if !ok {
-				return "", false, fmt.Errorf("line %d: %q is not key = value", n, line)
+				return cloudConfig{}, fmt.Errorf("line %d: %q is not key = value", n, line)
 			}
 			key, value = strings.ToLower(strings.TrimSpace(key)), strings.Trim(strings.TrimSpace(value), `"`)
+			if section == "labels" {
+				switch key {
+				case "region":
+					labels.region = value
+				case "zone":
+					labels.zone = value
+				}
+				continue
+			}
 			e := &global
 			if section == "virtualcenter" && sub == server {
 				e = &vc
@@ -129,7 +190,7 @@ func cloudConfigFor(text, server string) (string, bool, error) {
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return "", false, err
+			return cloudConfig{}, err
 		}
 	} else if t != "" {
 		type yamlEndpoint struct {
@@ -140,10 +201,15 @@ func cloudConfigFor(text, server string) (string, bool, error) {
 		var y struct {
 			Global  yamlEndpoint            `json:"global"`
 			VCenter map[string]yamlEndpoint `json:"vcenter"`
+			Labels  struct {
+				Region string `json:"region"`
+				Zone   string `json:"zone"`
+			} `json:"labels"`
 		}
 		if err := yaml.Unmarshal([]byte(text), &y); err != nil {
-			return "", false, err
+			return cloudConfig{}, err
 		}
+		labels.region, labels.zone = y.Labels.Region, y.Labels.Zone
 		port := func(p int) string {
 			if p <= 0 {
 				return ""
@@ -168,5 +234,6 @@ func cloudConfigFor(text, server string) (string, bool, error) {
 			}
 		}
 	}
-	return cmp.Or(vc.port, global.port), ptr.Deref(vc.insecure, ptr.Deref(global.insecure, false)), nil
+	return cloudConfig{port: cmp.Or(vc.port, global.port), insecure: ptr.Deref(vc.insecure, ptr.Deref(global.insecure, false)),
+		regionCategory: labels.region, zoneCategory: labels.zone}, nil
 }

@@ -162,10 +162,20 @@ func TestExistsAnswer(t *testing.T) {
 	}
 }
 
+func hostGroupZone(name, zone, vmGroup string) configv1.VSpherePlatformFailureDomainSpec {
+	return configv1.VSpherePlatformFailureDomainSpec{Name: name, Region: "r", Zone: zone, Server: "vc1",
+		ZoneAffinity: &configv1.VSphereFailureDomainZoneAffinity{Type: configv1.HostGroupFailureDomainZone,
+			HostGroup: &configv1.VSphereFailureDomainHostGroup{VMGroup: vmGroup, HostGroup: "hg-" + zone, VMHostRule: "rule-" + zone}},
+		Topology: configv1.VSpherePlatformTopology{Datacenter: "DC0", ComputeCluster: "/DC0/host/C3", Datastore: "/DC0/datastore/ds3", ResourcePool: "/DC0/host/C3/Resources"}}
+}
+
 func TestFailureDomainFor(t *testing.T) {
 	fds := []configv1.VSpherePlatformFailureDomainSpec{
 		{Name: "a", Region: "r", Zone: "za", Server: "vc1", Topology: configv1.VSpherePlatformTopology{Datacenter: "DC0", ComputeCluster: "/DC0/host/C1", Datastore: "/DC0/datastore/ds1"}},
 		{Name: "b", Region: "r", Zone: "zb", Server: "vc1", Topology: configv1.VSpherePlatformTopology{Datacenter: "DC0", ComputeCluster: "/DC0/host/C2", Datastore: "/DC0/datastore/ds2", ResourcePool: "/DC0/host/C2/Resources/pool"}},
+		// Host-group zones of one cluster C3 (VSphereHostVMGroupZonal): told apart by their VM group only.
+		hostGroupZone("h1", "zh1", "vmg-1"),
+		hostGroupZone("h2", "zh2", "vmg-2"),
 	}
 	cases := []struct {
 		name string
@@ -177,6 +187,11 @@ func TestFailureDomainFor(t *testing.T) {
 		{"no pool, datastore of b", machinev1beta1.Workspace{Server: "vc1", Datacenter: "DC0", Datastore: "ds2"}, "zb"},
 		{"other server", machinev1beta1.Workspace{Server: "vc2", Datacenter: "DC0", ResourcePool: "/DC0/host/C1/Resources"}, ""},
 		{"cluster name prefix is not a match", machinev1beta1.Workspace{Server: "vc1", Datacenter: "DC0", ResourcePool: "/DC0/host/C10/Resources"}, ""},
+		// Breaks if: the VM group is not compared (the first zone of the cluster, zh1, is answered for vmg-2).
+		{"host-group zone by its VM group", machinev1beta1.Workspace{Server: "vc1", Datacenter: "DC0", ResourcePool: "/DC0/host/C3/Resources", VMGroup: "vmg-2"}, "zh2"},
+		{"no VM group in a host-group cluster: no zone", machinev1beta1.Workspace{Server: "vc1", Datacenter: "DC0", ResourcePool: "/DC0/host/C3/Resources"}, ""},
+		{"a VM group no zone has", machinev1beta1.Workspace{Server: "vc1", Datacenter: "DC0", ResourcePool: "/DC0/host/C3/Resources", VMGroup: "other"}, ""},
+		{"a VM group outside host-group zones", machinev1beta1.Workspace{Server: "vc1", Datacenter: "DC0", ResourcePool: "/DC0/host/C1/Resources", VMGroup: "vmg-1"}, ""},
 	}
 	for _, tc := range cases {
 		got := ""

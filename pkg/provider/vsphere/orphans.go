@@ -176,7 +176,7 @@ func (a *Actuator) folderVMs(ctx context.Context, f clusterFolder) ([]mo.Virtual
 		return nil, err
 	}
 	tm := tags.NewManager(rc)
-	tagID, err := s.clusterTagID(ctx, tm, f.clusterID)
+	tagID, err := s.clusterTagID(ctx, tm, f.clusterID, a.now())
 	if err != nil || tagID == "" {
 		return nil, err
 	}

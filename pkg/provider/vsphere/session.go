@@ -35,6 +35,20 @@ type session struct {
 	datacenter  *object.Datacenter
 	restSession restSession
 	metrics     *requestMetrics
+	// tagIDs is the cache entry's, so it outlives a re-login (OpenShift keys it by server, user and datacenter).
+	tagIDs *tagIDCache
+}
+
+// logout ends the session's REST and SOAP logins on vCenter (the REST one would otherwise stay until vCenter's
+// idle timeout); errors are ignored: the session is dropped either way.
+func (s *session) logout(ctx context.Context) {
+	s.restSession.mu.Lock()
+	if s.restSession.client != nil {
+		_ = s.restSession.client.Logout(ctx)
+		s.restSession.client = nil
+	}
+	s.restSession.mu.Unlock()
+	_ = s.client.Logout(ctx)
 }
 
 // sessionKey identifies a cached session: server, user and datacenter (OpenShift's key) and how to reach it.
@@ -48,6 +62,7 @@ type cachedSession struct {
 	mu sync.Mutex
 	*session
 	password string
+	tagIDs   tagIDCache
 }
 
 // sessions caches one session per sessionKey, per Actuator.
@@ -88,13 +103,15 @@ func (s *sessions) get(ctx context.Context, key sessionKey, password string) (*s
 		return c.session, nil // another call logged in meanwhile
 	}
 	if c.session != nil {
-		_ = c.client.Logout(ctx)
+		// Expired, or another password: this entry's own logins, shared with no other entry.
+		c.session.logout(ctx)
 		c.session = nil
 	}
 	sess, err := s.connect(ctx, key, password)
 	if err != nil {
 		return nil, err
 	}
+	sess.tagIDs = &c.tagIDs
 	c.session, c.password = sess, password
 	return sess, nil
 }
@@ -148,7 +165,7 @@ func (s *sessions) close(ctx context.Context) {
 	for k, c := range s.byKey {
 		c.mu.Lock()
 		if c.session != nil {
-			_ = c.client.Logout(ctx)
+			c.session.logout(ctx)
 		}
 		c.mu.Unlock()
 		delete(s.byKey, k)

@@ -2,10 +2,13 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vapi/tags"
@@ -16,18 +19,56 @@ import (
 type restSession struct {
 	mu     sync.Mutex
 	client *rest.Client
-	// clusterTags caches the cluster ID tag's ID per cluster ID ("" when there is none, as on UPI clusters).
-	clusterTags sync.Map
 }
 
-// rest returns a logged-in REST client for the session's vCenter.
+// tagIDTTL is how long a looked-up tag or category ID (or its absence) is kept: OpenShift's 12 hours, so a
+// cluster ID tag created later (a UPI cluster's) is found within that time.
+const tagIDTTL = 12 * time.Hour
+
+// tagIDCache maps tag and category names to their IDs ("" for none) for tagIDTTL: a lookup by name lists every
+// tag or category and reads them one by one.
+type tagIDCache struct {
+	mu      sync.Mutex
+	entries map[string]tagIDEntry
+}
+
+type tagIDEntry struct {
+	id      string
+	expires time.Time
+}
+
+func (c *tagIDCache) get(key string, now time.Time) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok || now.After(e.expires) {
+		return "", false
+	}
+	return e.id, true
+}
+
+func (c *tagIDCache) set(key, id string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]tagIDEntry{}
+	}
+	c.entries[key] = tagIDEntry{id: id, expires: now.Add(tagIDTTL)}
+}
+
+// rest returns a logged-in REST client for the session's vCenter, logging in again only when vCenter no longer
+// knows the login; a check that times out is an error, as for the SOAP session.
 func (s *session) rest(ctx context.Context, creds credentials) (*rest.Client, error) {
 	r := &s.restSession
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.client != nil {
-		if us, err := r.client.Session(ctx); err == nil && us != nil {
+		us, err := r.client.Session(ctx)
+		if err == nil && us != nil {
 			return r.client, nil
+		}
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			return nil, fmt.Errorf("checking the REST session on vCenter: %w (vCenter is not answering)", err)
 		}
 	}
 	c := rest.NewClient(s.client.Client) // sharing the session's connection, its requests timed
@@ -39,10 +80,12 @@ func (s *session) rest(ctx context.Context, creds credentials) (*rest.Client, er
 	return c, nil
 }
 
-// clusterTagID finds the tag named after the cluster ID in the installer's category, once per cluster ID.
-func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID string) (string, error) {
-	if id, ok := s.restSession.clusterTags.Load(clusterID); ok {
-		return id.(string), nil
+// clusterTagID finds the tag named after the cluster ID in the installer's category, once per cluster ID and
+// tagIDTTL.
+func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID string, now time.Time) (string, error) {
+	key := "cluster-tag/" + clusterID
+	if id, ok := s.tagIDs.get(key, now); ok {
+		return id, nil
 	}
 	id := ""
 	cats, err := m.GetCategories(ctx)
@@ -61,20 +104,16 @@ func (s *session) clusterTagID(ctx context.Context, m *tags.Manager, clusterID s
 			id = ts[i].ID
 		}
 	}
-	s.restSession.clusterTags.Store(clusterID, id)
+	s.tagIDs.set(key, id, now)
 	return id, nil
 }
 
 // reconcileTags attaches the cluster ID tag (when it exists) and the providerSpec's tagIDs to the VM where
 // missing; tags are never detached (as in OpenShift).
-func reconcileTags(ctx context.Context, s *session, creds credentials, vm mo.Reference, clusterID string, tagIDs []string) error {
-	rc, err := s.rest(ctx, creds)
-	if err != nil {
-		return err
-	}
+func reconcileTags(ctx context.Context, s *session, rc *rest.Client, vm mo.Reference, clusterID string, tagIDs []string, now time.Time) error {
 	m := tags.NewManager(rc)
 	want := slices.Clone(tagIDs)
-	clusterTag, err := s.clusterTagID(ctx, m, clusterID)
+	clusterTag, err := s.clusterTagID(ctx, m, clusterID, now)
 	if err != nil {
 		return err
 	}

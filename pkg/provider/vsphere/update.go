@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 )
@@ -41,7 +42,11 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	if vm.mo.Config == nil || vm.mo.Config.Uuid == "" {
 		return fmt.Errorf("VM %s has no BIOS UUID yet", vm.mo.Name)
 	}
-	if err := reconcileTags(ctx, s, t.creds, vm.obj.Reference(), m.Labels[machinev1beta1.MachineClusterIDLabel], t.spec.TagIDs); err != nil {
+	rc, err := s.rest(ctx, t.creds)
+	if err != nil {
+		return err
+	}
+	if err := reconcileTags(ctx, s, rc, vm.obj.Reference(), m.Labels[machinev1beta1.MachineClusterIDLabel], t.spec.TagIDs, a.now()); err != nil {
 		return err
 	}
 	m.Spec.ProviderID = new(vm.providerID())
@@ -55,7 +60,17 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 	}
 	a.observe(st, vm)
 	writeStatus(m, st, nil)
-	return a.patchMetadata(ctx, m, vm.mo.Runtime.PowerState, failureDomainFor(t.spec.Workspace, t.settings.FailureDomains))
+	src := regionZoneSource{fd: failureDomainFor(t.spec.Workspace, t.settings.FailureDomains), cloudConfig: t.settings.HasCloudConfig}
+	if rcat, zcat := t.settings.RegionCategory, t.settings.ZoneCategory; rcat != "" || zcat != "" {
+		r, z, err := readTagsRegionZone(ctx, s, rc, vm.obj, rcat, zcat, a.now())
+		if err != nil { // not fatal, as in OpenShift: the labels are a hint
+			log.FromContext(ctx).Error(err, "reading the region and zone tags of the VM's host; the labels are left to the failure domain")
+		} else {
+			src.tagsRead, src.tagRegion, src.tagZone = true, r, z
+		}
+	}
+	region, zone, set := decideRegionZone(src)
+	return a.patchMetadata(ctx, m, vm.mo.Runtime.PowerState, region, zone, set)
 }
 
 // addresses lists each NIC's guest IPs (matched by MAC) as InternalIP and the VM name as InternalDNS. A VM
@@ -86,7 +101,9 @@ func addresses(vm *machineVM, want int) ([]corev1.NodeAddress, error) {
 }
 
 // failureDomainFor finds the failure domain the workspace lies in: same server and datacenter, and its
-// compute cluster holding the resource pool (or, without a resource pool, the same datastore).
+// compute cluster holding the resource pool (or, without a resource pool, the same datastore). A host-group
+// zone (VSphereHostVMGroupZonal: zones sharing one cluster) holds only a workspace of its VM group, and a
+// workspace with a VM group lies only in such a zone.
 func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatformFailureDomainSpec) *configv1.VSpherePlatformFailureDomainSpec {
 	if ws == nil {
 		return nil
@@ -94,6 +111,13 @@ func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatfo
 	for i := range fds {
 		fd, top := &fds[i], fds[i].Topology
 		if fd.Server != ws.Server || path.Base(top.Datacenter) != path.Base(ws.Datacenter) {
+			continue
+		}
+		vmGroup := ""
+		if za := fd.ZoneAffinity; za != nil && za.HostGroup != nil {
+			vmGroup = za.HostGroup.VMGroup
+		}
+		if vmGroup != ws.VMGroup {
 			continue
 		}
 		switch {
@@ -107,14 +131,14 @@ func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatfo
 }
 
 // patchMetadata merge-patches the instance-state annotation (the VM's power state, as OpenShift writes it)
-// and, when the failure domain is known, the region and zone labels; a Machine in line costs no write.
+// and, when setLabels, the region and zone labels; a Machine in line costs no write.
 func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine, power types.VirtualMachinePowerState,
-	fd *configv1.VSpherePlatformFailureDomainSpec) error {
+	region, zone string, setLabels bool) error {
 	before := m.ObjectMeta.DeepCopy()
 	metav1.SetMetaDataAnnotation(&m.ObjectMeta, machine.InstanceStateAnnotation, string(power))
-	if fd != nil {
-		metav1.SetMetaDataLabel(&m.ObjectMeta, RegionLabel, fd.Region)
-		metav1.SetMetaDataLabel(&m.ObjectMeta, ZoneLabel, fd.Zone)
+	if setLabels {
+		metav1.SetMetaDataLabel(&m.ObjectMeta, RegionLabel, region)
+		metav1.SetMetaDataLabel(&m.ObjectMeta, ZoneLabel, zone)
 	}
 	if maps.Equal(before.Annotations, m.Annotations) && maps.Equal(before.Labels, m.Labels) {
 		return nil
