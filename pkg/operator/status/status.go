@@ -177,6 +177,8 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	case outage && prevDegraded != nil && prevDegraded.Status == configv1.ConditionTrue && prevDegraded.Reason == ReasonOperandUnavailable:
 		// The same outage (the Deployment may be re-created): keep the grace period.
 		degraded = *prevDegraded
+	case outage && suppressed && prevDegraded != nil:
+		degraded = *prevDegraded // while versions differ, as OpenShift's: not cleared before Available
 	case obs.Failure != nil: // its timer is set below
 		if prevDegraded != nil {
 			degraded = *prevDegraded // within the grace period: no change either way
@@ -190,7 +192,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
 	}
 	// A suppressed failure or outage is reported when the upgrade has lasted too long.
-	if suppressed && !inputFailure && (obs.Failure != nil || outage) && degraded.Status != configv1.ConditionTrue {
+	if suppressed && !inputFailure && (obs.Failure != nil || outage) {
 		timers.at(upgradeDeadline, now)
 	}
 

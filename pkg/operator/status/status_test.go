@@ -221,6 +221,19 @@ func TestCompute(t *testing.T) {
 			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "False", versionsWritten: true, version: "4.21.0", requeue: time.Minute},
 		},
 		{
+			name: "upgrade: Degraded for a failure now fixed, the operand still unavailable: Degraded kept",
+			prev: func() configv1.ClusterOperatorStatus {
+				s := progressingSince([]configv1.OperandVersion{{Name: "operator", Version: "4.21.0"}}, t0.Add(-5*time.Minute))
+				s.Conditions[2] = configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorDegraded, Status: "True", Reason: ReasonSyncFailed,
+					Message: "applying: forbidden", LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}
+				return s
+			}(),
+			opts: &upgradeOpts,
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "0/1 replicas available"}},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "True", degradedReason: ReasonSyncFailed,
+				versionsWritten: true, version: "4.21.0", requeue: 15 * time.Minute},
+		},
+		{
 			name: "upgrade: bad input is Degraded at once",
 			prev: progressingSince([]configv1.OperandVersion{{Name: "operator", Version: "4.21.0"}}, t0.Add(-time.Minute)),
 			opts: &upgradeOpts,
