@@ -44,6 +44,7 @@ type startOptions struct {
 	healthAddr            string
 	operandStableDuration time.Duration
 	degradedAfter         time.Duration
+	upgradeDegradedAfter  time.Duration
 	webhookCertificates   string
 }
 
@@ -72,8 +73,8 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 					return usageError{err}
 				}
 			}
-			if o.operandStableDuration < 0 || o.degradedAfter < 0 {
-				return usageError{errors.New("--operand-stable-duration and --degraded-after must not be negative")}
+			if o.operandStableDuration < 0 || o.degradedAfter < 0 || o.upgradeDegradedAfter < 0 {
+				return usageError{errors.New("--operand-stable-duration, --degraded-after and --upgrade-degraded-after must not be negative")}
 			}
 			if _, ok := webhookCertificates[o.webhookCertificates]; !ok {
 				return usageError{fmt.Errorf("--webhook-certificates must be one of auto, service-ca, operator; got %q", o.webhookCertificates)}
@@ -109,6 +110,8 @@ func newStartCommand(stderr io.Writer, start starter) *cobra.Command {
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":9445", "Address of /healthz and /readyz; 0 disables them.")
 	f.DurationVar(&o.operandStableDuration, "operand-stable-duration", 3*time.Minute, "How long the operand Deployment must stay available before Available=True.")
 	f.DurationVar(&o.degradedAfter, "degraded-after", 2*time.Minute, "How long a failure or an operand outage must last before Degraded=True.")
+	f.DurationVar(&o.upgradeDegradedAfter, "upgrade-degraded-after", 20*time.Minute,
+		"While versions differ (install, upgrade), how long Progressing must have been True before a failure or an operand outage sets Degraded=True (OpenShift's 20m); 0 disables the suppression.")
 	f.StringVar(&o.webhookCertificates, "webhook-certificates", "auto",
 		"Who issues webhook serving certificates: service-ca (OpenShift), operator (self-managed CA), or auto (service-ca while the cluster serves servicecas.operator.openshift.io, decided at every sync).")
 	return cmd
@@ -139,13 +142,14 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	}
 
 	mgr, err := operator.NewManager(ctx, restCfg, operator.Options{
-		Namespace:      o.namespace,
-		ImagesJSONPath: o.imagesJSON,
-		ReleaseVersion: release,
-		Certificates:   webhookCertificates[o.webhookCertificates],
-		StableDuration: o.operandStableDuration,
-		DegradedAfter:  o.degradedAfter,
-		MetricsTLS:     liveTLS,
+		Namespace:            o.namespace,
+		ImagesJSONPath:       o.imagesJSON,
+		ReleaseVersion:       release,
+		Certificates:         webhookCertificates[o.webhookCertificates],
+		StableDuration:       o.operandStableDuration,
+		DegradedAfter:        o.degradedAfter,
+		UpgradeDegradedAfter: o.upgradeDegradedAfter,
+		MetricsTLS:           liveTLS,
 	}, operator.ManagerOptions{
 		Scheme:                 scheme.New(),
 		MetricsBindAddress:     o.metricsAddr,

@@ -69,8 +69,9 @@ type serviceMonitor struct {
 		NamespaceSelector struct {
 			MatchNames []string `json:"matchNames"`
 		} `json:"namespaceSelector"`
-		Selector  metav1.LabelSelector `json:"selector"`
-		Endpoints []smEndpoint         `json:"endpoints"`
+		Selector             metav1.LabelSelector `json:"selector"`
+		ServiceDiscoveryRole string               `json:"serviceDiscoveryRole"`
+		Endpoints            []smEndpoint         `json:"endpoints"`
 	} `json:"spec"`
 }
 
@@ -360,7 +361,7 @@ func TestAlertRules(t *testing.T) {
 
 // TestServiceMonitors: every Machine API metrics port is scraped every 30s
 // over HTTPS with Prometheus' ServiceAccount token, verifying the service-ca
-// serving certificate of the Service.
+// serving certificate of the Service, the targets found through EndpointSlices.
 func TestServiceMonitors(t *testing.T) {
 	ms := loadPayload(t)
 	want := map[string]struct {
@@ -386,6 +387,11 @@ func TestServiceMonitors(t *testing.T) {
 		}
 		if !equality.Semantic.DeepEqual(sm.Spec.Selector, metav1.LabelSelector{MatchLabels: w.selector}) {
 			t.Errorf("ServiceMonitor %s: selector %v, want matchLabels %v", name, sm.Spec.Selector, w.selector)
+		}
+		// Breaks if: a ServiceMonitor drops serviceDiscoveryRole (Prometheus
+		// then watches the deprecated Endpoints API, unlike OpenShift's).
+		if sm.Spec.ServiceDiscoveryRole != "EndpointSlice" {
+			t.Errorf("ServiceMonitor %s: serviceDiscoveryRole %q, want EndpointSlice (as OpenShift's)", name, sm.Spec.ServiceDiscoveryRole)
 		}
 		var ports []string
 		for _, ep := range sm.Spec.Endpoints {

@@ -210,8 +210,24 @@ func (a access) rule() rbacv1.PolicyRule {
 // renderFor renders the operand for a platform with the payload's images.
 func renderFor(t testing.TB, platform configv1.PlatformStatus, spec configv1.PlatformSpec) []client.Object {
 	t.Helper()
+	return renderWithGates(t, platform, spec, nil)
+}
+
+// renderWithGates renders with the FeatureGate "cluster" enabling gates (none: no FeatureGate).
+func renderWithGates(t testing.TB, platform configv1.PlatformStatus, spec configv1.PlatformSpec, gates []configv1.FeatureGateName) []client.Object {
+	t.Helper()
 	_, images := payloadImages(t, loadPayload(t))
+	var fg *configv1.FeatureGate
+	if len(gates) > 0 {
+		fg = &configv1.FeatureGate{ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName}}
+		details := configv1.FeatureGateDetails{Version: versionSentinel}
+		for _, g := range gates {
+			details.Enabled = append(details.Enabled, configv1.FeatureGateAttributes{Name: g})
+		}
+		fg.Status.FeatureGates = []configv1.FeatureGateDetails{details}
+	}
 	cfg, err := config.Build(config.Inputs{
+		FeatureGate:    fg,
 		Namespace:      namespace,
 		ReleaseVersion: versionSentinel,
 		Images:         images,
@@ -245,6 +261,15 @@ func renderVSphere(t testing.TB) []client.Object {
 	return renderFor(t,
 		configv1.PlatformStatus{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformStatus{}},
 		configv1.PlatformSpec{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformSpec{}})
+}
+
+// renderVSphereDay2 renders vSphere with VSphereMultiVCenterDay2, which adds the
+// failure domain admission policies.
+func renderVSphereDay2(t testing.TB) []client.Object {
+	return renderWithGates(t,
+		configv1.PlatformStatus{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformStatus{}},
+		configv1.PlatformSpec{Type: configv1.VSpherePlatformType, VSphere: &configv1.VSpherePlatformSpec{}},
+		[]configv1.FeatureGateName{render.FeatureGateVSphereMultiVCenterDay2})
 }
 
 func renderKubemark(t testing.TB) []client.Object {
@@ -293,7 +318,7 @@ func checkCoversOperand(t testing.TB, r operatorRBAC, objs []client.Object) []st
 // everyRender renders every platform, on OpenShift and on vanilla Kubernetes:
 // together, every object the operator may apply.
 func everyRender(t testing.TB) []client.Object {
-	objs := slices.Concat(renderAWS(t), renderKubemark(t), renderVSphere(t),
+	objs := slices.Concat(renderAWS(t), renderKubemark(t), renderVSphere(t), renderVSphereDay2(t),
 		renderFor(t, configv1.PlatformStatus{Type: configv1.BareMetalPlatformType}, configv1.PlatformSpec{Type: configv1.BareMetalPlatformType}))
 	for _, vanilla := range []bool{false, true} {
 		crds, err := render.CRDs(config.Config{Namespace: namespace, OpenShift: !vanilla})

@@ -129,8 +129,10 @@ type harnessOptions struct {
 	leaderElection bool
 	restConfig     *rest.Config
 	degradedAfter  time.Duration
-	stable         time.Duration
-	metricsTLS     *tlsflags.Live
+	// upgradeDegradedAfter: 0, no suppression while versions differ.
+	upgradeDegradedAfter time.Duration
+	stable               time.Duration
+	metricsTLS           *tlsflags.Live
 	// holdGC (optional) delays the stand-in garbage collector until closed.
 	holdGC <-chan struct{}
 }
@@ -396,12 +398,13 @@ func hasContainer(d *appsv1.Deployment, name string) bool { return containerImag
 func runManager(ctx context.Context, cfg *rest.Config, images string, o harnessOptions) error {
 	// NewManager blocks until the API server answers: run it with Start.
 	mgr, err := NewManager(ctx, cfg, Options{
-		Namespace:      o.ns,
-		ImagesJSONPath: images,
-		ReleaseVersion: testRelease,
-		StableDuration: o.stable,
-		DegradedAfter:  o.degradedAfter,
-		MetricsTLS:     o.metricsTLS,
+		Namespace:            o.ns,
+		ImagesJSONPath:       images,
+		ReleaseVersion:       testRelease,
+		StableDuration:       o.stable,
+		DegradedAfter:        o.degradedAfter,
+		UpgradeDegradedAfter: o.upgradeDegradedAfter,
+		MetricsTLS:           o.metricsTLS,
 	}, ManagerOptions{
 		Scheme:                 scheme.New(),
 		MetricsBindAddress:     "0",

@@ -41,9 +41,10 @@ type Options struct {
 	ReleaseVersion string
 	// Certificates says who issues the webhook serving certificates.
 	Certificates WebhookCertificates
-	// StableDuration / DegradedAfter: see status.Options.
-	StableDuration time.Duration
-	DegradedAfter  time.Duration
+	// StableDuration / DegradedAfter / UpgradeDegradedAfter: see status.Options.
+	StableDuration       time.Duration
+	DegradedAfter        time.Duration
+	UpgradeDegradedAfter time.Duration
 	// Now is the clock; defaults to time.Now.
 	Now func() time.Time
 	// MetricsTLS, when set, is the metrics server's TLS, set to the cluster's
@@ -390,7 +391,8 @@ func (o *Operator) report(ctx context.Context, obs status.Observation, served se
 			return 0, err
 		}
 	}
-	next, requeue := status.Compute(co.Status, obs, status.Options{StableDuration: o.opts.StableDuration, DegradedAfter: o.opts.DegradedAfter})
+	next, requeue := status.Compute(co.Status, obs, status.Options{
+		StableDuration: o.opts.StableDuration, DegradedAfter: o.opts.DegradedAfter, UpgradeDegradedAfter: o.opts.UpgradeDegradedAfter})
 	next.RelatedObjects = status.RelatedObjects(o.opts.Namespace)
 	if _, err := o.status.Write(ctx, co, next); err != nil {
 		return 0, err

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 	"github.com/machine-api-operator/machine-api-operator/pkg/tlsflags"
 )
@@ -62,8 +63,8 @@ func waitMetricsTLS(t *testing.T, live *tlsflags.Live, want config.TLSProfile) {
 	})
 }
 
-// waitOperandArg waits until every container of the operand Deployment
-// that takes TLS arguments has arg.
+// waitOperandArg waits until every container of the operand Deployment that takes TLS arguments (this
+// project's image and the kube-rbac-proxy sidecar; the AWS provider image takes none) has arg.
 func waitOperandArg(t *testing.T, ns, arg string) {
 	t.Helper()
 	poll.Eventually(t, 30*time.Second, "operand argument "+arg, func(ctx context.Context) (bool, error) {
@@ -71,11 +72,20 @@ func waitOperandArg(t *testing.T, ns, arg string) {
 		if err != nil || d == nil {
 			return false, err
 		}
+		takesTLS := 0
 		for _, c := range d.Spec.Template.Spec.Containers {
-			if slices.Contains(c.Args, arg) {
-				return true, nil
+			if c.Image != testImages.MachineAPIOperator && c.Name != render.ProviderMetricsProxyContainer {
+				continue
+			}
+			takesTLS++
+			if !slices.Contains(c.Args, arg) {
+				return false, fmt.Errorf("container %s of %s has no %s", c.Name, client.ObjectKeyFromObject(d), arg)
 			}
 		}
-		return false, fmt.Errorf("no container of %s has %s", client.ObjectKeyFromObject(d), arg)
+		// machineset, nodelink and machine-healthcheck controllers, and the sidecar.
+		if takesTLS != 4 {
+			return false, fmt.Errorf("%s has %d containers taking TLS arguments, want 4", client.ObjectKeyFromObject(d), takesTLS)
+		}
+		return true, nil
 	})
 }

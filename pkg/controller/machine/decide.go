@@ -47,6 +47,38 @@ func decideProvisioning(phase string, exists, provisioned, hasNodeRef bool) prov
 	}
 }
 
+// providerVerdict is what a provider call's error does to a Machine that is not being deleted.
+type providerVerdict int
+
+const (
+	verdictOK             providerVerdict = iota // no error
+	verdictFail                                  // terminal: phase Failed, errorReason/errorMessage from the error
+	verdictWait                                  // a RequeueAfterError: a provider-side wait, conditions stay
+	verdictRejectedUpdate                        // Update refused the configuration: ProviderUpdated=False, no retry
+	verdictRetry                                 // retried with backoff
+)
+
+// decideProviderError maps the error of Create, Update or Exists (op) to a verdict; provisioned: the
+// provider reported the instance before. A terminal failure wins over every other reading of the error.
+func decideProviderError(op string, err error, provisioned bool) providerVerdict {
+	invalid := IsInvalidConfiguration(err)
+	_, wait := AsRequeueAfter(err)
+	switch {
+	case err == nil:
+		return verdictOK
+	case isTerminal(err):
+		return verdictFail
+	case invalid && (op == OperationCreate || op == OperationExists && !provisioned):
+		return verdictFail // retrying cannot help a providerSpec the provider cannot read
+	case invalid && op == OperationUpdate:
+		return verdictRejectedUpdate // the instance exists: not Failed; only a spec change can help
+	case wait:
+		return verdictWait
+	default:
+		return verdictRetry
+	}
+}
+
 // phaseAfterCreate is the phase once Create succeeded, and whether the instance counts as existing.
 func phaseAfterCreate(provisioned, hasNodeRef bool) (phase string, exists bool) {
 	if !provisioned {

@@ -555,3 +555,48 @@ func TestNodeToLink(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideProviderError: a terminal failure fails the Machine from any operation; InvalidConfiguration
+// fails it from Create, and from Exists only before it was provisioned; from Update it is a rejected
+// configuration. Breaks if: the terminal check comes after the InvalidConfiguration or wait cases, or
+// a provisioned Machine fails on an InvalidConfiguration from Exists.
+func TestDecideProviderError(t *testing.T) {
+	invalid := fmt.Errorf("decoding: %w", InvalidConfiguration("spec.providerSpec.value: bad"))
+	wait := RequeueAfter(time.Second, "booting")
+	plain := errors.New("API unavailable")
+	terminal := func(err error) error {
+		m := &machinev1beta1.Machine{}
+		return providerResult(m, Failed(m, err))
+	}
+	tests := []struct {
+		op          string
+		err         error
+		provisioned bool
+		want        providerVerdict
+	}{
+		{OperationExists, nil, false, verdictOK},
+		{OperationExists, plain, false, verdictRetry},
+		{OperationExists, wait, false, verdictWait},
+		{OperationExists, invalid, false, verdictFail},
+		{OperationExists, invalid, true, verdictRetry},
+		{OperationExists, terminal(plain), true, verdictFail},
+		{OperationExists, terminal(wait), false, verdictFail},
+		{OperationCreate, invalid, false, verdictFail},
+		{OperationCreate, wait, false, verdictWait},
+		{OperationCreate, plain, false, verdictRetry},
+		{OperationCreate, terminal(plain), false, verdictFail},
+		{OperationUpdate, nil, true, verdictOK},
+		{OperationUpdate, invalid, true, verdictRejectedUpdate},
+		{OperationUpdate, wait, true, verdictWait},
+		{OperationUpdate, plain, true, verdictRetry},
+		{OperationUpdate, terminal(plain), true, verdictFail},
+		{OperationUpdate, terminal(invalid), true, verdictFail},
+		// A Failed phase without an error is no failure (OpenShift ignores it too).
+		{OperationUpdate, providerResult(&machinev1beta1.Machine{Status: machinev1beta1.MachineStatus{Phase: ptr.To(machinev1beta1.PhaseFailed)}}, nil), true, verdictOK},
+	}
+	for _, tt := range tests {
+		if got := decideProviderError(tt.op, tt.err, tt.provisioned); got != tt.want {
+			t.Errorf("%s(%v, provisioned %v) = %d, want %d", tt.op, tt.err, tt.provisioned, got, tt.want)
+		}
+	}
+}

@@ -28,7 +28,11 @@ import (
 // exactly these, and alone writes phase, conditions, errors, lastUpdated and the finalizer.
 //
 // Errors: an InvalidConfiguration MachineError from Create fails the Machine (retrying cannot help; name
-// the field); a *RequeueAfterError is a provider-side wait, not an error; any other is retried with backoff.
+// the field), as does one from Exists before the Machine was provisioned; from Update it sets
+// ProviderUpdated=False. A terminal failure from Create, Update or Exists is an error returned with the
+// Machine's status.phase set to Failed (Failed does both: OpenShift's contract); the Machine then fails with
+// errorReason/errorMessage from the error. A *RequeueAfterError is a provider-side wait, not an error; any
+// other is retried with backoff. The deletion path fails nothing: it retries.
 // A provider should also implement ProviderSpecServer, so it never gets another provider's Machine.
 type Actuator interface {
 	// Create creates the instance once Exists reported false, maybe on a stale view of a Machine provisioned
@@ -66,6 +70,34 @@ func asMachineError(err error) *MachineError {
 	var me *MachineError
 	errors.As(err, &me)
 	return me
+}
+
+// Failed marks machine (the one the Actuator got) Failed and returns err: a terminal failure, which the
+// controller persists with errorReason and errorMessage from err (a *MachineError gives both).
+func Failed(machine *machinev1beta1.Machine, err error) error {
+	phase := machinev1beta1.PhaseFailed
+	machine.Status.Phase = &phase
+	return err
+}
+
+// terminalError is an error an Actuator returned with its Machine marked Failed.
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// isTerminal reports whether err is a provider's terminal failure.
+func isTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t)
+}
+
+// providerResult is err, marked terminal when the Actuator also set c's phase to Failed.
+func providerResult(c *machinev1beta1.Machine, err error) error {
+	if err != nil && phaseOf(c) == machinev1beta1.PhaseFailed {
+		return &terminalError{err}
+	}
+	return err
 }
 
 // RequeueAfterError asks the controller to come back after After.
@@ -215,9 +247,10 @@ func requeueOrError(err error) (ctrl.Result, error) {
 // exists calls Actuator.Exists on a copy of the Machine.
 func (r *Reconciler) exists(ctx context.Context, s *scope) (bool, error) {
 	ProviderCallsTotal.WithLabelValues(OperationExists).Inc()
-	ok, err := r.Actuator.Exists(ctx, s.m.DeepCopy())
+	c := s.m.DeepCopy()
+	ok, err := r.Actuator.Exists(ctx, c)
 	countProviderError(s.m, OperationExists, err)
-	return ok, err
+	return ok, providerResult(c, err)
 }
 
 // callProvider calls Create/Update/Delete on a copy of the Machine and keeps exactly what the Actuator
@@ -236,7 +269,7 @@ func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call
 		s.m.Status.ProviderStatus = c.Status.ProviderStatus
 	}
 	s.m.Spec.ProviderID = c.Spec.ProviderID
-	return err
+	return providerResult(c, err)
 }
 
 // persistProviderID patches a changed spec.providerID after the status write: first, it would let

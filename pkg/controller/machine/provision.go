@@ -24,14 +24,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil // terminal: only deletion is processed
 	}
 	exists, err := r.exists(ctx, s)
-	if err != nil {
-		if IsInvalidConfiguration(err) && !IsProvisioned(m) {
-			r.fail(ctx, s, err) // retrying cannot help a providerSpec the provider cannot read
-			return ctrl.Result{}, nil
-		}
-		if ra, ok := AsRequeueAfter(err); ok {
-			return ctrl.Result{RequeueAfter: ra.After}, nil // a provider-side wait: conditions stay
-		}
+	switch decideProviderError(OperationExists, err, IsProvisioned(m)) {
+	case verdictOK:
+	case verdictFail:
+		r.setCondition(m, InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, "",
+			"failed to check whether the instance exists: "+err.Error())
+		r.fail(ctx, s, err)
+		return ctrl.Result{}, nil
+	case verdictWait:
+		ra, _ := AsRequeueAfter(err)
+		return ctrl.Result{RequeueAfter: ra.After}, nil
+	default:
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, "",
 			"failed to check whether the instance exists: "+err.Error())
 		return ctrl.Result{}, err
@@ -65,12 +68,17 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 	r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", instanceExistsMessage)
 	// A RequeueAfter from Update (health checks, slow refreshes) is not a failure: the phase still advances.
 	providerWait, isWait := AsRequeueAfter(updateErr)
-	if updateErr != nil && !isWait {
+	switch verdict := decideProviderError(OperationUpdate, updateErr, IsProvisioned(m)); verdict {
+	case verdictFail, verdictRejectedUpdate, verdictRetry:
 		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
-		if !IsInvalidConfiguration(updateErr) {
+		if verdict == verdictFail {
+			r.fail(ctx, s, updateErr)
+			return ctrl.Result{}, nil
+		}
+		if verdict == verdictRetry {
 			return ctrl.Result{}, updateErr
 		}
-		// The instance exists, so not Failed. Only a spec change (which wakes us) can help: no requeue.
+		// Only a spec change (which wakes us) can help: no requeue.
 		r.setCondition(m, ProviderUpdatedCondition, corev1.ConditionFalse, ReasonInvalidConfiguration,
 			machinev1beta1.ConditionSeverityWarning, patch.Truncate(asMachineError(updateErr).Message, maxConditionMessage))
 		return ctrl.Result{}, nil
@@ -118,12 +126,13 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 
 	err := r.callProvider(ctx, s, OperationCreate, r.Actuator.Create)
-	if IsInvalidConfiguration(err) {
+	switch decideProviderError(OperationCreate, err, IsProvisioned(m)) {
+	case verdictFail:
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())
 		r.fail(ctx, s, err)
 		return ctrl.Result{}, nil
-	}
-	if ra, ok := AsRequeueAfter(err); ok {
+	case verdictWait:
+		ra, _ := AsRequeueAfter(err)
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated,
 			machinev1beta1.ConditionSeverityInfo, "the instance is being created: "+ra.Reason)
 		return ctrl.Result{RequeueAfter: ra.After}, nil
@@ -174,6 +183,7 @@ func (r *Reconciler) linkNode(ctx context.Context, m *machinev1beta1.Machine) {
 func (r *Reconciler) fail(ctx context.Context, s *scope, err error) {
 	m := s.m
 	message := err.Error()
+	m.Status.ErrorReason = nil
 	if me := asMachineError(err); me != nil {
 		reason := me.Reason
 		m.Status.ErrorReason = &reason

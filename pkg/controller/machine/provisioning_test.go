@@ -443,3 +443,59 @@ func TestCreatedWithFinalizer(t *testing.T) {
 		t.Errorf("finalizers = %v, want ours once", got.Finalizers)
 	}
 }
+
+// A terminal failure (an error returned with the Machine marked Failed, OpenShift's contract) from Exists
+// or Update fails the Machine with errorReason/errorMessage from the error, whatever the error, even for
+// a provisioned Machine, and nothing is retried. Breaks if: the controller ignores the phase the provider
+// set on its Machine (Exists gets a copy), or keeps treating such an Update error as a retry.
+func TestTerminalFailureFromExistsAndUpdate(t *testing.T) {
+	t.Parallel()
+	vmGone := &MachineError{Reason: machinev1beta1.UpdateMachineError, Message: "the VM's template was deleted: it cannot be repaired"}
+	t.Run("from Exists, a MachineError", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		f.act.Set(func(a *fakeActuator) {
+			a.ExistsHook = func(_ context.Context, m *machinev1beta1.Machine) (bool, error) {
+				return false, Failed(m, fmt.Errorf("looking up the VM: %w", vmGone))
+			}
+		})
+		m := f.machine("unrepairable")
+		res, err := f.reconcile(m)
+		if err != nil || res != (ctrl.Result{}) {
+			t.Fatalf("got (%+v, %v), want no error and no requeue", res, err)
+		}
+		got := f.mustGet(m)
+		wantPhase(t, got, machinev1beta1.PhaseFailed)
+		if ptr.Deref(got.Status.ErrorReason, "") != machinev1beta1.UpdateMachineError || ptr.Deref(got.Status.ErrorMessage, "") != vmGone.Message {
+			t.Errorf("errorReason/errorMessage = %v / %v, want %s / %q", ptr.Deref(got.Status.ErrorReason, ""), ptr.Deref(got.Status.ErrorMessage, ""), vmGone.Reason, vmGone.Message)
+		}
+		wantCondition(t, got, InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, "the VM's template was deleted")
+		f.mustReconcile(m)
+		wantCalls(t, f.act, map[string]int{opExists: 1})
+	})
+	t.Run("from Update of a Running Machine, a plain error", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t)
+		m, _ := f.runningMachine("broken")
+		f.act.Reset()
+		f.act.Set(func(a *fakeActuator) {
+			a.UpdateHook = func(_ context.Context, m *machinev1beta1.Machine) error {
+				return Failed(m, errors.New("the instance was replaced by the provider"))
+			}
+		})
+		res, err := f.reconcile(m)
+		if err != nil || res != (ctrl.Result{}) {
+			t.Fatalf("got (%+v, %v), want no error and no requeue", res, err)
+		}
+		got := f.mustGet(m)
+		wantPhase(t, got, machinev1beta1.PhaseFailed)
+		if got.Status.ErrorReason != nil || ptr.Deref(got.Status.ErrorMessage, "") != "the instance was replaced by the provider" {
+			t.Errorf("errorReason/errorMessage = %v / %v, want none / the error", got.Status.ErrorReason, ptr.Deref(got.Status.ErrorMessage, "<nil>"))
+		}
+		if got.Annotations[InstanceStateAnnotation] != "Unknown" {
+			t.Errorf("instance-state annotation = %q, want Unknown", got.Annotations[InstanceStateAnnotation])
+		}
+		f.mustReconcile(m)
+		wantCalls(t, f.act, map[string]int{opExists: 1, opUpdate: 1})
+	})
+}

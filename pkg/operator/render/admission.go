@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
 // Names of the ValidatingAdmissionPolicies, each with a binding of the same name.
@@ -38,13 +40,36 @@ const (
 // (apply order): the checks the API server runs itself, so no load on (or outage of) the webhook
 // server skips them (the webhooks are failurePolicy Ignore, as OpenShift's).
 func AdmissionPolicies() []client.Object {
-	var policies, bindings []client.Object
+	return policyObjects(machinePolicies())
+}
+
+// admissionPolicies are AdmissionPolicies plus the platform's (vSphere's failure domain
+// policies), in apply order.
+func admissionPolicies(cfg config.Config) []client.Object {
+	pairs := machinePolicies()
+	if rendersVSphereFailureDomainPolicies(cfg) {
+		pairs = append(pairs, VSphereFailureDomainPolicies(cfg.Namespace)...)
+	}
+	return policyObjects(pairs)
+}
+
+func machinePolicies() []policyPair {
+	var pairs []policyPair
 	for _, f := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
 		LifecycleHooksAdmissionPolicy, ProviderIDAdmissionPolicy, SelectorAdmissionPolicy,
 	} {
 		p, b := f()
-		p.Labels, b.Labels = withCommonLabels(p.Labels), withCommonLabels(b.Labels)
-		policies, bindings = append(policies, p), append(bindings, b)
+		pairs = append(pairs, policyPair{p, b})
+	}
+	return pairs
+}
+
+// policyObjects: the policies, then their bindings, with the common labels.
+func policyObjects(pairs []policyPair) []client.Object {
+	var policies, bindings []client.Object
+	for _, pair := range pairs {
+		pair.policy.Labels, pair.binding.Labels = withCommonLabels(pair.policy.Labels), withCommonLabels(pair.binding.Labels)
+		policies, bindings = append(policies, pair.policy), append(bindings, pair.binding)
 	}
 	return append(policies, bindings...)
 }

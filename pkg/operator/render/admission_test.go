@@ -81,3 +81,41 @@ func TestAdmissionPolicies(t *testing.T) {
 		t.Errorf("policies %v, bindings %v, want %v each", policies, bindings, AdmissionPolicyNames)
 	}
 }
+
+// TestVSphereFailureDomainPoliciesGated: the failure domain policies are rendered on vSphere
+// with VSphereMultiVCenterDay2 only, as OpenShift's operator applies them, and bind every
+// param object of the operand's namespace, allowing the update when there is none.
+// Breaks if: the platform or the gate check is dropped, or a binding names one param object.
+func TestVSphereFailureDomainPoliciesGated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"vsphere", nil},
+		{"aws", nil},
+		{"vsphere-multi-vcenter-day2", VSphereFailureDomainPolicyNames},
+	} {
+		cfg, objs := mustRender(t, renderCaseNamed(t, tc.name))
+		var policies []string
+		for _, o := range objs {
+			switch x := o.(type) {
+			case *admissionregistrationv1.ValidatingAdmissionPolicy:
+				if strings.HasPrefix(x.Name, "vsphere-") {
+					policies = append(policies, x.Name)
+				}
+			case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+				if !strings.HasPrefix(x.Name, "vsphere-") {
+					continue
+				}
+				p := x.Spec.ParamRef
+				if p == nil || p.Namespace != cfg.Namespace || p.Name != "" || p.Selector == nil || len(p.Selector.MatchLabels)+len(p.Selector.MatchExpressions) != 0 ||
+					p.ParameterNotFoundAction == nil || *p.ParameterNotFoundAction != admissionregistrationv1.AllowAction {
+					t.Errorf("%s: binding %s paramRef %+v, want every object in %s, Allow when none", tc.name, x.Name, p, cfg.Namespace)
+				}
+			}
+		}
+		if !slices.Equal(policies, tc.want) {
+			t.Errorf("%s: vSphere policies %v, want %v", tc.name, policies, tc.want)
+		}
+	}
+}

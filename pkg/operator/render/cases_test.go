@@ -214,6 +214,18 @@ func renderCases() []renderCase {
 	}
 	cases = append(cases, renderCase{name: "node-maintenance-operator", in: nmo})
 
+	// vSphere with VSphereMultiVCenterDay2 (TechPreviewNoUpgrade): the policies refusing
+	// the removal of a failure domain still in use.
+	vsphereDay2 := inputs("vsphere")
+	vsphereDay2.FeatureGate = &configv1.FeatureGate{
+		ObjectMeta: metav1.ObjectMeta{Name: config.ClusterConfigName},
+		Status: configv1.FeatureGateStatus{FeatureGates: []configv1.FeatureGateDetails{{
+			Version: testReleaseVersion,
+			Enabled: []configv1.FeatureGateAttributes{{Name: FeatureGateVSphereMultiVCenterDay2}},
+		}}},
+	}
+	cases = append(cases, renderCase{name: "vsphere-multi-vcenter-day2", in: vsphereDay2})
+
 	selfSigned := inputs("aws")
 	selfSigned.Webhook = config.WebhookTLS{CABundle: []byte(testCABundle)}
 	cases = append(cases, renderCase{name: "self-signed", in: selfSigned})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -332,4 +333,48 @@ func goldenContainers(t *testing.T, file string) []corev1.Container {
 		return nil
 	}
 	return append(spec.InitContainers, spec.Containers...)
+}
+
+// TestEveryTLSServerFollowsTheProfile: in every render, each container that serves TLS and takes the
+// flags (this project's binaries, the kube-rbac-proxy sidecar, BareMetal's provider image, as OpenShift
+// passes them) has exactly the cluster profile's --tls-min-version and --tls-cipher-suites; any other
+// provider image has none (it would exit). The profiles differ across the cases (Old, Modern, default).
+// Breaks if: a container of this project's image, or the sidecar, is rendered without TLSArgs, or a
+// provider image other than BareMetal's gets them.
+func TestEveryTLSServerFollowsTheProfile(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tc := range renderCases() {
+		cfg, objs := mustRender(t, tc.in)
+		want := TLSArgs(cfg.TLS)
+		seen[strings.Join(want, " ")] = true
+		for _, o := range objs {
+			d, ok := o.(*appsv1.Deployment)
+			if !ok {
+				continue
+			}
+			for _, c := range d.Spec.Template.Spec.Containers {
+				takesTLS := c.Image == cfg.Images.MachineAPIOperator || c.Name == ProviderMetricsProxyContainer ||
+					c.Name == MachineContainer && (providerIsOurs(cfg) || cfg.PlatformType == configv1.BareMetalPlatformType)
+				var got []string
+				for _, a := range c.Args {
+					if strings.HasPrefix(a, "--tls-min-version=") || strings.HasPrefix(a, "--tls-cipher-suites=") {
+						got = append(got, a)
+					}
+				}
+				if !takesTLS {
+					want := []string(nil)
+					if !slices.Equal(got, want) {
+						t.Errorf("%s: container %s (%s) has TLS flags %q: its image does not define them", tc.name, c.Name, c.Image, got)
+					}
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: container %s has TLS flags %q, want the profile's %q", tc.name, c.Name, got, want)
+				}
+			}
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("the render cases cover %d TLS profiles, want at least 3 (default, Old, Modern): %v", len(seen), seen)
+	}
 }

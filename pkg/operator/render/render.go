@@ -66,7 +66,7 @@ func Render(cfg config.Config) ([]client.Object, error) {
 			validatingWebhookConfiguration(cfg, config.Metal3RemediationWebhookConfigurationName, metal3ValidatingWebhooks),
 			mutatingWebhookConfiguration(cfg, config.Metal3RemediationWebhookConfigurationName, metal3MutatingWebhooks))
 	}
-	objs = append(objs, AdmissionPolicies()...)
+	objs = append(objs, admissionPolicies(cfg)...)
 	return objs, nil
 }
 

@@ -456,6 +456,10 @@ func TestNoEmptyValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, path := range emptyValues(u.Object, "") {
+				// An empty paramRef selector selects every param object; the server keeps it.
+				if path == ".spec.paramRef.selector" {
+					continue
+				}
 				t.Errorf("%s: %s has an empty value", describe(o), path)
 			}
 			for _, field := range []string{"status", "creationTimestamp", "resourceVersion", "managedFields"} {

@@ -68,7 +68,15 @@ type Options struct {
 	StableDuration time.Duration
 	// DegradedAfter: how long a failure or outage lasts before Degraded=True.
 	DegradedAfter time.Duration
+	// UpgradeDegradedAfter: while versions differ (install, upgrade), how long Progressing
+	// must have been True before a failure or an outage turns Degraded=True, as OpenShift's
+	// operator (20m there); 0: no suppression.
+	UpgradeDegradedAfter time.Duration
 }
+
+// upgradeMessagePrefix starts Progressing's message while versions differ, and the
+// "Status upgrade" event's.
+const upgradeMessagePrefix = "Progressing towards "
 
 // Compute returns the next status (only conditions and versions change) and when
 // to recompute it (0: never); a steady state computes exactly prev.
@@ -139,7 +147,7 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	case upgrading, !rolledOut || !everAvailable:
 		msg := "Rolling out the Machine API"
 		if upgrading {
-			msg = "Progressing towards " + formatVersions(desired)
+			msg = upgradeMessagePrefix + formatVersions(desired)
 		} else if obs.Change != "" {
 			msg += " for " + obs.Change
 		}
@@ -156,27 +164,36 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 	}
 
 	outage := !obs.NoOp && !obs.OperandUnknown && !obs.Operand.Available
+	// While versions differ, Degraded is not raised until Progressing has lasted long
+	// enough (bad input excepted: retrying cannot fix it).
+	upgradeDeadline, suppressed := upgradeSuppression(upgrading, prevProgressing, now, opts)
 	degraded := cond(configv1.OperatorDegraded, configv1.ConditionFalse, ReasonAsExpected, "")
 	switch {
-	case obs.Failure != nil && (obs.Failure.Immediate || now.Sub(obs.FailingSince) >= opts.DegradedAfter):
+	case inputFailure || obs.Failure != nil && !suppressed && now.Sub(obs.FailingSince) >= opts.DegradedAfter:
 		degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, obs.Failure.Reason, obs.Failure.Message)
-	case outage && now.Sub(obs.Operand.Since) >= opts.DegradedAfter:
+	case outage && !suppressed && now.Sub(obs.Operand.Since) >= opts.DegradedAfter:
 		degraded = cond(configv1.OperatorDegraded, configv1.ConditionTrue, ReasonOperandUnavailable,
 			fmt.Sprintf("The operand has been unavailable for more than %s: %s", opts.DegradedAfter, obs.Operand.Message))
 	case outage && prevDegraded != nil && prevDegraded.Status == configv1.ConditionTrue && prevDegraded.Reason == ReasonOperandUnavailable:
 		// The same outage (the Deployment may be re-created): keep the grace period.
 		degraded = *prevDegraded
+	case outage && suppressed && prevDegraded != nil:
+		degraded = *prevDegraded // while versions differ, as OpenShift's: not cleared before Available
 	case obs.Failure != nil: // its timer is set below
 		if prevDegraded != nil {
 			degraded = *prevDegraded // within the grace period: no change either way
 		}
-	case outage:
+	case outage && now.Sub(obs.Operand.Since) < opts.DegradedAfter:
 		timers.at(obs.Operand.Since.Add(opts.DegradedAfter), now)
 	}
 
 	// A failure in its grace period is reported when that ends (no event may come).
 	if obs.Failure != nil && !obs.Failure.Immediate && now.Sub(obs.FailingSince) < opts.DegradedAfter {
 		timers.at(obs.FailingSince.Add(opts.DegradedAfter), now)
+	}
+	// A suppressed failure or outage is reported when the upgrade has lasted too long.
+	if suppressed && !inputFailure && (obs.Failure != nil || outage) {
+		timers.at(upgradeDeadline, now)
 	}
 
 	upgradeable := cond(configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected, "")
@@ -191,6 +208,20 @@ func Compute(prev configv1.ClusterOperatorStatus, obs Observation, opts Options)
 		}
 	}
 	return next, timers.d
+}
+
+// upgradeSuppression says whether Degraded is held back while versions differ, and until
+// when: Progressing's transition to True (now if it is not True yet) plus UpgradeDegradedAfter.
+func upgradeSuppression(upgrading bool, prevProgressing *configv1.ClusterOperatorStatusCondition, now time.Time, opts Options) (time.Time, bool) {
+	if !upgrading || opts.UpgradeDegradedAfter <= 0 {
+		return time.Time{}, false
+	}
+	since := now
+	if prevProgressing != nil && prevProgressing.Status == configv1.ConditionTrue {
+		since = prevProgressing.LastTransitionTime.Time
+	}
+	deadline := since.Add(opts.UpgradeDegradedAfter)
+	return deadline, now.Before(deadline)
 }
 
 // ownConditions are the conditions Compute decides; it keeps the others as they are.

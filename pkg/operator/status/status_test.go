@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,66 @@ func TestCompute(t *testing.T) {
 			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "False", versionsWritten: true, version: "4.22.0",
 				messageContains: map[configv1.ClusterStatusConditionType]string{configv1.OperatorAvailable: "available at operator: 4.22.0"}},
 		},
+		// Degraded while versions differ, as OpenShift's operator: held back until Progressing
+		// has lasted UpgradeDegradedAfter (Breaks if: suppression ignores Progressing's
+		// transition time, or applies when versions are equal, or to bad input).
+		{
+			name: "install: sync failure past the grace period, Progressing for 5m: Degraded held back until 20m",
+			prev: progressingSince(nil, t0.Add(-5*time.Minute)),
+			opts: &upgradeOpts,
+			obs: Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0, Message: "0/1 replicas available"},
+				Failure: &Failure{Reason: ReasonSyncFailed, Message: "applying: forbidden"}, FailingSince: t0.Add(-3 * time.Minute)},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "False", requeue: 15 * time.Minute},
+		},
+		{
+			name: "install: sync failure, Progressing for more than 20m: Degraded",
+			prev: progressingSince(nil, t0.Add(-21*time.Minute)),
+			opts: &upgradeOpts,
+			obs: Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0, Message: "0/1 replicas available"},
+				Failure: &Failure{Reason: ReasonSyncFailed, Message: "applying: forbidden"}, FailingSince: t0.Add(-3 * time.Minute)},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "True", degradedReason: ReasonSyncFailed},
+		},
+		{
+			name: "upgrade starts during an outage: Degraded held back for 20m from now",
+			prev: availableStatus("4.21.0"),
+			opts: &upgradeOpts,
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "0/1 replicas available"}},
+			want: want{available: "False", availableReason: ReasonOperandUnavailable, progressing: "True", degraded: "False", versionsWritten: true, version: "4.21.0", requeue: 20 * time.Minute},
+		},
+		{
+			name: "upgrade: outage past the grace period, Progressing for 19m: Degraded held back",
+			prev: progressingSince([]configv1.OperandVersion{{Name: "operator", Version: "4.21.0"}}, t0.Add(-19*time.Minute)),
+			opts: &upgradeOpts,
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "0/1 replicas available"}},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "False", versionsWritten: true, version: "4.21.0", requeue: time.Minute},
+		},
+		{
+			name: "upgrade: Degraded for a failure now fixed, the operand still unavailable: Degraded kept",
+			prev: func() configv1.ClusterOperatorStatus {
+				s := progressingSince([]configv1.OperandVersion{{Name: "operator", Version: "4.21.0"}}, t0.Add(-5*time.Minute))
+				s.Conditions[2] = configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorDegraded, Status: "True", Reason: ReasonSyncFailed,
+					Message: "applying: forbidden", LastTransitionTime: metav1.NewTime(t0.Add(-time.Hour))}
+				return s
+			}(),
+			opts: &upgradeOpts,
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "0/1 replicas available"}},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "True", degradedReason: ReasonSyncFailed,
+				versionsWritten: true, version: "4.21.0", requeue: 15 * time.Minute},
+		},
+		{
+			name: "upgrade: bad input is Degraded at once",
+			prev: progressingSince([]configv1.OperandVersion{{Name: "operator", Version: "4.21.0"}}, t0.Add(-time.Minute)),
+			opts: &upgradeOpts,
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", OperandUnknown: true, Failure: &Failure{Reason: "InvalidImagesJSON", Message: "malformed", Immediate: true}, FailingSince: t0},
+			want: want{available: "False", availableReason: ReasonInitializing, progressing: "True", degraded: "True", degradedReason: "InvalidImagesJSON", versionsWritten: true},
+		},
+		{
+			name: "versions equal: the upgrade suppression does not apply",
+			prev: availableStatus("4.22.0"),
+			opts: &upgradeOpts,
+			obs:  Observation{Now: t0, ReleaseVersion: "4.22.0", Operand: healthy, Failure: &Failure{Reason: ReasonSyncFailed, Message: "applying: forbidden"}, FailingSince: t0.Add(-2 * time.Minute)},
+			want: want{available: "True", availableReason: ReasonAsExpected, progressing: "False", degraded: "True", degradedReason: ReasonSyncFailed, versionsWritten: true},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,6 +287,23 @@ func TestCompute(t *testing.T) {
 				t.Errorf("requeue = %s, want %s", requeue, tt.want.requeue)
 			}
 		})
+	}
+}
+
+// upgradeOpts add OpenShift's 20m upgrade suppression to opts.
+var upgradeOpts = Options{StableDuration: opts.StableDuration, DegradedAfter: opts.DegradedAfter, UpgradeDegradedAfter: 20 * time.Minute}
+
+// progressingSince is a status while versions are (or are not yet) those given: not
+// available yet, Progressing True since since.
+func progressingSince(versions []configv1.OperandVersion, since time.Time) configv1.ClusterOperatorStatus {
+	return configv1.ClusterOperatorStatus{
+		Conditions: []configv1.ClusterOperatorStatusCondition{
+			{Type: configv1.OperatorAvailable, Status: configv1.ConditionFalse, Reason: ReasonInitializing, LastTransitionTime: metav1.NewTime(since)},
+			{Type: configv1.OperatorProgressing, Status: configv1.ConditionTrue, Reason: ReasonSyncing, LastTransitionTime: metav1.NewTime(since),
+				Message: "Progressing towards operator: 4.22.0"},
+			{Type: configv1.OperatorDegraded, Status: configv1.ConditionFalse, Reason: ReasonAsExpected, LastTransitionTime: metav1.NewTime(since)},
+		},
+		Versions: versions,
 	}
 }
 
@@ -279,5 +357,59 @@ func TestTransitions(t *testing.T) {
 	again, _ := Compute(next, Observation{Now: t0.Add(time.Minute), ReleaseVersion: "4.22.0", Operand: Operand{Since: t0.Add(-5 * time.Minute), Message: "still down"}}, opts)
 	if ev := Transitions(next.Conditions, again.Conditions); len(ev) != 0 {
 		t.Fatalf("repeated state emitted events: %v", ev)
+	}
+}
+
+// TestEvents: OpenShift's "Status upgrade" once per version whatever the operand's progress
+// in the message, and "Status degraded" once per Degraded message, besides the transitions.
+// Breaks if: the upgrade event compares whole Progressing messages (one per rollout step),
+// or "Status degraded" is recorded again for an unchanged Degraded.
+func TestEvents(t *testing.T) {
+	progressing := func(status configv1.ConditionStatus, reason, msg string) configv1.ClusterOperatorStatusCondition {
+		return configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing, Status: status, Reason: reason, Message: msg}
+	}
+	degraded := func(status configv1.ConditionStatus, msg string) configv1.ClusterOperatorStatusCondition {
+		return configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorDegraded, Status: status, Reason: ReasonSyncFailed, Message: msg}
+	}
+	idle := progressing(configv1.ConditionFalse, ReasonAsExpected, "")
+	towards := func(v, detail string) configv1.ClusterOperatorStatusCondition {
+		return progressing(configv1.ConditionTrue, ReasonSyncing, strings.TrimSuffix("Progressing towards operator: "+v+": "+detail, ": "))
+	}
+	tests := []struct {
+		name       string
+		prev, next []configv1.ClusterOperatorStatusCondition
+		want       []Event // OpenShift's only
+	}{
+		{"install starts", nil, []configv1.ClusterOperatorStatusCondition{towards("4.22.0", "")},
+			[]Event{{corev1.EventTypeNormal, EventReasonUpgrade, "Progressing towards operator: 4.22.0"}}},
+		{"upgrade starts", []configv1.ClusterOperatorStatusCondition{idle}, []configv1.ClusterOperatorStatusCondition{towards("4.22.0", "Deployment x: 0 of 1 replicas updated")},
+			[]Event{{corev1.EventTypeNormal, EventReasonUpgrade, "Progressing towards operator: 4.22.0"}}},
+		{"the rollout progresses: no new upgrade event",
+			[]configv1.ClusterOperatorStatusCondition{towards("4.22.0", "Deployment x: 0 of 1 replicas updated")},
+			[]configv1.ClusterOperatorStatusCondition{towards("4.22.0", "Deployment x: 1 old replicas pending termination")}, nil},
+		{"a newer target during the upgrade",
+			[]configv1.ClusterOperatorStatusCondition{towards("4.22.0", "")}, []configv1.ClusterOperatorStatusCondition{towards("4.22.1", "")},
+			[]Event{{corev1.EventTypeNormal, EventReasonUpgrade, "Progressing towards operator: 4.22.1"}}},
+		{"a config rollout is no upgrade", []configv1.ClusterOperatorStatusCondition{idle},
+			[]configv1.ClusterOperatorStatusCondition{progressing(configv1.ConditionTrue, ReasonSyncing, "Rolling out the Machine API for proxy")}, nil},
+		{"degraded", []configv1.ClusterOperatorStatusCondition{degraded(configv1.ConditionFalse, "")}, []configv1.ClusterOperatorStatusCondition{degraded(configv1.ConditionTrue, "applying: forbidden")},
+			[]Event{{corev1.EventTypeWarning, EventReasonDegraded, "applying: forbidden"}}},
+		{"still degraded, same message", []configv1.ClusterOperatorStatusCondition{degraded(configv1.ConditionTrue, "applying: forbidden")},
+			[]configv1.ClusterOperatorStatusCondition{degraded(configv1.ConditionTrue, "applying: forbidden")}, nil},
+		{"still degraded, another message", []configv1.ClusterOperatorStatusCondition{degraded(configv1.ConditionTrue, "applying: forbidden")},
+			[]configv1.ClusterOperatorStatusCondition{degraded(configv1.ConditionTrue, "applying: timeout")},
+			[]Event{{corev1.EventTypeWarning, EventReasonDegraded, "applying: timeout"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			all := Events(tt.prev, tt.next)
+			transitions := Transitions(tt.prev, tt.next)
+			if len(all) < len(transitions) || !slices.Equal(all[:len(transitions)], transitions) {
+				t.Fatalf("Events %v do not start with the transitions %v", all, transitions)
+			}
+			if got := all[len(transitions):]; !slices.Equal(got, tt.want) {
+				t.Errorf("OpenShift's events = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +65,7 @@ func (w *Writer) Write(ctx context.Context, co *configv1.ClusterOperator, next c
 		return false, fmt.Errorf("updating clusteroperator %s status: %w", w.Name, err)
 	}
 	if w.Recorder != nil {
-		for _, t := range Transitions(prev.Conditions, next.Conditions) {
+		for _, t := range Events(prev.Conditions, next.Conditions) {
 			w.Recorder.Eventf(updated, nil, t.Type, t.Reason, "StatusChanged", "%s", t.Message)
 		}
 	}
@@ -76,6 +77,39 @@ type Event struct {
 	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
 	Reason  string
 	Message string
+}
+
+// OpenShift's operator's event reasons, which this operator records too.
+const (
+	// EventReasonUpgrade: Progressing towards a release (install or upgrade), once per version.
+	EventReasonUpgrade = "Status upgrade"
+	// EventReasonDegraded: Degraded=True, once per distinct message.
+	EventReasonDegraded = "Status degraded"
+)
+
+// Events are the events for a status change: Transitions, then OpenShift's.
+func Events(prev, next []configv1.ClusterOperatorStatusCondition) []Event {
+	events := Transitions(prev, next)
+	if a := upgradeAnnouncement(find(next, configv1.OperatorProgressing)); a != "" && a != upgradeAnnouncement(find(prev, configv1.OperatorProgressing)) {
+		events = append(events, Event{Type: corev1.EventTypeNormal, Reason: EventReasonUpgrade, Message: a})
+	}
+	if d, p := find(next, configv1.OperatorDegraded), find(prev, configv1.OperatorDegraded); d != nil && d.Status == configv1.ConditionTrue &&
+		(p == nil || p.Status != configv1.ConditionTrue || p.Message != d.Message) {
+		events = append(events, Event{Type: corev1.EventTypeWarning, Reason: EventReasonDegraded, Message: d.Message})
+	}
+	return events
+}
+
+// upgradeAnnouncement is OpenShift's "Progressing towards operator: <version>" that c's
+// message starts with while versions differ, without the operand's progress after it
+// (which changes during a rollout); "" otherwise. Versions hold no ": ".
+func upgradeAnnouncement(c *configv1.ClusterOperatorStatusCondition) string {
+	if c == nil || c.Status != configv1.ConditionTrue || c.Reason != ReasonSyncing || !strings.HasPrefix(c.Message, upgradeMessagePrefix) {
+		return ""
+	}
+	name, rest, _ := strings.Cut(strings.TrimPrefix(c.Message, upgradeMessagePrefix), ": ")
+	version, _, _ := strings.Cut(rest, ": ")
+	return upgradeMessagePrefix + name + ": " + version
 }
 
 // Transitions lists the events for our conditions whose status or reason changed.
