@@ -8,7 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1" //nolint:staticcheck // the version OpenShift's vSphere provider uses
+	//lint:ignore SA1019 ipam v1beta1 is the version OpenShift's vSphere provider uses
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
 
 	machinedeploymentv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	nodemaintenancev1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
