@@ -31,7 +31,8 @@
 // Networking stays on 127.0.0.0/8: Endpoints and EndpointSlices refuse
 // loopback addresses, so the Runner also plays kube-proxy for the Services
 // that select its pods (it listens on their ClusterIP:port on the host and
-// forwards to a Ready pod's IP and target port: the API server calls the
+// forwards to the IP and target port of a pod whose containers that run are
+// Ready, NotRunLocally ones left out: the API server calls the
 // admission webhooks this way), forwards each pod IP's declared container
 // ports into the pod's namespace, and inside each pod forwards the
 // kubernetes Service's ClusterIP to the API server of its kubeconfig, and

@@ -77,7 +77,7 @@ func (p *serviceProxy) sync() {
 	}
 }
 
-// dial connects to a Ready pod the Service selects, round robin.
+// dial connects to a pod the Service selects whose containers that run are Ready, round robin.
 func (p *serviceProxy) dial(ctx context.Context, l *proxyListener) (net.Conn, error) {
 	ns, name := splitKey(l.service)
 	svc, err := p.r.services.Services(ns).Get(name)
@@ -96,11 +96,7 @@ func (p *serviceProxy) dial(ctx context.Context, l *proxyListener) (net.Conn, er
 		if s.stopping || pod.Namespace != ns || !sel.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
-		ready := true
-		for _, c := range s.containers {
-			ready = ready && c.snapshot().Ready
-		}
-		if port := targetPort(pod, l.port.TargetPort, l.port.Port); ready && port > 0 {
+		if port := targetPort(pod, l.port.TargetPort, l.port.Port); servesTraffic(s.containers) && port > 0 {
 			eps = append(eps, endpoint{s, port})
 		}
 	}
@@ -153,4 +149,21 @@ func splitKey(key string) (string, string) {
 		}
 	}
 	return "", key
+}
+
+// servesTraffic: every container that runs is Ready (and one runs). A container of another
+// image (NotRunLocally) is left out: on a real cluster it would run, and counting it would
+// leave a pod with a cloud provider's image (a platform switched to AWS) without its webhooks.
+func servesTraffic(containers []*container) bool {
+	running := false
+	for _, c := range containers {
+		if c.notRun != "" {
+			continue
+		}
+		if !c.snapshot().Ready {
+			return false
+		}
+		running = true
+	}
+	return running
 }

@@ -54,3 +54,32 @@ func TestSplitKey(t *testing.T) {
 		}
 	}
 }
+
+// Breaks if: servesTraffic counts a NotRunLocally container (a switched platform's pod
+// serves no webhook), or ignores a container of ours that is not Ready.
+func TestServesTraffic(t *testing.T) {
+	ready := func(name string) *container {
+		c := newContainer(nil, corev1.Container{Name: name}, "", 0, func() {})
+		c.status.Ready = true
+		return c
+	}
+	starting := func(name string) *container { return newContainer(nil, corev1.Container{Name: name}, "", 0, func() {}) }
+	foreign := func(name string) *container {
+		return newContainer(nil, corev1.Container{Name: name}, "another image", 0, func() {})
+	}
+	for _, tc := range []struct {
+		name       string
+		containers []*container
+		want       bool
+	}{
+		{"ours ready", []*container{ready("a"), ready("b")}, true},
+		{"ours ready, a provider's image not run", []*container{ready("a"), foreign("aws")}, true},
+		{"one of ours not ready", []*container{ready("a"), starting("b"), foreign("aws")}, false},
+		{"nothing of ours", []*container{foreign("aws")}, false},
+		{"no containers", nil, false},
+	} {
+		if got := servesTraffic(tc.containers); got != tc.want {
+			t.Errorf("%s: servesTraffic = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
