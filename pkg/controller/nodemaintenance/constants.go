@@ -5,7 +5,7 @@ package nodemaintenance
 import "time"
 
 const (
-	// ControllerName is the name of the controller and of its event recorder.
+	// ControllerName is the controller's field manager (its events come from EventSource).
 	ControllerName = "nodemaintenance-controller"
 	// Finalizer keeps a NodeMaintenance until its node is released (medik8s's name).
 	Finalizer = "foregroundDeleteNodeMaintenance"

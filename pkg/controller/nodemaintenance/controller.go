@@ -33,7 +33,7 @@ type Options struct {
 	Client client.Client
 	// KubeClient drains and writes nodes and leases; SetupWithManager builds one when nil.
 	KubeClient kubernetes.Interface
-	// Recorder (optional) receives events. Default: the manager's, named ControllerName.
+	// Recorder (optional) receives events. Default: core/v1 Events from EventSource, as medik8s's.
 	Recorder events.EventRecorder
 	// APIReader (optional) reads uncached. Default: the manager's in SetupWithManager, else Client.
 	APIReader client.Reader
