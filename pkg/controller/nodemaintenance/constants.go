@@ -70,3 +70,6 @@ const (
 	EventWaiting       = "WaitingMaintenance"
 	EventDrainTimedOut = "DrainTimedOut"
 )
+
+// initCountError is medik8s's lastError when the pods to evict cannot be listed on the first reconcile.
+const initCountError = "failed to get pods for eviction while initializing status"
