@@ -34,6 +34,9 @@ const (
 
 	// NodeNameField indexes NodeMaintenances by spec.nodeName.
 	NodeNameField = "spec.nodeName"
+	// DrainerTimeout is medik8s's kubectl drain timeout: once a drain has run this long, lastError is the
+	// error medik8s's drain would return for the pods left (drainerError).
+	DrainerTimeout = 30 * time.Second
 	// DefaultPollInterval is how soon a drain in progress is looked at again.
 	DefaultPollInterval = 5 * time.Second
 
