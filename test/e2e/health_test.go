@@ -531,6 +531,11 @@ func TestNodeMaintenanceDrains(t *testing.T) {
 		}
 		return n.Spec.Unschedulable && hasDrainTaint(n) && n.Labels[excludeFromRemediationLabel] == "true", nil
 	})
+	// medik8s's order: the maintenance taints first. Breaks if: they are appended after the node's own.
+	if n := (&corev1.Node{}); cluster.Get(ctx, client.ObjectKey{Name: target}, n) == nil &&
+		(len(n.Spec.Taints) < 2 || n.Spec.Taints[0].Key != "node.kubernetes.io/unschedulable" || n.Spec.Taints[1].Key != nodeMaintenanceTaintKey) {
+		t.Errorf("node %s taints = %v, want node.kubernetes.io/unschedulable and %s first", target, n.Spec.Taints, nodeMaintenanceTaintKey)
+	}
 	waitFor(ctx, t, "no workload pod on "+target+", 2 Running on "+other+" and available", func(ctx context.Context) (bool, error) {
 		onTarget, err := w.podsOn(ctx, target)
 		if err != nil || onTarget != 0 {
@@ -559,14 +564,16 @@ func TestNodeMaintenanceDrains(t *testing.T) {
 		_, labelled := n.Labels[excludeFromRemediationLabel]
 		return !n.Spec.Unschedulable && !hasDrainTaint(n) && !labelled, nil
 	})
-	// medik8s records UncordonNode "Uncordon a node" on the Node (cluster-scoped: its events are in default).
+	// medik8s records UncordonNode "Uncordon a node" on the Node (cluster-scoped: its events are in default),
+	// a core/v1 Event from source NodeMaintenance. Breaks if: the event names another reporter.
 	waitFor(ctx, t, "event UncordonNode on node "+target, func(ctx context.Context) (bool, error) {
 		events := &corev1.EventList{}
 		if err := cluster.List(ctx, events, client.InNamespace(metav1.NamespaceDefault)); err != nil {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == target && e.Reason == "UncordonNode" && e.Message == "Uncordon a node" {
+			if e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == target && e.Reason == "UncordonNode" && e.Message == "Uncordon a node" &&
+				e.Source.Component == "NodeMaintenance" && e.ReportingController == "NodeMaintenance" {
 				return true, nil
 			}
 		}

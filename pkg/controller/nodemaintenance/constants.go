@@ -5,7 +5,7 @@ package nodemaintenance
 import "time"
 
 const (
-	// ControllerName is the name of the controller and of its event recorder.
+	// ControllerName is the controller's field manager (its events come from EventSource).
 	ControllerName = "nodemaintenance-controller"
 	// Finalizer keeps a NodeMaintenance until its node is released (medik8s's name).
 	Finalizer = "foregroundDeleteNodeMaintenance"
@@ -34,6 +34,9 @@ const (
 
 	// NodeNameField indexes NodeMaintenances by spec.nodeName.
 	NodeNameField = "spec.nodeName"
+	// DrainerTimeout is medik8s's kubectl drain timeout: once a drain has run this long, lastError is the
+	// error medik8s's drain would return for the pods left (drainerError).
+	DrainerTimeout = 30 * time.Second
 	// DefaultPollInterval is how soon a drain in progress is looked at again.
 	DefaultPollInterval = 5 * time.Second
 
@@ -70,3 +73,6 @@ const (
 	EventWaiting       = "WaitingMaintenance"
 	EventDrainTimedOut = "DrainTimedOut"
 )
+
+// initCountError is medik8s's lastError when the pods to evict cannot be listed on the first reconcile.
+const initCountError = "failed to get pods for eviction while initializing status"

@@ -33,7 +33,7 @@ type Options struct {
 	Client client.Client
 	// KubeClient drains and writes nodes and leases; SetupWithManager builds one when nil.
 	KubeClient kubernetes.Interface
-	// Recorder (optional) receives events. Default: the manager's, named ControllerName.
+	// Recorder (optional) receives events. Default: core/v1 Events from EventSource, as medik8s's.
 	Recorder events.EventRecorder
 	// APIReader (optional) reads uncached. Default: the manager's in SetupWithManager, else Client.
 	APIReader client.Reader
@@ -123,6 +123,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // maintain computes the new status into st and does the node work.
 func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance, st *nmv1beta1.NodeMaintenanceStatus) (ctrl.Result, error) {
 	nodeName := nm.Spec.NodeName
+	if st.Phase == "" { // medik8s's first reconcile counts before it looks at the node or its lease
+		if err := r.countPods(ctx, nodeName, st); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	node := &corev1.Node{}
 	if err := r.client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 		if apierrors.IsNotFound(err) { // the Node watch brings us back; a node that comes back is drained afresh
@@ -191,14 +196,27 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 
 	if st.DrainStartTime == nil {
 		st.DrainStartTime = ptr.To(metav1.NewTime(r.clock.Now()))
-		all, err := r.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing pods of node %s: %w", nodeName, err)
-		}
-		st.TotalPods = len(all.Items)
-		st.EvictionPods = len(pods)
 	}
 	return r.drainPass(ctx, nm, st, pods)
+}
+
+// countPods starts the status as medik8s's first reconcile does: Running, the pods to evict pending
+// (drainProgress still 0: the drain has not started) and counted, with every pod of the node.
+func (r *Reconciler) countPods(ctx context.Context, nodeName string, st *nmv1beta1.NodeMaintenanceStatus) error {
+	st.Phase = nmv1beta1.MaintenanceRunning
+	list, errs := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx)).GetPodsForDeletion(nodeName)
+	if len(errs) > 0 {
+		st.LastError = initCountError
+		return fmt.Errorf("listing the pods to evict from node %s: %w", nodeName, errors.Join(errs...))
+	}
+	all, err := r.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
+	if err != nil {
+		st.LastError = err.Error() // medik8s's: the bare error
+		return fmt.Errorf("listing pods of node %s: %w", nodeName, err)
+	}
+	pendingStatus(st, list.Pods())
+	st.EvictionPods, st.TotalPods, st.DrainProgress = len(list.Pods()), len(all.Items), 0
+	return nil
 }
 
 // nodeApplied turns the outcome of applyNode into the status: a vanished

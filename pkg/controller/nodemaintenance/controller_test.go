@@ -58,6 +58,15 @@ func TestMaintenanceLifecycle(t *testing.T) {
 		n.Labels[ExcludeFromRemediationLabel] != "true" || n.Annotations[OwnerAnnotation] != "lifecycle" {
 		t.Fatalf("node not in maintenance: unschedulable=%v taints=%v labels=%v annotations=%v", n.Spec.Unschedulable, taintKeys(n), n.Labels, n.Annotations)
 	}
+	// medik8s's order. Breaks if: the maintenance taints are appended after the node's own.
+	if got, want := strings.Join(taintKeys(n), ","), UnschedulableTaintKey+","+DrainTaintKey+","+foreignTaint.Key; got != want {
+		t.Errorf("taints in maintenance = %s, want %s", got, want)
+	}
+	// medik8s's NodeMaintenance keeps no ownerReference either (docs/openshift.md). Breaks if: one to the
+	// Node is added, and deleting the Node garbage-collects the NodeMaintenance.
+	if len(nm.OwnerReferences) != 0 {
+		t.Errorf("ownerReferences = %+v, want none", nm.OwnerReferences)
+	}
 	if n.Annotations[AddedAnnotation] != "cordon,taint,unschedulable-taint,label" {
 		t.Errorf("added annotation = %q", n.Annotations[AddedAnnotation])
 	}

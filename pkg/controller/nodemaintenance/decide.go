@@ -59,6 +59,32 @@ func withoutTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) 
 	return slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == key && t.Effect == effect })
 }
 
+// withMaintenanceTaints puts the missing maintenance taints on, in medik8s's order: when one is added, the
+// unschedulable and drain taints go first (one already there moves, unchanged) and the others follow in
+// their order; with both there nothing moves. The added ones are recorded in added.
+func withMaintenanceTaints(taints []corev1.Taint, added map[string]bool) []corev1.Taint {
+	keys := [][2]string{{UnschedulableTaintKey, AddedUnschedulableTaint}, {DrainTaintKey, AddedDrainTaint}}
+	if hasTaint(taints, keys[0][0], corev1.TaintEffectNoSchedule) && hasTaint(taints, keys[1][0], corev1.TaintEffectNoSchedule) {
+		return taints
+	}
+	out := make([]corev1.Taint, 0, len(taints)+2)
+	for _, k := range keys {
+		if i := slices.IndexFunc(taints, func(t corev1.Taint) bool { return t.Key == k[0] && t.Effect == corev1.TaintEffectNoSchedule }); i >= 0 {
+			out = append(out, taints[i])
+			continue
+		}
+		// No timeAdded: the API defines it for NoExecute only, and medik8s sets none.
+		out = append(out, corev1.Taint{Key: k[0], Effect: corev1.TaintEffectNoSchedule})
+		added[k[1]] = true
+	}
+	for _, t := range taints {
+		if !(t.Effect == corev1.TaintEffectNoSchedule && (t.Key == keys[0][0] || t.Key == keys[1][0])) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // planMaintenance returns the node cordoned, tainted and labelled for nmName, OwnerAnnotation and
 // AddedAnnotation recording what was added in the same write; changed is false when it already is.
 func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
@@ -68,13 +94,7 @@ func planMaintenance(node *corev1.Node, nmName string) (*corev1.Node, bool) {
 		n.Spec.Unschedulable = true
 		added[AddedCordon] = true
 	}
-	// No timeAdded: the API defines it for NoExecute only, and medik8s sets none.
-	for _, t := range [][2]string{{DrainTaintKey, AddedDrainTaint}, {UnschedulableTaintKey, AddedUnschedulableTaint}} {
-		if !hasTaint(n.Spec.Taints, t[0], corev1.TaintEffectNoSchedule) {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: t[0], Effect: corev1.TaintEffectNoSchedule})
-			added[t[1]] = true
-		}
-	}
+	n.Spec.Taints = withMaintenanceTaints(n.Spec.Taints, added)
 	if n.Labels[ExcludeFromRemediationLabel] != "true" {
 		metav1.SetMetaDataLabel(&n.ObjectMeta, ExcludeFromRemediationLabel, "true")
 		added[AddedLabel] = true

@@ -1,6 +1,7 @@
 package nodemaintenance
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,8 @@ func TestPlanMaintenanceAndRelease(t *testing.T) {
 		name      string
 		node      corev1.Node
 		wantAdded string
+		// taint keys once in maintenance (nil: not checked)
+		wantApplied []string
 		// after release
 		wantUnschedulable bool
 		wantTaints        []string
@@ -73,10 +76,22 @@ func TestPlanMaintenanceAndRelease(t *testing.T) {
 			wantTaints: nil,
 		},
 		{
-			name:       "foreign taint kept",
-			node:       corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{foreign}}},
-			wantAdded:  "cordon,taint,unschedulable-taint,label",
-			wantTaints: []string{"example.com/foo"},
+			name:      "foreign taint kept",
+			node:      corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{foreign}}},
+			wantAdded: "cordon,taint,unschedulable-taint,label",
+			// medik8s's order. Breaks if: the maintenance taints are appended after the node's.
+			wantApplied: []string{UnschedulableTaintKey, DrainTaintKey, "example.com/foo"},
+			wantTaints:  []string{"example.com/foo"},
+		},
+		{
+			name: "an unschedulable taint already there moves first, the others keep their order",
+			node: corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+				foreign, {Key: UnschedulableTaintKey, Effect: corev1.TaintEffectNoSchedule}, {Key: "example.com/bar", Effect: corev1.TaintEffectNoExecute},
+			}}},
+			wantAdded: "cordon,taint,label",
+			// Breaks if: an existing maintenance taint stays in place or the others are reordered.
+			wantApplied: []string{UnschedulableTaintKey, DrainTaintKey, "example.com/foo", "example.com/bar"},
+			wantTaints:  []string{UnschedulableTaintKey, "example.com/foo", "example.com/bar"},
 		},
 		{
 			name: "already cordoned, tainted and labelled by someone else: nothing removed",
@@ -88,6 +103,7 @@ func TestPlanMaintenanceAndRelease(t *testing.T) {
 				}},
 			},
 			wantAdded:         "",
+			wantApplied:       []string{DrainTaintKey, UnschedulableTaintKey}, // both there: medik8s moves nothing
 			wantUnschedulable: true,
 			wantTaints:        []string{DrainTaintKey, UnschedulableTaintKey},
 			wantLabel:         true,
@@ -129,6 +145,9 @@ func TestPlanMaintenanceAndRelease(t *testing.T) {
 			}
 			if got := applied.Annotations[AddedAnnotation]; got != tt.wantAdded {
 				t.Errorf("added = %q, want %q", got, tt.wantAdded)
+			}
+			if got := taintKeys(applied); tt.wantApplied != nil && !slices.Equal(got, tt.wantApplied) {
+				t.Errorf("taints in maintenance = %v, want %v", got, tt.wantApplied)
 			}
 			for _, tn := range applied.Spec.Taints {
 				if tn.TimeAdded != nil && tt.node.Annotations[AddedAnnotation] == "" {

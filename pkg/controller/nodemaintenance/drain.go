@@ -1,6 +1,7 @@
 package nodemaintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/kubectl/pkg/drain"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -55,17 +57,13 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("checking eviction support: %w", err)
 	}
-	var blocked, failed []string
+	evictErrs := map[string]error{} // by namespace/name
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil {
 			continue // already terminating
 		}
-		switch err := h.EvictPod(p, gv); {
-		case err == nil, apierrors.IsNotFound(err):
-		case apierrors.IsTooManyRequests(err):
-			blocked = append(blocked, p.Namespace+"/"+p.Name)
-		default:
-			failed = append(failed, fmt.Sprintf("%s/%s: %v", p.Namespace, p.Name, err))
+		if err := h.EvictPod(p, gv); err != nil && !apierrors.IsNotFound(err) {
+			evictErrs[p.Namespace+"/"+p.Name] = err
 		}
 	}
 
@@ -80,17 +78,10 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		return ctrl.Result{}, nil
 	}
 	pendingStatus(st, remaining)
-	var msgs []string
-	if len(blocked) > 0 {
-		msgs = append(msgs, "eviction blocked by a PodDisruptionBudget: "+listNames(blocked))
+	msg := passMessage(remaining, evictErrs)
+	if st.DrainStartTime != nil && !now.Before(st.DrainStartTime.Add(DrainerTimeout)) {
+		msg = drainerError(remaining, evictErrs)
 	}
-	if len(failed) > 0 {
-		msgs = append(msgs, "eviction failed: "+listNames(failed))
-	}
-	if len(msgs) == 0 {
-		msgs = append(msgs, fmt.Sprintf("waiting for %d pod(s) to terminate", len(remaining)))
-	}
-	msg := strings.Join(msgs, "; ")
 	if bounded {
 		msg += fmt.Sprintf("; remaining pods will be deleted without eviction at %s (drain timeout %s)",
 			deadline.UTC().Format("2006-01-02T15:04:05Z"), nm.Spec.DrainTimeout.Duration)
@@ -102,6 +93,52 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		return ctrl.Result{RequeueAfter: max(until, 0) + 10*time.Millisecond}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.poll}, nil
+}
+
+// passMessage says why a drain pass left pods (this project's text, in the first DrainerTimeout).
+func passMessage(remaining []corev1.Pod, evictErrs map[string]error) string {
+	var blocked, failed []string
+	for _, p := range remaining {
+		switch key, err := p.Namespace+"/"+p.Name, evictErrs[p.Namespace+"/"+p.Name]; {
+		case err == nil:
+		case apierrors.IsTooManyRequests(err):
+			blocked = append(blocked, key)
+		default:
+			failed = append(failed, fmt.Sprintf("%s: %v", key, err))
+		}
+	}
+	var msgs []string
+	if len(blocked) > 0 {
+		msgs = append(msgs, "eviction blocked by a PodDisruptionBudget: "+listNames(blocked))
+	}
+	if len(failed) > 0 {
+		msgs = append(msgs, "eviction failed: "+listNames(failed))
+	}
+	if len(msgs) == 0 {
+		msgs = append(msgs, fmt.Sprintf("waiting for %d pod(s) to terminate", len(remaining)))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// drainerError is the error medik8s's kubectl drain returns when its DrainerTimeout ends with these pods
+// left: per pod (by namespace and name) an eviction still refused (429), another eviction error, or a
+// wait for the pod to go; aggregated as kubectl aggregates them.
+func drainerError(remaining []corev1.Pod, evictErrs map[string]error) string {
+	sorted := slices.SortedFunc(slices.Values(remaining), func(a, b corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	errs := make([]error, 0, len(sorted))
+	for _, p := range sorted {
+		switch err := evictErrs[p.Namespace+"/"+p.Name]; {
+		case err == nil:
+			errs = append(errs, fmt.Errorf("error when waiting for pod %q in namespace %q to terminate: %w", p.Name, p.Namespace, context.DeadlineExceeded))
+		case apierrors.IsTooManyRequests(err):
+			errs = append(errs, fmt.Errorf("error when evicting pods/%q -n %q: global timeout reached: %v", p.Name, p.Namespace, DrainerTimeout))
+		default:
+			errs = append(errs, fmt.Errorf("error when evicting pods/%q -n %q: %w", p.Name, p.Namespace, err))
+		}
+	}
+	return utilerrors.NewAggregate(errs).Error()
 }
 
 // succeed marks the drain done; note (may be empty) goes to lastError.

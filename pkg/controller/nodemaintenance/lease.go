@@ -99,10 +99,16 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		st.LastError = patch.Truncate(leaseErrorMessage+": "+err.Error(), 1024)
 		return ctrl.Result{}, false, err
 	}
+	restart := failedForLease(st)
 	verdict, after := decideLease(st, plan, r.clock.Now(), r.poll)
 	res = ctrl.Result{RequeueAfter: after}
 	switch verdict {
 	case leaseProceed:
+		if restart { // counted afresh, as a new maintenance
+			if err := r.countPods(ctx, node.Name, st); err != nil {
+				return ctrl.Result{}, false, err
+			}
+		}
 		return res, true, nil
 	case leaseWait, leaseRetry:
 		LeaseFailuresTotal.WithLabelValues(LeaseFailureHeld).Inc()

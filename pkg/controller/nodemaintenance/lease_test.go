@@ -3,6 +3,7 @@ package nodemaintenance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -264,6 +265,36 @@ func TestForeignLeaseBlocksTheStartUntilItExpires(t *testing.T) {
 	deleteNM(t, "blocked", true)
 	if l := getLease(t, DefaultLeaseNamespace, node); l != nil {
 		t.Errorf("lease not released: %+v", l.Spec)
+	}
+}
+
+// TestCountsBeforeTheLease: as medik8s's first reconcile, the pods are counted and pending before the
+// lease is taken, the drain not started (drainProgress 0). Breaks if: the counts wait for the lease or
+// the drain start.
+func TestCountsBeforeTheLease(t *testing.T) {
+	const node = "counted-node"
+	createNode(t, node)
+	ns := createNamespace(t, "")
+	createPod(t, ns, "b", node, nil)
+	createPod(t, ns, "a", node, nil)
+	// A mirror pod is on the node but not evicted.
+	createPod(t, ns, "mirror", node, nil, func(p *corev1.Pod) {
+		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+		p.OwnerReferences = nil
+	})
+	holdLease(t, DefaultLeaseNamespace, node, ptr.To(nhc), clk.Now(), 3600)
+
+	createNM(t, "counted", node)
+	nm := waitPhase(t, "counted", nmv1beta1.MaintenanceRunning, func(st nmv1beta1.NodeMaintenanceStatus) bool {
+		return strings.HasPrefix(st.LastError, leaseWaitMessage)
+	})
+	st := nm.Status
+	if st.TotalPods != 3 || st.EvictionPods != 2 || st.DrainProgress != 0 || !slices.Equal(st.PendingPods, []string{"a", "b"}) ||
+		!slices.Equal(st.PendingPodsRefs, []nmv1beta1.PodReference{{Namespace: ns, Name: "a"}, {Namespace: ns, Name: "b"}}) || st.DrainStartTime != nil {
+		t.Errorf("status = %+v, want 3 pods, 2 to evict and pending, drainProgress 0, no drain start", st)
+	}
+	if n := getNode(t, node); !untouched(n) {
+		t.Errorf("node touched without the lease: %+v", n.Spec)
 	}
 }
 

@@ -39,7 +39,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.kube = kc
 	}
 	if r.events.Recorder == nil {
-		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
+		rec := newCoreRecorder(r.kube, mgr.GetScheme())
+		if err := mgr.Add(rec); err != nil {
+			return fmt.Errorf("adding the event recorder: %w", err)
+		}
+		r.events.Recorder = rec
 	}
 	if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &nmv1beta1.NodeMaintenance{}, Name: NodeNameField,
 		Extract: func(o client.Object) []string {
