@@ -101,16 +101,16 @@ func TestMachineBecomesRunning(t *testing.T) {
 	node, took := waitRunning(ctx, t, m)
 	t.Logf("machine Running with Ready node %s %s after creation", node, took.Round(100*time.Millisecond))
 
+	// The machine controller sets nodeRef as soon as its provider's Node exists (Running);
+	// nodelink annotates and labels the Node on its own watch, a moment later.
 	n := &corev1.Node{}
-	if err := cluster.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
-		t.Fatal(err)
-	}
-	if want := fmt.Sprintf("%s/%s", m.Namespace, m.Name); n.Annotations["machine.openshift.io/machine"] != want {
-		t.Errorf("node annotation machine.openshift.io/machine = %q, want %q", n.Annotations["machine.openshift.io/machine"], want)
-	}
-	if n.Labels["e2e-pool"] != "run" {
-		t.Errorf("node labels %v lack the Machine's spec.metadata label e2e-pool=run", n.Labels)
-	}
+	want := fmt.Sprintf("%s/%s", m.Namespace, m.Name)
+	waitFor(ctx, t, "node "+node+" annotated with its Machine and labelled e2e-pool=run by nodelink", func(ctx context.Context) (bool, error) {
+		if err := cluster.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return false, err
+		}
+		return n.Annotations["machine.openshift.io/machine"] == want && n.Labels["e2e-pool"] == "run", nil
+	})
 	// The machine controller writes spec.providerID after the status write
 	// (pkg/controller/machine persistProviderID), and nodelink may link the
 	// Node by its internal IP first: Running can come a moment earlier.
