@@ -1,10 +1,8 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,18 +219,11 @@ func controlPlaneMachineSet(ns string, failureDomains ...string) *unstructured.U
 // cache at the pinned version (OpenShift's control-plane machine set operator serves it).
 func installCPMSCRD(t *testing.T) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	dir, err := testenv.ModuleDir("github.com/openshift/api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	if err != nil || len(bytes.TrimSpace(out)) == 0 {
-		t.Fatalf("locating github.com/openshift/api: %v %s", err, out)
-	}
-	data, err := os.ReadFile(filepath.Join(string(bytes.TrimSpace(out)),
+	data, err := os.ReadFile(filepath.Join(dir,
 		"machine/v1/zz_generated.crd-manifests/0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +99,23 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// ModuleDir is the module cache directory of module at the version go.mod pins (tests read
+// manifests another project ships, e.g. openshift/api's CRDs, without copying them here).
+func ModuleDir(module string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if dir := strings.TrimSpace(string(out)); err == nil && dir != "" {
+		return dir, nil
+	}
+	return "", fmt.Errorf("locating %s in the module cache: %v %s", module, err, out)
 }
 
 // New starts an API server and installs the CRDs. Call Stop when done.

@@ -1,11 +1,8 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -381,18 +378,11 @@ func waitFor(t *testing.T, what string, done func() bool) {
 // in the module cache.
 func openshiftAPIDir(t *testing.T) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	dir, err := testenv.ModuleDir("github.com/openshift/api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	if err != nil || len(bytes.TrimSpace(out)) == 0 {
-		t.Fatalf("locating github.com/openshift/api: %v %s", err, out)
-	}
-	return string(bytes.TrimSpace(out))
+	return dir
 }
 
 // setPlatform makes the Infrastructure "cluster" describe a cluster of
