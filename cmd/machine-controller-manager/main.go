@@ -26,7 +26,6 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/kubemark"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
-	"github.com/machine-api-operator/machine-api-operator/pkg/version"
 )
 
 // flags are this binary's own flags, beyond the shared operand ones.
@@ -39,7 +38,7 @@ func main() {
 	opts, f, err := parse(os.Args[1:])
 	operand.ExitOnParseError("machine-controller-manager", err)
 	if opts.LeaderElect {
-		platform, err := clusterPlatform(opts)
+		platform, err := clusterPlatform(opts, platformReadInterval, platformReadTimeout)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "machine-controller-manager: %v\n", err)
 			os.Exit(1)
@@ -62,25 +61,6 @@ func leaseFor(platform configv1.PlatformType) string {
 		return vsphereLeaseName
 	}
 	return leaderElectionID
-}
-
-// clusterPlatform reads the Infrastructure's platform type; "" when there is none (vanilla Kubernetes).
-func clusterPlatform(opts operand.Options) (configv1.PlatformType, error) {
-	cfg, err := opts.RESTConfig("machine-controller-manager/" + version.String())
-	if err != nil {
-		return "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return "", fmt.Errorf("creating a client: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	infra := &configv1.Infrastructure{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "cluster"}, infra); err != nil || infra.Status.PlatformStatus == nil {
-		return "", nil
-	}
-	return infra.Status.PlatformStatus.Type, nil
 }
 
 func parse(args []string) (operand.Options, flags, error) {
