@@ -138,6 +138,10 @@ generate: $(BIN)/controller-gen ## Regenerate deepcopy code of this project's AP
 	$(BIN)/controller-gen crd paths=./pkg/apis/nodemaintenance/... output:crd:dir=manifests/crds/nodemaintenance
 	$(BIN)/controller-gen crd paths=./pkg/apis/machinedeployment/... output:crd:dir=manifests/crds/machinedeployment
 
+.PHONY: verify
+verify: $(BIN)/controller-gen ## Fail if make generate, the CRD copies (verify-crds) or go mod tidy (every module) would change a file
+	hack/verify.sh
+
 .PHONY: update-crds
 update-crds: ## Copy the CRDs from the pinned openshift/api into manifests/crds and install/
 	hack/update-crds.sh
