@@ -27,15 +27,15 @@ tool.kwokctl                 := sigs.k8s.io/kwok/cmd/kwokctl
 tool.kustomize               := sigs.k8s.io/kustomize/kustomize/v5
 tool.controller-gen          := sigs.k8s.io/controller-tools/cmd/controller-gen
 # The local cluster's binaries: what make run, the e2e, chaos and bench
-# targets build (not controller-gen, promtool or staticcheck, which only
-# make generate, make test and make lint use).
+# targets build (not controller-gen, promtool, golangci-lint or shellcheck,
+# which only make generate, make test and make lint use).
 CLUSTER_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok kwokctl kustomize
 CLUSTER_BINS := $(addprefix $(BIN)/,$(CLUSTER_TOOLS))
 # promtool (alert rule unit tests) is pinned by a module of its own, so that
 # its dependencies leave the Kubernetes binaries' pins alone.
 PROMTOOL_MOD := hack/tools/promtool/go.mod hack/tools/promtool/go.sum hack/build-tool.sh
-# staticcheck (make lint) likewise.
-STATICCHECK_MOD := hack/tools/staticcheck/go.mod hack/tools/staticcheck/go.sum hack/build-tool.sh
+# golangci-lint (make lint) likewise.
+GOLANGCI_LINT_MOD := hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum hack/build-tool.sh
 # govulncheck and golang.org/x/vulndb (make vulncheck) likewise: vulndb's
 # OSV files at the pinned version, indexed by its cmd/indexdb, are the local
 # vulnerability database (bin/vulndb); nothing is fetched from vuln.go.dev.
@@ -63,8 +63,16 @@ $(BIN)/controller-gen: $(TOOLS_MOD)
 $(BIN)/promtool: $(PROMTOOL_MOD)
 	@hack/build-tool.sh promtool github.com/prometheus/prometheus/cmd/promtool
 
-$(BIN)/staticcheck: $(STATICCHECK_MOD)
-	@hack/build-tool.sh staticcheck honnef.co/go/tools/cmd/staticcheck
+$(BIN)/golangci-lint: $(GOLANGCI_LINT_MOD)
+	@hack/build-tool.sh golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+# shellcheck (make lint) is Debian's package at the version pinned in
+# hack/shellcheck.sh, unpacked into bin/ without installing it (see there).
+$(BIN)/shellcheck: hack/shellcheck.sh
+	@hack/shellcheck.sh install $@
+
+.PHONY: lint-tools
+lint-tools: $(BIN)/golangci-lint $(BIN)/shellcheck ## Build golangci-lint and unpack shellcheck into bin/ (what make lint runs)
 
 $(BIN)/govulncheck $(BIN)/vulndb-index &: $(VULN_MOD)
 	@BIN_DIR=$(BIN) hack/build-tool.sh govulncheck golang.org/x/vuln/cmd/govulncheck vulndb-index golang.org/x/vulndb/cmd/indexdb
@@ -105,11 +113,12 @@ test-rules: $(BIN)/promtool ## Unit-test the alerting rules of install/ with pro
 	go test -count=1 -v -run 'TestAlertRules' ./pkg/install/
 
 .PHONY: lint
-lint: $(BIN)/staticcheck ## go vet (also the e2e and chaos suites), staticcheck and gofmt check
+lint: lint-tools ## go vet and golangci-lint (.golangci.yml; also the e2e and chaos suites), shellcheck on every script, gofmt check
 	go vet ./...
 	go vet -tags e2e ./test/e2e/
 	go vet -tags chaos ./test/chaos/
-	$(BIN)/staticcheck ./...
+	$(BIN)/golangci-lint run ./...
+	hack/shellcheck.sh check $(BIN)/shellcheck
 	@# Tracked and new (untracked, not ignored) files that exist in the working tree.
 	@out=$$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ ! -e "$$f" ] || echo "$$f"; done | xargs -r gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

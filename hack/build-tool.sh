@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build-tool.sh NAME PACKAGE [NAME PACKAGE ...]: builds pinned tools from
-# hack/tools/go.mod into bin/NAME (promtool, staticcheck: from
+# hack/tools/go.mod into bin/NAME (promtool, golangci-lint: from
 # hack/tools/<name>/go.mod, modules of their own; govulncheck and x/vulndb's
 # indexdb: hack/tools/vuln; govc, vcsim: ./govc and ./vcsim of
 # hack/tools/govmomi). Tools of one module given together are built
@@ -9,7 +9,10 @@
 # the next one's compiling, so both cores stay busy.
 # Only the Go module proxy is used; versions come from the module's go.sum.
 set -euo pipefail
-[ $# -ge 2 ] && [ $(($# % 2)) -eq 0 ] || { echo "usage: $0 NAME PACKAGE [NAME PACKAGE ...]" >&2; exit 2; }
+if [ $# -lt 2 ] || [ $(($# % 2)) -ne 0 ]; then
+	echo "usage: $0 NAME PACKAGE [NAME PACKAGE ...]" >&2
+	exit 2
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BIN_DIR:-$root/bin}
 mkdir -p "$bin"
@@ -21,7 +24,7 @@ k8s_version=v1.36.3
 moduleof() {
 	case "$1" in
 	github.com/prometheus/prometheus/*) echo hack/tools/promtool ;;
-	honnef.co/go/tools/*) echo hack/tools/staticcheck ;;
+	github.com/golangci/golangci-lint/*) echo hack/tools/golangci-lint ;;
 	golang.org/x/vuln/* | golang.org/x/vulndb/*) echo hack/tools/vuln ;;
 	# Mains of our own on the pinned github.com/vmware/govmomi.
 	./govc | ./vcsim) echo hack/tools/govmomi ;;

@@ -16,14 +16,19 @@ kubeconfig=$root/.local/$CLUSTER_NAME.kubeconfig
 out=$root/.local/chaos
 mkdir -p "$out"
 
+# Called by the EXIT trap below, which shellcheck cannot see.
+# shellcheck disable=SC2317
 teardown() {
 	local code=$?
 	if [ -d "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs" ]; then
-		mkdir -p ".local/logs/$CLUSTER_NAME" && cp -r "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs/." ".local/logs/$CLUSTER_NAME/" || true
+		# Best effort: a failed copy must not hide the suite's exit code.
+		if mkdir -p ".local/logs/$CLUSTER_NAME"; then
+			cp -r "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs/." ".local/logs/$CLUSTER_NAME/" || true
+		fi
 	fi
 	hack/cluster.sh down >/dev/null || true
-	[ $code -eq 0 ] || echo "chaos failed; logs are in .local/logs/$CLUSTER_NAME/" >&2
-	exit $code
+	[ "$code" -eq 0 ] || echo "chaos failed; logs are in .local/logs/$CLUSTER_NAME/" >&2
+	exit "$code"
 }
 trap teardown EXIT
 

@@ -106,10 +106,10 @@ down() {
 	rm -f "$kubeconfig"
 	# kwokctl tracks its processes by pid files; make sure none outlived it.
 	local pids
-	pids=$(pgrep -f "$KWOK_WORKDIR/clusters/$name" || true)
-	if [ -n "$pids" ]; then
-		echo "stopping leftover processes: $pids"
-		kill $pids 2>/dev/null || true
+	mapfile -t pids < <(pgrep -f "$KWOK_WORKDIR/clusters/$name" || true)
+	if [ ${#pids[@]} -gt 0 ]; then
+		echo "stopping leftover processes: ${pids[*]}"
+		kill "${pids[@]}" 2>/dev/null || true
 		for _ in $(seq 1 20); do
 			pgrep -f "$KWOK_WORKDIR/clusters/$name" >/dev/null || break
 			sleep 0.5

@@ -13,7 +13,9 @@ teardown() {
 	local code=$?
 	mkdir -p "$logs"
 	if [ -d "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs" ]; then
-		mkdir -p "$logs/$CLUSTER_NAME" && cp -r "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs/." "$logs/$CLUSTER_NAME/" || true
+		if mkdir -p "$logs/$CLUSTER_NAME"; then
+			cp -r "$KWOK_WORKDIR/clusters/$CLUSTER_NAME/logs/." "$logs/$CLUSTER_NAME/" || true
+		fi
 	fi
 	hack/cluster.sh down || true
 	[ $code -eq 0 ] || echo "e2e failed; component logs are in $logs" >&2

@@ -23,7 +23,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "Error: %v\n", err)
+	// Nothing is left to report a failed write of the error to.
+	_, _ = fmt.Fprintf(stderr, "Error: %v\n", err)
 	if !errors.As(err, new(usageError)) {
 		return 1
 	}
@@ -31,8 +32,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil || cmd == nil {
 		cmd = root
 	}
-	fmt.Fprintln(stderr)
-	fmt.Fprint(stderr, cmd.UsageString())
+	_, _ = fmt.Fprintln(stderr)
+	_, _ = fmt.Fprint(stderr, cmd.UsageString())
 	return 2
 }
 

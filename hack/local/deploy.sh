@@ -65,4 +65,4 @@ nohup bin/local-pods \
 	--log-dir "$logs" \
 	--v=2 ${LOCAL_PODS_ARGS:-} >"$local_dir/logs/$name-local-pods.log" 2>&1 &
 echo $! >"$local_dir/$name.local-pods.pid"
-echo "deploy: local pod runner running (pid $!, log .local/logs/$name-local-pods.log); containers log to ${logs#$root/}/<pod>/<container>.log"
+echo "deploy: local pod runner running (pid $!, log .local/logs/$name-local-pods.log); containers log to ${logs#"$root"/}/<pod>/<container>.log"

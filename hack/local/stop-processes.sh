@@ -17,6 +17,8 @@ done
 # The local pod runner pins the pods' network namespaces under
 # .local/pods/CLUSTER_NAME; a runner that was killed leaves them mounted.
 for ns in "$root/.local/pods/$name"/*/netns; do
-	[ -e "$ns" ] && umount -l "$ns" 2>/dev/null || true
+	if [ -e "$ns" ]; then
+		umount -l "$ns" 2>/dev/null || true
+	fi
 done
 rm -rf "$root/.local/pods/$name"

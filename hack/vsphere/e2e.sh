@@ -26,13 +26,15 @@ teardown() {
 	if [ -d "$KWOK_WORKDIR/clusters/$name/logs" ]; then
 		cp -r "$KWOK_WORKDIR/clusters/$name/logs/." "$logs/" || true
 	fi
-	[ -f "$root/.local/logs/$name-local-pods.log" ] && cp "$root/.local/logs/$name-local-pods.log" "$logs/local-pods.log" || true
+	if [ -f "$root/.local/logs/$name-local-pods.log" ]; then
+		cp "$root/.local/logs/$name-local-pods.log" "$logs/local-pods.log" || true
+	fi
 	# cluster.sh down stops the processes of the cluster's pid files
 	# (local pod runner, vcsim, stand-in kubelet) and the kwok cluster.
 	hack/vsphere/vcsim.sh down "$name" || true
 	hack/cluster.sh down || true
 	rm -rf "$root/.local/vsphere/$name"
-	[ $code -eq 0 ] || echo "vSphere e2e failed; logs are in ${logs#$root/}/" >&2
+	[ $code -eq 0 ] || echo "vSphere e2e failed; logs are in ${logs#"$root"/}/" >&2
 	exit $code
 }
 trap teardown EXIT

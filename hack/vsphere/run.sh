@@ -63,7 +63,7 @@ kubectl patch infrastructure cluster --subresource=status --type=merge -p '{
   }
 }' >/dev/null
 
-echo "vsphere: the stand-in kubelet (bin/vsphere-kubelet, log ${logs#$root/}/vsphere-kubelet.log) registers a Node for each powered-on VM in $VSPHERE_FOLDER"
+echo "vsphere: the stand-in kubelet (bin/vsphere-kubelet, log ${logs#"$root"/}/vsphere-kubelet.log) registers a Node for each powered-on VM in $VSPHERE_FOLDER"
 mkdir -p "$logs"
 # The pid file makes hack/local/stop-processes.sh (make cluster-down) stop it.
 setsid bin/vsphere-kubelet -kubeconfig "$kubeconfig" -folder "$VSPHERE_FOLDER" >"$logs/vsphere-kubelet.log" 2>&1 </dev/null &
@@ -106,7 +106,7 @@ kubectl get nodes -l vsphere.machine-api-operator.io/stand-in-kubelet -o wide
 echo
 "$root/bin/govc" ls "$VSPHERE_FOLDER"
 if [ "$(kubectl -n "$ns" get machineset "$infra-worker-0" -o jsonpath='{.status.readyReplicas}')" != "$replicas" ]; then
-	echo "the MachineSet did not reach $replicas ready replicas; logs: ${logs#$root/}/machine-api-controllers-*/machine-controller.log" >&2
+	echo "the MachineSet did not reach $replicas ready replicas; logs: ${logs#"$root"/}/machine-api-controllers-*/machine-controller.log" >&2
 	exit 1
 fi
 cat <<MSG

@@ -209,8 +209,15 @@ func decide(s scan, accepted []acceptance) verdict {
 	return out
 }
 
-func report(w io.Writer, s scan, v verdict) {
-	fmt.Fprintf(w, "govulncheck %s, %s, database %s\n", s.Config.ScannerVersion, s.Config.GoVersion, s.Config.DB)
+// report writes the verdict for a reader; it returns the first write error.
+func report(w io.Writer, s scan, v verdict) error {
+	var err error
+	printf := func(format string, args ...any) {
+		if err == nil {
+			_, err = fmt.Fprintf(w, format, args...)
+		}
+	}
+	printf("govulncheck %s, %s, database %s\n", s.Config.ScannerVersion, s.Config.GoVersion, s.Config.DB)
 	line := func(x vuln) string {
 		fixed := x.Fixed
 		if fixed == "" {
@@ -219,26 +226,27 @@ func report(w io.Writer, s scan, v verdict) {
 		return fmt.Sprintf("%s %s@%s (fixed in %s): %s", x.ID, x.Module, x.Version, fixed, s.Summary[x.ID])
 	}
 	for _, x := range v.Failing {
-		fmt.Fprintf(w, "REACHABLE %s\n    %s\n", line(x), trace(x.Example))
+		printf("REACHABLE %s\n    %s\n", line(x), trace(x.Example))
 	}
 	for _, x := range v.Accepted {
-		fmt.Fprintf(w, "ACCEPTED  %s\n    %s\n    accepted for %s (line %d): %s\n", line(x), trace(x.Example), x.Accepted.Toolchain, x.Accepted.Line, x.Accepted.Reason)
+		printf("ACCEPTED  %s\n    %s\n    accepted for %s (line %d): %s\n", line(x), trace(x.Example), x.Accepted.Toolchain, x.Accepted.Line, x.Accepted.Reason)
 	}
 	for _, a := range v.Stale {
-		fmt.Fprintf(w, "STALE     accepted line %d: %s %s matches no reachable standard library finding of %s: remove it\n", a.Line, a.ID, a.Toolchain, s.Config.GoVersion)
+		printf("STALE     accepted line %d: %s %s matches no reachable standard library finding of %s: remove it\n", a.Line, a.ID, a.Toolchain, s.Config.GoVersion)
 	}
 	if len(v.Other) > 0 {
-		fmt.Fprintf(w, "%d accepted lines are for other toolchains than %s and accept nothing here\n", len(v.Other), s.Config.GoVersion)
+		printf("%d accepted lines are for other toolchains than %s and accept nothing here\n", len(v.Other), s.Config.GoVersion)
 	}
 	if len(v.Unreached) > 0 {
 		ids := make([]string, 0, len(v.Unreached))
 		for _, x := range v.Unreached {
 			ids = append(ids, x.ID+" "+x.Module)
 		}
-		fmt.Fprintf(w, "not reached from our code (imported or required only): %s\n", strings.Join(ids, ", "))
+		printf("not reached from our code (imported or required only): %s\n", strings.Join(ids, ", "))
 	}
-	fmt.Fprintf(w, "%d reachable, %d of them accepted, %d stale accepted lines, %d not reached\n",
+	printf("%d reachable, %d of them accepted, %d stale accepted lines, %d not reached\n",
 		len(v.Failing)+len(v.Accepted), len(v.Accepted), len(v.Stale), len(v.Unreached))
+	return err
 }
 
 // trace renders "our.Caller (file:line) → ... → vulnerable.Symbol".

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,7 +158,7 @@ func TestRun(t *testing.T) {
 	}
 	none := write("none.txt", "# nothing accepted\n")
 	var out bytes.Buffer
-	if err := run(strings.NewReader(stream), &out, none); err != errFailed {
+	if err := run(strings.NewReader(stream), &out, none); !errors.Is(err, errFailed) {
 		t.Fatalf("run without an accepted line = %v, want errFailed; output:\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "REACHABLE GO-2026-6617 stdlib@v1.26.8 (fixed in v1.26.9)") ||
@@ -174,10 +175,10 @@ func TestRun(t *testing.T) {
 		t.Errorf("report lacks the accepted or the unreached finding:\n%s", out.String())
 	}
 
-	if err := run(strings.NewReader(""), &out, ok); err == nil || err == errFailed {
+	if err := run(strings.NewReader(""), &out, ok); err == nil || errors.Is(err, errFailed) {
 		t.Errorf("run on an empty stream = %v, want a read error", err)
 	}
-	if err := run(strings.NewReader(strings.Replace(stream, `"symbol"`, `"module"`, 1)), &out, ok); err == nil || err == errFailed {
+	if err := run(strings.NewReader(strings.Replace(stream, `"symbol"`, `"module"`, 1)), &out, ok); err == nil || errors.Is(err, errFailed) {
 		t.Errorf("run on a module-level scan = %v, want a read error", err)
 	}
 }

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ func main() {
 	flag.Parse()
 	if err := run(os.Stdin, os.Stdout, *acceptedFile); err != nil {
 		fmt.Fprintln(os.Stderr, "vulncheck:", err)
-		if err == errFailed {
+		if errors.Is(err, errFailed) {
 			os.Exit(1)
 		}
 		os.Exit(2)
@@ -33,7 +34,7 @@ func run(in io.Reader, out io.Writer, acceptedFile string) error {
 		if err != nil {
 			return fmt.Errorf("reading the accepted findings: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: nothing to flush
 		if accepted, err = parseAccepted(f); err != nil {
 			return fmt.Errorf("%s: %w", acceptedFile, err)
 		}
@@ -43,7 +44,9 @@ func run(in io.Reader, out io.Writer, acceptedFile string) error {
 		return fmt.Errorf("reading govulncheck's output: %w", err)
 	}
 	v := decide(scan, accepted)
-	report(out, scan, v)
+	if err := report(out, scan, v); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
 	if !v.ok() {
 		return errFailed
 	}

@@ -18,12 +18,12 @@ import (
 type WebhookCertificates string
 
 const (
-	// CertificatesAuto: service-ca while the cluster serves its API, else the
+	// CertificatesAuto means service-ca while the cluster serves its API, else the
 	// operator; decided at every sync, so a late service-ca takes over.
 	CertificatesAuto WebhookCertificates = ""
-	// CertificatesServiceCA: always service-ca.
+	// CertificatesServiceCA means always service-ca.
 	CertificatesServiceCA WebhookCertificates = "service-ca"
-	// CertificatesOperator: always the operator's own CA.
+	// CertificatesOperator means always the operator's own CA.
 	CertificatesOperator WebhookCertificates = "operator"
 )
 

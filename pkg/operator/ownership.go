@@ -12,7 +12,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/status"
 )
 
-// ReasonMissingCRDs: a CRD the Machine API needs, which another component
+// ReasonMissingCRDs means a CRD the Machine API needs, which another component
 // installs, does not exist (Degraded after the grace period).
 const ReasonMissingCRDs = "MissingCRDs"
 

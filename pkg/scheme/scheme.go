@@ -8,11 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	//lint:ignore SA1019 ipam v1beta1 is the version OpenShift's vSphere provider uses
-	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1"
+	ipamv1beta1 "sigs.k8s.io/cluster-api/api/ipam/v1beta1" //nolint:staticcheck // SA1019: ipam v1beta1 is the version OpenShift's vSphere provider uses
 
-	machinedeploymentv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
-	nodemaintenancev1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
 )
 
 // New returns a new scheme with every API group the project uses (a fresh
@@ -23,8 +22,8 @@ func New() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(configv1.Install(s))
 	utilruntime.Must(machinev1beta1.Install(s))
-	utilruntime.Must(nodemaintenancev1beta1.AddToScheme(s))
-	utilruntime.Must(machinedeploymentv1beta1.AddToScheme(s))
+	utilruntime.Must(nmv1beta1.AddToScheme(s))
+	utilruntime.Must(mdv1beta1.AddToScheme(s))
 	utilruntime.Must(ipamv1beta1.AddToScheme(s)) // the vSphere provider's IP address claims
 	return s
 }

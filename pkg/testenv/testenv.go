@@ -115,7 +115,10 @@ func ModuleDir(module string) (string, error) {
 	if dir := strings.TrimSpace(string(out)); err == nil && dir != "" {
 		return dir, nil
 	}
-	return "", fmt.Errorf("locating %s in the module cache: %v %s", module, err, out)
+	if err != nil {
+		return "", fmt.Errorf("locating %s in the module cache: %w %s", module, err, out)
+	}
+	return "", fmt.Errorf("locating %s in the module cache: go list printed no directory", module)
 }
 
 // New starts an API server and installs the CRDs. Call Stop when done.

@@ -123,7 +123,7 @@ func ratchet[T any](errs field.ErrorList, obj, old T, cluster ClusterInfo, secre
 	return errs, warnings
 }
 
-// FinalizersOnlyRemoved: old is being deleted and obj only has fewer
+// FinalizersOnlyRemoved reports whether old is being deleted and obj only has fewer
 // finalizers (ignoring resourceVersion and managedFields); always admitted.
 func FinalizersOnlyRemoved(obj, old client.Object) bool {
 	if old.GetDeletionTimestamp() == nil {

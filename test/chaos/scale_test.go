@@ -340,7 +340,7 @@ func (c component) stop(t *testing.T) (restart func()) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer log.Close()
+		defer func() { _ = log.Close() }() // the process writes through its own descriptor
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = cwd, env, log, log
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

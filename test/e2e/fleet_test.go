@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mdv1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
@@ -46,7 +46,7 @@ func (s *fleetState) available() int {
 func (s *fleetState) templates() []string {
 	hashes := map[string]bool{}
 	for _, m := range s.machines {
-		hashes[m.Labels[mdv1.MachineTemplateHashLabel]] = true
+		hashes[m.Labels[mdv1beta1.MachineTemplateHashLabel]] = true
 	}
 	return slices.Sorted(maps.Keys(hashes))
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mdv1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 )
 
 // machineDeploymentLabel selects a test MachineDeployment's Machines; its
@@ -28,13 +28,13 @@ const machineDeploymentLabel = "e2e-machinedeployment"
 // newKubemarkMachineDeployment returns a MachineDeployment whose template is
 // the Machine of newKubemarkMachine (pool = name, so its Nodes carry
 // e2e-pool=name) plus the label e2e-machinedeployment=name, its selector.
-func newKubemarkMachineDeployment(name string, replicas int32, strategy mdv1.MachineDeploymentStrategy) *mdv1.MachineDeployment {
+func newKubemarkMachineDeployment(name string, replicas int32, strategy mdv1beta1.MachineDeploymentStrategy) *mdv1beta1.MachineDeployment {
 	m := newKubemarkMachine("", name)
 	labels := map[string]string{machineDeploymentLabel: name}
 	maps.Copy(labels, m.Labels)
-	return &mdv1.MachineDeployment{
+	return &mdv1beta1.MachineDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: operandNamespace()},
-		Spec: mdv1.MachineDeploymentSpec{
+		Spec: mdv1beta1.MachineDeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{machineDeploymentLabel: name}},
 			Strategy: strategy,
@@ -49,7 +49,7 @@ func newKubemarkMachineDeployment(name string, replicas int32, strategy mdv1.Mac
 // createMachineDeployment creates md and, when the test ends, deletes it and
 // waits until its MachineSets (the garbage collector's work) and Machines are
 // gone, deleting any left over.
-func createMachineDeployment(ctx context.Context, t *testing.T, md *mdv1.MachineDeployment) {
+func createMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDeployment) {
 	t.Helper()
 	if err := cluster.Create(ctx, md); err != nil {
 		t.Fatalf("creating machinedeployment %s: %v", md.Name, err)
@@ -84,7 +84,7 @@ func createMachineDeployment(ctx context.Context, t *testing.T, md *mdv1.Machine
 }
 
 // machineSetsOf lists the MachineSets whose controller is md.
-func machineSetsOf(ctx context.Context, md *mdv1.MachineDeployment) ([]machinev1beta1.MachineSet, error) {
+func machineSetsOf(ctx context.Context, md *mdv1beta1.MachineDeployment) ([]machinev1beta1.MachineSet, error) {
 	list := &machinev1beta1.MachineSetList{}
 	if err := cluster.List(ctx, list, client.InNamespace(md.Namespace)); err != nil {
 		return nil, err
@@ -100,22 +100,22 @@ func machineSetsOf(ctx context.Context, md *mdv1.MachineDeployment) ([]machinev1
 
 // newMachineSetOf returns md's MachineSet of the current template: the one
 // the controller marks with the deployment's revision.
-func newMachineSetOf(ctx context.Context, t *testing.T, md *mdv1.MachineDeployment) (*machinev1beta1.MachineSet, []machinev1beta1.MachineSet) {
+func newMachineSetOf(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDeployment) (*machinev1beta1.MachineSet, []machinev1beta1.MachineSet) {
 	t.Helper()
 	sets, err := machineSetsOf(ctx, md)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range sets {
-		if sets[i].Annotations[mdv1.RevisionAnnotation] == md.Annotations[mdv1.RevisionAnnotation] {
+		if sets[i].Annotations[mdv1beta1.RevisionAnnotation] == md.Annotations[mdv1beta1.RevisionAnnotation] {
 			return &sets[i], sets
 		}
 	}
-	t.Fatalf("machinedeployment %s (revision %q) has no machineset of its revision among %d", md.Name, md.Annotations[mdv1.RevisionAnnotation], len(sets))
+	t.Fatalf("machinedeployment %s (revision %q) has no machineset of its revision among %d", md.Name, md.Annotations[mdv1beta1.RevisionAnnotation], len(sets))
 	return nil, nil
 }
 
-func mdCondition(md *mdv1.MachineDeployment, ct machinev1beta1.ConditionType) *machinev1beta1.Condition {
+func mdCondition(md *mdv1beta1.MachineDeployment, ct machinev1beta1.ConditionType) *machinev1beta1.Condition {
 	for i := range md.Status.Conditions {
 		if md.Status.Conditions[i].Type == ct {
 			return &md.Status.Conditions[i]
@@ -128,16 +128,16 @@ func mdCondition(md *mdv1.MachineDeployment, ct machinev1beta1.ConditionType) *m
 // generation is complete (n updated and available Machines, Available True,
 // Progressing NewMachineSetAvailable), and exactly n Machines select, none
 // deleting, each of the new set's template with a Ready node.
-func waitRolledOut(ctx context.Context, t *testing.T, md *mdv1.MachineDeployment, n int32) {
+func waitRolledOut(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDeployment, n int32) {
 	t.Helper()
-	waitFor(ctx, t, fmt.Sprintf("machinedeployment %s rolled out: %d updated and available, Progressing %s", md.Name, n, mdv1.ReasonNewMachineSetAvailable), func(ctx context.Context) (bool, error) {
+	waitFor(ctx, t, fmt.Sprintf("machinedeployment %s rolled out: %d updated and available, Progressing %s", md.Name, n, mdv1beta1.ReasonNewMachineSetAvailable), func(ctx context.Context) (bool, error) {
 		if err := cluster.Get(ctx, client.ObjectKeyFromObject(md), md); err != nil {
 			return false, err
 		}
 		s := md.Status
-		avail, prog := mdCondition(md, mdv1.AvailableCondition), mdCondition(md, mdv1.ProgressingCondition)
+		avail, prog := mdCondition(md, mdv1beta1.AvailableCondition), mdCondition(md, mdv1beta1.ProgressingCondition)
 		if s.ObservedGeneration != md.Generation || s.Replicas != n || s.UpdatedReplicas != n || s.AvailableReplicas != n ||
-			avail == nil || avail.Status != corev1.ConditionTrue || prog == nil || prog.Reason != mdv1.ReasonNewMachineSetAvailable {
+			avail == nil || avail.Status != corev1.ConditionTrue || prog == nil || prog.Reason != mdv1beta1.ReasonNewMachineSetAvailable {
 			return false, fmt.Errorf("status %+v", s)
 		}
 		return true, nil
@@ -159,7 +159,7 @@ func waitRolledOut(ctx context.Context, t *testing.T, md *mdv1.MachineDeployment
 }
 
 // patchMachineDeployment applies a JSON merge patch to the MachineDeployment.
-func patchMachineDeployment(ctx context.Context, t *testing.T, md *mdv1.MachineDeployment, patch string) {
+func patchMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.MachineDeployment, patch string) {
 	t.Helper()
 	if err := cluster.Patch(ctx, md, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatalf("patching machinedeployment %s with %s: %v", md.Name, patch, err)
@@ -182,9 +182,9 @@ func TestMachineDeploymentRollingUpdate(t *testing.T) {
 	requireKubemark(ctx, t)
 	const replicas, surge, unavailable = 10, 3, 1
 	name := "e2e-md-roll-" + rand.String(5)
-	md := newKubemarkMachineDeployment(name, replicas, mdv1.MachineDeploymentStrategy{
-		Type: mdv1.RollingUpdateStrategy,
-		RollingUpdate: &mdv1.RollingUpdateMachineDeployment{
+	md := newKubemarkMachineDeployment(name, replicas, mdv1beta1.MachineDeploymentStrategy{
+		Type: mdv1beta1.RollingUpdateStrategy,
+		RollingUpdate: &mdv1beta1.RollingUpdateMachineDeployment{
 			MaxSurge: ptr.To(intstr.FromInt32(surge)), MaxUnavailable: ptr.To(intstr.FromInt32(unavailable)),
 		},
 	})
@@ -270,7 +270,7 @@ func TestMachineDeploymentRecreate(t *testing.T) {
 	requireKubemark(ctx, t)
 	const replicas = 3
 	name := "e2e-md-recreate-" + rand.String(5)
-	md := newKubemarkMachineDeployment(name, replicas, mdv1.MachineDeploymentStrategy{Type: mdv1.RecreateStrategy})
+	md := newKubemarkMachineDeployment(name, replicas, mdv1beta1.MachineDeploymentStrategy{Type: mdv1beta1.RecreateStrategy})
 	createMachineDeployment(ctx, t, md)
 	waitRolledOut(ctx, t, md, replicas)
 	first, _ := newMachineSetOf(ctx, t, md)

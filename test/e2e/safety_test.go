@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	mdv1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render"
@@ -30,7 +30,7 @@ import (
 // controller uses the MachineDeployment API's type on both), or nil.
 func frozenCondition(ms *machinev1beta1.MachineSet) *machinev1beta1.Condition {
 	for i := range ms.Status.Conditions {
-		if ms.Status.Conditions[i].Type == mdv1.FrozenCondition {
+		if ms.Status.Conditions[i].Type == mdv1beta1.FrozenCondition {
 			return &ms.Status.Conditions[i]
 		}
 	}

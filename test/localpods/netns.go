@@ -19,7 +19,9 @@ func newNetNS(path string) error {
 	if err != nil {
 		return err
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() {
 		// A thread whose namespace could not be restored is never unlocked,

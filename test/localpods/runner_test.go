@@ -363,7 +363,7 @@ func TestRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "from the host") })}
+	hostSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprint(w, "from the host") })}
 	go func() { _ = hostSrv.Serve(hostLn) }()
 	t.Cleanup(func() { _ = hostSrv.Close() })
 

@@ -1,7 +1,7 @@
 // Module vuln pins govulncheck and golang.org/x/vulndb, whose OSV files and
 // cmd/indexdb make the local vulnerability database `make vulncheck` checks
 // against. A module of its own, so that neither moves the pins of hack/tools
-// or hack/tools/staticcheck.
+// or hack/tools/golangci-lint.
 module github.com/machine-api-operator/machine-api-operator/hack/tools/vuln
 
 go 1.26.0

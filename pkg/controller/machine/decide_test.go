@@ -384,7 +384,8 @@ func TestRequeueOrError(t *testing.T) {
 		}
 	}
 	plain := errors.New("boom")
-	if res, got := requeueOrError(plain); got != plain || res.RequeueAfter != 0 {
+	res, got := requeueOrError(plain)
+	if got != plain || res.RequeueAfter != 0 { //nolint:errorlint // the very error, not one wrapping it
 		t.Errorf("plain error: got (%+v, %v)", res, got)
 	}
 	if !IsInvalidConfiguration(fmt.Errorf("w: %w", fmt.Errorf("w: %w", InvalidConfiguration("x")))) {

@@ -35,10 +35,12 @@ var (
 	ProviderErrorsTotal = counterVec("machine_api_provider_errors_total",
 		"Provider (Actuator) calls that failed, by operation.", "operation")
 
-	// InstanceCreateFailed, InstanceUpdateFailed and InstanceDeleteFailed count failed provider calls per
-	// Machine (OpenShift's), by MachineError reason or error message; a Machine's series go with it.
+	// InstanceCreateFailed counts failed Create calls per Machine (OpenShift's metric), by MachineError
+	// reason or error message; a Machine's series go with it.
 	InstanceCreateFailed = instanceFailedCounter("mapi_instance_create_failed", "create")
+	// InstanceUpdateFailed counts failed Update calls likewise.
 	InstanceUpdateFailed = instanceFailedCounter("mapi_instance_update_failed", "update")
+	// InstanceDeleteFailed counts failed Delete calls likewise.
 	InstanceDeleteFailed = instanceFailedCounter("mapi_instance_delete_failed", "delete")
 
 	// DrainDurationSeconds observes node drains, from DrainStartedAnnotation until drained or timed out.

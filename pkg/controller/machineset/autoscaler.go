@@ -74,7 +74,7 @@ func kubemarkAnnotations(raw []byte) (map[string]string, error) {
 func vsphereAnnotations(raw []byte) (map[string]string, error) {
 	var ps machinev1beta1.VSphereMachineProviderSpec
 	if err := json.Unmarshal(raw, &ps); err != nil {
-		return nil, fmt.Errorf("failed to get providerConfig: %v", err)
+		return nil, fmt.Errorf("failed to get providerConfig: %w", err)
 	}
 	return map[string]string{
 		CPUAnnotation:    strconv.FormatInt(int64(ps.NumCPUs), 10),

@@ -17,18 +17,24 @@ const (
 	// ExcludeFromRemediationLabel (value "true") tells remediators to leave the node alone.
 	ExcludeFromRemediationLabel = "remediation.medik8s.io/exclude-from-remediation"
 
-	// OwnerAnnotation, on the Node, names the NodeMaintenance that changed it.
+	// OwnerAnnotation on the Node names the NodeMaintenance that changed it.
 	OwnerAnnotation = "nodemaintenance.medik8s.io/owner"
-	// AddedAnnotation, on the Node, lists (comma-separated Added* values) what to remove on deletion.
-	AddedAnnotation         = "nodemaintenance.medik8s.io/added"
-	AddedCordon             = "cordon"
-	AddedDrainTaint         = "taint"
-	AddedUnschedulableTaint = "unschedulable-taint"
-	AddedLabel              = "label"
+	// AddedAnnotation on the Node lists (comma-separated Added* values) what to remove on deletion.
+	AddedAnnotation = "nodemaintenance.medik8s.io/added"
 
-	// ControlPlaneNodeRoleLabel and MasterNodeRoleLabel mark control-plane nodes.
+	// AddedCordon in AddedAnnotation: the controller cordoned the node.
+	AddedCordon = "cordon"
+	// AddedDrainTaint in AddedAnnotation: it added DrainTaintKey.
+	AddedDrainTaint = "taint"
+	// AddedUnschedulableTaint in AddedAnnotation: it added UnschedulableTaintKey.
+	AddedUnschedulableTaint = "unschedulable-taint"
+	// AddedLabel in AddedAnnotation: it added ExcludeFromRemediationLabel.
+	AddedLabel = "label"
+
+	// ControlPlaneNodeRoleLabel marks control-plane nodes.
 	ControlPlaneNodeRoleLabel = "node-role.kubernetes.io/control-plane"
-	MasterNodeRoleLabel       = "node-role.kubernetes.io/master"
+	// MasterNodeRoleLabel marks control-plane nodes too (the older name).
+	MasterNodeRoleLabel = "node-role.kubernetes.io/master"
 	// EtcdNamespace holds the etcd quorum guard PodDisruptionBudget(s) on OpenShift.
 	EtcdNamespace = "openshift-etcd"
 

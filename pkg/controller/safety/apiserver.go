@@ -51,7 +51,7 @@ func NewAPIServerGate(reader client.Reader, namespace string, opts MachineContro
 // Frozen implements machine.Gate.
 func (g *APIServerGate) Frozen() bool { return g.frozen.Load() }
 
-// NeedLeaderElection: every replica probes, so a new leader's gate is up to date.
+// NeedLeaderElection is false: every replica probes, so a new leader's gate is up to date.
 func (g *APIServerGate) NeedLeaderElection() bool { return false }
 
 // Start probes until ctx ends.

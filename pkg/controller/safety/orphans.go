@@ -63,7 +63,7 @@ func NewOrphanCollector(opts OrphanCollectorOptions) *OrphanCollector {
 	return &OrphanCollector{opts: opts, now: time.Now}
 }
 
-// NeedLeaderElection: only the leader deletes instances.
+// NeedLeaderElection is true: only the leader deletes instances.
 func (c *OrphanCollector) NeedLeaderElection() bool { return true }
 
 // Start runs a pass every Period (the first after one Period) until ctx ends.

@@ -245,8 +245,10 @@ func (m *Manager) adopt(ctx context.Context, name string, alreadyExists error) e
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, config.ManagedByLabel, config.ManagedByValue)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: m.opts.Namespace, Name: name}}
 	if err := m.opts.Client.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(config.FieldManager)); err != nil {
+		// Only alreadyExists is wrapped: the caller retries on it, and
+		// apierrors.IsAlreadyExists would find the patch's status first.
 		return fmt.Errorf("secret %s/%s exists but was not read (labeling it %s=%s failed: %v): %w",
-			m.opts.Namespace, name, config.ManagedByLabel, config.ManagedByValue, err, alreadyExists)
+			m.opts.Namespace, name, config.ManagedByLabel, config.ManagedByValue, err, alreadyExists) //nolint:errorlint // see above
 	}
 	return fmt.Errorf("secret %s/%s exists but was not read (stale cache, or it lacked the %s label, now added); retry: %w",
 		m.opts.Namespace, name, config.ManagedByLabel, alreadyExists)

@@ -169,7 +169,7 @@ func (c *Collector) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection: every replica serves its metrics.
+// NeedLeaderElection is false: every replica serves its metrics.
 func (c *Collector) NeedLeaderElection() bool { return false }
 
 func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {

@@ -84,7 +84,7 @@ type Config struct {
 	NodeMaintenanceOwner   string
 }
 
-// OnOpenShift: the CVO manages the cluster or service-ca serves the webhook
+// OnOpenShift reports whether the CVO manages the cluster or service-ca serves the webhook
 // certificates; it adds OpenShift's scheduling and SCC annotations.
 func (c Config) OnOpenShift() bool { return c.OpenShift || c.Webhook.ServiceCA }
 
@@ -121,7 +121,7 @@ type Inputs struct {
 	NodeMaintenanceCRD *metav1.PartialObjectMetadata
 }
 
-// RendersOperand: the platform has a provider this project can deploy.
+// RendersOperand reports whether the platform has a provider this project can deploy.
 func (c Config) RendersOperand() bool { return !c.NoOp }
 
 // Build validates the inputs and derives the Config. Errors are InputErrors
@@ -272,11 +272,11 @@ func configMapHash(cm *corev1.ConfigMap) string {
 	}
 	h := sha256.New()
 	for _, k := range slices.Sorted(maps.Keys(cm.Data)) {
-		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(cm.Data[k]), cm.Data[k])
+		_, _ = fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(cm.Data[k]), cm.Data[k]) // a hash never fails a write
 	}
 	h.Write([]byte{0})
 	for _, k := range slices.Sorted(maps.Keys(cm.BinaryData)) {
-		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(cm.BinaryData[k]), cm.BinaryData[k])
+		_, _ = fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(cm.BinaryData[k]), cm.BinaryData[k]) // a hash never fails a write
 	}
 	h.Write([]byte{0})
 	return hex.EncodeToString(h.Sum(nil))[:16]

@@ -15,7 +15,7 @@ import (
 // fresh install reports Available, as on OpenShift.
 const MinimumRunningWorkers = 2
 
-// InstallGateApplies: the install gate holds Available back on a fresh
+// InstallGateApplies reports whether the install gate holds Available back on a fresh
 // install only (no version reported, never available), never on NoOp.
 func InstallGateApplies(prev configv1.ClusterOperatorStatus, obs Observation) bool {
 	if obs.NoOp || obs.OperandUnknown || len(prev.Versions) > 0 {

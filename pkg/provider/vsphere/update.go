@@ -59,7 +59,7 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 		return err
 	}
 	a.observe(st, vm)
-	writeStatus(m, st, nil)
+	_ = writeStatus(m, st, nil) // returns its error argument, nil here
 	src := regionZoneSource{fd: failureDomainFor(t.spec.Workspace, t.settings.FailureDomains), cloudConfig: t.settings.HasCloudConfig}
 	if rcat, zcat := t.settings.RegionCategory, t.settings.ZoneCategory; rcat != "" || zcat != "" {
 		r, z, err := readTagsRegionZone(ctx, s, rc, vm.obj, rcat, zcat, a.now())

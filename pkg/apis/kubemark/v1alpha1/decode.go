@@ -133,7 +133,12 @@ func decodeError(raw []byte, err error, p *field.Path) *field.Error {
 func strictErrors(strict []error, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, se := range strict {
-		keys := strings.Split(se.(sigsjson.FieldError).FieldPath(), ".")
+		var fe sigsjson.FieldError
+		if !errors.As(se, &fe) {
+			errs = append(errs, field.Invalid(p, nil, se.Error()))
+			continue
+		}
+		keys := strings.Split(fe.FieldPath(), ".")
 		object, key := keys[:len(keys)-1], keys[len(keys)-1]
 		parent := p
 		for _, k := range object {

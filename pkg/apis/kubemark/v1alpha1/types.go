@@ -71,10 +71,10 @@ type KubemarkMachineProviderSpec struct {
 type HealthMode string
 
 const (
-	// HealthModeOnce: the node turns unhealthy once, unhealthyAfter after it
+	// HealthModeOnce means the node turns unhealthy once, unhealthyAfter after it
 	// registered, and stays unhealthy.
 	HealthModeOnce HealthMode = "Once"
-	// HealthModePeriodic: the node alternates, healthy for unhealthyAfter,
+	// HealthModePeriodic means the node alternates, healthy for unhealthyAfter,
 	// then unhealthy for unhealthyFor, then healthy again, and so on.
 	HealthModePeriodic HealthMode = "Periodic"
 )
@@ -112,12 +112,12 @@ type HealthPolicy struct {
 type InstanceState string
 
 const (
-	// InstanceBooting: the Node is not registered yet (bootDelay has not
+	// InstanceBooting means the Node is not registered yet (bootDelay has not
 	// elapsed).
 	InstanceBooting InstanceState = "Booting"
-	// InstanceRunning: the Node is registered and kept Ready.
+	// InstanceRunning means the Node is registered and kept Ready.
 	InstanceRunning InstanceState = "Running"
-	// InstanceUnhealthy: the health simulation stopped keeping the Node Ready.
+	// InstanceUnhealthy means the health simulation stopped keeping the Node Ready.
 	InstanceUnhealthy InstanceState = "Unhealthy"
 )
 

@@ -8,13 +8,13 @@ import (
 type MaintenancePhase string
 
 const (
-	// MaintenanceRunning: the node is being cordoned and drained, or the maintenance waits (for the
+	// MaintenanceRunning means the node is being cordoned and drained, or the maintenance waits (for the
 	// node, the etcd quorum guard, ...; see status.lastError).
 	MaintenanceRunning MaintenancePhase = "Running"
-	// MaintenanceSucceeded: the node is cordoned and drained. It stays so
+	// MaintenanceSucceeded means the node is cordoned and drained. It stays so
 	// until the NodeMaintenance is deleted.
 	MaintenanceSucceeded MaintenancePhase = "Succeeded"
-	// MaintenanceFailed: the maintenance cannot proceed (no node, or another NodeMaintenance holds it;
+	// MaintenanceFailed means the maintenance cannot proceed (no node, or another NodeMaintenance holds it;
 	// see status.lastError); it is retried when the cause goes away.
 	MaintenanceFailed MaintenancePhase = "Failed"
 )
