@@ -6,9 +6,6 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,17 +15,8 @@ import (
 // Breaks if: validateGCP stops calling validateGCPProvisioningModel.
 func TestGCPProvisioningModelThroughAPIServer(t *testing.T) {
 	const ns = "openshift-machine-api"
-	var reader client.Reader
-	c := startAPIServerWithWebhooks(t, apiServerOptions{
-		reader: func(t *testing.T, cfg *rest.Config, _ client.Client) client.Reader {
-			reader = startCache(t, cfg, ns)
-			return reader
-		},
-	})
+	c, reader := startWithMachineNamespace(t, ns, apiServerOptions{})
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	setPlatform(t, c, reader, configv1.GCPPlatformType, func(ps *configv1.PlatformStatus) {
 		ps.GCP = &configv1.GCPPlatformStatus{ProjectID: "project-1", Region: "us-central1"}
 	})

@@ -159,19 +159,11 @@ func platformCases() []platformCase {
 func TestPlatformsThroughAPIServer(t *testing.T) {
 	const ns = "openshift-machine-api"
 	warnings := &warningRecorder{}
-	var reader client.Reader
-	c := startAPIServerWithWebhooks(t, apiServerOptions{
+	c, reader := startWithMachineNamespace(t, ns, apiServerOptions{
 		warnings: warnings,
 		crdPaths: []string{filepath.Join(openshiftAPIDir(t), "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_dnses-Default.crd.yaml")},
-		reader: func(t *testing.T, cfg *rest.Config, _ client.Client) client.Reader {
-			reader = startCache(t, cfg, ns)
-			return reader
-		},
 	})
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	// Published internally only: an Azure public IP is refused.
 	dns := &configv1.DNS{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: configv1.DNSSpec{BaseDomain: "example.com"}}
 	if err := c.Create(ctx, dns); err != nil {
@@ -263,17 +255,8 @@ var awsRefusalCases = []struct {
 // in the defaulting webhook, as OpenShift's, with that one error.
 func TestAWSRefusalsThroughAPIServer(t *testing.T) {
 	const ns = "openshift-machine-api"
-	var reader client.Reader
-	c := startAPIServerWithWebhooks(t, apiServerOptions{
-		reader: func(t *testing.T, cfg *rest.Config, _ client.Client) client.Reader {
-			reader = startCache(t, cfg, ns)
-			return reader
-		},
-	})
+	c, reader := startWithMachineNamespace(t, ns, apiServerOptions{})
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	setPlatform(t, c, reader, configv1.AWSPlatformType, func(ps *configv1.PlatformStatus) {
 		ps.AWS = &configv1.AWSPlatformStatus{Region: "us-east-2"}
 	})
@@ -329,6 +312,22 @@ func TestAWSRefusalsThroughAPIServer(t *testing.T) {
 }
 
 // startCache starts a cache of the Machine API namespace ns, as the
+// startWithMachineNamespace starts the API server with the webhooks (opts), their reader a cache of
+// ns, and creates ns.
+func startWithMachineNamespace(t *testing.T, ns string, opts apiServerOptions) (client.Client, client.Reader) {
+	t.Helper()
+	var reader client.Reader
+	opts.reader = func(t *testing.T, cfg *rest.Config, _ client.Client) client.Reader {
+		reader = startCache(t, cfg, ns)
+		return reader
+	}
+	c := startAPIServerWithWebhooks(t, opts)
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return c, reader
+}
+
 // machineset-controller's manager has.
 func startCache(t *testing.T, cfg *rest.Config, ns string) client.Reader {
 	t.Helper()
