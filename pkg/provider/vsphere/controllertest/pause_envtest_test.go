@@ -55,11 +55,13 @@ const (
 // the other Machines, made at about the same time, are likely still under
 // way, and their answers are lost.
 //
-// And it gives each Machine its own datastore (LocalDS_0 to LocalDS_2): vcsim's destroy deletes the VM's
-// files in a task of its own that reads the datastore unlocked while another VM's destroy updates it (a data
-// race in vcsim, not in the provider, that -race reports when the three destroys meet).
+// And it gives each Machine a datastore of its own (LocalDS_1 to LocalDS_3), none of them the template's
+// (LocalDS_0): vcsim's destroy updates the free space of the datastore under a disk while another VM's
+// destroy copies that datastore's whole object unlocked to resolve its own directories (a data race in vcsim,
+// not in the provider, that -race reports when two destroys meet on one datastore). A clone also keeps the
+// template's datastore in its list, so the template's cannot be one of them.
 func slowTaskCalls(m *simulator.Model) {
-	m.Datastore = 3
+	m.Datastore = 4
 	ms := int(taskCallDelay / time.Millisecond)
 	m.DelayConfig.MethodDelay = map[string]int{"CloneVM_Task": ms, "PowerOffVM_Task": ms, "Destroy_Task": ms}
 	m.DelayConfig.DelayJitter = 0.5 // standard deviation / mean
@@ -76,7 +78,7 @@ func TestVCenterPauseLosesAndDuplicatesNothing(t *testing.T) {
 	names := []string{"worker-p0", "worker-p1", "worker-p2"}
 	var ms []*machinev1beta1.Machine
 	for i, n := range names {
-		ms = append(ms, f.machine(t, n, vspheretest.Template, fmt.Sprintf("LocalDS_%d", i)))
+		ms = append(ms, f.machine(t, n, vspheretest.Template, fmt.Sprintf("LocalDS_%d", i+1)))
 	}
 
 	f.acrossPause(t, ms, "the first clone task", "VirtualMachine.clone")
