@@ -23,6 +23,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/crdwait"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/kubemark"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
@@ -118,11 +119,11 @@ func addControllersWith(mgr manager.Manager, opts operand.Options, f flags, vsOp
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: opts.Namespace, Period: f.safety.OrphanPeriod,
 		MaxDeletions: f.safety.OrphanMaxDeletions, DryRun: f.safety.OrphanDryRun,
 		Recorder: mgr.GetEventRecorder(safety.OrphanCollectorName),
-		Listers:  []machine.InstanceLister{km, vs}, Gate: gate,
+		Listers:  []provider.InstanceLister{km, vs}, Gate: gate,
 	})
 	r := machine.NewReconciler(machine.Options{
 		MachineAPIMigration: opts.FeatureGate(features.FeatureGateMachineAPIMigration),
-		Actuator:            machine.NewProviders(km, vs),
+		Actuator:            provider.NewProviders(km, vs),
 		NodeDrainTimeout:    f.drainTimeout,
 		Namespace:           opts.Namespace,
 		Gate:                gate,

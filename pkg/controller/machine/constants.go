@@ -7,7 +7,6 @@ const (
 	ExcludeNodeDrainingAnnotation = "machine.openshift.io/exclude-node-draining" // on a Machine: no drain
 	NodeDrainTimeoutAnnotation    = "machine.openshift.io/node-drain-timeout"    // overrides Options.NodeDrainTimeout
 	DrainStartedAnnotation        = "machine.openshift.io/drain-started-at"      // see docs/openshift.md
-	InstanceStateAnnotation       = "machine.openshift.io/instance-state"        // "Unknown" once Failed
 
 	// DrainingAnnotation ("<namespace>/<machine>") marks a Node we cordoned for a drain: only such a Node,
 	// while that Machine is being deleted, counts for the one-control-plane-drain-at-a-time rule.

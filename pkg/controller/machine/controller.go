@@ -28,6 +28,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // Waits on the provider or on pods are per-Machine exponential backoffs, never fixed polling.
@@ -45,13 +46,13 @@ const DefaultMaxConcurrentReconciles = 50
 type Options struct {
 	Client              client.Client        // Machines and Nodes (normally the manager's cached client)
 	APIReader           client.Reader        // optional (default the manager's): re-reads the Machine after a status conflict
-	Actuator            Actuator             // the provider; a ProviderSpecServer is never given others' Machines
+	Actuator            provider.Actuator    // the provider; a provider.SpecServer is never given others' Machines
 	Recorder            events.EventRecorder // optional (default the manager's, named ControllerName)
 	NodeDrainTimeout    time.Duration        // bounds a drain (0 waits forever); NodeDrainTimeoutAnnotation overrides it
 	Now                 func() time.Time     // the clock (default time.Now)
 	Namespace           string               // optional: only the Machines of this namespace
 	MachineAPIMigration bool                 // OpenShift's feature gate of that name (package internal/authority)
-	Gate                Gate                 // optional: holds back instance creations and deletions while frozen
+	Gate                provider.Gate        // optional: holds back instance creations and deletions while frozen
 	KubeClient          kubernetes.Interface // the drain's clientset; SetupWithManager builds it when nil
 }
 
@@ -127,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Even after a failed status write: the instance is there.
 	err = errors.Join(err, r.persistProviderID(ctx, s, providerID))
 	if err != nil {
-		return ctrl.Result{}, err // a RequeueAfterError was already turned into res.RequeueAfter
+		return ctrl.Result{}, err // a provider.RequeueAfterError was already turned into res.RequeueAfter
 	}
 	return res, nil
 }
@@ -150,7 +151,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	if d.Step != authority.Reconcile {
 		return ctrl.Result{}, r.leaveToAuthority(ctx, s, d)
 	}
-	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, servedKinds(r.Actuator)); foreign {
+	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, provider.ServedKinds(r.Actuator)); foreign {
 		return ctrl.Result{}, r.leaveForeign(ctx, s, spec)
 	}
 	now := r.Now()

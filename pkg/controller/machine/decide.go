@@ -15,12 +15,8 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
-
-// IsProvisioned reports whether the provider ever reported the Machine's instance (providerID or addresses).
-func IsProvisioned(m *machinev1beta1.Machine) bool {
-	return (m.Spec.ProviderID != nil && *m.Spec.ProviderID != "") || len(m.Status.Addresses) > 0
-}
 
 // provisioningStep is what to do with a Machine that is not being deleted, once Exists answered.
 type provisioningStep struct {
@@ -53,7 +49,7 @@ type providerVerdict int
 const (
 	verdictOK             providerVerdict = iota // no error
 	verdictFail                                  // terminal: phase Failed, errorReason/errorMessage from the error
-	verdictWait                                  // a RequeueAfterError: a provider-side wait, conditions stay
+	verdictWait                                  // a provider.RequeueAfterError: a provider-side wait, conditions stay
 	verdictRejectedUpdate                        // Update refused the configuration: ProviderUpdated=False, no retry
 	verdictRetry                                 // retried with backoff
 )
@@ -61,8 +57,8 @@ const (
 // decideProviderError maps the error of Create, Update or Exists (op) to a verdict; provisioned: the
 // provider reported the instance before. A terminal failure wins over every other reading of the error.
 func decideProviderError(op string, err error, provisioned bool) providerVerdict {
-	invalid := IsInvalidConfiguration(err)
-	_, wait := AsRequeueAfter(err)
+	invalid := provider.IsInvalidConfiguration(err)
+	_, wait := provider.AsRequeueAfter(err)
 	switch {
 	case err == nil:
 		return verdictOK

@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
-var _ Actuator = &fakeActuator{}
+var _ provider.Actuator = &fakeActuator{}
 
 // String names a stage in test failures.
 func (s deletionStage) String() string {
@@ -58,20 +60,20 @@ func TestDecideProvisioning(t *testing.T) {
 
 func TestIsProvisioned(t *testing.T) {
 	m := &machinev1beta1.Machine{}
-	if IsProvisioned(m) {
+	if provider.IsProvisioned(m) {
 		t.Error("empty machine is not provisioned")
 	}
 	m.Spec.ProviderID = ptr.To("")
-	if IsProvisioned(m) {
+	if provider.IsProvisioned(m) {
 		t.Error("empty providerID is not provisioned")
 	}
 	m.Spec.ProviderID = ptr.To("kubemark://ns/m")
-	if !IsProvisioned(m) {
+	if !provider.IsProvisioned(m) {
 		t.Error("providerID means provisioned")
 	}
 	m.Spec.ProviderID = nil
 	m.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
-	if !IsProvisioned(m) {
+	if !provider.IsProvisioned(m) {
 		t.Error("addresses mean provisioned")
 	}
 }
@@ -376,7 +378,7 @@ func TestNodeUnreachable(t *testing.T) {
 }
 
 func TestRequeueOrError(t *testing.T) {
-	ra := RequeueAfter(7*time.Second, "booting")
+	ra := provider.RequeueAfter(7*time.Second, "booting")
 	for _, err := range []error{ra, fmt.Errorf("once: %w", ra), fmt.Errorf("twice: %w", fmt.Errorf("once: %w", ra))} {
 		res, got := requeueOrError(err)
 		if got != nil || res.RequeueAfter != 7*time.Second {
@@ -388,7 +390,7 @@ func TestRequeueOrError(t *testing.T) {
 	if got != plain || res.RequeueAfter != 0 { //nolint:errorlint // the very error, not one wrapping it
 		t.Errorf("plain error: got (%+v, %v)", res, got)
 	}
-	if !IsInvalidConfiguration(fmt.Errorf("w: %w", fmt.Errorf("w: %w", InvalidConfiguration("x")))) {
+	if !provider.IsInvalidConfiguration(fmt.Errorf("w: %w", fmt.Errorf("w: %w", provider.InvalidConfiguration("x")))) {
 		t.Error("doubly wrapped InvalidConfiguration not detected")
 	}
 }
@@ -562,12 +564,12 @@ func TestNodeToLink(t *testing.T) {
 // configuration. Breaks if: the terminal check comes after the InvalidConfiguration or wait cases, or
 // a provisioned Machine fails on an InvalidConfiguration from Exists.
 func TestDecideProviderError(t *testing.T) {
-	invalid := fmt.Errorf("decoding: %w", InvalidConfiguration("spec.providerSpec.value: bad"))
-	wait := RequeueAfter(time.Second, "booting")
+	invalid := fmt.Errorf("decoding: %w", provider.InvalidConfiguration("spec.providerSpec.value: bad"))
+	wait := provider.RequeueAfter(time.Second, "booting")
 	plain := errors.New("API unavailable")
 	terminal := func(err error) error {
 		m := &machinev1beta1.Machine{}
-		return providerResult(m, Failed(m, err))
+		return providerResult(m, provider.Failed(m, err))
 	}
 	tests := []struct {
 		op          string

@@ -23,6 +23,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // reconcileDelete runs the deletion pipeline as far as it can go in one pass: phase Deleting → drain →
@@ -51,10 +52,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{RequeueAfter: gateRequeueAfter}, nil
 	}
 	// An instance the provider could never describe (no addresses) may go despite an invalid configuration.
-	neverDescribed := func(err error) bool { return IsInvalidConfiguration(err) && len(m.Status.Addresses) == 0 }
+	neverDescribed := func(err error) bool { return provider.IsInvalidConfiguration(err) && len(m.Status.Addresses) == 0 }
 	if err := r.callProvider(ctx, s, OperationDelete, r.Actuator.Delete); err != nil {
 		if !neverDescribed(err) {
-			if _, ok := AsRequeueAfter(err); !ok {
+			if _, ok := provider.AsRequeueAfter(err); !ok {
 				r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedDelete, "Delete", err.Error())
 			}
 			return requeueOrError(err)

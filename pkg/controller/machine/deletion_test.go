@@ -8,6 +8,8 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // preDrain hooks block the drain (Drained=False/DrainBlocked, persisted);
@@ -168,8 +170,8 @@ func TestDeletionInvalidConfiguration(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		f.act.Set(func(a *fakeActuator) {
-			a.DeleteErr = InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
-			a.ExistsErr = InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
+			a.DeleteErr = provider.InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
+			a.ExistsErr = provider.InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
 		})
 		m := f.machine("invalid", func(m *machinev1beta1.Machine) {
 			m.Finalizers = []string{machinev1beta1.MachineFinalizer}
@@ -185,7 +187,7 @@ func TestDeletionInvalidConfiguration(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		f.act.Set(func(a *fakeActuator) {
-			a.DeleteErr = InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
+			a.DeleteErr = provider.InvalidConfiguration("spec.providerSpec.value: cannot be decoded")
 		})
 		m := f.machine("invalid", func(m *machinev1beta1.Machine) {
 			m.Finalizers = []string{machinev1beta1.MachineFinalizer}

@@ -25,7 +25,7 @@ type fakeActuator struct {
 	DeleteRemovesInstance bool     // a successful Delete clears ExistsValue
 	ProviderID            string   // written by Create/Update when set
 	Addresses             []string // likewise
-	Groups                []string // the providerSpec API groups served (ProviderSpecServer); empty: all
+	Groups                []string // the providerSpec API groups served (provider.SpecServer); empty: all
 
 	calls map[string]int
 }
@@ -94,7 +94,7 @@ func (a *fakeActuator) fill(m *machinev1beta1.Machine) {
 	}
 }
 
-// ProviderSpecKinds implements ProviderSpecServer: every kind of Groups.
+// ProviderSpecKinds implements provider.SpecServer: every kind of Groups.
 func (a *fakeActuator) ProviderSpecKinds() (kinds []schema.GroupKind) {
 	a.Set(func(a *fakeActuator) {
 		for _, g := range a.Groups {

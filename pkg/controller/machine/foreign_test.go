@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 func TestForeignProviderSpec(t *testing.T) {
@@ -54,7 +55,7 @@ func TestForeignProviderSpec(t *testing.T) {
 }
 
 func TestUnsupportedProviderMessage(t *testing.T) {
-	msg := unsupportedProviderMessage(specType{APIVersion: "machine.openshift.io/v1beta1", Kind: "AWSMachineProviderConfig", Group: "machine.openshift.io"},
+	msg := unsupportedProviderMessage(provider.SpecType{APIVersion: "machine.openshift.io/v1beta1", Kind: "AWSMachineProviderConfig", Group: "machine.openshift.io"},
 		[]schema.GroupKind{{Group: "kubemark.machine-api-operator.io"}, {Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}})
 	for _, want := range []string{"AWSMachineProviderConfig", "apiVersion machine.openshift.io/v1beta1", "serving machine.openshift.io",
 		"serves only kubemark.machine-api-operator.io, VSphereMachineProviderSpec (machine.openshift.io)", "untouched"} {

@@ -6,10 +6,7 @@ package machine
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // leaveToAuthority carries out a decision other than Reconcile.
@@ -34,86 +32,29 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority
 	return nil
 }
 
-// ProviderSpecServer is an Actuator that names the providerSpec types it serves (every provider should);
-// without it, or with no kind, the Actuator gets every Machine.
-type ProviderSpecServer interface {
-	// ProviderSpecKinds returns the providerSpec.value types the provider decodes; an empty Kind is every
-	// kind of the group, only for a group of its own (a shared one, machine.openshift.io, names the kind).
-	ProviderSpecKinds() []schema.GroupKind
-}
-
-// servedKinds returns the kinds the actuator serves; nil means all.
-func servedKinds(a Actuator) []schema.GroupKind {
-	if s, ok := a.(ProviderSpecServer); ok {
-		return s.ProviderSpecKinds()
-	}
-	return nil
-}
-
-type specType struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Group      string `json:"-"`
-}
-
-// providerSpecType reads a providerSpec.value's apiVersion and kind; false without a parsable apiVersion.
-func providerSpecType(value *runtime.RawExtension) (specType, bool) {
-	var t specType
-	switch {
-	case value == nil:
-	case value.Object != nil:
-		t.APIVersion, t.Kind = value.Object.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
-	case json.Unmarshal(value.Raw, &t) != nil:
-		return specType{}, false
-	}
-	gv, err := schema.ParseGroupVersion(t.APIVersion)
-	t.Group = gv.Group
-	return t, t.APIVersion != "" && err == nil
-}
-
-// servedBy reports whether one of served covers the type.
-func (t specType) servedBy(served []schema.GroupKind) bool {
-	return slices.ContainsFunc(served, func(gk schema.GroupKind) bool {
-		return gk.Group == t.Group && (gk.Kind == "" || gk.Kind == t.Kind)
-	})
-}
-
 // foreignProviderSpec decides whether a providerSpec.value, with a parsable apiVersion, is another's.
-func foreignProviderSpec(value *runtime.RawExtension, served []schema.GroupKind) (specType, bool) {
+func foreignProviderSpec(value *runtime.RawExtension, served []schema.GroupKind) (provider.SpecType, bool) {
 	if len(served) == 0 {
-		return specType{}, false
+		return provider.SpecType{}, false
 	}
-	t, ok := providerSpecType(value)
-	return t, ok && !t.servedBy(served)
-}
-
-// describeKinds names served types for messages: "group" for every kind of a group, else "Kind (group)".
-func describeKinds(served []schema.GroupKind) string {
-	out := make([]string, 0, len(served))
-	for _, gk := range served {
-		if gk.Kind == "" {
-			out = append(out, gk.Group)
-		} else {
-			out = append(out, fmt.Sprintf("%s (%s)", gk.Kind, gk.Group))
-		}
-	}
-	return strings.Join(out, ", ")
+	t, ok := provider.SpecTypeOf(value)
+	return t, ok && !t.ServedBy(served)
 }
 
 // unsupportedProviderMessage is the ProviderSupported=False message.
-func unsupportedProviderMessage(t specType, served []schema.GroupKind) string {
+func unsupportedProviderMessage(t provider.SpecType, served []schema.GroupKind) string {
 	return fmt.Sprintf("spec.providerSpec.value has kind %s (apiVersion %s): it needs the machine controller of the provider serving %s; "+
 		"this machine controller serves only %s and leaves the Machine untouched",
-		cmp.Or(t.Kind, "(none)"), t.APIVersion, cmp.Or(t.Group, "the core group"), describeKinds(served))
+		cmp.Or(t.Kind, "(none)"), t.APIVersion, cmp.Or(t.Group, "the core group"), provider.DescribeKinds(served))
 }
 
 // leaveForeign sets ProviderSupported=False (conditions alone) with an UnsupportedProvider event each time it
 // is written; our finalizer is never added nor removed: another controller may own it.
-func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) error {
+func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t provider.SpecType) error {
 	s.gone = true // hands off: no status patch from Reconcile
 	m := s.m
 	c := conditions.New(ProviderSupportedCondition, corev1.ConditionFalse, ReasonUnsupportedProvider,
-		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, servedKinds(r.Actuator)))
+		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, provider.ServedKinds(r.Actuator)))
 	if conditions.Has(m.Status.Conditions, c) {
 		return nil
 	}

@@ -31,11 +31,11 @@ var (
 	// ProviderCallsTotal counts Actuator calls.
 	ProviderCallsTotal = counterVec("machine_api_provider_calls_total",
 		"Calls of the provider (Actuator) by operation.", "operation")
-	// ProviderErrorsTotal counts failed Actuator calls (a RequeueAfterError is a wait, not a failure).
+	// ProviderErrorsTotal counts failed Actuator calls (a provider.RequeueAfterError is a wait, not a failure).
 	ProviderErrorsTotal = counterVec("machine_api_provider_errors_total",
 		"Provider (Actuator) calls that failed, by operation.", "operation")
 
-	// InstanceCreateFailed counts failed Create calls per Machine (OpenShift's metric), by MachineError
+	// InstanceCreateFailed counts failed Create calls per Machine (OpenShift's metric), by provider.Error
 	// reason or error message; a Machine's series go with it.
 	InstanceCreateFailed = instanceFailedCounter("mapi_instance_create_failed", "create")
 	// InstanceUpdateFailed counts failed Update calls likewise.

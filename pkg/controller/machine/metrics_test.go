@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // instanceFailures returns the mapi_instance_*_failed series of one Machine
@@ -50,7 +52,7 @@ func wantFailures(t *testing.T, what string, vec *prometheus.CounterVec, m *mach
 
 // TestInstanceCreateFailedCounted: each failed provider Create counts once
 // in mapi_instance_create_failed of the Machine, with the error message as
-// reason, or the MachineError reason; a RequeueAfter is not a failure.
+// reason, or the provider.Error reason; a RequeueAfter is not a failure.
 func TestInstanceCreateFailedCounted(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -61,14 +63,14 @@ func TestInstanceCreateFailedCounted(t *testing.T) {
 			t.Fatal("reconcile succeeded although Create failed")
 		}
 	}
-	f.act.Set(func(a *fakeActuator) { a.CreateErr = RequeueAfter(time.Second, "capacity pending") })
+	f.act.Set(func(a *fakeActuator) { a.CreateErr = provider.RequeueAfter(time.Second, "capacity pending") })
 	f.mustReconcile(m)
 	wantFailures(t, "mapi_instance_create_failed", InstanceCreateFailed, m, map[string]float64{"quota exceeded for instance type m5.large": 2})
 	wantFailures(t, "mapi_instance_update_failed", InstanceUpdateFailed, m, map[string]float64{})
 
-	// An invalid providerSpec: the Machine fails; reason is the MachineError's.
+	// An invalid providerSpec: the Machine fails; reason is the provider.Error's.
 	f.act.Set(func(a *fakeActuator) {
-		a.CreateErr = fmt.Errorf("creating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
+		a.CreateErr = fmt.Errorf("creating: %w", provider.InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
 	})
 	f.mustReconcile(m)
 	wantPhase(t, f.mustGet(m), machinev1beta1.PhaseFailed)
@@ -97,13 +99,13 @@ func TestInstanceUpdateAndDeleteFailedCounted(t *testing.T) {
 	reason := "instance i-0123 rejected the update: " + strings.Repeat("0", 88) + "..."
 	wantFailures(t, "mapi_instance_update_failed", InstanceUpdateFailed, m, map[string]float64{reason: 1})
 	// A provider-side wait is not a failure.
-	f.act.Set(func(a *fakeActuator) { a.UpdateErr = RequeueAfter(time.Second, "refreshing") })
+	f.act.Set(func(a *fakeActuator) { a.UpdateErr = provider.RequeueAfter(time.Second, "refreshing") })
 	f.mustReconcile(m)
 	wantFailures(t, "mapi_instance_update_failed", InstanceUpdateFailed, m, map[string]float64{reason: 1})
 
 	f.act.Set(func(a *fakeActuator) {
 		a.UpdateErr = nil
-		a.DeleteErr = &MachineError{Reason: machinev1beta1.DeleteMachineError, Message: "the cloud refused to terminate i-0123"}
+		a.DeleteErr = &provider.Error{Reason: machinev1beta1.DeleteMachineError, Message: "the cloud refused to terminate i-0123"}
 	})
 	f.deleteMachine(m)
 	if _, err := f.reconcile(m); err == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // reconcileNormal handles a Machine that is not being deleted.
@@ -24,7 +25,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil // terminal: only deletion is processed
 	}
 	exists, err := r.exists(ctx, s)
-	switch decideProviderError(OperationExists, err, IsProvisioned(m)) {
+	switch decideProviderError(OperationExists, err, provider.IsProvisioned(m)) {
 	case verdictOK:
 	case verdictFail:
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, "",
@@ -32,14 +33,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		r.fail(ctx, s, err)
 		return ctrl.Result{}, nil
 	case verdictWait:
-		ra, _ := AsRequeueAfter(err)
+		ra, _ := provider.AsRequeueAfter(err)
 		return ctrl.Result{RequeueAfter: ra.After}, nil
 	default:
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionUnknown, ReasonErrorCheckingProvider, "",
 			"failed to check whether the instance exists: "+err.Error())
 		return ctrl.Result{}, err
 	}
-	step := decideProvisioning(phaseOf(m), exists, IsProvisioned(m), m.Status.NodeRef != nil)
+	step := decideProvisioning(phaseOf(m), exists, provider.IsProvisioned(m), m.Status.NodeRef != nil)
 	switch {
 	case step.InstanceMissing:
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceMissing,
@@ -67,8 +68,8 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 	updateErr := r.callProvider(ctx, s, OperationUpdate, r.Actuator.Update)
 	r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", instanceExistsMessage)
 	// A RequeueAfter from Update (health checks, slow refreshes) is not a failure: the phase still advances.
-	providerWait, isWait := AsRequeueAfter(updateErr)
-	switch verdict := decideProviderError(OperationUpdate, updateErr, IsProvisioned(m)); verdict {
+	providerWait, isWait := provider.AsRequeueAfter(updateErr)
+	switch verdict := decideProviderError(OperationUpdate, updateErr, provider.IsProvisioned(m)); verdict {
 	case verdictFail, verdictRejectedUpdate, verdictRetry:
 		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
 		if verdict == verdictFail {
@@ -80,7 +81,7 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 		}
 		// Only a spec change (which wakes us) can help: no requeue.
 		r.setCondition(m, ProviderUpdatedCondition, corev1.ConditionFalse, ReasonInvalidConfiguration,
-			machinev1beta1.ConditionSeverityWarning, patch.Truncate(asMachineError(updateErr).Message, maxConditionMessage))
+			machinev1beta1.ConditionSeverityWarning, patch.Truncate(provider.AsError(updateErr).Message, maxConditionMessage))
 		return ctrl.Result{}, nil
 	}
 	r.events.Clear(s.key, "", EventFailedUpdate)
@@ -89,8 +90,8 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 			"the provider accepted the Machine's configuration")
 	}
 	r.linkNode(ctx, m)
-	setPhase(m, decideProvisioning(phaseOf(m), true, IsProvisioned(m), m.Status.NodeRef != nil).Phase)
-	if !IsProvisioned(m) {
+	setPhase(m, decideProvisioning(phaseOf(m), true, provider.IsProvisioned(m), m.Status.NodeRef != nil).Phase)
+	if !provider.IsProvisioned(m) {
 		after := r.waitBackoff.When(s.key)
 		if isWait {
 			after = providerWait.After
@@ -114,7 +115,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		machinev1beta1.ConditionSeverityWarning, msg)
 	setPhase(m, machinev1beta1.PhaseProvisioning)
 	if m.Spec.ProviderSpec.Value == nil {
-		err := InvalidConfiguration("spec.providerSpec.value is required: the provider needs its configuration to create an instance")
+		err := provider.InvalidConfiguration("spec.providerSpec.value is required: the provider needs its configuration to create an instance")
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Message)
 		r.fail(ctx, s, err)
 		return ctrl.Result{}, nil
@@ -126,13 +127,13 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 
 	err := r.callProvider(ctx, s, OperationCreate, r.Actuator.Create)
-	switch decideProviderError(OperationCreate, err, IsProvisioned(m)) {
+	switch decideProviderError(OperationCreate, err, provider.IsProvisioned(m)) {
 	case verdictFail:
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())
 		r.fail(ctx, s, err)
 		return ctrl.Result{}, nil
 	case verdictWait:
-		ra, _ := AsRequeueAfter(err)
+		ra, _ := provider.AsRequeueAfter(err)
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated,
 			machinev1beta1.ConditionSeverityInfo, "the instance is being created: "+ra.Reason)
 		return ctrl.Result{RequeueAfter: ra.After}, nil
@@ -144,7 +145,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, err
 	}
 	r.linkNode(ctx, m)
-	phase, exists := phaseAfterCreate(IsProvisioned(m), m.Status.NodeRef != nil)
+	phase, exists := phaseAfterCreate(provider.IsProvisioned(m), m.Status.NodeRef != nil)
 	setPhase(m, phase)
 	if exists {
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", instanceExistsMessage)
@@ -179,12 +180,12 @@ func (r *Reconciler) linkNode(ctx context.Context, m *machinev1beta1.Machine) {
 	}
 }
 
-// fail marks the Machine Failed; a *MachineError gives errorReason and errorMessage.
+// fail marks the Machine Failed; a *provider.Error gives errorReason and errorMessage.
 func (r *Reconciler) fail(ctx context.Context, s *scope, err error) {
 	m := s.m
 	message := err.Error()
 	m.Status.ErrorReason = nil
-	if me := asMachineError(err); me != nil {
+	if me := provider.AsError(err); me != nil {
 		reason := me.Reason
 		m.Status.ErrorReason = &reason
 		message = me.Message
@@ -195,7 +196,7 @@ func (r *Reconciler) fail(ctx context.Context, s *scope, err error) {
 	}
 	setPhase(m, machinev1beta1.PhaseFailed)
 	m.Status.ProviderStatus = unknownInstanceState(m.Status.ProviderStatus)
-	if err := r.annotate(ctx, s, InstanceStateAnnotation, "Unknown"); err != nil {
+	if err := r.annotate(ctx, s, provider.InstanceStateAnnotation, "Unknown"); err != nil {
 		log.FromContext(ctx).Error(err, "setting the instance-state annotation")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // A new Machine gets its finalizer, then Create, then its providerID and
@@ -174,8 +175,8 @@ func TestInstanceDisappeared(t *testing.T) {
 	if got.Status.ErrorMessage == nil || *got.Status.ErrorMessage == "" {
 		t.Error("errorMessage not set")
 	}
-	if got.Annotations[InstanceStateAnnotation] != "Unknown" {
-		t.Errorf("instance-state annotation = %q", got.Annotations[InstanceStateAnnotation])
+	if got.Annotations[provider.InstanceStateAnnotation] != "Unknown" {
+		t.Errorf("instance-state annotation = %q", got.Annotations[provider.InstanceStateAnnotation])
 	}
 	if string(got.Status.ProviderStatus.Raw) != `{"instanceState":"Unknown"}` {
 		t.Errorf("providerStatus = %s", got.Status.ProviderStatus.Raw)
@@ -199,7 +200,7 @@ func TestInvalidConfiguration(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		f.act.Set(func(a *fakeActuator) {
-			a.CreateErr = fmt.Errorf("creating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
+			a.CreateErr = fmt.Errorf("creating: %w", provider.InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
 		})
 		m := f.machine("bad")
 		if res := f.mustReconcile(m); res.RequeueAfter != 0 {
@@ -259,13 +260,13 @@ func TestExistsErrorRetried(t *testing.T) {
 	wantPhase(t, f.mustGet(m), machinev1beta1.PhaseProvisioning)
 }
 
-// A RequeueAfterError (wrapped or not) is honoured and is not an error; other
+// A provider.RequeueAfterError (wrapped or not) is honoured and is not an error; other
 // Create errors are returned (backoff), recorded once and shown on the
 // InstanceExists condition.
 func TestProviderRequeueAfterAndErrors(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	f.act.Set(func(a *fakeActuator) { a.ExistsErr = RequeueAfter(5*time.Second, "provider API throttled") })
+	f.act.Set(func(a *fakeActuator) { a.ExistsErr = provider.RequeueAfter(5*time.Second, "provider API throttled") })
 	m := f.machine("slow")
 	res, err := f.reconcile(m)
 	if err != nil || res.RequeueAfter != 5*time.Second {
@@ -277,7 +278,7 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 
 	f.act.Set(func(a *fakeActuator) {
 		a.ExistsErr = nil
-		a.CreateErr = fmt.Errorf("provider: %w", RequeueAfter(7*time.Second, "waiting for quota"))
+		a.CreateErr = fmt.Errorf("provider: %w", provider.RequeueAfter(7*time.Second, "waiting for quota"))
 	})
 	res, err = f.reconcile(m)
 	if err != nil || res.RequeueAfter != 7*time.Second {
@@ -300,7 +301,7 @@ func TestProviderRequeueAfterAndErrors(t *testing.T) {
 	f.act.Set(func(a *fakeActuator) {
 		a.CreateErr = nil
 		a.ExistsValue = true
-		a.UpdateErr = RequeueAfter(3*time.Second, "instance booting")
+		a.UpdateErr = provider.RequeueAfter(3*time.Second, "instance booting")
 	})
 	res, err = f.reconcile(m)
 	if err != nil || res.RequeueAfter != 3*time.Second {
@@ -336,7 +337,7 @@ func TestInvalidConfigurationFromUpdate(t *testing.T) {
 	f := newFixture(t)
 	m, _ := f.runningMachine("edited")
 	f.act.Set(func(a *fakeActuator) {
-		a.UpdateErr = fmt.Errorf("updating: %w", InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
+		a.UpdateErr = fmt.Errorf("updating: %w", provider.InvalidConfiguration("spec.providerSpec.value.size: %q is not a known size", "huge"))
 	})
 	for range 2 {
 		res, err := f.reconcile(m)
@@ -450,13 +451,13 @@ func TestCreatedWithFinalizer(t *testing.T) {
 // set on its Machine (Exists gets a copy), or keeps treating such an Update error as a retry.
 func TestTerminalFailureFromExistsAndUpdate(t *testing.T) {
 	t.Parallel()
-	vmGone := &MachineError{Reason: machinev1beta1.UpdateMachineError, Message: "the VM's template was deleted: it cannot be repaired"}
-	t.Run("from Exists, a MachineError", func(t *testing.T) {
+	vmGone := &provider.Error{Reason: machinev1beta1.UpdateMachineError, Message: "the VM's template was deleted: it cannot be repaired"}
+	t.Run("from Exists, a provider.Error", func(t *testing.T) {
 		t.Parallel()
 		f := newFixture(t)
 		f.act.Set(func(a *fakeActuator) {
 			a.ExistsHook = func(_ context.Context, m *machinev1beta1.Machine) (bool, error) {
-				return false, Failed(m, fmt.Errorf("looking up the VM: %w", vmGone))
+				return false, provider.Failed(m, fmt.Errorf("looking up the VM: %w", vmGone))
 			}
 		})
 		m := f.machine("unrepairable")
@@ -480,7 +481,7 @@ func TestTerminalFailureFromExistsAndUpdate(t *testing.T) {
 		f.act.Reset()
 		f.act.Set(func(a *fakeActuator) {
 			a.UpdateHook = func(_ context.Context, m *machinev1beta1.Machine) error {
-				return Failed(m, errors.New("the instance was replaced by the provider"))
+				return provider.Failed(m, errors.New("the instance was replaced by the provider"))
 			}
 		})
 		res, err := f.reconcile(m)
@@ -492,8 +493,8 @@ func TestTerminalFailureFromExistsAndUpdate(t *testing.T) {
 		if got.Status.ErrorReason != nil || ptr.Deref(got.Status.ErrorMessage, "") != "the instance was replaced by the provider" {
 			t.Errorf("errorReason/errorMessage = %v / %v, want none / the error", got.Status.ErrorReason, ptr.Deref(got.Status.ErrorMessage, "<nil>"))
 		}
-		if got.Annotations[InstanceStateAnnotation] != "Unknown" {
-			t.Errorf("instance-state annotation = %q, want Unknown", got.Annotations[InstanceStateAnnotation])
+		if got.Annotations[provider.InstanceStateAnnotation] != "Unknown" {
+			t.Errorf("instance-state annotation = %q, want Unknown", got.Annotations[provider.InstanceStateAnnotation])
 		}
 		f.mustReconcile(m)
 		wantCalls(t, f.act, map[string]int{opExists: 1, opUpdate: 1})

@@ -13,13 +13,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // probeMachineName names the Machine the probe reads; NotFound is an answer too.
 const probeMachineName = "machine-api-safety-apiserver-probe"
 
-// APIServerGate is the API-server freeze: a machine.Gate frozen while the API server
+// APIServerGate is the API-server freeze: a provider.Gate frozen while the API server
 // has not answered for longer than the timeout (decideAPIServer; docs/safety.md).
 type APIServerGate struct {
 	reader    client.Reader
@@ -31,7 +31,7 @@ type APIServerGate struct {
 	lastProbe atomic.Int64 // unix nanoseconds of the last probe (tests)
 }
 
-var _ machine.Gate = &APIServerGate{}
+var _ provider.Gate = &APIServerGate{}
 
 // NewAPIServerGate returns the gate. reader must read uncached (a cache
 // answers while the API server does not); the probe reads in namespace ("default" when empty).
@@ -48,7 +48,7 @@ func NewAPIServerGate(reader client.Reader, namespace string, opts MachineContro
 	}
 }
 
-// Frozen implements machine.Gate.
+// Frozen implements provider.Gate.
 func (g *APIServerGate) Frozen() bool { return g.frozen.Load() }
 
 // NeedLeaderElection is false: every replica probes, so a new leader's gate is up to date.

@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // OrphanCollectorName names the collector (logs, events).
@@ -31,8 +31,8 @@ type OrphanCollectorOptions struct {
 	// APIReader lists the Machines of the other namespaces that marks name, and re-lists all uncached
 	// before a deletion.
 	APIReader client.Reader
-	Listers   []machine.InstanceLister // the providers listing their instances
-	Namespace string                   // of the Machines whose places the providers list; empty: all
+	Listers   []provider.InstanceLister // the providers listing their instances
+	Namespace string                    // of the Machines whose places the providers list; empty: all
 	// Period is --machine-safety-orphan-vms-period: between passes, and an instance's grace.
 	Period time.Duration
 	// MaxDeletions is --machine-safety-orphan-vms-max-deletions: deletions (or, dry, reports) per pass; 0
@@ -41,7 +41,7 @@ type OrphanCollectorOptions struct {
 	// DryRun is --machine-safety-orphan-vms-dry-run: report orphans (log, event, metric), delete nothing.
 	DryRun   bool
 	Recorder events.EventRecorder // optional
-	Gate     machine.Gate         // optional: no pass while it is frozen
+	Gate     provider.Gate        // optional: no pass while it is frozen
 }
 
 // OrphanCollector deletes the provider instances that carry this project's ownership mark and whose Machine
@@ -157,7 +157,7 @@ func (c *OrphanCollector) machines(ctx context.Context, namespaces []string, cac
 }
 
 // event records an event on the Machine the instance's mark names (gone: that is why it is an orphan).
-func (c *OrphanCollector) event(inst machine.Instance, eventType, reason, note string, args ...any) {
+func (c *OrphanCollector) event(inst provider.Instance, eventType, reason, note string, args ...any) {
 	if c.opts.Recorder == nil {
 		return
 	}

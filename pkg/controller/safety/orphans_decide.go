@@ -6,22 +6,22 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/utils/ptr"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // orphanInstances returns the instances that are provably ours and provably no Machine's (docs/safety.md,
 // "Orphan instances"): each carries an ownership mark, its Machines' namespace was listed (listed), no Machine
 // there has the mark's name and UID, no Machine reports its providerID, and it is at least grace old.
-func orphanInstances(instances []machine.Instance, machines []*machinev1beta1.Machine, listed map[string]bool, now time.Time, grace time.Duration) []machine.Instance {
+func orphanInstances(instances []provider.Instance, machines []*machinev1beta1.Machine, listed map[string]bool, now time.Time, grace time.Duration) []provider.Instance {
 	owned := make(map[string]bool, len(machines))
-	owners := make(map[machine.Owner]bool, len(machines))
+	owners := make(map[provider.Owner]bool, len(machines))
 	for _, m := range machines {
 		if id := ptr.Deref(m.Spec.ProviderID, ""); id != "" {
 			owned[id] = true
 		}
-		owners[machine.OwnerOf(m)] = true
+		owners[provider.OwnerOf(m)] = true
 	}
-	var out []machine.Instance
+	var out []provider.Instance
 	for _, inst := range instances {
 		switch {
 		case inst.Owner.IsZero(): // the installer's, a user's, another tool's: never ours to judge
@@ -37,7 +37,7 @@ func orphanInstances(instances []machine.Instance, machines []*machinev1beta1.Ma
 }
 
 // ownerNamespaces are the namespaces the instances' marks name.
-func ownerNamespaces(instances []machine.Instance) []string {
+func ownerNamespaces(instances []provider.Instance) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, inst := range instances {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // TestOrphanInstances: only an old instance that carries an ownership mark, whose namespace was listed and
@@ -40,41 +40,41 @@ func TestOrphanInstances(t *testing.T) {
 		deleting,
 	}
 	listed := map[string]bool{"a": true, "b": true}
-	mark := func(ns, name, uid string) machine.Owner {
-		return machine.Owner{Namespace: ns, Name: name, UID: types.UID(uid)}
+	mark := func(ns, name, uid string) provider.Owner {
+		return provider.Owner{Namespace: ns, Name: name, UID: types.UID(uid)}
 	}
-	inst := func(id, name string, owner machine.Owner) machine.Instance {
-		return machine.Instance{ProviderID: id, Name: name, CreatedAt: old, Owner: owner}
+	inst := func(id, name string, owner provider.Owner) provider.Instance {
+		return provider.Instance{ProviderID: id, Name: name, CreatedAt: old, Owner: owner}
 	}
 	tests := []struct {
 		name   string
-		inst   machine.Instance
+		inst   provider.Instance
 		orphan bool
 	}{
 		{"owned by providerID", inst("p://running", "x", mark("a", "x", "u-x")), false},
 		{"its Machine exists (name and UID)", inst("p://new", "new", mark("a", "new", "u-new")), false},
 		{"a Machine being deleted still owns it", inst("p://deleting", "deleting", mark("a", "deleting", "u-del")), false},
 		{"a second installation's, its Machine exists there", inst("p://b0", "worker-0", mark("b", "worker-0", "u-b0")), false},
-		{"no mark (the installer's, a user's)", inst("p://installer", "master-0", machine.Owner{}), false},
+		{"no mark (the installer's, a user's)", inst("p://installer", "master-0", provider.Owner{}), false},
 		{"marked with a namespace that could not be listed", inst("p://c", "worker-0", mark("c", "worker-0", "u-c")), false},
-		{"younger than the grace", machine.Instance{ProviderID: "p://young", Name: "young", CreatedAt: now.Add(-grace + time.Second), Owner: mark("a", "young", "u")}, false},
-		{"no creation time", machine.Instance{ProviderID: "p://unknown-age", Name: "unknown-age", Owner: mark("a", "unknown-age", "u")}, false},
-		{"no providerID", machine.Instance{Name: "no-id", CreatedAt: old, Owner: mark("a", "no-id", "u")}, false},
+		{"younger than the grace", provider.Instance{ProviderID: "p://young", Name: "young", CreatedAt: now.Add(-grace + time.Second), Owner: mark("a", "young", "u")}, false},
+		{"no creation time", provider.Instance{ProviderID: "p://unknown-age", Name: "unknown-age", Owner: mark("a", "unknown-age", "u")}, false},
+		{"no providerID", provider.Instance{Name: "no-id", CreatedAt: old, Owner: mark("a", "no-id", "u")}, false},
 		{"its Machine is gone", inst("p://gone", "gone", mark("a", "gone", "u-gone")), true},
-		{"exactly the grace old", machine.Instance{ProviderID: "p://grace", Name: "grace", CreatedAt: now.Add(-grace), Owner: mark("a", "grace", "u")}, true},
+		{"exactly the grace old", provider.Instance{ProviderID: "p://grace", Name: "grace", CreatedAt: now.Add(-grace), Owner: mark("a", "grace", "u")}, true},
 		{"a Machine of its name but another UID (recreated) does not own it", inst("p://recreated-1", "recreated", mark("a", "recreated", "u-1")), true},
 		{"a Machine of its name and UID in another namespace does not own it", inst("p://moved", "worker-0", mark("a", "worker-0", "u-b0")), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := orphanInstances([]machine.Instance{tt.inst}, machines, listed, now, grace)
+			got := orphanInstances([]provider.Instance{tt.inst}, machines, listed, now, grace)
 			if (len(got) == 1) != tt.orphan || len(got) > 1 {
 				t.Errorf("orphans = %+v, want orphan=%v", got, tt.orphan)
 			}
 		})
 	}
-	all := []machine.Instance{tests[0].inst, tests[9].inst, tests[4].inst}
-	if got := orphanInstances(all, machines, listed, now, grace); !slices.Equal(got, []machine.Instance{tests[9].inst}) {
+	all := []provider.Instance{tests[0].inst, tests[9].inst, tests[4].inst}
+	if got := orphanInstances(all, machines, listed, now, grace); !slices.Equal(got, []provider.Instance{tests[9].inst}) {
 		t.Errorf("mixed list: orphans %+v, want only %s", got, tests[9].inst.ProviderID)
 	}
 	if got := ownerNamespaces(all); !slices.Equal(got, []string{"a"}) {

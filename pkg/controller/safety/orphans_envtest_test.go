@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/kubemark"
 )
 
@@ -129,7 +129,7 @@ func TestOrphanKubemarkNodesCollected(t *testing.T) {
 
 	rec := &recorder{}
 	c := NewOrphanCollector(OrphanCollectorOptions{Client: env.Client, APIReader: env.Client, Namespace: ns, Period: orphanPeriod,
-		Listers: []machine.InstanceLister{k.act}, Recorder: rec})
+		Listers: []provider.InstanceLister{k.act}, Recorder: rec})
 	deletedBefore := counterValue(t, OrphanInstancesDeletedTotal)
 	passes(t, c, "the orphan nodes deleted", func() error {
 		for _, name := range []string{ns + "-orphan", recreated} {
@@ -183,7 +183,7 @@ func TestOrphanKubemarkCapAndDryRun(t *testing.T) {
 
 	dryRec := &recorder{}
 	dry := NewOrphanCollector(OrphanCollectorOptions{Client: env.Client, APIReader: env.Client, Namespace: ns, Period: orphanPeriod,
-		Listers: []machine.InstanceLister{k.act}, Recorder: dryRec, DryRun: true})
+		Listers: []provider.InstanceLister{k.act}, Recorder: dryRec, DryRun: true})
 	dryBefore := counterValue(t, OrphanInstancesDryRunTotal)
 	passes(t, dry, "three dry-run reports", func() error {
 		if n := mine(dryRec, EventOrphanInstanceDryRun); n < 3 {
@@ -200,7 +200,7 @@ func TestOrphanKubemarkCapAndDryRun(t *testing.T) {
 
 	rec := &recorder{}
 	c := NewOrphanCollector(OrphanCollectorOptions{Client: env.Client, APIReader: env.Client, Namespace: ns, Period: orphanPeriod,
-		Listers: []machine.InstanceLister{k.act}, Recorder: rec, MaxDeletions: 2})
+		Listers: []provider.InstanceLister{k.act}, Recorder: rec, MaxDeletions: 2})
 	var after []int
 	for range 2 {
 		if err := c.Pass(t.Context()); err != nil {

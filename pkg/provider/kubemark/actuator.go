@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // DefaultReassertInterval is how often Update is asked back while a node is
@@ -56,8 +56,8 @@ type Actuator struct {
 }
 
 var (
-	_ machine.Actuator           = &Actuator{}
-	_ machine.ProviderSpecServer = &Actuator{}
+	_ provider.Actuator   = &Actuator{}
+	_ provider.SpecServer = &Actuator{}
 )
 
 // NewActuator returns a kubemark Actuator.
@@ -70,7 +70,7 @@ func NewActuator(opts Options) *Actuator {
 	return a
 }
 
-// ProviderSpecKinds implements machine.ProviderSpecServer: kubemark.machine-api-operator.io
+// ProviderSpecKinds implements provider.SpecServer: kubemark.machine-api-operator.io
 // providerSpecs of any kind.
 func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 	return []schema.GroupKind{{Group: kubemarkv1alpha1.GroupName}}
@@ -92,7 +92,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 		return err
 	}
 	if msgs := validation.IsValidLabelValue(m.Name); len(msgs) > 0 {
-		return machine.InvalidConfiguration("metadata.name: %q cannot name a kubemark node, it must be a valid %s label value: %s",
+		return provider.InvalidConfiguration("metadata.name: %q cannot name a kubemark node, it must be a valid %s label value: %s",
 			m.Name, corev1.LabelHostname, msgs[0])
 	}
 	node, err := a.ownNode(ctx, a.nodes, m)
@@ -109,7 +109,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	if d := spec.BootDelay.Duration; d > 0 && !m.CreationTimestamp.IsZero() {
 		if wait := m.CreationTimestamp.Add(d).Sub(now); wait > 0 {
 			setProviderStatus(m, &kubemarkv1alpha1.KubemarkMachineProviderStatus{State: kubemarkv1alpha1.InstanceBooting})
-			return machine.RequeueAfter(wait, fmt.Sprintf("instance is booting: its node registers %s after the machine was created (bootDelay)", d))
+			return provider.RequeueAfter(wait, fmt.Sprintf("instance is booting: its node registers %s after the machine was created (bootDelay)", d))
 		}
 	}
 
@@ -131,7 +131,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 			return fmt.Errorf("registering node %q: it already exists: %w", m.Name, err)
 		}
 	case apierrors.IsInvalid(err):
-		return machine.InvalidConfiguration("registering node %q: %v", m.Name, err)
+		return provider.InvalidConfiguration("registering node %q: %v", m.Name, err)
 	case err != nil:
 		return fmt.Errorf("registering node %q: %w", m.Name, err)
 	default:
@@ -160,7 +160,7 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 		switch now := a.now(); {
 		case apierrors.IsNotFound(err) && a.recent.wasRegistered(m.Name, now):
 			return true, nil
-		case a.recent.wasDeleted(m.Name, "", now), !machine.IsProvisioned(m):
+		case a.recent.wasDeleted(m.Name, "", now), !provider.IsProvisioned(m):
 		default:
 			_, err = a.ownNode(ctx, a.client, m)
 		}
@@ -202,15 +202,15 @@ func (a *Actuator) Update(ctx context.Context, m *machinev1beta1.Machine) error 
 		if w.Until.IsZero() {
 			return nil
 		}
-		return machine.RequeueAfter(w.Until.Sub(now), "health simulation: the node turns unhealthy then")
+		return provider.RequeueAfter(w.Until.Sub(now), "health simulation: the node turns unhealthy then")
 	}
 	if err := a.ensureUnhealthy(ctx, node, w); err != nil {
 		return err
 	}
 	if !w.Until.IsZero() && w.Until.Sub(now) <= a.reassert {
-		return machine.RequeueAfter(w.Until.Sub(now), "health simulation: the node recovers then")
+		return provider.RequeueAfter(w.Until.Sub(now), "health simulation: the node recovers then")
 	}
-	return machine.RequeueAfter(a.reassert, "health simulation: checking that the node stays unhealthy")
+	return provider.RequeueAfter(a.reassert, "health simulation: checking that the node stays unhealthy")
 }
 
 // Delete deletes the Machine's Node and the Lease the health simulation may hold for it. A missing Node, or
@@ -349,7 +349,7 @@ func setProviderStatus(m *machinev1beta1.Machine, st *kubemarkv1alpha1.KubemarkM
 }
 
 // ProviderSpecFromMachine decodes, defaults and validates the Machine's
-// providerSpec.value. Any problem is a machine.InvalidConfiguration error
+// providerSpec.value. Any problem is a provider.InvalidConfiguration error
 // whose message names the field, e.g.
 //
 //	providerSpec.value.cpu: Invalid value: "-1": must be positive
@@ -359,7 +359,7 @@ func ProviderSpecFromMachine(m *machinev1beta1.Machine) (*kubemarkv1alpha1.Kubem
 	if v := m.Spec.ProviderSpec.Value; v != nil {
 		var err error
 		if raw, err = v.MarshalJSON(); err != nil { // Raw, else Object encoded
-			return nil, machine.InvalidConfiguration("%s: cannot be encoded: %v", path, err)
+			return nil, provider.InvalidConfiguration("%s: cannot be encoded: %v", path, err)
 		}
 	}
 	spec, errs := kubemarkv1alpha1.DecodeProviderSpec(raw, path)
@@ -368,7 +368,7 @@ func ProviderSpecFromMachine(m *machinev1beta1.Machine) (*kubemarkv1alpha1.Kubem
 		for i, e := range errs {
 			msgs[i] = e.Error()
 		}
-		return nil, machine.InvalidConfiguration("%s", strings.Join(msgs, "; "))
+		return nil, provider.InvalidConfiguration("%s", strings.Join(msgs, "; "))
 	}
 	return spec, nil
 }

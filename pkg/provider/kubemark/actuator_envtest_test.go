@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -146,7 +146,7 @@ func providerStatus(t *testing.T, m *machinev1beta1.Machine) *kubemarkv1alpha1.K
 // requeue asserts that err is a RequeueAfterError and returns its delay.
 func requeue(t *testing.T, err error) time.Duration {
 	t.Helper()
-	r, ok := machine.AsRequeueAfter(err)
+	r, ok := provider.AsRequeueAfter(err)
 	if !ok {
 		t.Fatalf("want a RequeueAfterError, got %v", err)
 	}
@@ -393,7 +393,7 @@ func TestExistsDeleteIdempotent(t *testing.T) {
 	}
 	// Update on a machine whose node is gone is an error (to retry), not a
 	// panic or a success.
-	if err := a.Update(ctx, m); err == nil || machine.IsInvalidConfiguration(err) {
+	if err := a.Update(ctx, m); err == nil || provider.IsInvalidConfiguration(err) {
 		t.Errorf("Update without a node: %v", err)
 	}
 }
@@ -414,7 +414,7 @@ func TestForeignNode(t *testing.T) {
 		t.Errorf("Exists with a foreign node: %v, %v", ok, err)
 	}
 	err := a.Create(ctx, m)
-	if err == nil || !IsForeignNode(err) || machine.IsInvalidConfiguration(err) {
+	if err == nil || !IsForeignNode(err) || provider.IsInvalidConfiguration(err) {
 		t.Fatalf("Create with a foreign node: %v", err)
 	}
 	for _, want := range []string{m.Name, "aws:///us-east-1a/i-0123", "not this machine's node", "belongs to something else"} {
@@ -441,7 +441,7 @@ func TestCreateInvalidConfiguration(t *testing.T) {
 	ctx := t.Context()
 	m := newMachine(t, `"cpu":"-1","health":{"mode":"Sometimes"}`)
 	err := a.Create(ctx, m)
-	if !machine.IsInvalidConfiguration(err) {
+	if !provider.IsInvalidConfiguration(err) {
 		t.Fatalf("want InvalidConfiguration, got %v", err)
 	}
 	for _, want := range []string{`providerSpec.value.cpu: Invalid value: "-1": must be positive`, `providerSpec.value.health.mode: Unsupported value: "Sometimes"`} {

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // The Node Create registers carries the Machine's ownership mark, and ListInstances lists only Nodes whose
@@ -37,7 +37,7 @@ func TestNodesCarryOwnershipMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(insts, func(i machine.Instance) bool { return i.Name == m.Name })
+	i := slices.IndexFunc(insts, func(i provider.Instance) bool { return i.Name == m.Name })
 	if i < 0 || !insts[i].Owner.Owns(m) || insts[i].ProviderID != ProviderID(m.Namespace, m.Name) {
 		t.Errorf("instances %+v: want %s with its Machine's mark", insts, m.Name)
 	}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -162,7 +162,7 @@ func testHealthSimulationWithKwok(t *testing.T, manageFlag string) {
 		t.Helper()
 		poll.Eventually(t, 10*time.Second, "Update to succeed (asking to be called again)", func(context.Context) (bool, error) {
 			err := a.Update(ctx, m)
-			_, ok := machine.AsRequeueAfter(err)
+			_, ok := provider.AsRequeueAfter(err)
 			return ok, err
 		})
 	}

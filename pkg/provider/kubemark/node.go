@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // Names the provider writes on Nodes.
@@ -35,7 +35,7 @@ const (
 	// InstanceType is the value of the node.kubernetes.io/instance-type label.
 	InstanceType = "kubemark"
 	// OwnerAnnotation is the ownership mark on each Node the provider registers: its Machine's
-	// "<namespace>/<name>/<uid>" (machine.Owner). The orphan collection deletes only Nodes that carry it.
+	// "<namespace>/<name>/<uid>" (provider.Owner). The orphan collection deletes only Nodes that carry it.
 	OwnerAnnotation = "kubemark.machine-api-operator.io/owner"
 )
 
@@ -104,7 +104,7 @@ func newNode(m *machinev1beta1.Machine, spec *kubemarkv1alpha1.KubemarkMachinePr
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        m.Name,
 			Labels:      nodeLabels(m),
-			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue, OwnerAnnotation: machine.OwnerOf(m).String()},
+			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue, OwnerAnnotation: provider.OwnerOf(m).String()},
 		},
 		Spec: corev1.NodeSpec{ProviderID: ProviderID(m.Namespace, m.Name)},
 		Status: corev1.NodeStatus{

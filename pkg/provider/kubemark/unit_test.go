@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kubemarkv1alpha1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/kubemark/v1alpha1"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
@@ -159,7 +159,7 @@ func TestProviderSpecFromMachine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ProviderSpecFromMachine(machineWithSpec(tc.raw))
-			if !machine.IsInvalidConfiguration(err) {
+			if !provider.IsInvalidConfiguration(err) {
 				t.Fatalf("error %v is not InvalidConfiguration", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // Defaults of Options.
@@ -46,7 +46,7 @@ type Options struct {
 	VMGroupZonal bool
 }
 
-// Actuator is the vSphere provider (machine.Actuator).
+// Actuator is the vSphere provider (provider.Actuator).
 type Actuator struct {
 	client       client.Client
 	settings     SettingsSource
@@ -67,8 +67,8 @@ type Actuator struct {
 }
 
 var (
-	_ machine.Actuator           = &Actuator{}
-	_ machine.ProviderSpecServer = &Actuator{}
+	_ provider.Actuator   = &Actuator{}
+	_ provider.SpecServer = &Actuator{}
 )
 
 // NewActuator returns a vSphere Actuator.
@@ -83,7 +83,7 @@ func NewActuator(opts Options) *Actuator {
 	return a
 }
 
-// ProviderSpecKinds implements machine.ProviderSpecServer; the kind is named, as the group is shared with
+// ProviderSpecKinds implements provider.SpecServer; the kind is named, as the group is shared with
 // OpenShift's other providers.
 func (a *Actuator) ProviderSpecKinds() []schema.GroupKind {
 	return []schema.GroupKind{{Group: machinev1beta1.GroupName, Kind: providerSpecKind}}
@@ -137,7 +137,7 @@ func (a *Actuator) openVM(ctx context.Context, m *machinev1beta1.Machine, idle b
 		return nil, err
 	}
 	if idle && t.task == taskRunning {
-		return nil, machine.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", t.status.TaskRef, t.info.DescriptionId))
+		return nil, provider.RequeueAfter(a.poll, fmt.Sprintf("vCenter task %s (%s) is running", t.status.TaskRef, t.info.DescriptionId))
 	}
 	t.vm, err = findMachineVM(ctx, t.session, m, t.spec.Workspace.Folder)
 	return t, err
@@ -147,7 +147,7 @@ func (a *Actuator) openVM(ctx context.Context, m *machinev1beta1.Machine, idle b
 // records it in providerStatus.taskRef and asks to be called again.
 func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error {
 	if m.Labels[machinev1beta1.MachineClusterIDLabel] == "" {
-		return machine.InvalidConfiguration("%s: missing %q label", m.Name, machinev1beta1.MachineClusterIDLabel)
+		return provider.InvalidConfiguration("%s: missing %q label", m.Name, machinev1beta1.MachineClusterIDLabel)
 	}
 	spec, err := decodeSpec(m)
 	if err != nil {
@@ -183,7 +183,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 	started := func(ref, doing, requeue string, kv ...any) error {
 		log.FromContext(ctx).Info(doing, append(kv, "task", ref)...)
 		st.TaskRef = ref
-		return writeStatus(m, st, machine.RequeueAfter(a.poll, requeue))
+		return writeStatus(m, st, provider.RequeueAfter(a.poll, requeue))
 	}
 	switch step {
 	case createReportTask:
@@ -221,7 +221,7 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 			return err
 		}
 		if ref == "" { // already in it: power on next
-			return machine.RequeueAfter(a.poll, "the VM is in VM group "+t.spec.Workspace.VMGroup)
+			return provider.RequeueAfter(a.poll, "the VM is in VM group "+t.spec.Workspace.VMGroup)
 		}
 		return started(ref, "adding the VM to its VM group", "adding the VM to VM group "+t.spec.Workspace.VMGroup, "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup)
 	case createPowerOn:
@@ -278,7 +278,7 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 	if err != nil {
 		return false, err
 	}
-	provisioned := m.DeletionTimestamp != nil || machine.IsProvisioned(m)
+	provisioned := m.DeletionTimestamp != nil || provider.IsProvisioned(m)
 	return existsAnswer(vm.state(m), provisioned), nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // Create clones the template with the spec's settings and the Machine's UID
@@ -85,7 +85,7 @@ func TestCreateThenUpdate(t *testing.T) {
 	if err := e.kube.Get(e.ctx, client.ObjectKeyFromObject(m), stored); err != nil {
 		t.Fatal(err)
 	}
-	if got := stored.Annotations[machine.InstanceStateAnnotation]; got != "poweredOn" {
+	if got := stored.Annotations[provider.InstanceStateAnnotation]; got != "poweredOn" {
 		t.Errorf("instance-state annotation %q, want poweredOn", got)
 	}
 	if stored.Labels[RegionLabel] != "region-a" || stored.Labels[ZoneLabel] != "zone-1" {

@@ -17,7 +17,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // guestinfo keys RHCOS reads (OpenShift's names).
@@ -40,12 +40,12 @@ func deviceChanges(spec *machinev1beta1.VSphereMachineProviderSpec, devices obje
 	if !linked && spec.DiskGiB > 0 {
 		disks := devices.SelectByType((*types.VirtualDisk)(nil))
 		if len(disks) != 1 {
-			return nil, machine.InvalidConfiguration("template %q has %d disks: a template with exactly one disk is needed to set diskGiB", spec.Template, len(disks))
+			return nil, provider.InvalidConfiguration("template %q has %d disks: a template with exactly one disk is needed to set diskGiB", spec.Template, len(disks))
 		}
 		disk := *disks[0].(*types.VirtualDisk)
 		want := int64(spec.DiskGiB) * 1024 * 1024
 		if disk.CapacityInKB > want {
-			return nil, machine.InvalidConfiguration("diskGiB: can't resize template disk down, initial capacity is larger: %dKiB > %dKiB", disk.CapacityInKB, want)
+			return nil, provider.InvalidConfiguration("diskGiB: can't resize template disk down, initial capacity is larger: %dKiB > %dKiB", disk.CapacityInKB, want)
 		}
 		disk.CapacityInKB = want
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: &disk})
@@ -90,7 +90,7 @@ func vmConfig(m *machinev1beta1.Machine, spec *machinev1beta1.VSphereMachineProv
 	if kargs != "" {
 		extra = append(extra, &types.OptionValue{Key: guestInfoNetworkKargs, Value: kargs})
 	}
-	extra = append(extra, &types.OptionValue{Key: OwnerKey, Value: machine.OwnerOf(m).String()})
+	extra = append(extra, &types.OptionValue{Key: OwnerKey, Value: provider.OwnerOf(m).String()})
 	return types.VirtualMachineConfigSpec{
 		Annotation:        name,
 		InstanceUuid:      string(m.UID),
@@ -134,7 +134,7 @@ func startClone(ctx context.Context, s *session, m *machinev1beta1.Machine, spec
 		return "", fmt.Errorf("template %q has no configuration yet; retrying", spec.Template)
 	}
 	if v, err := strconv.Atoi(strings.TrimPrefix(tplMo.Config.Version, "vmx-")); err != nil || v < minimumHWVersion {
-		return "", machine.InvalidConfiguration("template %q: hardware lower than %d is not supported, clone stopped. Detected machine template version is %q. Please update the machine template", spec.Template, minimumHWVersion, tplMo.Config.Version)
+		return "", provider.InvalidConfiguration("template %q: hardware lower than %d is not supported, clone stopped. Detected machine template version is %q. Please update the machine template", spec.Template, minimumHWVersion, tplMo.Config.Version)
 	}
 	var snapshot *types.ManagedObjectReference
 	if spec.CloneMode == machinev1beta1.LinkedClone {
@@ -192,9 +192,9 @@ func lookupError(what, field, value string, err error) error {
 	var defNF *find.DefaultNotFoundError
 	switch {
 	case errors.As(err, &nf), errors.As(err, &defNF):
-		return machine.InvalidConfiguration("%s: %s %q not found, specify valid value", field, what, value)
+		return provider.InvalidConfiguration("%s: %s %q not found, specify valid value", field, what, value)
 	case errors.As(err, &multi), errors.As(err, &defMulti):
-		return machine.InvalidConfiguration("%s: multiple %ss found for %q, specify one in config", field, what, value)
+		return provider.InvalidConfiguration("%s: multiple %ss found for %q, specify one in config", field, what, value)
 	}
 	return fmt.Errorf("unable to get %s %q: %w", what, value, err)
 }
@@ -223,7 +223,7 @@ func networkBackings(ctx context.Context, s *session, pool *object.ResourcePool,
 	for i, d := range devices {
 		j := slices.IndexFunc(nets, func(n mo.Network) bool { return n.Name == d.NetworkName })
 		if j < 0 {
-			return nil, machine.InvalidConfiguration("network.devices[%d].networkName: unable to get network for %q (not a network of the resource pool's cluster)", i, d.NetworkName)
+			return nil, provider.InvalidConfiguration("network.devices[%d].networkName: unable to get network for %q (not a network of the resource pool's cluster)", i, d.NetworkName)
 		}
 		ref, ok := object.NewReference(s.client.Client, nets[j].Self).(object.NetworkReference)
 		if !ok {

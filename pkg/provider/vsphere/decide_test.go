@@ -10,7 +10,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 const (
@@ -245,7 +245,7 @@ func TestVMState(t *testing.T) {
 	other := m.DeepCopy()
 	other.Spec.ProviderID = new("vsphere://bios-2")
 	vm := func(byUUID bool, instanceUUID, mark string) *machineVM {
-		return &machineVM{byUUID: byUUID, owner: machine.ParseOwner(mark), mo: mo.VirtualMachine{
+		return &machineVM{byUUID: byUUID, owner: provider.ParseOwner(mark), mo: mo.VirtualMachine{
 			Config: &types.VirtualMachineConfigInfo{Uuid: "BIOS-1", InstanceUuid: instanceUUID}}}
 	}
 	cases := []struct {
@@ -281,7 +281,7 @@ func TestOwnerMark(t *testing.T) {
 		t.Errorf("mark %q, want ns/worker-0/uid-1", got)
 	}
 	for _, bad := range []string{"", "ns/worker-0", "ns//uid", "a/b/c/d"} {
-		if o := machine.ParseOwner(bad); !o.IsZero() {
+		if o := provider.ParseOwner(bad); !o.IsZero() {
 			t.Errorf("ParseOwner(%q) = %+v, want no mark", bad, o)
 		}
 	}

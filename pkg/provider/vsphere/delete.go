@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // excludeNodeDrainingAnnotation skips the drain, and with it the wait for the Node's volumes (OpenShift's).
@@ -33,7 +33,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	var cluster *object.ClusterComputeResource
 	state := vm.state(m)
 	if d.vm, cluster, err = observeGroup(ctx, s, t.spec, vm, state); err != nil {
-		if !machine.IsInvalidConfiguration(err) {
+		if !provider.IsInvalidConfiguration(err) {
 			return err
 		}
 		d.vm = state // no cluster for the group: the VM is in none of its groups
@@ -64,11 +64,11 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 	logger := log.FromContext(ctx)
 	switch step := decideDelete(d); step {
 	case deleteWait:
-		return machine.RequeueAfter(a.poll, "a vCenter task of the VM is running")
+		return provider.RequeueAfter(a.poll, "a vCenter task of the VM is running")
 	case deleteGone: // the VM is gone (or never was the Machine's): its addresses may go too
 		return a.releaseClaims(ctx, m)
 	case deleteWaitVolumes:
-		return machine.RequeueAfter(a.poll, fmt.Sprintf("node %s has attached volumes, requeuing", m.Status.NodeRef.Name))
+		return provider.RequeueAfter(a.poll, fmt.Sprintf("node %s has attached volumes, requeuing", m.Status.NodeRef.Name))
 	case deleteWaitDisks:
 		return errors.New("additional attached disks detected, block vm destruction and wait for disks to be detached")
 	case deleteDetachDisks:
@@ -86,7 +86,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 			return fmt.Errorf("failed to detach disks: %w", err)
 		}
 		logger.Info("drain was skipped for the machine, detaching disks before vm destruction to prevent data loss", "vm", vm.mo.Name, "disks", files, "task", task.Reference().Value)
-		return machine.RequeueAfter(a.poll, "disks were detached, vm will be attempted to destroy in next reconciliation, requeuing")
+		return provider.RequeueAfter(a.poll, "disks were detached, vm will be attempted to destroy in next reconciliation, requeuing")
 	case deleteLeaveGroup:
 		// No task ref: the next call sees the VM still in the group, and editVMGroup waits for the cluster.
 		ref, err := a.editVMGroup(ctx, s, cluster, t.spec.Workspace.VMGroup, vm.obj.Reference(), false)
@@ -94,7 +94,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 			return err
 		}
 		logger.Info("removing the VM from its VM group", "vm", vm.mo.Name, "vmGroup", t.spec.Workspace.VMGroup, "task", ref)
-		return machine.RequeueAfter(a.poll, "removing the VM from VM group "+t.spec.Workspace.VMGroup)
+		return provider.RequeueAfter(a.poll, "removing the VM from VM group "+t.spec.Workspace.VMGroup)
 	default: // deletePowerOff, deleteDestroy
 		start, verb, doing := vm.obj.Destroy, "destroying", "destroying the VM"
 		if step == deletePowerOff {
@@ -105,6 +105,6 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 			return fmt.Errorf("%s VM %s: %w", verb, vm.mo.Name, err)
 		}
 		logger.Info(doing, "vm", vm.mo.Name, "task", task.Reference().Value)
-		return machine.RequeueAfter(a.poll, doing)
+		return provider.RequeueAfter(a.poll, doing)
 	}
 }

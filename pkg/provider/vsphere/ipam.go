@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // claimName is OpenShift's name of the IPAddressClaim for pool p of network device d.
@@ -138,7 +138,7 @@ func (a *Actuator) staticNetwork(ctx context.Context, m *machinev1beta1.Machine,
 	}
 	if pools == nil {
 		c := meta.FindStatusCondition(st.Conditions, string(machinev1beta1.IPAddressClaimedCondition))
-		return "", machine.RequeueAfter(a.poll, c.Message)
+		return "", provider.RequeueAfter(a.poll, c.Message)
 	}
 	return networkKargs(spec.Network.Devices, pools)
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // slowClones makes vcsim's clone tasks take ms milliseconds, without holding
@@ -157,7 +157,7 @@ func TestCreateInvalidConfiguration(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := e.newMachine("bad-"+tc.name, tc.mutate)
 			err := call(m, e.a.Create, true)
-			if !machine.IsInvalidConfiguration(err) {
+			if !provider.IsInvalidConfiguration(err) {
 				t.Fatalf("got %v, want InvalidConfiguration", err)
 			}
 			mustContain(t, err, tc.want)
@@ -180,7 +180,7 @@ func TestCredentialErrors(t *testing.T) {
 	})
 	err := call(noSecret, e.a.Create, true)
 	mustContain(t, err, "credentials secret openshift-machine-api/missing-creds not found", `"127.0.0.1.username"`, `"127.0.0.1.password"`)
-	if machine.IsInvalidConfiguration(err) {
+	if provider.IsInvalidConfiguration(err) {
 		t.Error("a missing Secret failed the Machine; it should be retried (the Secret may come later)")
 	}
 
@@ -193,7 +193,7 @@ func TestCredentialErrors(t *testing.T) {
 	}
 	m := e.newMachine("partial", func(s *machinev1beta1.VSphereMachineProviderSpec) { s.CredentialsSecret.Name = "partial" })
 	err = call(m, e.a.Create, true)
-	if !machine.IsInvalidConfiguration(err) {
+	if !provider.IsInvalidConfiguration(err) {
 		t.Errorf("Secret without password: %v, want InvalidConfiguration", err)
 	}
 	mustContain(t, err, `secret openshift-machine-api/partial does not have "127.0.0.1.password" field set`)

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
-var _ machine.InstanceLister = &Actuator{}
+var _ provider.InstanceLister = &Actuator{}
 
 // orphanDeleteTimeout bounds DeleteInstance: power off and destroy are two vCenter tasks, polled like Delete's.
 const orphanDeleteTimeout = 5 * time.Minute
@@ -39,11 +39,11 @@ type clusterFolder struct {
 	clusterID string
 }
 
-// ListInstances implements machine.InstanceLister: the tagged VMs with this provider's ownership mark in
+// ListInstances implements provider.InstanceLister: the tagged VMs with this provider's ownership mark in
 // namespace's vSphere workspace folders (docs/safety.md), kept for DeleteInstance; an unreadable folder errs,
 // the others are listed.
-func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machine.Instance, error) {
-	out, listed := []machine.Instance{}, map[string]clusterFolder{}
+func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]provider.Instance, error) {
+	out, listed := []provider.Instance{}, map[string]clusterFolder{}
 	folders, err := a.clusterFolders(ctx, namespace)
 	errs := []error{err}
 	for _, f := range folders {
@@ -63,9 +63,9 @@ func (a *Actuator) ListInstances(ctx context.Context, namespace string) ([]machi
 	return out, errors.Join(errs...)
 }
 
-// DeleteInstance implements machine.InstanceLister: it deletes the VM, if its folder still holds it with
+// DeleteInstance implements provider.InstanceLister: it deletes the VM, if its folder still holds it with
 // inst's providerID, name and mark (and tag), by Delete on a stand-in Machine whose UID is the VM's instance UUID.
-func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) error {
+func (a *Actuator) DeleteInstance(ctx context.Context, inst provider.Instance) error {
 	a.orphans.Lock()
 	f, ok := a.orphans.listed[inst.ProviderID]
 	a.orphans.Unlock()
@@ -93,7 +93,7 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 	defer cancel()
 	for {
 		err := a.Delete(ctx, m)
-		ra, ok := machine.AsRequeueAfter(err)
+		ra, ok := provider.AsRequeueAfter(err)
 		if !ok {
 			if err != nil {
 				return fmt.Errorf("deleting orphan VM %s: %w", target, err)
@@ -111,7 +111,7 @@ func (a *Actuator) DeleteInstance(ctx context.Context, inst machine.Instance) er
 // clusterInstance decides whether a tagged VM of a workspace folder is one of the cluster's instances: one
 // this provider cloned, with its ownership mark (the installer's VMs, a user's and OpenShift's clones have
 // none), and never a template, the Machines' template or the installer's bootstrap VM.
-func clusterInstance(vm mo.VirtualMachine, template, clusterID string) (machine.Instance, bool) {
+func clusterInstance(vm mo.VirtualMachine, template, clusterID string) (provider.Instance, bool) {
 	c := ptr.Deref(vm.Config, types.VirtualMachineConfigInfo{})
 	owner := ownerOf(&c)
 	switch {
@@ -119,10 +119,10 @@ func clusterInstance(vm mo.VirtualMachine, template, clusterID string) (machine.
 	case vm.Name == path.Base(template), c.InstanceUuid == template:
 	case vm.Name == clusterID+"-bootstrap", vm.Name == clusterID+"-boostrap": // the installer's (one release spelt it so), deleted by it
 	default:
-		return machine.Instance{ProviderID: providerIDPrefix + strings.ToLower(c.Uuid), Name: vm.Name,
+		return provider.Instance{ProviderID: providerIDPrefix + strings.ToLower(c.Uuid), Name: vm.Name,
 			CreatedAt: ptr.Deref(c.CreateDate, time.Time{}), Owner: owner}, true
 	}
-	return machine.Instance{}, false
+	return provider.Instance{}, false
 }
 
 // clusterFolders collects the distinct workspace folders of namespace's vSphere Machines and MachineSets

@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere/vspheretest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -64,7 +64,7 @@ func TestClusterInstance(t *testing.T) {
 			if ok != c.want {
 				t.Fatalf("listed = %v, want %v", ok, c.want)
 			}
-			want := machine.Instance{ProviderID: "vsphere://4216abcd-0000", Name: c.vm.Name, CreatedAt: created, Owner: ownerOf(c.vm.Config)}
+			want := provider.Instance{ProviderID: "vsphere://4216abcd-0000", Name: c.vm.Name, CreatedAt: created, Owner: ownerOf(c.vm.Config)}
 			if ok && got != want {
 				t.Errorf("instance = %+v, want %+v", got, want)
 			}
@@ -155,7 +155,7 @@ func (e *orphanEnv) running(name string) *machinev1beta1.Machine {
 	return m
 }
 
-func instanceNames(insts []machine.Instance) []string {
+func instanceNames(insts []provider.Instance) []string {
 	var out []string
 	for _, i := range insts {
 		out = append(out, i.Name)
@@ -207,7 +207,7 @@ func TestListInstancesTaggedInFolder(t *testing.T) {
 func (e *orphanEnv) collector(period time.Duration, maxDeletions int, dryRun bool) *safety.OrphanCollector {
 	return safety.NewOrphanCollector(safety.OrphanCollectorOptions{
 		Client: e.kube, APIReader: e.kube, Namespace: testNamespace, Period: period, MaxDeletions: maxDeletions, DryRun: dryRun,
-		Listers: []machine.InstanceLister{e.a},
+		Listers: []provider.InstanceLister{e.a},
 	})
 }
 
@@ -242,13 +242,13 @@ func TestOrphanCollectorDeletesOnlyMarkedVMs(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.clone(name, &types.VirtualMachineConfigSpec{InstanceUuid: string(other.UID), ExtraConfig: []types.BaseOptionValue{
-			&types.OptionValue{Key: OwnerKey, Value: machine.OwnerOf(other).String()}}})
+			&types.OptionValue{Key: OwnerKey, Value: provider.OwnerOf(other).String()}}})
 	}
 	if err := e.kube.Delete(e.ctx, orphan); err != nil { // gone without its VM
 		t.Fatal(err)
 	}
 	// DeleteInstance refuses what it did not list, and a name or mark that changed.
-	inst := machine.Instance{ProviderID: *orphan.Spec.ProviderID, Name: "orphan-0", Owner: machine.OwnerOf(orphan)}
+	inst := provider.Instance{ProviderID: *orphan.Spec.ProviderID, Name: "orphan-0", Owner: provider.OwnerOf(orphan)}
 	if err := e.a.DeleteInstance(e.ctx, inst); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestOrphanCollectorDeletesOnlyMarkedVMs(t *testing.T) {
 	renamed, remarked := inst, inst
 	renamed.Name = "renamed"
 	remarked.Owner.UID = "another-uid"
-	for _, i := range []machine.Instance{renamed, remarked} {
+	for _, i := range []provider.Instance{renamed, remarked} {
 		if err := e.a.DeleteInstance(e.ctx, i); err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // userAgent is OpenShift's, so vCenter logs attribute the calls the same way.
@@ -123,7 +123,7 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 	}
 	u, err := soap.ParseURL(host)
 	if err != nil || u == nil {
-		return nil, machine.InvalidConfiguration("workspace.server %q is not a vCenter address: %v", key.server, err)
+		return nil, provider.InvalidConfiguration("workspace.server %q is not a vCenter address: %v", key.server, err)
 	}
 	u.User = nil // logged in separately: a login failure is reported as such, the password never shows in a URL
 	sc := soap.NewClient(u, key.insecure)
@@ -145,7 +145,7 @@ func (s *sessions) connect(ctx context.Context, key sessionKey, password string)
 		var nf *find.NotFoundError
 		var multiple *find.DefaultMultipleFoundError
 		if errors.As(err, &nf) || errors.As(err, &multiple) {
-			return nil, machine.InvalidConfiguration("workspace.datacenter: datacenter %q not found on vCenter %s (or several exist and none is named): %v", key.datacenter, u.Host, err)
+			return nil, provider.InvalidConfiguration("workspace.datacenter: datacenter %q not found on vCenter %s (or several exist and none is named): %v", key.datacenter, u.Host, err)
 		}
 		return nil, fmt.Errorf("finding datacenter %q on vCenter %s: %w", key.datacenter, u.Host, err)
 	}
@@ -196,7 +196,7 @@ func readCredentials(ctx context.Context, c client.Reader, namespace string, spe
 	}
 	for _, k := range [][2]string{{userKey, "user name"}, {passwordKey, "password"}} {
 		if len(secret.Data[k[0]]) == 0 {
-			return credentials{}, machine.InvalidConfiguration("secret %s/%s does not have %q field set: add the vCenter %s for server %q", namespace, name, k[0], k[1], server)
+			return credentials{}, provider.InvalidConfiguration("secret %s/%s does not have %q field set: add the vCenter %s for server %q", namespace, name, k[0], k[1], server)
 		}
 	}
 	return credentials{username: string(secret.Data[userKey]), password: string(secret.Data[passwordKey])}, nil

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere/vspheretest"
 )
 
@@ -142,7 +142,7 @@ func (e *simEnv) until(m *machinev1beta1.Machine, op func(context.Context, *mach
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := call(m, op, persist)
-		ra, ok := machine.AsRequeueAfter(err)
+		ra, ok := provider.AsRequeueAfter(err)
 		if !ok {
 			return err
 		}
@@ -163,7 +163,7 @@ func status(t *testing.T, m *machinev1beta1.Machine) *machinev1beta1.VSphereMach
 }
 
 func requeued(err error) bool {
-	_, ok := machine.AsRequeueAfter(err)
+	_, ok := provider.AsRequeueAfter(err)
 	return ok
 }
 

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 const (
@@ -22,21 +22,21 @@ const (
 func decodeSpec(m *machinev1beta1.Machine) (*machinev1beta1.VSphereMachineProviderSpec, error) {
 	v := m.Spec.ProviderSpec.Value
 	if v == nil || len(v.Raw) == 0 {
-		return nil, machine.InvalidConfiguration("spec.providerSpec.value: missing; set a %s", providerSpecKind)
+		return nil, provider.InvalidConfiguration("spec.providerSpec.value: missing; set a %s", providerSpecKind)
 	}
 	spec := &machinev1beta1.VSphereMachineProviderSpec{}
 	if err := json.Unmarshal(v.Raw, spec); err != nil {
-		return nil, machine.InvalidConfiguration("spec.providerSpec.value: not a %s: %v", providerSpecKind, err)
+		return nil, provider.InvalidConfiguration("spec.providerSpec.value: not a %s: %v", providerSpecKind, err)
 	}
 	// Another provider's kind in the shared machine.openshift.io group is refused, not failed.
 	if spec.Kind != "" && spec.Kind != providerSpecKind {
 		return nil, fmt.Errorf("spec.providerSpec.value.kind %q is another provider's; the vSphere provider serves %s only and leaves this Machine alone", spec.Kind, providerSpecKind)
 	}
 	if spec.Workspace == nil || spec.Workspace.Server == "" {
-		return nil, machine.InvalidConfiguration("spec.providerSpec.value.workspace.server: required (the vCenter to create the VM on)")
+		return nil, provider.InvalidConfiguration("spec.providerSpec.value.workspace.server: required (the vCenter to create the VM on)")
 	}
 	if spec.Template == "" {
-		return nil, machine.InvalidConfiguration("spec.providerSpec.value.template: required (the VM template to clone)")
+		return nil, provider.InvalidConfiguration("spec.providerSpec.value.template: required (the VM template to clone)")
 	}
 	return spec, nil
 }

@@ -6,7 +6,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 func TestDecodeSpec(t *testing.T) {
@@ -25,7 +25,7 @@ func TestDecodeSpec(t *testing.T) {
 	for _, tc := range cases {
 		m := &machinev1beta1.Machine{Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(tc.raw)}}}}
 		_, err := decodeSpec(m)
-		if (err != nil) != tc.err || machine.IsInvalidConfiguration(err) != tc.invalid {
+		if (err != nil) != tc.err || provider.IsInvalidConfiguration(err) != tc.invalid {
 			t.Errorf("%s: got %v; want error %v, InvalidConfiguration %v", tc.name, err, tc.err, tc.invalid)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // OpenShift's Machine labels for the failure domain.
@@ -135,7 +135,7 @@ func failureDomainFor(ws *machinev1beta1.Workspace, fds []configv1.VSpherePlatfo
 func (a *Actuator) patchMetadata(ctx context.Context, m *machinev1beta1.Machine, power types.VirtualMachinePowerState,
 	region, zone string, setLabels bool) error {
 	before := m.ObjectMeta.DeepCopy()
-	metav1.SetMetaDataAnnotation(&m.ObjectMeta, machine.InstanceStateAnnotation, string(power))
+	metav1.SetMetaDataAnnotation(&m.ObjectMeta, provider.InstanceStateAnnotation, string(power))
 	if setLabels {
 		metav1.SetMetaDataLabel(&m.ObjectMeta, RegionLabel, region)
 		metav1.SetMetaDataLabel(&m.ObjectMeta, ZoneLabel, zone)

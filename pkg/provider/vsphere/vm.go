@@ -16,22 +16,22 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // vmProperties are the VM properties Update, Exists and Delete read, in one property-collector call.
 var vmProperties = []string{"name", "config.uuid", "config.instanceUuid", "config.hardware.device", "runtime.powerState", "guest.net", "recentTask"}
 
 // OwnerKey is the extraConfig key of the ownership mark written at clone time: the Machine's
-// "<namespace>/<name>/<uid>" (machine.Owner). vmx keys are dotted words, so no "/" in the key.
+// "<namespace>/<name>/<uid>" (provider.Owner). vmx keys are dotted words, so no "/" in the key.
 const OwnerKey = "machineapi.owner"
 
 // machineVM is a VM found for a Machine, with its properties.
 type machineVM struct {
 	obj    *object.VirtualMachine
 	mo     mo.VirtualMachine
-	byUUID bool          // found by instance UUID = the Machine's UID
-	owner  machine.Owner // the ownership mark, read for a VM found by name only
+	byUUID bool           // found by instance UUID = the Machine's UID
+	owner  provider.Owner // the ownership mark, read for a VM found by name only
 }
 
 // state is what the decisions need of the VM, seen from m: whose it is and, for a foreign one, whether m
@@ -122,18 +122,18 @@ func findByName(ctx context.Context, s *session, folder, name string) (*machineV
 }
 
 // ownerOf reads the ownership mark of a VM's configuration (zero: none).
-func ownerOf(c *types.VirtualMachineConfigInfo) machine.Owner {
+func ownerOf(c *types.VirtualMachineConfigInfo) provider.Owner {
 	if c == nil {
-		return machine.Owner{}
+		return provider.Owner{}
 	}
 	for _, o := range c.ExtraConfig {
 		if ov := o.GetOptionValue(); ov != nil && ov.Key == OwnerKey {
 			if s, ok := ov.Value.(string); ok {
-				return machine.ParseOwner(s)
+				return provider.ParseOwner(s)
 			}
 		}
 	}
-	return machine.Owner{}
+	return provider.Owner{}
 }
 
 // readTask returns the state of the task ref names and its info.

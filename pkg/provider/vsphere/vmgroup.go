@@ -11,7 +11,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // vmGroup is the cluster VM group (DRS) the providerSpec names, read from the cluster owning the resource pool.
@@ -41,7 +41,7 @@ func groupCluster(ctx context.Context, vm *object.VirtualMachine, ws *machinev1b
 	}
 	cluster, ok := owner.(*object.ClusterComputeResource)
 	if !ok {
-		return nil, machine.InvalidConfiguration("workspace.vmGroup: resource pool %q belongs to %s, not a cluster; VM groups need a cluster's resource pool", ws.ResourcePool, owner.Reference())
+		return nil, provider.InvalidConfiguration("workspace.vmGroup: resource pool %q belongs to %s, not a cluster; VM groups need a cluster's resource pool", ws.ResourcePool, owner.Reference())
 	}
 	return cluster, nil
 }
@@ -86,7 +86,7 @@ func tasksRunning(ctx context.Context, s *session, refs []types.ManagedObjectRef
 // The VM list is replaced as a whole: one edit at a time per Actuator, none while a cluster task runs (a requeue).
 func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.ClusterComputeResource, name string, vm types.ManagedObjectReference, add bool) (string, error) {
 	if !a.groupEdits.TryLock() {
-		return "", machine.RequeueAfter(a.poll, "another VM group edit of this controller is in flight")
+		return "", provider.RequeueAfter(a.poll, "another VM group edit of this controller is in flight")
 	}
 	defer a.groupEdits.Unlock()
 	g, err := readVMGroup(ctx, s, cluster, name)
@@ -100,7 +100,7 @@ func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.
 	case g.has(vm) == add:
 		return "", nil
 	case g.busy:
-		return "", machine.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running; VM group %q is edited after it", g.clusterName, g.name))
+		return "", provider.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running; VM group %q is edited after it", g.clusterName, g.name))
 	}
 	if last := a.lastGroupEdit; last.task != "" {
 		state, info, err := readTask(ctx, s, last.task)
@@ -112,7 +112,7 @@ func (a *Actuator) editVMGroup(ctx context.Context, s *session, cluster *object.
 		unseen := state == taskSucceeded && last.group == g.name && g.has(last.vm) != last.add &&
 			info.CompleteTime != nil && a.now().Sub(*info.CompleteTime) < a.timeout
 		if state == taskRunning || unseen {
-			return "", machine.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running (VM group edit %s); VM group %q is edited after it", g.clusterName, last.task, g.name))
+			return "", provider.RequeueAfter(a.poll, fmt.Sprintf("a vCenter task of cluster %s is running (VM group edit %s); VM group %q is edited after it", g.clusterName, last.task, g.name))
 		}
 		a.lastGroupEdit = groupEdit{}
 	}

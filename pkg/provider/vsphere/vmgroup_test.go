@@ -13,7 +13,7 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
 // otherVM is a VM of the simulated cluster that is not a Machine's.
@@ -169,7 +169,7 @@ func TestCreateVMGroupNeedsFeatureGate(t *testing.T) {
 	if err == nil || err.Error() != "worker-0: vmGroup is only available with the VSphereHostVMGroupZonal feature gate" {
 		t.Fatalf("Create: %v, want OpenShift's feature gate error", err)
 	}
-	if requeued(err) || machine.IsInvalidConfiguration(err) {
+	if requeued(err) || provider.IsInvalidConfiguration(err) {
 		t.Errorf("Create: %v is a requeue or fails the Machine; want a plain, retried error", err)
 	}
 	if n := e.vmsNamed("worker-0"); n != 0 {
@@ -185,7 +185,7 @@ func TestCreateVMGroupMissing(t *testing.T) {
 	m := e.newMachine("worker-0", inGroup("zone-x"))
 	err := e.until(m, e.a.Create, true)
 	mustContain(t, err, `VM group "zone-x" not found in cluster DC0_C0`, "create the VM group")
-	if machine.IsInvalidConfiguration(err) {
+	if provider.IsInvalidConfiguration(err) {
 		t.Errorf("%v fails the Machine; want it retried (the group may be created later)", err)
 	}
 	if _, found := e.VMGroupMembers("zone-x"); found {
@@ -254,7 +254,7 @@ func TestVMGroupOutsideACluster(t *testing.T) {
 		s.Workspace.ResourcePool = "/DC0/host/DC0_H0/Resources"
 	})
 	err := e.until(m, e.a.Create, true)
-	if !machine.IsInvalidConfiguration(err) {
+	if !provider.IsInvalidConfiguration(err) {
 		t.Fatalf("Create: %v, want InvalidConfiguration", err)
 	}
 	mustContain(t, err, `resource pool "/DC0/host/DC0_H0/Resources" belongs to`, "not a cluster")

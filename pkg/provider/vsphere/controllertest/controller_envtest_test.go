@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere/vspheretest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
@@ -189,7 +190,7 @@ func TestMachineLifecycleOnVCenter(t *testing.T) {
 	if id := stored.Spec.ProviderID; id == nil || !strings.HasPrefix(*id, "vsphere://") {
 		t.Errorf("providerID %v, want vsphere://<BIOS UUID>", id)
 	}
-	if got := stored.Annotations[machine.InstanceStateAnnotation]; got != "poweredOn" {
+	if got := stored.Annotations[provider.InstanceStateAnnotation]; got != "poweredOn" {
 		t.Errorf("instance-state annotation %q, want poweredOn", got)
 	}
 	if n := f.vc.VMsNamed("worker-a"); n != 1 {

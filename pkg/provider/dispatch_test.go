@@ -1,4 +1,4 @@
-package machine
+package provider
 
 import (
 	"context"
@@ -9,13 +9,45 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// kindServer is a fake provider serving named kinds.
+// kindServer is a fake provider serving kinds that counts its calls by operation.
 type kindServer struct {
-	*fakeActuator
 	kinds []schema.GroupKind
+	calls map[string]int
 }
 
-func (k kindServer) ProviderSpecKinds() []schema.GroupKind { return k.kinds }
+func newKindServer(kinds ...schema.GroupKind) *kindServer {
+	return &kindServer{kinds: kinds, calls: map[string]int{}}
+}
+
+func (k *kindServer) ProviderSpecKinds() []schema.GroupKind { return k.kinds }
+func (k *kindServer) Calls(op string) int                   { return k.calls[op] }
+
+func (k *kindServer) Create(context.Context, *machinev1beta1.Machine) error {
+	k.calls[opCreate]++
+	return nil
+}
+
+func (k *kindServer) Update(context.Context, *machinev1beta1.Machine) error {
+	k.calls[opUpdate]++
+	return nil
+}
+
+func (k *kindServer) Exists(context.Context, *machinev1beta1.Machine) (bool, error) {
+	k.calls[opExists]++
+	return true, nil
+}
+
+func (k *kindServer) Delete(context.Context, *machinev1beta1.Machine) error {
+	k.calls[opDelete]++
+	return nil
+}
+
+const (
+	opCreate = "Create"
+	opUpdate = "Update"
+	opExists = "Exists"
+	opDelete = "Delete"
+)
 
 // TestProvidersDispatchByProviderSpec: each Machine reaches the provider of
 // its providerSpec type and no other; an untyped one goes to the first
@@ -37,8 +69,8 @@ func TestProvidersDispatchByProviderSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kubemark := &fakeActuator{Groups: []string{"kubemark.machine-api-operator.io"}}
-			vs := kindServer{&fakeActuator{}, []schema.GroupKind{{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}}}
+			kubemark := newKindServer(schema.GroupKind{Group: "kubemark.machine-api-operator.io"})
+			vs := newKindServer(schema.GroupKind{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"})
 			p := NewProviders(kubemark, vs)
 			m := &machinev1beta1.Machine{Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: []byte(tt.value)}}}}
 			ctx := context.Background()
@@ -63,9 +95,9 @@ func TestProvidersDispatchByProviderSpec(t *testing.T) {
 
 // TestProvidersServeTheUnion: the controller sees every provider's kinds.
 func TestProvidersServeTheUnion(t *testing.T) {
-	vs := kindServer{&fakeActuator{}, []schema.GroupKind{{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"}}}
-	p := NewProviders(&fakeActuator{Groups: []string{"kubemark.machine-api-operator.io"}}, vs)
-	got := describeKinds(p.ProviderSpecKinds())
+	vs := newKindServer(schema.GroupKind{Group: "machine.openshift.io", Kind: "VSphereMachineProviderSpec"})
+	p := NewProviders(newKindServer(schema.GroupKind{Group: "kubemark.machine-api-operator.io"}), vs)
+	got := DescribeKinds(p.ProviderSpecKinds())
 	if want := "kubemark.machine-api-operator.io, VSphereMachineProviderSpec (machine.openshift.io)"; got != want {
 		t.Errorf("kinds %q, want %q", got, want)
 	}

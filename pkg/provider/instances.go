@@ -1,11 +1,32 @@
-package machine
+package provider
 
 import (
+	"context"
 	"strings"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// Instance is one provider instance, as an InstanceLister reports it.
+type Instance struct {
+	ProviderID string    // the owning Machine's spec.providerID, now or to be
+	Name       string    // for this project's providers, the name of the Machine it was created for
+	CreatedAt  time.Time // zero when the provider cannot tell: such an instance is never collected
+	// Owner is the ownership mark the provider wrote when it created the instance; zero (no mark: an
+	// installer's, a user's, another tool's instance) is never collected.
+	Owner Owner
+}
+
+// InstanceLister is an optional provider interface for the orphan collection (docs/safety.md).
+type InstanceLister interface {
+	// ListInstances lists the instances in the places Machines of namespace create them (all when it cannot
+	// tell), with their ownership marks; the collector checks each mark against the Machines of its namespace.
+	ListInstances(ctx context.Context, namespace string) ([]Instance, error)
+	// DeleteInstance deletes inst unless inst.Name now names another instance; a missing one is deleted.
+	DeleteInstance(ctx context.Context, inst Instance) error
+}
 
 // Owner is the ownership mark a provider writes on each instance it creates: the Machine's namespace, name
 // and UID, as "<namespace>/<name>/<uid>". A Machine of the same name but another UID does not own it.
