@@ -106,7 +106,7 @@ func TestOvershootFreeze(t *testing.T) {
 			return false, err
 		}
 		c := frozenCondition(ms)
-		if ms.Labels[safety.FreezeLabel] != safety.FreezeLabelValue || c == nil || c.Status != corev1.ConditionTrue || c.Reason != safety.ReasonOverShootingReplicaCount {
+		if ms.Labels[mdv1beta1.FreezeLabel] != mdv1beta1.FreezeLabelValue || c == nil || c.Status != corev1.ConditionTrue || c.Reason != safety.ReasonOverShootingReplicaCount {
 			return false, fmt.Errorf("labels %v, Frozen condition %+v", ms.Labels, c)
 		}
 		return hasEvent(ctx, "MachineSet", name, safety.EventFrozeMachineSet)
@@ -133,7 +133,7 @@ func TestOvershootFreeze(t *testing.T) {
 	if len(owned) != 0 {
 		t.Errorf("frozen machineset %s created %v", name, machineNames(owned))
 	}
-	if ms.Labels[safety.FreezeLabel] != safety.FreezeLabelValue {
+	if ms.Labels[mdv1beta1.FreezeLabel] != mdv1beta1.FreezeLabelValue {
 		t.Errorf("machineset %s thawed at %d machines (threshold %d): labels %v", name, threshold, threshold, ms.Labels)
 	}
 
@@ -147,7 +147,7 @@ func TestOvershootFreeze(t *testing.T) {
 		if err := cluster.Get(ctx, client.ObjectKeyFromObject(ms), ms); err != nil {
 			return false, err
 		}
-		if c := frozenCondition(ms); ms.Labels[safety.FreezeLabel] != "" || (c != nil && c.Status == corev1.ConditionTrue) {
+		if c := frozenCondition(ms); ms.Labels[mdv1beta1.FreezeLabel] != "" || (c != nil && c.Status == corev1.ConditionTrue) {
 			return false, fmt.Errorf("labels %v, Frozen condition %+v", ms.Labels, c)
 		}
 		return hasEvent(ctx, "MachineSet", name, safety.EventUnfrozeMachineSet)

@@ -17,9 +17,6 @@ const (
 	MasterNodeRoleLabel       = "node-role.kubernetes.io/master"
 )
 
-// NodeRefNameField is the cache field index on Machines holding status.nodeRef.name.
-const NodeRefNameField = "status.nodeRef.name"
-
 // Condition reasons set by the machine controller.
 const (
 	// InstanceExists

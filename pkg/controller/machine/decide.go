@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
@@ -90,10 +90,10 @@ func nodeToLink(m *machinev1beta1.Machine, nodes []corev1.Node) (*corev1.ObjectR
 		return nil, false
 	}
 	n := &nodes[0]
-	if owner, ok := n.Annotations[nodelink.MachineAnnotation]; ok && owner != m.Namespace+"/"+m.Name {
+	if owner, ok := n.Annotations[machinenode.MachineAnnotation]; ok && owner != m.Namespace+"/"+m.Name {
 		return nil, false
 	}
-	return ptr.To(nodelink.NodeRef(n)), true
+	return ptr.To(machinenode.NodeRef(n)), true
 }
 
 // deletionStage is the next stage of the deletion pipeline.

@@ -3,12 +3,10 @@ package machine
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,15 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // ControllerName is the name events are recorded under; the controller itself is named "machine".
 const ControllerName = "machine-controller"
 
-// SetupWithManager registers the controller, watching Machines and their Nodes (NodeRefNameField index).
+// SetupWithManager registers the controller, watching Machines and their Nodes (machinenode.NodeRefNameField index).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -47,16 +45,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
-	if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := machinenode.IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	if r.nodesByProviderID == nil {
-		if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &corev1.Node{}, Name: nodelink.IndexNodeProviderID, Extract: nodelink.NodeProviderIDIndex}); err != nil {
+		if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &corev1.Node{}, Name: machinenode.IndexNodeProviderID, Extract: machinenode.NodeProviderIDIndex}); err != nil {
 			return err
 		}
 		r.nodesByProviderID = func(ctx context.Context, providerID string) ([]corev1.Node, error) {
 			nodes := &corev1.NodeList{}
-			err := r.Client.List(ctx, nodes, client.MatchingFields{nodelink.IndexNodeProviderID: providerID})
+			err := r.Client.List(ctx, nodes, client.MatchingFields{machinenode.IndexNodeProviderID: providerID})
 			return nodes.Items, err
 		}
 	}
@@ -71,48 +69,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// IndexMachinesByNodeRef adds the NodeRefNameField index unless another controller did.
-func IndexMachinesByNodeRef(ctx context.Context, indexer client.FieldIndexer) error {
-	return index.Register(ctx, indexer, index.Index{Object: &machinev1beta1.Machine{}, Name: NodeRefNameField, Extract: machineNodeRefName})
-}
-
-func machineNodeRefName(o client.Object) []string {
-	m, ok := o.(*machinev1beta1.Machine)
-	if !ok || m.Status.NodeRef == nil || m.Status.NodeRef.Name == "" {
-		return nil
-	}
-	return []string{m.Status.NodeRef.Name}
-}
-
-// MachinesOfNode returns, from c's cache (never to be modified), the Machines in namespace
-// ("": all) whose nodeRef names node (NodeRefNameField) and the one its annotation names.
-func MachinesOfNode(ctx context.Context, c client.Reader, namespace string, node client.Object) []*machinev1beta1.Machine {
-	var out []*machinev1beta1.Machine
-	list := &machinev1beta1.MachineList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace),
-		client.MatchingFields{NodeRefNameField: node.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "mapping a Node to Machines", "node", node.GetName())
-	}
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
-	}
-	if ns, name, ok := strings.Cut(node.GetAnnotations()[nodelink.MachineAnnotation], "/"); ok && ns != "" && name != "" &&
-		(namespace == "" || ns == namespace) {
-		m := &machinev1beta1.Machine{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m, client.UnsafeDisableDeepCopy); err == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // nodeHandler enqueues the Machines of a Node and, when a control-plane drain of ours ends, the Machines
 // waiting for it, so they do not sit out their drain backoff.
 func (r *Reconciler) nodeHandler() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	enqueue := func(ctx context.Context, q queue, node client.Object, drainEnded bool) {
 		ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("node", node.GetName()))
-		r.enqueueMachines(ctx, q, nil, "mapping a node to machines", client.MatchingFields{NodeRefNameField: node.GetName()})
+		r.enqueueMachines(ctx, q, nil, "mapping a node to machines", client.MatchingFields{machinenode.NodeRefNameField: node.GetName()})
 		if drainEnded {
 			r.enqueueMachines(ctx, q, waitingForControlPlaneDrain, "listing machines waiting for a control-plane drain")
 		}

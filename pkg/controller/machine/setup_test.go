@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 )
 
 // The Node handler wakes the Machines of the Node and, when a control-plane
@@ -31,7 +33,7 @@ func TestNodeHandlerWakesControlPlaneWaiters(t *testing.T) {
 		return m
 	}
 	c := fake.NewClientBuilder().WithScheme(env.Scheme).
-		WithIndex(&machinev1beta1.Machine{}, NodeRefNameField, func(o client.Object) []string {
+		WithIndex(&machinev1beta1.Machine{}, machinenode.NodeRefNameField, func(o client.Object) []string {
 			return []string{o.(*machinev1beta1.Machine).Status.NodeRef.Name}
 		}).
 		WithObjects(
@@ -93,7 +95,7 @@ func TestIndexMachinesByNodeRefTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		if err := machinenode.IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			t.Fatalf("registration %d: %v", i+1, err)
 		}
 	}

@@ -31,7 +31,7 @@ import (
 type Options struct {
 	// Namespace (optional) restricts the controller to one namespace.
 	Namespace string
-	// Client reads through a cache with the machine.NodeRefNameField index
+	// Client reads through a cache with the machinenode.NodeRefNameField index
 	// (SetupWithManager registers it) and writes. Default: the manager's.
 	Client client.Client
 	// APIReader reads uncached: Nodes missing from the cache, remediation

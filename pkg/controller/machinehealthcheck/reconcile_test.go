@@ -19,15 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
 func fakeClient(objs ...client.Object) client.Client {
 	return fake.NewClientBuilder().WithScheme(scheme.New()).
 		WithStatusSubresource(&machinev1beta1.MachineHealthCheck{}).
-		WithIndex(&machinev1beta1.Machine{}, machine.NodeRefNameField, func(o client.Object) []string {
+		WithIndex(&machinev1beta1.Machine{}, machinenode.NodeRefNameField, func(o client.Object) []string {
 			if m := o.(*machinev1beta1.Machine); m.Status.NodeRef != nil {
 				return []string{m.Status.NodeRef.Name}
 			}
@@ -177,11 +176,11 @@ func TestRequestMapping(t *testing.T) {
 	if got := reqNames(r.nodeToMHCs(ctx, n1)); !slices.Equal(got, []string{"a", "all"}) {
 		t.Errorf("MHCs for n1 (nodeRef) = %v", got)
 	}
-	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Annotations: map[string]string{nodelink.MachineAnnotation: "ns/m2"}}}
+	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Annotations: map[string]string{machinenode.MachineAnnotation: "ns/m2"}}}
 	if got := reqNames(r.nodeToMHCs(ctx, n2)); !slices.Equal(got, []string{"all", "b"}) {
 		t.Errorf("MHCs for n2 (annotation) = %v", got)
 	}
-	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", Annotations: map[string]string{nodelink.MachineAnnotation: "garbage"}}}
+	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3", Annotations: map[string]string{machinenode.MachineAnnotation: "garbage"}}}
 	if got := r.nodeToMHCs(ctx, bad); len(got) != 0 {
 		t.Errorf("MHCs for a Node with a bad annotation = %v", got)
 	}

@@ -24,14 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 )
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// SetupWithManager registers the controller and the machine.NodeRefNameField index
+// SetupWithManager registers the controller and the machinenode.NodeRefNameField index
 // with mgr; Machine and Node events are batched.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.Client = cmp.Or(r.Client, mgr.GetClient())
@@ -39,7 +38,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
-	if err := machine.IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := machinenode.IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -82,10 +81,10 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m client.Object) []recon
 }
 
 // nodeToMHCs maps a Node to the MachineHealthChecks selecting the Machines
-// whose nodeRef names it, or that its nodelink.MachineAnnotation names.
+// whose nodeRef names it, or that its machinenode.MachineAnnotation names.
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := sets.New[reconcile.Request]()
-	for _, m := range machine.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
+	for _, m := range machinenode.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
 		reqs.Insert(r.mhcsSelecting(ctx, m)...)
 	}
 	return reqs.UnsortedList()
@@ -119,7 +118,7 @@ func hasExternalAnnotation(m *machinev1beta1.Machine) bool {
 // the taints or the machine annotation changed (not heartbeats).
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {
 	if !maps.Equal(oldN.Labels, newN.Labels) ||
-		oldN.Annotations[nodelink.MachineAnnotation] != newN.Annotations[nodelink.MachineAnnotation] ||
+		oldN.Annotations[machinenode.MachineAnnotation] != newN.Annotations[machinenode.MachineAnnotation] ||
 		!oldN.DeletionTimestamp.Equal(newN.DeletionTimestamp) ||
 		!equality.Semantic.DeepEqual(oldN.Spec.Taints, newN.Spec.Taints) {
 		return true

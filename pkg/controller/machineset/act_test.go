@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/scheme"
 )
 
@@ -37,7 +37,7 @@ func fakeReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object
 		WithObjects(objs...).
 		WithStatusSubresource(&machinev1beta1.MachineSet{}, &machinev1beta1.Machine{}).
 		WithIndex(&machinev1beta1.Machine{}, IndexMachineController, machineControllerIndex).
-		WithIndex(&machinev1beta1.Machine{}, machine.NodeRefNameField, func(o client.Object) []string {
+		WithIndex(&machinev1beta1.Machine{}, machinenode.NodeRefNameField, func(o client.Object) []string {
 			m := o.(*machinev1beta1.Machine)
 			if m.Status.NodeRef == nil {
 				return nil

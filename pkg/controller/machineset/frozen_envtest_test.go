@@ -6,7 +6,7 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
+	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 )
 
 // TestFrozenMachineSetCreatesNothing: a MachineSet frozen by the overshoot
@@ -19,7 +19,7 @@ func TestFrozenMachineSetCreatesNothing(t *testing.T) {
 		if ms.Labels == nil {
 			ms.Labels = map[string]string{}
 		}
-		ms.Labels[safety.FreezeLabel] = safety.FreezeLabelValue
+		ms.Labels[mdv1beta1.FreezeLabel] = mdv1beta1.FreezeLabelValue
 	}
 	ms := h.newMachineSet("frozen", 2, freeze)
 	h.whenSettled("a frozen MachineSet creates nothing", func() error {
@@ -32,7 +32,7 @@ func TestFrozenMachineSetCreatesNothing(t *testing.T) {
 		return nil
 	})
 
-	h.updateMachineSet("frozen", func(ms *machinev1beta1.MachineSet) { delete(ms.Labels, safety.FreezeLabel) })
+	h.updateMachineSet("frozen", func(ms *machinev1beta1.MachineSet) { delete(ms.Labels, mdv1beta1.FreezeLabel) })
 	h.waitOwned(ms, 2)
 
 	// Frozen again: scaling down still deletes.

@@ -23,8 +23,8 @@ import (
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/freeze"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
 )
 
 // Options configure a Reconciler.
@@ -153,7 +153,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	var actErr error
 	if claimErr == nil {
 		policy := machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy)
-		frozen, held := safety.MachineSetFrozen(ms), ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
+		frozen, held := freeze.MachineSetFrozen(ms), ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
 		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.MaxCreateBurst, frozen || held)
 		switch {
 		case act.frozen && frozen:

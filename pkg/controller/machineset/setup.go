@@ -21,9 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machine"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
@@ -40,7 +39,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := IndexMachinesByController(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := machine.IndexMachinesByNodeRef(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := machinenode.IndexMachinesByNodeRef(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -165,7 +164,7 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1
 // nodeToMachineSets maps a Node to its Machines' MachineSets.
 func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := sets.New[reconcile.Request]()
-	for _, m := range machine.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
+	for _, m := range machinenode.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
 		if key, ok := machineSetOwner(m); ok && r.inNamespace(m) {
 			reqs.Insert(reconcile.Request{NamespacedName: key})
 		}
@@ -175,7 +174,7 @@ func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []r
 
 // nodeChangeMatters passes changes of the Ready condition and the machine annotation.
 func nodeChangeMatters(oldN, newN *corev1.Node) bool {
-	if oldN.Annotations[nodelink.MachineAnnotation] != newN.Annotations[nodelink.MachineAnnotation] {
+	if oldN.Annotations[machinenode.MachineAnnotation] != newN.Annotations[machinenode.MachineAnnotation] {
 		return true
 	}
 	a, b := nodeutil.ReadyCondition(oldN), nodeutil.ReadyCondition(newN)

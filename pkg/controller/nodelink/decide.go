@@ -12,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 )
 
-// Annotations nodelink writes on Nodes.
+// Annotations nodelink writes on Nodes, with machinenode.MachineAnnotation.
 const (
-	// MachineAnnotation on a Node names its Machine as "<namespace>/<name>".
-	MachineAnnotation = "machine.openshift.io/machine"
 	// LastAppliedAnnotation on a Node records, as JSON {"labels","annotations","taints"},
 	// what nodelink copied from the Machine: only that is ever removed.
 	LastAppliedAnnotation = "machine.openshift.io/nodelink-last-applied"
@@ -60,7 +60,7 @@ type nodePlan struct {
 }
 
 // reservedAnnotations are nodelink's own, never copied from a Machine.
-var reservedAnnotations = map[string]bool{MachineAnnotation: true, LastAppliedAnnotation: true}
+var reservedAnnotations = map[string]bool{machinenode.MachineAnnotation: true, LastAppliedAnnotation: true}
 
 // desiredNode sets the Machine's entries on a copy of node (a taint is keyed by key and effect) and removes
 // those last recorded that the Machine dropped, while unchanged; the record becomes what the Machine asks now.
@@ -105,7 +105,7 @@ func desiredNode(node *corev1.Node, machine *machinev1beta1.Machine, last lastAp
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
-	out.Annotations[MachineAnnotation] = machine.Namespace + "/" + machine.Name
+	out.Annotations[machinenode.MachineAnnotation] = machine.Namespace + "/" + machine.Name
 
 	out.Spec.Taints = syncTaints(out.Spec.Taints, wantTaints, last.Taints)
 
@@ -191,11 +191,6 @@ func taintErrors(t corev1.Taint) []string {
 		errs = append(errs, fmt.Sprintf("effect must be one of %s, %s, %s", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute))
 	}
 	return errs
-}
-
-// NodeRef is the status.nodeRef that names node.
-func NodeRef(node *corev1.Node) corev1.ObjectReference {
-	return corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
 }
 
 // nodeRefUpToDate reports whether the Machine's nodeRef has node's kind, name and UID.

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 )
 
 func taint(key, value string, effect corev1.TaintEffect) corev1.Taint {
@@ -60,15 +62,15 @@ func TestDesiredNode(t *testing.T) {
 			name:    "bare machine: only the machine annotation",
 			node:    testNode(nil, nil),
 			machine: testMachine(nil, nil),
-			want:    want{annotations: map[string]string{MachineAnnotation: link}, changed: true},
+			want:    want{annotations: map[string]string{machinenode.MachineAnnotation: link}, changed: true},
 		},
 		{
 			name:    "steady state: nothing to change",
-			node:    testNode(map[string]string{"a": "1", "x": "y"}, map[string]string{MachineAnnotation: link, "n": "v", LastAppliedAnnotation: `{"labels":{"a":"1"},"annotations":{"n":"v"},"taints":[{"key":"t","value":"v","effect":"NoSchedule"}]}`}, taint("t", "v", noSched), taint("other", "", noExec)),
+			node:    testNode(map[string]string{"a": "1", "x": "y"}, map[string]string{machinenode.MachineAnnotation: link, "n": "v", LastAppliedAnnotation: `{"labels":{"a":"1"},"annotations":{"n":"v"},"taints":[{"key":"t","value":"v","effect":"NoSchedule"}]}`}, taint("t", "v", noSched), taint("other", "", noExec)),
 			machine: testMachine(map[string]string{"a": "1"}, map[string]string{"n": "v"}, taint("t", "v", noSched)),
 			want: want{
 				labels:      map[string]string{"a": "1", "x": "y"},
-				annotations: map[string]string{MachineAnnotation: link, "n": "v"},
+				annotations: map[string]string{machinenode.MachineAnnotation: link, "n": "v"},
 				taints:      []corev1.Taint{taint("t", "v", noSched), taint("other", "", noExec)},
 				record:      &lastApplied{Labels: map[string]string{"a": "1"}, Annotations: map[string]string{"n": "v"}, Taints: []corev1.Taint{taint("t", "v", noSched)}},
 			},
@@ -79,7 +81,7 @@ func TestDesiredNode(t *testing.T) {
 			machine: testMachine(map[string]string{"role": "infra"}, map[string]string{"note": "hi"}, taint("dedicated", "infra", noSched)),
 			want: want{
 				labels:      map[string]string{"kubernetes.io/hostname": "n", "role": "infra"},
-				annotations: map[string]string{"foreign": "f", "note": "hi", MachineAnnotation: link},
+				annotations: map[string]string{"foreign": "f", "note": "hi", machinenode.MachineAnnotation: link},
 				taints:      []corev1.Taint{taint("node.kubernetes.io/not-ready", "", noExec), taint("dedicated", "infra", noSched)},
 				record:      &lastApplied{Labels: map[string]string{"role": "infra"}, Annotations: map[string]string{"note": "hi"}, Taints: []corev1.Taint{taint("dedicated", "infra", noSched)}},
 				changed:     true,
@@ -87,13 +89,13 @@ func TestDesiredNode(t *testing.T) {
 		},
 		{
 			name: "entries dropped from the machine are removed while unchanged",
-			node: testNode(map[string]string{"a": "1", "b": "2"}, map[string]string{MachineAnnotation: link, "n": "v", "keep": "k",
+			node: testNode(map[string]string{"a": "1", "b": "2"}, map[string]string{machinenode.MachineAnnotation: link, "n": "v", "keep": "k",
 				LastAppliedAnnotation: `{"labels":{"a":"1","b":"2"},"annotations":{"keep":"k","n":"v"},"taints":[{"key":"t","value":"v","effect":"NoSchedule"},{"key":"u","effect":"NoExecute"}]}`},
 				taint("t", "v", noSched), taint("u", "", noExec)),
 			machine: testMachine(map[string]string{"b": "2"}, map[string]string{"keep": "k"}, taint("u", "", noExec)),
 			want: want{
 				labels:      map[string]string{"b": "2"},
-				annotations: map[string]string{MachineAnnotation: link, "keep": "k"},
+				annotations: map[string]string{machinenode.MachineAnnotation: link, "keep": "k"},
 				taints:      []corev1.Taint{taint("u", "", noExec)},
 				record:      &lastApplied{Labels: map[string]string{"b": "2"}, Annotations: map[string]string{"keep": "k"}, Taints: []corev1.Taint{taint("u", "", noExec)}},
 				changed:     true,
@@ -101,45 +103,45 @@ func TestDesiredNode(t *testing.T) {
 		},
 		{
 			name: "entries changed by someone else are kept when dropped from the machine",
-			node: testNode(map[string]string{"a": "changed"}, map[string]string{MachineAnnotation: link, "n": "changed",
+			node: testNode(map[string]string{"a": "changed"}, map[string]string{machinenode.MachineAnnotation: link, "n": "changed",
 				LastAppliedAnnotation: `{"labels":{"a":"1"},"annotations":{"n":"v"},"taints":[{"key":"t","value":"v","effect":"NoSchedule"}]}`},
 				taint("t", "changed", noSched)),
 			machine: testMachine(nil, nil),
 			want: want{
 				labels:      map[string]string{"a": "changed"},
-				annotations: map[string]string{MachineAnnotation: link, "n": "changed"},
+				annotations: map[string]string{machinenode.MachineAnnotation: link, "n": "changed"},
 				taints:      []corev1.Taint{taint("t", "changed", noSched)},
 				changed:     true, // only the record goes away
 			},
 		},
 		{
 			name: "everything removed: the record goes and nil maps stay nil",
-			node: testNode(map[string]string{"a": "1"}, map[string]string{MachineAnnotation: link,
+			node: testNode(map[string]string{"a": "1"}, map[string]string{machinenode.MachineAnnotation: link,
 				LastAppliedAnnotation: `{"labels":{"a":"1"}}`}),
 			machine: testMachine(nil, nil),
 			want: want{
 				labels:      map[string]string{},
-				annotations: map[string]string{MachineAnnotation: link},
+				annotations: map[string]string{machinenode.MachineAnnotation: link},
 				changed:     true,
 			},
 		},
 		{
 			name:    "a value the machine declares wins over a foreign change",
-			node:    testNode(map[string]string{"a": "foreign"}, map[string]string{MachineAnnotation: link, LastAppliedAnnotation: `{"labels":{"a":"1"}}`}),
+			node:    testNode(map[string]string{"a": "foreign"}, map[string]string{machinenode.MachineAnnotation: link, LastAppliedAnnotation: `{"labels":{"a":"1"}}`}),
 			machine: testMachine(map[string]string{"a": "1"}, nil),
 			want: want{
 				labels:      map[string]string{"a": "1"},
-				annotations: map[string]string{MachineAnnotation: link},
+				annotations: map[string]string{machinenode.MachineAnnotation: link},
 				record:      &lastApplied{Labels: map[string]string{"a": "1"}},
 				changed:     true,
 			},
 		},
 		{
 			name:    "taint with the same key and effect gets the machine's value in place",
-			node:    testNode(nil, map[string]string{MachineAnnotation: link}, taint("x", "", noExec), taint("t", "old", noSched), taint("y", "", noSched)),
+			node:    testNode(nil, map[string]string{machinenode.MachineAnnotation: link}, taint("x", "", noExec), taint("t", "old", noSched), taint("y", "", noSched)),
 			machine: testMachine(nil, nil, taint("t", "new", noSched)),
 			want: want{
-				annotations: map[string]string{MachineAnnotation: link},
+				annotations: map[string]string{machinenode.MachineAnnotation: link},
 				taints:      []corev1.Taint{taint("x", "", noExec), taint("t", "new", noSched), taint("y", "", noSched)},
 				record:      &lastApplied{Taints: []corev1.Taint{taint("t", "new", noSched)}},
 				changed:     true,
@@ -147,10 +149,10 @@ func TestDesiredNode(t *testing.T) {
 		},
 		{
 			name:    "same key, other effect is another taint",
-			node:    testNode(nil, map[string]string{MachineAnnotation: link}, taint("t", "v", noExec)),
+			node:    testNode(nil, map[string]string{machinenode.MachineAnnotation: link}, taint("t", "v", noExec)),
 			machine: testMachine(nil, nil, taint("t", "v", noSched)),
 			want: want{
-				annotations: map[string]string{MachineAnnotation: link},
+				annotations: map[string]string{machinenode.MachineAnnotation: link},
 				taints:      []corev1.Taint{taint("t", "v", noExec), taint("t", "v", noSched)},
 				record:      &lastApplied{Taints: []corev1.Taint{taint("t", "v", noSched)}},
 				changed:     true,
@@ -158,10 +160,10 @@ func TestDesiredNode(t *testing.T) {
 		},
 		{
 			name:    "duplicate machine taints: the first wins; timeAdded is not copied",
-			node:    testNode(nil, map[string]string{MachineAnnotation: link}),
+			node:    testNode(nil, map[string]string{machinenode.MachineAnnotation: link}),
 			machine: testMachine(nil, nil, corev1.Taint{Key: "t", Value: "1", Effect: noExec, TimeAdded: &metav1.Time{}}, taint("t", "2", noExec)),
 			want: want{
-				annotations: map[string]string{MachineAnnotation: link},
+				annotations: map[string]string{machinenode.MachineAnnotation: link},
 				taints:      []corev1.Taint{taint("t", "1", noExec)},
 				record:      &lastApplied{Taints: []corev1.Taint{taint("t", "1", noExec)}},
 				changed:     true,
@@ -169,20 +171,20 @@ func TestDesiredNode(t *testing.T) {
 		},
 		{
 			name:    "machine annotation naming another machine is corrected",
-			node:    testNode(nil, map[string]string{MachineAnnotation: "ns/old"}),
+			node:    testNode(nil, map[string]string{machinenode.MachineAnnotation: "ns/old"}),
 			machine: testMachine(nil, nil),
-			want:    want{annotations: map[string]string{MachineAnnotation: link}, changed: true},
+			want:    want{annotations: map[string]string{machinenode.MachineAnnotation: link}, changed: true},
 		},
 		{
 			name: "invalid and reserved entries are skipped and reported",
-			node: testNode(nil, map[string]string{MachineAnnotation: link}),
+			node: testNode(nil, map[string]string{machinenode.MachineAnnotation: link}),
 			machine: testMachine(
 				map[string]string{"ok": "1", "bad key!": "1", "badvalue": "has space"},
-				map[string]string{MachineAnnotation: "ns/other", LastAppliedAnnotation: "{}", "fine": "x"},
+				map[string]string{machinenode.MachineAnnotation: "ns/other", LastAppliedAnnotation: "{}", "fine": "x"},
 				taint("t", "v", "Sometimes"), taint("good", "", noSched)),
 			want: want{
 				labels:      map[string]string{"ok": "1"},
-				annotations: map[string]string{MachineAnnotation: link, "fine": "x"},
+				annotations: map[string]string{machinenode.MachineAnnotation: link, "fine": "x"},
 				taints:      []corev1.Taint{taint("good", "", noSched)},
 				record:      &lastApplied{Labels: map[string]string{"ok": "1"}, Annotations: map[string]string{"fine": "x"}, Taints: []corev1.Taint{taint("good", "", noSched)}},
 				changed:     true,
@@ -197,10 +199,10 @@ func TestDesiredNode(t *testing.T) {
 		},
 		{
 			name: "a tampered record naming our own annotations removes neither",
-			node: testNode(nil, map[string]string{MachineAnnotation: link,
+			node: testNode(nil, map[string]string{machinenode.MachineAnnotation: link,
 				LastAppliedAnnotation: `{"annotations":{"machine.openshift.io/machine":"ns/m"}}`}),
 			machine: testMachine(nil, nil),
-			want:    want{annotations: map[string]string{MachineAnnotation: link}, changed: true},
+			want:    want{annotations: map[string]string{machinenode.MachineAnnotation: link}, changed: true},
 		},
 	}
 	for _, tc := range cases {
@@ -302,7 +304,7 @@ func TestParseLastApplied(t *testing.T) {
 }
 
 func TestMalformedRecordRemovesNothing(t *testing.T) {
-	n := testNode(map[string]string{"a": "1"}, map[string]string{MachineAnnotation: "ns/m", LastAppliedAnnotation: "not json"})
+	n := testNode(map[string]string{"a": "1"}, map[string]string{machinenode.MachineAnnotation: "ns/m", LastAppliedAnnotation: "not json"})
 	last, err := parseLastApplied(n)
 	if err == nil {
 		t.Fatal("want an error for a malformed record")
@@ -414,7 +416,7 @@ func TestNodeRefUpToDate(t *testing.T) {
 	if nodeRefUpToDate(m, recreated) {
 		t.Error("another UID is not up to date")
 	}
-	if got := NodeRef(node); got != (corev1.ObjectReference{Kind: "Node", Name: "n", UID: "u1"}) {
+	if got := machinenode.NodeRef(node); got != (corev1.ObjectReference{Kind: "Node", Name: "n", UID: "u1"}) {
 		t.Errorf("NodeRef = %+v", got)
 	}
 }
@@ -436,7 +438,7 @@ func TestNeedsLock(t *testing.T) {
 		from, to *corev1.Node
 		want     bool
 	}{
-		{"only adds", node(map[string]string{"a": "1"}, nil), node(map[string]string{"a": "1", "b": "2"}, map[string]string{MachineAnnotation: "ns/m"}), false},
+		{"only adds", node(map[string]string{"a": "1"}, nil), node(map[string]string{"a": "1", "b": "2"}, map[string]string{machinenode.MachineAnnotation: "ns/m"}), false},
 		{"sets a value", node(map[string]string{"a": "1"}, nil), node(map[string]string{"a": "2"}, nil), false},
 		{"removes a label", node(map[string]string{"a": "1", "b": "2"}, nil), node(map[string]string{"a": "1"}, nil), true},
 		{"removes an annotation", node(nil, map[string]string{"x": "1"}), node(nil, map[string]string{}), true},

@@ -11,12 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 )
 
-// Field indexes nodelink registers; the "nodelink:" prefix lets another
+// Field indexes nodelink registers, with machinenode.IndexNodeProviderID; the "nodelink:" prefix lets another
 // controller in the manager index the same field.
 const (
-	IndexNodeProviderID    = "nodelink:node.spec.providerID"
 	IndexNodeInternalIP    = "nodelink:node.status.addresses.internalIP" // canonical, see CanonicalIP
 	IndexMachineProviderID = "nodelink:machine.spec.providerID"
 	IndexMachineInternalIP = "nodelink:machine.status.addresses.internalIP"
@@ -25,7 +25,7 @@ const (
 // RegisterIndexes adds nodelink's field indexes to indexer before the cache starts.
 func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	return index.Register(ctx, indexer,
-		index.Index{Object: &corev1.Node{}, Name: IndexNodeProviderID, Extract: NodeProviderIDIndex},
+		index.Index{Object: &corev1.Node{}, Name: machinenode.IndexNodeProviderID, Extract: machinenode.NodeProviderIDIndex},
 		index.Index{Object: &corev1.Node{}, Name: IndexNodeInternalIP, Extract: nodeInternalIPIndex},
 		index.Index{Object: &machinev1beta1.Machine{}, Name: IndexMachineProviderID, Extract: machineProviderIDIndex},
 		index.Index{Object: &machinev1beta1.Machine{}, Name: IndexMachineInternalIP, Extract: machineInternalIPIndex})
@@ -42,8 +42,6 @@ func indexOf[T client.Object](f func(T) []string) client.IndexerFunc {
 }
 
 var (
-	// NodeProviderIDIndex extracts IndexNodeProviderID (the machine controller's lookup too).
-	NodeProviderIDIndex    = indexOf(func(n *corev1.Node) []string { return nonEmpty(n.Spec.ProviderID) })
 	nodeInternalIPIndex    = indexOf(func(n *corev1.Node) []string { return internalIPs(n.Status.Addresses) })
 	machineProviderIDIndex = indexOf(func(m *machinev1beta1.Machine) []string { return nonEmpty(machineProviderID(m)) })
 	machineInternalIPIndex = indexOf(func(m *machinev1beta1.Machine) []string { return internalIPs(m.Status.Addresses) })

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 )
 
 func addrs(pairs ...string) []corev1.NodeAddress {
@@ -39,8 +41,8 @@ func TestIndexFuncs(t *testing.T) {
 		obj  client.Object
 		want []string
 	}{
-		{"node providerID", NodeProviderIDIndex, node("p://1", nil), []string{"p://1"}},
-		{"node empty providerID", NodeProviderIDIndex, node("", nil), nil},
+		{"node providerID", machinenode.NodeProviderIDIndex, node("p://1", nil), []string{"p://1"}},
+		{"node empty providerID", machinenode.NodeProviderIDIndex, node("", nil), nil},
 		{"node IPs: internal only, canonical, distinct, non-empty", nodeInternalIPIndex, node("", dual), []string{"10.0.0.1", "fd00::1"}},
 		{"node no addresses", nodeInternalIPIndex, node("", nil), nil},
 		{"machine providerID", machineProviderIDIndex, machine(ptr("p://1"), nil, nil), []string{"p://1"}},

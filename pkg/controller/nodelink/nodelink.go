@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
@@ -220,7 +221,7 @@ func (r *Reconciler) providerIDClaimedElsewhere(ctx context.Context, m *machinev
 	if id == "" {
 		return false, nil
 	}
-	nodes, err := r.listNodes(ctx, IndexNodeProviderID, id)
+	nodes, err := r.listNodes(ctx, machinenode.IndexNodeProviderID, id)
 	if err != nil {
 		return false, err
 	}
@@ -268,7 +269,7 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 	}
 	return r.nodeRefs.send(key, machine.ResourceVersion, string(node.UID), func() (string, error) {
 		m := machine.DeepCopy()
-		ref := NodeRef(node)
+		ref := machinenode.NodeRef(node)
 		m.Status.NodeRef = &ref
 		if err := r.Client.Status().Patch(ctx, m, client.MergeFrom(machine)); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -334,7 +335,7 @@ func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Obje
 		names.Insert(nodes...)
 	}
 	if id := machineProviderID(m); id != "" {
-		lookup(IndexNodeProviderID, id)
+		lookup(machinenode.IndexNodeProviderID, id)
 	}
 	for _, ip := range internalIPs(m.Status.Addresses) {
 		lookup(IndexNodeInternalIP, ip)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/apply/applytest"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
@@ -284,8 +285,8 @@ func linked(h *harness, machine string, node *corev1.Node) func() error {
 			return fmt.Errorf("nodeRef = %+v, want %+v", m.Status.NodeRef, want)
 		}
 		n := h.node(node.Name)
-		if got, want := n.Annotations[MachineAnnotation], h.ns+"/"+machine; got != want {
-			return fmt.Errorf("node annotation %s = %q, want %q", MachineAnnotation, got, want)
+		if got, want := n.Annotations[machinenode.MachineAnnotation], h.ns+"/"+machine; got != want {
+			return fmt.Errorf("node annotation %s = %q, want %q", machinenode.MachineAnnotation, got, want)
 		}
 		return nil
 	}
@@ -733,8 +734,8 @@ func TestDeletingMachineIsNotLinkedToANodeThatReusedItsIP(t *testing.T) {
 	if ref := h.machine("m").Status.NodeRef; ref == nil || *ref != oldRef {
 		t.Fatalf("nodeRef = %+v, want the old node %+v", ref, oldRef)
 	}
-	if got, ok := h.node(newNode.Name).Annotations[MachineAnnotation]; ok {
-		t.Fatalf("new node annotated %s=%s", MachineAnnotation, got)
+	if got, ok := h.node(newNode.Name).Annotations[machinenode.MachineAnnotation]; ok {
+		t.Fatalf("new node annotated %s=%s", machinenode.MachineAnnotation, got)
 	}
 
 	// The old Node is deleted (as the machine controller does): the nodeRef
@@ -754,8 +755,8 @@ func TestDeletingMachineIsNotLinkedToANodeThatReusedItsIP(t *testing.T) {
 	if ref := h.machine("m").Status.NodeRef; ref == nil || *ref != oldRef {
 		t.Fatalf("nodeRef = %+v, want the deleted old node %+v", ref, oldRef)
 	}
-	if got, ok := h.node(newNode.Name).Annotations[MachineAnnotation]; ok {
-		t.Fatalf("new node annotated %s=%s", MachineAnnotation, got)
+	if got, ok := h.node(newNode.Name).Annotations[machinenode.MachineAnnotation]; ok {
+		t.Fatalf("new node annotated %s=%s", machinenode.MachineAnnotation, got)
 	}
 
 	// The replacement Machine with the IP gets the new Node: the deleting

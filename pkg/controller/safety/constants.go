@@ -23,13 +23,6 @@ const (
 	DefaultOrphanMaxDeletions = 5
 )
 
-// FreezeLabel (value FreezeLabelValue) marks a frozen MachineSet or
-// MachineDeployment (machine-controller-manager's).
-const (
-	FreezeLabel      = "freeze"
-	FreezeLabelValue = "True"
-)
-
 // UnfreezeAnnotation on a MachineSet or MachineDeployment lifts its freeze;
 // the controller removes it.
 const UnfreezeAnnotation = "safety.machine.sapcloud.io/unfreeze"

@@ -22,6 +22,7 @@ import (
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/freeze"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
@@ -76,7 +77,7 @@ func (c *OvershootController) Reconcile(ctx context.Context, req ctrl.Request) (
 	err = c.applyAndReport(ctx, v.ms, d, marks, "MachineSet", EventFrozeMachineSet, EventUnfrozeMachineSet)
 	if v.md != nil {
 		anyFrozen := d.frozen || slices.ContainsFunc(v.siblings, func(s *machinev1beta1.MachineSet) bool {
-			return s.UID != v.ms.UID && MachineSetFrozen(s)
+			return s.UID != v.ms.UID && freeze.MachineSetFrozen(s)
 		})
 		mdMarks := marksOf(v.md.Labels, v.md.Status.Conditions)
 		mdd := decideDeployment(v.md.Name, anyFrozen, d, d.frozen && !marks.frozen(), v.mdUnfreeze)
@@ -180,9 +181,9 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 	}
 	withLabel, _ := upd.DeepCopyObject().(client.Object)
 	if d.frozen {
-		withLabel.SetLabels(labels.Merge(withLabel.GetLabels(), labels.Set{FreezeLabel: FreezeLabelValue}))
+		withLabel.SetLabels(labels.Merge(withLabel.GetLabels(), labels.Set{mdv1beta1.FreezeLabel: mdv1beta1.FreezeLabelValue}))
 	} else {
-		delete(withLabel.GetLabels(), FreezeLabel)
+		delete(withLabel.GetLabels(), mdv1beta1.FreezeLabel)
 	}
 	if d.clearUnfreeze {
 		delete(withLabel.GetAnnotations(), UnfreezeAnnotation)
@@ -191,7 +192,7 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 		return nil
 	}
 	if err := c.client.Patch(ctx, withLabel, client.MergeFrom(upd)); err != nil {
-		return fmt.Errorf("patching the %s label: %w", FreezeLabel, err)
+		return fmt.Errorf("patching the %s label: %w", mdv1beta1.FreezeLabel, err)
 	}
 	return nil
 }
@@ -211,11 +212,11 @@ func conditionsOf(obj client.Object) (*[]machinev1beta1.Condition, error) {
 // (each clears it when it thaws).
 func (c *OvershootController) propagateUnfreeze(ctx context.Context, sets []*machinev1beta1.MachineSet, self types.UID) error {
 	for _, s := range sets {
-		if _, ok := s.Annotations[UnfreezeAnnotation]; ok || s.UID == self || !MachineSetFrozen(s) {
+		if _, ok := s.Annotations[UnfreezeAnnotation]; ok || s.UID == self || !freeze.MachineSetFrozen(s) {
 			continue
 		}
 		upd := s.DeepCopy()
-		metav1.SetMetaDataAnnotation(&upd.ObjectMeta, UnfreezeAnnotation, FreezeLabelValue)
+		metav1.SetMetaDataAnnotation(&upd.ObjectMeta, UnfreezeAnnotation, mdv1beta1.FreezeLabelValue)
 		if err := c.client.Patch(ctx, upd, client.MergeFrom(s)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("propagating %s to MachineSet %s: %w", UnfreezeAnnotation, s.Name, err)
 		}

@@ -62,15 +62,9 @@ func (f freezeMarks) complete() bool { return f.label && f.condition }
 // marksOf reads the freeze marks of an object's labels and conditions.
 func marksOf(objLabels map[string]string, conds []machinev1beta1.Condition) freezeMarks {
 	return freezeMarks{
-		label:     objLabels[FreezeLabel] == FreezeLabelValue,
+		label:     objLabels[mdv1beta1.FreezeLabel] == mdv1beta1.FreezeLabelValue,
 		condition: conditions.IsTrue(conds, mdv1beta1.FrozenCondition),
 	}
-}
-
-// MachineSetFrozen reports whether ms is frozen (label or condition): the
-// machineset controller then creates no Machines.
-func MachineSetFrozen(ms *machinev1beta1.MachineSet) bool {
-	return marksOf(ms.Labels, ms.Status.Conditions).frozen()
 }
 
 // freezeDecision is an object's desired freeze state: reason and message are

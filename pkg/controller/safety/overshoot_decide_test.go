@@ -178,25 +178,4 @@ func TestDecideDeployment(t *testing.T) {
 	}
 }
 
-// TestMachineSetFrozen: the label or a True condition.
-func TestMachineSetFrozen(t *testing.T) {
-	ms := &machinev1beta1.MachineSet{}
-	if MachineSetFrozen(ms) {
-		t.Error("an unmarked set is frozen")
-	}
-	ms.Labels = map[string]string{FreezeLabel: "True"}
-	if !MachineSetFrozen(ms) {
-		t.Error("the label does not freeze")
-	}
-	ms.Labels = nil
-	ms.Status.Conditions = []machinev1beta1.Condition{{Type: mdv1beta1.FrozenCondition, Status: "False"}}
-	if MachineSetFrozen(ms) {
-		t.Error("Frozen=False freezes")
-	}
-	ms.Status.Conditions[0].Status = "True"
-	if !MachineSetFrozen(ms) {
-		t.Error("Frozen=True does not freeze")
-	}
-}
-
 func metav1UID(s string) types.UID { return types.UID(s) }

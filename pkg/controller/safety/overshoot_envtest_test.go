@@ -87,7 +87,7 @@ func frozenState(t *testing.T, obj client.Object) (label bool, cond *machinev1be
 	if err != nil {
 		t.Fatal(err)
 	}
-	return obj.GetLabels()[FreezeLabel] == "True", conditions.Get(*conds, mdv1beta1.FrozenCondition)
+	return obj.GetLabels()[mdv1beta1.FreezeLabel] == "True", conditions.Get(*conds, mdv1beta1.FrozenCondition)
 }
 
 func waitFrozen(t *testing.T, obj client.Object, wantReason, wantMessage string) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/freeze"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
@@ -73,7 +74,7 @@ func TestFreezeStopsARunawayMachineSet(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
 			return err
 		}
-		if !safety.MachineSetFrozen(set) {
+		if !freeze.MachineSetFrozen(set) {
 			return fmt.Errorf("not frozen with %d Machines", count())
 		}
 		return nil

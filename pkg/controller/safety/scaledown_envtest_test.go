@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/freeze"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
@@ -97,7 +98,7 @@ func TestScaleDownDoesNotFreeze(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(set), set); err != nil {
 		t.Fatal(err)
 	}
-	if safety.MachineSetFrozen(set) {
+	if freeze.MachineSetFrozen(set) {
 		t.Errorf("the set is frozen: labels %v conditions %+v", set.Labels, set.Status.Conditions)
 	}
 }

@@ -41,6 +41,10 @@ const (
 	// DisableMachineCreateAnnotation ("true") stops a MachineSet from creating Machines (scaling down still
 	// works): OnDelete puts it on the old sets (docs/machinedeployment.md).
 	DisableMachineCreateAnnotation = "machine.openshift.io/disable-machine-create"
+	// FreezeLabel (value FreezeLabelValue) marks a frozen MachineSet or MachineDeployment, as FrozenCondition
+	// does (machine-controller-manager's label; docs/safety.md).
+	FreezeLabel      = "freeze"
+	FreezeLabelValue = "True"
 )
 
 // Condition types and reasons of a MachineDeployment.
