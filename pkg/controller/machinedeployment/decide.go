@@ -32,7 +32,7 @@ type SetState struct {
 	// Set is the MachineSet (never modified).
 	Set *machinev1beta1.MachineSet
 	// Available says per Machine whether it is available, in the MachineSet
-	// controller's delete order (machineset.MachinesToDelete).
+	// controller's delete order (deletepolicy.MachinesToDelete).
 	Available []bool
 	Ready     int32    // Machines whose Node is Ready
 	Deleting  int32    // Machines being deleted (their instances still exist)

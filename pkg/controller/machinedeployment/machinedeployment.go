@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/deletepolicy"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
@@ -193,7 +193,7 @@ func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.Machine
 			}
 		}
 		minReady := time.Duration(ms.Spec.MinReadySeconds) * time.Second
-		for _, m := range machineset.MachinesToDelete(machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy), active, len(active)) {
+		for _, m := range deletepolicy.MachinesToDelete(machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy), active, len(active)) {
 			available := false
 			if m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" {
 				st.Nodes = append(st.Nodes, m.Status.NodeRef.Name)

@@ -5,14 +5,6 @@ import "time"
 // ControllerName names the events' source; the controller is "machineset".
 const ControllerName = "machineset-controller"
 
-// Annotations read on Machines.
-const (
-	// DeleteMachineAnnotation (non-empty) makes a Machine the first to go on scale-down.
-	DeleteMachineAnnotation = "machine.openshift.io/delete-machine"
-	// LegacyDeleteMachineAnnotation is its older spelling, still honoured.
-	LegacyDeleteMachineAnnotation = "machine.openshift.io/cluster-api-delete-machine"
-)
-
 // Scale-from-zero annotations kept on kubemark MachineSets: OpenShift's integers (vCPU
 // rounded up, MiB rounded down) and the cluster autoscaler's quantities ("500m", "4Gi").
 // vSphere MachineSets get the first two only, as OpenShift's vSphere MachineSet controller sets.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/deletepolicy"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
@@ -86,7 +87,7 @@ func decide(desired int, active []*machinev1beta1.Machine, satisfied bool, polic
 		}
 		return replicaAction{create: n}
 	case diff > 0:
-		return replicaAction{remove: MachinesToDelete(policy, active, diff)}
+		return replicaAction{remove: deletepolicy.MachinesToDelete(policy, active, diff)}
 	}
 	return replicaAction{}
 }

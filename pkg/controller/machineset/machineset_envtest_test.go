@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/deletepolicy"
 )
 
 // TestScaling: 3 Machines built from the template; scale to 5, then down to
@@ -78,7 +80,7 @@ func TestScaling(t *testing.T) {
 	// One Machine marked for deletion, one with a Node, three without.
 	marked, withNode := five[1].Name, five[3].Name
 	h.patchMachine(marked, false, func(m *machinev1beta1.Machine) {
-		m.Annotations[DeleteMachineAnnotation] = "yes"
+		m.Annotations[deletepolicy.DeleteMachineAnnotation] = "yes"
 	})
 	node := h.createNode("n1", corev1.ConditionTrue, time.Now().Add(-time.Hour))
 	h.patchMachine(withNode, true, func(m *machinev1beta1.Machine) {

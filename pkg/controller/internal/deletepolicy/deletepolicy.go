@@ -1,4 +1,7 @@
-package machineset
+// Package deletepolicy orders a MachineSet's Machines for scale-down (spec.deletePolicy): the machineset
+// controller deletes the first ones, and the MachineDeployment controller scales down the set whose Machines
+// would go first.
+package deletepolicy
 
 import (
 	"cmp"
@@ -6,6 +9,14 @@ import (
 	"slices"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+)
+
+// Annotations read on Machines.
+const (
+	// DeleteMachineAnnotation (non-empty) makes a Machine the first to go on scale-down.
+	DeleteMachineAnnotation = "machine.openshift.io/delete-machine"
+	// LegacyDeleteMachineAnnotation is its older spelling, still honoured.
+	LegacyDeleteMachineAnnotation = "machine.openshift.io/cluster-api-delete-machine"
 )
 
 // Delete classes, lowest deleted first.

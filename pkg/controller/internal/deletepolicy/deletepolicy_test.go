@@ -1,4 +1,4 @@
-package machineset
+package deletepolicy
 
 import (
 	"math/rand/v2"
