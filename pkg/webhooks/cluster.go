@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
+	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 )
 
 // Provider names a machine provider whose providerSpec this package admits.
@@ -61,7 +61,7 @@ func ClusterInfoFromInfrastructure(infra *configv1.Infrastructure) ClusterInfo {
 		info.Provider = Provider(platform)
 	}
 	ext := infra.Spec.PlatformSpec.External
-	if platform == configv1.ExternalPlatformType && ext != nil && ext.PlatformName == config.KubemarkPlatformName {
+	if platform == configv1.ExternalPlatformType && ext != nil && ext.PlatformName == names.KubemarkPlatformName {
 		info.Provider = ProviderKubemark
 	}
 	if ps != nil && ps.AWS != nil {
@@ -95,9 +95,9 @@ func lookupClusterInfo(ctx context.Context, r client.Reader) (ClusterInfo, error
 
 // getOptional reads the config.openshift.io object "cluster"; not found when it or its API is missing.
 func getOptional(ctx context.Context, r client.Reader, obj client.Object, resource string) (found bool, err error) {
-	err = r.Get(ctx, client.ObjectKey{Name: config.ClusterConfigName}, obj)
+	err = r.Get(ctx, client.ObjectKey{Name: names.ClusterConfigName}, obj)
 	if err == nil || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		return err == nil, nil
 	}
-	return false, fmt.Errorf("reading %s.config.openshift.io %q: %w", resource, config.ClusterConfigName, err)
+	return false, fmt.Errorf("reading %s.config.openshift.io %q: %w", resource, names.ClusterConfigName, err)
 }

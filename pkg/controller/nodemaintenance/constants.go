@@ -31,13 +31,6 @@ const (
 	// AddedLabel in AddedAnnotation: it added ExcludeFromRemediationLabel.
 	AddedLabel = "label"
 
-	// ControlPlaneNodeRoleLabel marks control-plane nodes.
-	ControlPlaneNodeRoleLabel = "node-role.kubernetes.io/control-plane"
-	// MasterNodeRoleLabel marks control-plane nodes too (the older name).
-	MasterNodeRoleLabel = "node-role.kubernetes.io/master"
-	// EtcdNamespace holds the etcd quorum guard PodDisruptionBudget(s) on OpenShift.
-	EtcdNamespace = "openshift-etcd"
-
 	// NodeNameField indexes NodeMaintenances by spec.nodeName.
 	NodeNameField = "spec.nodeName"
 	// DrainerTimeout is medik8s's kubectl drain timeout: once a drain has run this long, lastError is the

@@ -25,6 +25,7 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/drainer"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/readyourwrites"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // Options configure a Reconciler.
@@ -179,10 +180,10 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 	}
 	pods := list.Pods()
 
-	if isControlPlane(node) {
-		pdbs, err := r.kube.PolicyV1().PodDisruptionBudgets(EtcdNamespace).List(ctx, metav1.ListOptions{})
+	if nodeutil.IsControlPlane(node) {
+		pdbs, err := r.kube.PolicyV1().PodDisruptionBudgets(nodeutil.EtcdNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", EtcdNamespace, err)
+			return ctrl.Result{}, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", nodeutil.EtcdNamespace, err)
 		}
 		if msg := etcdGuardBlock(node, pods, pdbs.Items); msg != "" {
 			st.LastError = msg

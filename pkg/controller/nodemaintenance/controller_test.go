@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 var foreignTaint = corev1.Taint{Key: "example.com/foreign", Effect: corev1.TaintEffectNoSchedule}
@@ -280,12 +281,12 @@ func TestDrainTimeoutDeletesPodsHeldByAPDB(t *testing.T) {
 
 func TestControlPlaneWaitsForEtcdQuorumGuard(t *testing.T) {
 	const node = "cp-node"
-	createNode(t, node, func(n *corev1.Node) { n.Labels = map[string]string{ControlPlaneNodeRoleLabel: ""} })
-	createNamespace(t, EtcdNamespace)
+	createNode(t, node, func(n *corev1.Node) { n.Labels = map[string]string{nodeutil.ControlPlaneNodeRoleLabel: ""} })
+	createNamespace(t, nodeutil.EtcdNamespace)
 	guardLabels := map[string]string{"app": "guard"}
-	guard := createPod(t, EtcdNamespace, "etcd-guard-cp-node", node, guardLabels)
+	guard := createPod(t, nodeutil.EtcdNamespace, "etcd-guard-cp-node", node, guardLabels)
 	setPodReady(t, guard, corev1.ConditionTrue)
-	pdb := createPDB(t, EtcdNamespace, "etcd-guard-pdb", guardLabels, 0)
+	pdb := createPDB(t, nodeutil.EtcdNamespace, "etcd-guard-pdb", guardLabels, 0)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pdb) })
 
 	createNM(t, "cp", node)
@@ -314,11 +315,11 @@ func TestControlPlaneWaitsForEtcdQuorumGuard(t *testing.T) {
 // Breaks if: etcdGuardBlock counts a guard pod without a Ready condition as Ready.
 func TestControlPlaneWithUnreadyGuardPodIsDrained(t *testing.T) {
 	const node = "cp-unready-node"
-	createNode(t, node, func(n *corev1.Node) { n.Labels = map[string]string{MasterNodeRoleLabel: ""} })
-	createNamespace(t, EtcdNamespace)
+	createNode(t, node, func(n *corev1.Node) { n.Labels = map[string]string{nodeutil.MasterNodeRoleLabel: ""} })
+	createNamespace(t, nodeutil.EtcdNamespace)
 	guardLabels := map[string]string{"app": "unready-guard"}
-	guard := createPod(t, EtcdNamespace, "etcd-guard-cp-unready-node", node, guardLabels)
-	pdb := createPDB(t, EtcdNamespace, "etcd-unready-guard-pdb", guardLabels, 0)
+	guard := createPod(t, nodeutil.EtcdNamespace, "etcd-guard-cp-unready-node", node, guardLabels)
+	pdb := createPDB(t, nodeutil.EtcdNamespace, "etcd-unready-guard-pdb", guardLabels, 0)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pdb) })
 
 	createNM(t, "cp-unready", node)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // addedOrder is the canonical order of AddedAnnotation's items.
@@ -152,33 +153,18 @@ func drainProgress(evictionPods, pending int) int {
 	return min(max(p, 0), 100)
 }
 
-func isControlPlane(n *corev1.Node) bool {
-	_, cp := n.Labels[ControlPlaneNodeRoleLabel]
-	_, master := n.Labels[MasterNodeRoleLabel]
-	return cp || master
-}
-
-// GuardPodReady is medik8s's readiness of an etcd guard pod: a Ready condition True or Unknown (about
-// to be ready counts, to be safe). Without one the node counts as disrupted already, and disrupting it
-// again costs etcd no quorum.
-func GuardPodReady(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == corev1.PodReady && (c.Status == corev1.ConditionTrue || c.Status == corev1.ConditionUnknown)
-	})
-}
-
 // etcdGuardBlock says why a control-plane node's drain must wait (a ready pod to evict covered by an
-// EtcdNamespace PodDisruptionBudget allowing no disruption), "" when it need not.
+// nodeutil.EtcdNamespace PodDisruptionBudget allowing no disruption), "" when it need not.
 func etcdGuardBlock(node *corev1.Node, pods []corev1.Pod, pdbs []policyv1.PodDisruptionBudget) string {
-	if !isControlPlane(node) {
+	if !nodeutil.IsControlPlane(node) {
 		return ""
 	}
 	for _, p := range pods {
-		if p.Namespace != EtcdNamespace || p.DeletionTimestamp != nil || !GuardPodReady(&p) {
+		if p.Namespace != nodeutil.EtcdNamespace || p.DeletionTimestamp != nil || !nodeutil.GuardPodReady(&p) {
 			continue
 		}
 		for _, pdb := range pdbs {
-			if pdb.Namespace != EtcdNamespace || pdb.Status.DisruptionsAllowed > 0 || pdb.Spec.Selector == nil {
+			if pdb.Namespace != nodeutil.EtcdNamespace || pdb.Status.DisruptionsAllowed > 0 || pdb.Spec.Selector == nil {
 				continue
 			}
 			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 func nmAt(name, node string, created time.Time) nmv1beta1.NodeMaintenance {
@@ -208,19 +209,19 @@ func TestPendingStatus(t *testing.T) {
 }
 
 func TestEtcdGuardBlock(t *testing.T) {
-	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m0", Labels: map[string]string{ControlPlaneNodeRoleLabel: ""}}}
-	master := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m1", Labels: map[string]string{MasterNodeRoleLabel: ""}}}
+	cp := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m0", Labels: map[string]string{nodeutil.ControlPlaneNodeRoleLabel: ""}}}
+	master := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m1", Labels: map[string]string{nodeutil.MasterNodeRoleLabel: ""}}}
 	worker := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w0"}}
 	withReady := func(p corev1.Pod, s corev1.ConditionStatus) corev1.Pod {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: s}}
 		return p
 	}
-	unready := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: EtcdNamespace, Name: "guard", Labels: map[string]string{"app": "guard"}}}
+	unready := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: nodeutil.EtcdNamespace, Name: "guard", Labels: map[string]string{"app": "guard"}}}
 	guard := withReady(unready, corev1.ConditionTrue)
 	other := withReady(corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: map[string]string{"app": "guard"}}}, corev1.ConditionTrue)
 	pdb := func(name string, allowed int32, sel map[string]string) policyv1.PodDisruptionBudget {
 		return policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Namespace: EtcdNamespace, Name: name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: nodeutil.EtcdNamespace, Name: name},
 			Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}},
 			Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
 		}

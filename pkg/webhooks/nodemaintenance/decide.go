@@ -7,10 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
-	nmcontroller "github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // The messages of medik8s's NodeMaintenance webhook: scripts see the same refusals with either operator.
@@ -44,7 +43,7 @@ func decideCreate(nodeName string, f createFacts) error {
 	if slices.ContainsFunc(f.maintenances, func(nm nmv1beta1.NodeMaintenance) bool { return nm.Spec.NodeName == nodeName }) {
 		return fmt.Errorf(ErrorNodeMaintenanceExists, nodeName)
 	}
-	if f.openShift && isControlPlane(f.node) && !etcdDisruptionAllowed(f.node.Name, f.quorum) {
+	if f.openShift && nodeutil.IsControlPlane(f.node) && !etcdDisruptionAllowed(f.node.Name, f.quorum) {
 		return fmt.Errorf(ErrorControlPlaneQuorumViolation, nodeName)
 	}
 	return nil
@@ -58,11 +57,6 @@ func decideUpdate(oldNM, newNM *nmv1beta1.NodeMaintenance) error {
 	return nil
 }
 
-func isControlPlane(node *corev1.Node) bool {
-	return metav1.HasLabel(node.ObjectMeta, nmcontroller.ControlPlaneNodeRoleLabel) ||
-		metav1.HasLabel(node.ObjectMeta, nmcontroller.MasterNodeRoleLabel)
-}
-
 // etcdDisruptionAllowed is medik8s's rule: one budget in openshift-etcd (else cannot tell: no) that
 // allows a disruption, or the node's first guard pod is not ready (no Ready condition True or Unknown:
 // the node is disrupted already), or the node has none.
@@ -74,5 +68,5 @@ func etcdDisruptionAllowed(nodeName string, q quorumFacts) bool {
 		return true
 	}
 	i := slices.IndexFunc(q.guardPods, func(p corev1.Pod) bool { return p.Spec.NodeName == nodeName })
-	return i < 0 || !nmcontroller.GuardPodReady(&q.guardPods[i])
+	return i < 0 || !nodeutil.GuardPodReady(&q.guardPods[i])
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
-	nmcontroller "github.com/machine-api-operator/machine-api-operator/pkg/controller/nodemaintenance"
+	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
 // Path is where the webhook is served: medik8s's, so a configuration fits both servers.
@@ -97,7 +97,7 @@ func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createF
 		return f, fmt.Errorf("could not list NodeMaintenances for validating spec.NodeName, please try again: %w", err)
 	}
 	f.maintenances = list.Items
-	if !isControlPlane(node) {
+	if !nodeutil.IsControlPlane(node) {
 		return f, nil
 	}
 	var err error
@@ -114,8 +114,8 @@ func (v *Validator) observeCreate(ctx context.Context, nodeName string) (createF
 func (v *Validator) observeQuorum(ctx context.Context) (quorumFacts, error) {
 	var q quorumFacts
 	pdbs := &policyv1.PodDisruptionBudgetList{}
-	if err := v.reader.List(ctx, pdbs, client.InNamespace(nmcontroller.EtcdNamespace)); err != nil {
-		return q, fmt.Errorf("could not list the etcd quorum guard PodDisruptionBudgets in %s, please try again: %w", nmcontroller.EtcdNamespace, err)
+	if err := v.reader.List(ctx, pdbs, client.InNamespace(nodeutil.EtcdNamespace)); err != nil {
+		return q, fmt.Errorf("could not list the etcd quorum guard PodDisruptionBudgets in %s, please try again: %w", nodeutil.EtcdNamespace, err)
 	}
 	q.pdbs = pdbs.Items
 	if len(q.pdbs) != 1 || q.pdbs[0].Status.DisruptionsAllowed >= 1 {
@@ -128,8 +128,8 @@ func (v *Validator) observeQuorum(ctx context.Context) (quorumFacts, error) {
 		return q, fmt.Errorf("could not parse the selector of PodDisruptionBudget %s/%s: %w", pdb.Namespace, pdb.Name, err)
 	}
 	pods := &corev1.PodList{}
-	if err := v.reader.List(ctx, pods, client.InNamespace(nmcontroller.EtcdNamespace), client.MatchingLabels(set)); err != nil {
-		return q, fmt.Errorf("could not list the etcd guard pods in %s, please try again: %w", nmcontroller.EtcdNamespace, err)
+	if err := v.reader.List(ctx, pods, client.InNamespace(nodeutil.EtcdNamespace), client.MatchingLabels(set)); err != nil {
+		return q, fmt.Errorf("could not list the etcd guard pods in %s, please try again: %w", nodeutil.EtcdNamespace, err)
 	}
 	q.guardPods = pods.Items
 	return q, nil
