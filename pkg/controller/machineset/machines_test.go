@@ -28,10 +28,6 @@ func mk(name string, ageHours int, mutate ...func(*machinev1beta1.Machine)) *mac
 	return m
 }
 
-func annotated(key, value string) func(*machinev1beta1.Machine) {
-	return func(m *machinev1beta1.Machine) { m.Annotations = map[string]string{key: value} }
-}
-
 func nodeless(m *machinev1beta1.Machine) { m.Status.NodeRef = nil }
 func deleting(m *machinev1beta1.Machine) {
 	m.DeletionTimestamp = &metav1.Time{Time: t0}
