@@ -56,7 +56,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := r.callProvider(ctx, s, OperationDelete, r.Actuator.Delete); err != nil {
 		if !neverDescribed(err) {
 			if _, ok := provider.AsRequeueAfter(err); !ok {
-				r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedDelete, "Delete", err.Error())
+				r.events.Once(s.key, "", patch.Event{Regarding: m, Type: corev1.EventTypeWarning, Reason: EventFailedDelete, Action: "Delete", Note: err.Error()})
 			}
 			return requeueOrError(err)
 		}

@@ -71,7 +71,7 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 	providerWait, isWait := provider.AsRequeueAfter(updateErr)
 	switch verdict := decideProviderError(OperationUpdate, updateErr, provider.IsProvisioned(m)); verdict {
 	case verdictFail, verdictRejectedUpdate, verdictRetry:
-		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedUpdate, "Update", updateErr.Error())
+		r.events.Once(s.key, "", patch.Event{Regarding: m, Type: corev1.EventTypeWarning, Reason: EventFailedUpdate, Action: "Update", Note: updateErr.Error()})
 		if verdict == verdictFail {
 			r.fail(ctx, s, updateErr)
 			return ctrl.Result{}, nil
@@ -141,7 +141,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	if err != nil {
 		r.setCondition(m, InstanceExistsCondition, corev1.ConditionFalse, ReasonInstanceNotCreated, machinev1beta1.ConditionSeverityWarning,
 			"the instance has not been created: the last create attempt failed: "+err.Error())
-		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedCreate, "Create", err.Error())
+		r.events.Once(s.key, "", patch.Event{Regarding: m, Type: corev1.EventTypeWarning, Reason: EventFailedCreate, Action: "Create", Note: err.Error()})
 		return ctrl.Result{}, err
 	}
 	r.linkNode(ctx, m)

@@ -55,7 +55,7 @@ func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1b
 		msg := fmt.Sprintf("Remediation template %s %s is not usable: %v", ref.Kind, ref.Name, err)
 		st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionFalse,
 			machinev1beta1.ExternalRemediationTemplateNotFound, machinev1beta1.ConditionSeverityError, msg), now)
-		r.events.Once(key, "", mhc, corev1.EventTypeWarning, EventTemplateNotFound, "Remediate", msg)
+		r.events.Once(key, "", patch.Event{Regarding: mhc, Type: corev1.EventTypeWarning, Reason: EventTemplateNotFound, Action: "Remediate", Note: msg})
 		ctrl.LoggerFrom(ctx).Info("remediation template unusable", "error", err)
 		return e
 	}

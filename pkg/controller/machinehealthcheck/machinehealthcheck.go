@@ -366,7 +366,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, mhc *machinev1beta1.Machin
 // machineEventOnce records an event on m unless the same reason and note
 // were recorded for it last; it reports whether it recorded one.
 func (r *Reconciler) machineEventOnce(mhc types.NamespacedName, m *machinev1beta1.Machine, eventType, reason, note string) bool {
-	return r.events.Once(mhc, m.Name, m, eventType, reason, "Remediate", note)
+	return r.events.Once(mhc, m.Name, patch.Event{Regarding: m, Type: eventType, Reason: reason, Action: "Remediate", Note: note})
 }
 
 // setRestricted remembers whether mhc is short-circuited and reports a change, so

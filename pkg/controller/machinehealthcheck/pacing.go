@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // Remediation pacing, off by default as in OpenShift (docs/openshift.md): a token bucket
@@ -320,7 +322,7 @@ func (p *pacingPass) done() time.Duration {
 		note := fmt.Sprintf("Remediation rate limit reached: at most %d remediations at once, then one every %s; the other unhealthy Machines are remediated as it allows",
 			p.r.limit.burst, p.r.limit.interval)
 		level := 2 // a repetition
-		if p.r.events.Once(p.key, "", p.mhc, corev1.EventTypeWarning, EventRemediationRateLimited, "Remediate", note) {
+		if p.r.events.Once(p.key, "", patch.Event{Regarding: p.mhc, Type: corev1.EventTypeWarning, Reason: EventRemediationRateLimited, Action: "Remediate", Note: note}) {
 			level = 0
 		}
 		ctrl.LoggerFrom(p.ctx).V(level).Info("remediation rate limited", "waiting", p.rateLimited,

@@ -240,7 +240,7 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("not writing scale-from-zero annotations: invalid providerSpec", "provider", provider, "error", err.Error())
 		if provider == ProviderVSphere { // OpenShift's vSphere MachineSet controller's event; once per message here
-			r.events.Once(client.ObjectKeyFromObject(ms), "scale-from-zero", ms, corev1.EventTypeWarning, EventReconcileError, "Reconcile", err.Error())
+			r.events.Once(client.ObjectKeyFromObject(ms), "scale-from-zero", patch.Event{Regarding: ms, Type: corev1.EventTypeWarning, Reason: EventReconcileError, Action: "Reconcile", Note: err.Error()})
 		}
 		return nil
 	}

@@ -39,13 +39,23 @@ func (e *Events) Eventf(regarding, related runtime.Object, eventType, reason, ac
 	e.Recorder.Eventf(regarding, related, eventType, reason, action, "%s", Truncate(fmt.Sprintf(note, args...), MaxNote))
 }
 
-// Once records an event if First says note is new; it reports whether the
-// note was new (the spam filter may still drop the event, as Eventf's).
-func (e *Events) Once(scope types.NamespacedName, subject string, regarding runtime.Object, eventType, reason, action, note string) bool {
-	if !e.First(scope, subject, reason, note) {
+// Event is one event for Once: what it is about and what it says.
+type Event struct {
+	Regarding runtime.Object // the object the event is about
+	Type      string         // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason    string         // CamelCase, why the event happened; also the memo key with the subject
+	Action    string         // what the controller was doing (Create, Delete, Remediate...)
+	Note      string         // the human-readable text, recorded as is (not a format)
+}
+
+// Once records ev if First says its note is new for ev.Reason on subject in
+// scope; it reports whether the note was new (the spam filter may still drop
+// the event, as Eventf's).
+func (e *Events) Once(scope types.NamespacedName, subject string, ev Event) bool {
+	if !e.First(scope, subject, ev.Reason, ev.Note) {
 		return false
 	}
-	e.Eventf(regarding, nil, eventType, reason, action, "%s", note)
+	e.Eventf(ev.Regarding, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Note)
 	return true
 }
 

@@ -80,7 +80,8 @@ func TestEventsRecord(t *testing.T) {
 	obj := &corev1.Node{}
 	scope := types.NamespacedName{Name: "n"}
 	e.Eventf(obj, nil, corev1.EventTypeWarning, "Failed", "Do", "failed %d times: %s", 3, strings.Repeat("x", 2000))
-	if !e.Once(scope, "", obj, corev1.EventTypeNormal, "Done", "Do", "done 100%") || e.Once(scope, "", obj, corev1.EventTypeNormal, "Done", "Do", "done 100%") {
+	done := Event{Regarding: obj, Type: corev1.EventTypeNormal, Reason: "Done", Action: "Do", Note: "done 100%"}
+	if !e.Once(scope, "", done) || e.Once(scope, "", done) {
 		t.Error("Once did not record the first note exactly once")
 	}
 	got := <-rec.Events
