@@ -123,7 +123,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	release := os.Getenv("RELEASE_VERSION")
-	logger.Info("Starting machine-api-operator", "version", version.String(), "releaseVersion", release, "namespace", o.namespace)
+	logger.Info("starting machine-api-operator", "version", version.String(), "releaseVersion", release, "namespace", o.namespace)
 	if release == "" {
 		logger.Info("WARNING: RELEASE_VERSION is not set; the ClusterOperator will report no version and the cluster version operator cannot tell when this release is rolled out")
 	}
@@ -134,7 +134,7 @@ func runStart(ctx context.Context, o *startOptions, stderr io.Writer) error {
 	}
 	restCfg.UserAgent = "machine-api-operator/" + version.String()
 
-	logger.Info("Webhook certificates", "issuer", o.webhookCertificates)
+	logger.Info("webhook certificates", "issuer", o.webhookCertificates)
 
 	metricsTLS, liveTLS, err := resolveMetricsTLS(ctx, restCfg, o)
 	if err != nil {
@@ -185,7 +185,7 @@ func resolveMetricsTLS(ctx context.Context, restCfg *rest.Config, o *startOption
 		}
 	}
 	if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-		klog.FromContext(ctx).Info("Reading the cluster's TLS profile failed; the metrics server uses the Intermediate profile until the operator reads it", "err", err.Error())
+		klog.FromContext(ctx).Info("reading the cluster's TLS profile failed; the metrics server uses the Intermediate profile until the operator reads it", "err", err)
 	}
 	p := config.ResolveTLSProfile(apiServer)
 	if live, err = tlsflags.NewLive(p.Options()); err != nil {

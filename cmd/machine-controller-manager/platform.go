@@ -52,7 +52,7 @@ func readPlatform(ctx context.Context, get func(context.Context, *configv1.Infra
 		p, decided, err := platformOf(infra, get(ctx, infra))
 		if !decided {
 			last = err
-			klog.InfoS("Reading the Infrastructure to choose the leader-election Lease; retrying", "err", err)
+			klog.InfoS("reading the Infrastructure to choose the leader-election Lease; retrying", "err", err)
 			return false, nil
 		}
 		platform = p

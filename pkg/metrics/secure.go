@@ -149,7 +149,7 @@ func (s *certSource) GetCertificate(hello *tls.ClientHelloInfo) (*tls.Certificat
 			s.watcher, err = certwatcher.New(filepath.Join(s.dir, CertFile), filepath.Join(s.dir, KeyFile)) // nil on error
 		}
 		if msg := fmt.Sprint(err); err != nil && msg != s.lastErr { // logged once, not per handshake
-			logf.Log.WithName("metrics-certificate").Info("no usable serving certificate in the directory; serving the previous or a self-signed one", "dir", s.dir, "error", msg)
+			logf.Log.WithName("metrics-certificate").Info("no usable serving certificate in the directory; serving the previous or a self-signed one", "dir", s.dir, "err", msg)
 		}
 		s.lastErr = fmt.Sprint(err)
 	}

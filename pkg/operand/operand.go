@@ -179,7 +179,7 @@ func (o *Options) NewManager(cfg *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	if len(o.FeatureGates) > 0 {
-		klog.InfoS("Feature gates", "featureGates", o.FeatureGates)
+		klog.InfoS("feature gates", "featureGates", o.FeatureGates)
 	}
 	leaseNamespace := cmp.Or(o.LeaderElectionNamespace, o.Namespace)
 	var webhookServer webhook.Server

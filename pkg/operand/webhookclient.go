@@ -46,20 +46,20 @@ func (c *ClientCAs) current() (*x509.CertPool, error) {
 	}
 	c.loaded, c.missing, c.data, c.pool, c.err = true, missing, data, nil, nil
 	if missing {
-		klog.InfoS("Webhook client CA file missing: the webhook server accepts any client", "file", c.path)
+		klog.InfoS("webhook client CA file missing: the webhook server accepts any client", "file", c.path)
 		return nil, nil
 	}
 	cas, err := certutil.ParseCertsPEM(data)
 	if err != nil {
 		c.err = fmt.Errorf("webhook client CA %s has no usable certificate: %w", c.path, err)
-		klog.ErrorS(c.err, "Refusing every webhook request until the client CA file is fixed")
+		klog.ErrorS(c.err, "refusing every webhook request until the client CA file is fixed")
 		return nil, c.err
 	}
 	c.pool = x509.NewCertPool()
 	for _, ca := range cas {
 		c.pool.AddCert(ca)
 	}
-	klog.InfoS("Webhook client CA loaded: only clients with a certificate it signed are served", "file", c.path, "certificates", len(cas))
+	klog.InfoS("webhook client CA loaded: only clients with a certificate it signed are served", "file", c.path, "certificates", len(cas))
 	return c.pool, nil
 }
 
@@ -104,7 +104,7 @@ type VerifyingServer struct {
 func (s VerifyingServer) Register(path string, h http.Handler) {
 	s.Server.Register(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.CAs.Verify(r.TLS); err != nil {
-			klog.V(2).InfoS("Refusing a webhook request", "path", r.URL.Path, "remote", r.RemoteAddr, "reason", err.Error())
+			klog.V(2).InfoS("refusing a webhook request", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
 			http.Error(w, "client not allowed: "+err.Error(), http.StatusForbidden)
 			return
 		}

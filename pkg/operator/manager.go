@@ -234,7 +234,7 @@ func NewManager(ctx context.Context, restCfg *rest.Config, o Options, m ManagerO
 		return nil, err
 	}
 	if missing := served.missing(true); len(missing) > 0 {
-		log.FromContext(ctx).Info("Starting without CRDs the operator needs; each is watched from when it is installed", "missing", missing)
+		log.FromContext(ctx).Info("starting without CRDs the operator needs; each is watched from when it is installed", "missing", missing)
 	}
 	crds, err := newCRDCache(restCfg, cache.Options{Scheme: m.Scheme, HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {
@@ -337,7 +337,7 @@ func WaitForAPIServer(ctx context.Context, disco discovery.DiscoveryInterface) e
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(context.Context) (bool, error) {
 		v, err := disco.ServerVersion()
 		if err != nil {
-			logger.Info("Waiting for the API server", "err", err.Error())
+			logger.Info("waiting for the API server", "err", err)
 			return false, nil
 		}
 		logger.Info("API server reachable", "version", v.GitVersion)

@@ -146,7 +146,7 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		// Bad input: leave the operand as it is, but install the CRDs (they
 		// do not depend on it).
 		failure = &status.Failure{Reason: config.ReasonOf(err), Message: err.Error(), Immediate: true}
-		logger.Error(err, "Bad operator input; leaving the operand as it is", "reason", failure.Reason)
+		logger.Error(err, "bad operator input; leaving the operand as it is", "reason", failure.Reason)
 		cfg = o.lastGood
 		retryErr = o.installCRDs(ctx, config.ForCRDs(in))
 	case err != nil:
@@ -207,7 +207,7 @@ func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcil
 		return reconcile.Result{}, err
 	}
 	if retryErr != nil {
-		logger.Error(retryErr, "Sync failed; retrying")
+		logger.Error(retryErr, "sync failed; retrying")
 		return reconcile.Result{}, retryErr
 	}
 	// Input errors wait for the (watched) input to change.
@@ -222,9 +222,9 @@ func (o *Operator) followTLSProfile(ctx context.Context, p config.TLSProfile) {
 	}
 	switch changed, err := o.opts.MetricsTLS.Set(p.Options()); {
 	case err != nil:
-		log.FromContext(ctx).Error(err, "Keeping the metrics server's TLS settings")
+		log.FromContext(ctx).Error(err, "keeping the metrics server's TLS settings")
 	case changed:
-		log.FromContext(ctx).Info("Metrics server follows the cluster's TLS profile", "minVersion", p.MinVersion, "cipherSuites", len(p.CipherSuites))
+		log.FromContext(ctx).Info("metrics server follows the cluster's TLS profile", "minVersion", p.MinVersion, "cipherSuites", len(p.CipherSuites))
 	}
 }
 

@@ -70,6 +70,6 @@ func (o *Operator) logUnreported(ctx context.Context, obs status.Observation) {
 		return
 	}
 	o.reported.unreported = msg
-	log.FromContext(ctx).Info("Cannot report on the ClusterOperator: the clusteroperators.config.openshift.io CRD is not installed; "+
+	log.FromContext(ctx).Info("cannot report on the ClusterOperator: the clusteroperators.config.openshift.io CRD is not installed; "+
 		"install the config.openshift.io CRDs (on vanilla Kubernetes: kustomize build . | kubectl apply --server-side -f -)", "status", msg)
 }

@@ -64,7 +64,7 @@ func (h *handler) cluster(ctx context.Context, log logr.Logger) (ClusterInfo, ad
 	defer cancel()
 	info, err := lookupClusterInfo(ctx, h.opts.Reader)
 	if err != nil {
-		log.Error(err, "Handling the request without the cluster's platform and infrastructure name")
+		log.Error(err, "handling the request without the cluster's platform and infrastructure name")
 		return ClusterInfo{}, admission.Warnings{fmt.Sprintf(
 			"machine-api webhook could not read the cluster's Infrastructure (%v): the cluster-ID label and platform defaults were not applied", err)}
 	}
@@ -139,12 +139,12 @@ func mutate[T any, P object[T]](kind string, onUpdate bool, def func(obj, old P,
 		// so an object already without a value keeps its updates (validation ratchets).
 		if len(d.Refused) > 0 && req.Operation == admissionv1.Create {
 			msg := d.Refused.ToAggregate().Error()
-			log.V(2).Info("Refusing", "reason", msg)
+			log.V(2).Info("refusing", "reason", msg)
 			return admission.Denied(msg).WithWarnings(warnings...)
 		}
 		// Like OpenShift, the platform's notes on its defaults are logged only.
 		for _, w := range d.Warnings {
-			log.V(2).Info("Defaulting the providerSpec", "note", w)
+			log.V(2).Info("defaulting the providerSpec", "note", w)
 		}
 		if !d.Changed() {
 			return admission.Allowed("").WithWarnings(warnings...)
@@ -156,7 +156,7 @@ func mutate[T any, P object[T]](kind string, onUpdate bool, def func(obj, old P,
 		if d.Finalizer {
 			kv = append(kv, "finalizer", machinev1beta1.MachineFinalizer)
 		}
-		log.V(2).Info("Defaulting "+kind, kv...)
+		log.V(2).Info("defaulting "+kind, kv...)
 		return patchResponse(req.Object.Raw, edits).WithWarnings(warnings...)
 	}
 }
@@ -188,7 +188,7 @@ func validate[T any, P object[T]](kind string,
 		}
 		if warnings = append(warnings, more...); len(errs) == 0 {
 			if len(warnings) > 0 {
-				log.V(2).Info("Admitting with warnings", "warnings", warnings)
+				log.V(2).Info("admitting with warnings", "warnings", warnings)
 			}
 			return admission.Allowed("").WithWarnings(warnings...)
 		}
@@ -197,7 +197,7 @@ func validate[T any, P object[T]](kind string,
 			name = obj.GetGenerateName() + "*" // a prefix on create
 		}
 		status := apierrors.NewInvalid(schema.GroupKind{Group: machinev1beta1.GroupName, Kind: kind}, name, errs).ErrStatus
-		log.V(2).Info("Refusing", "reason", status.Message)
+		log.V(2).Info("refusing", "reason", status.Message)
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &status, Warnings: warnings}}
 	}
 }

@@ -81,7 +81,7 @@ func (c *container) run(ctx context.Context, r *Runner) {
 			return
 		}
 		if err != nil {
-			klog.InfoS("Container did not start", "pod", c.sandbox.key, "container", c.spec.Name, "err", err)
+			klog.InfoS("container did not start", "pod", c.sandbox.key, "container", c.spec.Name, "err", err)
 		}
 		pod := c.sandbox.currentPod()
 		policy := pod.Spec.RestartPolicy
@@ -155,7 +155,7 @@ func (c *container) runOnce(ctx context.Context, r *Runner) (int, error) {
 		}}
 		s.Ready = false
 	})
-	klog.InfoS("Container exited", "pod", c.sandbox.key, "container", c.spec.Name, "exitCode", code, "err", waitErr)
+	klog.InfoS("container exited", "pod", c.sandbox.key, "container", c.spec.Name, "exitCode", code, "err", waitErr)
 	return code, nil
 }
 
@@ -319,7 +319,7 @@ func (c *container) probe(ctx context.Context, cmd *exec.Cmd) {
 			c.update(func(s *corev1.ContainerStatus) { s.Ready = true })
 		case ready && fail >= max(p.FailureThreshold, 1):
 			ready = false
-			klog.InfoS("Readiness probe failed", "pod", c.sandbox.key, "container", c.spec.Name, "err", err)
+			klog.InfoS("readiness probe failed", "pod", c.sandbox.key, "container", c.spec.Name, "err", err)
 			c.update(func(s *corev1.ContainerStatus) { s.Ready = false })
 		}
 		interval := period(p)
@@ -354,7 +354,7 @@ func (c *container) liveness(ctx context.Context, cmd *exec.Cmd, p *corev1.Probe
 		if err := c.check(ctx, p); err != nil {
 			fail++
 			if fail >= max(p.FailureThreshold, 1) {
-				klog.InfoS("Liveness probe failed; restarting the container", "pod", c.sandbox.key, "container", c.spec.Name, "err", err)
+				klog.InfoS("liveness probe failed; restarting the container", "pod", c.sandbox.key, "container", c.spec.Name, "err", err)
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				return
 			}

@@ -68,7 +68,7 @@ func (p *serviceProxy) sync() {
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			klog.InfoS("Cannot proxy Service", "service", l.service, "address", addr, "err", err)
+			klog.InfoS("cannot proxy Service", "service", l.service, "address", addr, "err", err)
 			continue
 		}
 		l.ln = ln

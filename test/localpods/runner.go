@@ -195,7 +195,7 @@ func (r *Runner) Run(ctx context.Context) error {
 			r.ips[ip] = true
 		}
 	}
-	klog.InfoS("Running local pods", "namespace", r.opts.Namespace, "selector", r.opts.Selector.String())
+	klog.InfoS("running local pods", "namespace", r.opts.Namespace, "selector", r.opts.Selector.String())
 
 	go func() {
 		<-ctx.Done()
@@ -246,7 +246,7 @@ func (r *Runner) processNext(ctx context.Context) bool {
 	}
 	defer r.queue.Done(key)
 	if err := r.sync(ctx, key); err != nil {
-		klog.InfoS("Syncing local pod", "pod", key, "err", err)
+		klog.InfoS("syncing local pod", "pod", key, "err", err)
 		r.queue.AddRateLimited(key)
 		return true
 	}
@@ -288,7 +288,7 @@ func (r *Runner) sync(ctx context.Context, key string) error {
 		view := r.withIPs(pod, s.ip)
 		s.setPod(view)
 		if _, err := r.volumes.write(ctx, view, filepath.Join(s.dir, "volumes")); err != nil {
-			klog.InfoS("Refreshing volumes", "pod", key, "err", err)
+			klog.InfoS("refreshing volumes", "pod", key, "err", err)
 		}
 	}
 	return r.reportStatus(ctx, pod, s)
@@ -408,7 +408,7 @@ func (r *Runner) startSandbox(ctx context.Context, key string, pod *corev1.Pod) 
 	for _, c := range s.containers {
 		go c.run(runCtx, r)
 	}
-	klog.InfoS("Started local pod", "pod", key, "ip", ip)
+	klog.InfoS("started local pod", "pod", key, "ip", ip)
 	r.proxy.sync()
 	return s, nil
 }
@@ -491,7 +491,7 @@ func (r *Runner) stopSandbox(s *sandbox, grace time.Duration) {
 	// A pod that is deleted for good while its grace period runs, or the
 	// Runner stopping meanwhile, stops the sandbox a second time.
 	s.stopOnce.Do(func() { close(s.stopped) })
-	klog.InfoS("Stopped local pod", "pod", s.key)
+	klog.InfoS("stopped local pod", "pod", s.key)
 }
 
 func (r *Runner) cleanupSandbox(s *sandbox) {

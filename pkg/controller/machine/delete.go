@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 			}
 			return requeueOrError(err)
 		}
-		logger.Info("ignoring invalid configuration on delete: the Machine never got addresses", "error", err.Error())
+		logger.Info("ignoring invalid configuration on delete: the Machine never got addresses", "err", err)
 	}
 	r.events.Clear(s.key, "", EventFailedDelete)
 

@@ -56,7 +56,7 @@ func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1b
 		st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.ExternalRemediationTemplateAvailable, corev1.ConditionFalse,
 			machinev1beta1.ExternalRemediationTemplateNotFound, machinev1beta1.ConditionSeverityError, msg), now)
 		r.events.Once(key, "", patch.Event{Regarding: mhc, Type: corev1.EventTypeWarning, Reason: EventTemplateNotFound, Action: "Remediate", Note: msg})
-		ctrl.LoggerFrom(ctx).Info("remediation template unusable", "error", err)
+		ctrl.LoggerFrom(ctx).Info("remediation template unusable", "err", err)
 		return e
 	}
 	r.events.Clear(key, "", EventTemplateNotFound)

@@ -342,7 +342,7 @@ func (r *Reconciler) deleteMachine(ctx context.Context, mhc *machinev1beta1.Mach
 // reportInvalid marks mhc as unable to remediate; it is not requeued (a fix
 // changes the MachineHealthCheck).
 func (r *Reconciler) reportInvalid(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, msg string, now time.Time) error {
-	ctrl.LoggerFrom(ctx).Info("MachineHealthCheck is invalid; not remediating", "error", msg)
+	ctrl.LoggerFrom(ctx).Info("MachineHealthCheck is invalid; not remediating", "err", msg)
 	st := mhc.Status.DeepCopy()
 	st.RemediationsAllowed = 0
 	st.Conditions = conditions.Set(st.Conditions, conditions.New(machinev1beta1.RemediationAllowedCondition, corev1.ConditionFalse,

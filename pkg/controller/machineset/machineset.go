@@ -114,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconcileInvalid records why ms is invalid; not requeued: a fix changes the MachineSet.
 func (r *Reconciler) reconcileInvalid(ctx context.Context, ms *machinev1beta1.MachineSet, errs field.ErrorList, paused *machinev1beta1.Condition) error {
 	msg := errs.ToAggregate().Error()
-	ctrl.LoggerFrom(ctx).Info("MachineSet is invalid; not managing its Machines", "error", msg)
+	ctrl.LoggerFrom(ctx).Info("MachineSet is invalid; not managing its Machines", "err", msg)
 	changed := ms.Status.ErrorMessage == nil || *ms.Status.ErrorMessage != msg
 	if err := r.patchStatus(ctx, ms, r.withPaused(invalidStatus(ms, msg), paused)); err != nil {
 		return err
@@ -238,7 +238,7 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 		return nil
 	}
 	if err != nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("not writing scale-from-zero annotations: invalid providerSpec", "provider", provider, "error", err.Error())
+		ctrl.LoggerFrom(ctx).V(1).Info("not writing scale-from-zero annotations: invalid providerSpec", "provider", provider, "err", err)
 		if provider == ProviderVSphere { // OpenShift's vSphere MachineSet controller's event; once per message here
 			r.events.Once(client.ObjectKeyFromObject(ms), "scale-from-zero", patch.Event{Regarding: ms, Type: corev1.EventTypeWarning, Reason: EventReconcileError, Action: "Reconcile", Note: err.Error()})
 		}

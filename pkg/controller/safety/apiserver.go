@@ -71,13 +71,13 @@ func (g *APIServerGate) Start(ctx context.Context) error {
 			g.frozen.Store(true)
 			MachineControllerFrozen.Set(1)
 			log.Info("freezing the machine controller: the API server has not answered for longer than the timeout; no instance is created or deleted until it does",
-				"downSince", state.downSince, "timeout", g.timeout, "error", err.Error())
+				"downSince", state.downSince, "timeout", g.timeout, "err", err)
 		case out.thawed:
 			g.frozen.Store(false)
 			MachineControllerFrozen.Set(0)
 			log.Info("unfreezing the machine controller: the API server answers again")
 		case err != nil:
-			log.V(1).Info("the API server does not answer", "downSince", state.downSince, "error", err.Error())
+			log.V(1).Info("the API server does not answer", "downSince", state.downSince, "err", err)
 		}
 		g.lastProbe.Store(g.now().UnixNano())
 		select {

@@ -148,7 +148,7 @@ func (c *OrphanCollector) machines(ctx context.Context, namespaces []string, cac
 		}
 		ms, err := listMachines(ctx, r, client.InNamespace(ns))
 		if err != nil {
-			ctrl.LoggerFrom(ctx).Info("not judging the instances marked with namespace "+ns+": its Machines cannot be listed", "error", err.Error())
+			ctrl.LoggerFrom(ctx).Info("not judging the instances marked with namespace "+ns+": its Machines cannot be listed", "err", err)
 			continue
 		}
 		out, listed[ns] = append(out, ms...), true

@@ -97,9 +97,9 @@ func (w *waiter) Start(ctx context.Context) error {
 		if now := fmt.Sprint(err, kindList(missing)); now != last {
 			last = now
 			if err != nil {
-				log.Error(err, "Cannot tell whether the API server serves the kinds this controller watches; retrying")
+				log.Error(err, "cannot tell whether the API server serves the kinds this controller watches; retrying")
 			} else {
-				log.Info("Waiting for CustomResourceDefinitions: the API server does not serve these kinds yet; the controller starts once they are installed",
+				log.Info("waiting for CustomResourceDefinitions: the API server does not serve these kinds yet; the controller starts once they are installed",
 					"missing", kindList(missing))
 			}
 		}
@@ -108,7 +108,7 @@ func (w *waiter) Start(ctx context.Context) error {
 	if err != nil {
 		return nil // the manager is stopping
 	}
-	log.Info("The kinds this controller watches are served; starting it")
+	log.Info("the kinds this controller watches are served; starting it")
 	return w.setup()
 }
 

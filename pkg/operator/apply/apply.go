@@ -147,7 +147,7 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 		if d.none() {
 			return ref, false, false, nil
 		}
-		log.FromContext(ctx).Info("Live object drifted", "object", ref.String(), "drift", d.String())
+		log.FromContext(ctx).Info("live object drifted", "object", ref.String(), "drift", d.String())
 		if d.reapply == "" {
 			wrote, err := a.removeForeign(ctx, ref, live, d.foreign)
 			return ref, false, wrote, err
@@ -157,7 +157,7 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 			switch {
 			case apierrors.IsInvalid(err):
 				// Removing first left it invalid: apply first, remove after.
-				log.FromContext(ctx).V(1).Info("Applying before removing others' fields", "object", ref.String(), "error", err.Error())
+				log.FromContext(ctx).V(1).Info("applying before removing others' fields", "object", ref.String(), "err", err)
 			case err != nil:
 				return ref, false, wrote, err
 			case !wrote:
@@ -172,7 +172,7 @@ func (a *Applier) applyOne(ctx context.Context, obj client.Object) (ref ObjectRe
 		client.FieldOwner(a.fieldManager), client.ForceOwnership); err != nil {
 		return ref, false, applied, err
 	}
-	log.FromContext(ctx).V(1).Info("Applied", "object", ref.String(), "created", created)
+	log.FromContext(ctx).V(1).Info("applied", "object", ref.String(), "created", created)
 	// A forced apply keeps what others added next to our fields.
 	foreign, _, err := foreignFields(gvk.GroupKind(), sent.GetManagedFields(), a.fieldManager)
 	if err != nil {
@@ -197,10 +197,10 @@ func (a *Applier) removeForeign(ctx context.Context, ref ObjectRef, live *unstru
 		err = a.client.Update(ctx, clean, client.FieldOwner(a.fieldManager+RevertManagerSuffix))
 		switch {
 		case err == nil:
-			log.FromContext(ctx).V(1).Info("Removed fields others added", "object", ref.String(), "fields", firstPaths(foreign, 10))
+			log.FromContext(ctx).V(1).Info("removed fields others added", "object", ref.String(), "fields", firstPaths(foreign, 10))
 			return true, nil
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err) && attempt == removalAttempts:
-			log.FromContext(ctx).V(1).Info("Object changed while removing others' fields; the next sync retries", "object", ref.String(), "error", err.Error())
+			log.FromContext(ctx).V(1).Info("object changed while removing others' fields; the next sync retries", "object", ref.String(), "err", err)
 			return false, nil
 		case !apierrors.IsConflict(err):
 			return false, fmt.Errorf("removing fields others added (%s): %w", firstPaths(foreign, 3), err)

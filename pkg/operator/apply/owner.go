@@ -41,7 +41,7 @@ func (a *Applier) checkOwner(ctx context.Context, ref ObjectRef, live *unstructu
 		return fmt.Errorf("it belongs to the installation in namespace %s, which could not be checked: %w", other, err)
 	}
 	if removed {
-		log.FromContext(ctx).Info("Taking over an object of a removed installation", "object", ref.String(), "installation", other)
+		log.FromContext(ctx).Info("taking over an object of a removed installation", "object", ref.String(), "installation", other)
 		return nil
 	}
 	return fmt.Errorf("it belongs to the machine-api-operator of namespace %s (label %s=%s), not to this one (namespace %s): "+

@@ -40,7 +40,7 @@ func (a *Applier) Prune(ctx context.Context, kinds []schema.GroupVersionKind, na
 			client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid}}, opts...)...)
 		switch {
 		case err == nil:
-			log.FromContext(ctx).Info("Pruned an obsolete object", "object", o.Ref.String())
+			log.FromContext(ctx).Info("pruned an obsolete object", "object", o.Ref.String())
 			deleted = append(deleted, o.Ref)
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		default:
@@ -84,7 +84,7 @@ func (a *Applier) Obsolete(ctx context.Context, kinds []schema.GroupVersionKind,
 	var errs []error
 	for _, gvk := range kinds {
 		if IsNeverPruned(gvk.GroupKind()) {
-			log.FromContext(ctx).V(1).Info("Not pruning a protected kind", "kind", gvk.String())
+			log.FromContext(ctx).V(1).Info("not pruning a protected kind", "kind", gvk.String())
 			continue
 		}
 		items, namespaced, err := a.listOwned(ctx, gvk, namespace)

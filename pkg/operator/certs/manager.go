@@ -273,7 +273,7 @@ func (m *Manager) Retire(ctx context.Context) error {
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting Secret %s/%s: %w", m.opts.Namespace, name, err)
 		}
-		log.FromContext(ctx).Info("Deleted a webhook certificate Secret the operator issued: service-ca issues them now", "secret", name)
+		log.FromContext(ctx).Info("deleted a webhook certificate Secret the operator issued: service-ca issues them now", "secret", name)
 	}
 	return nil
 }

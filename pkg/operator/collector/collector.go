@@ -136,7 +136,7 @@ func (c *Collector) list(ctx context.Context, ch chan<- prometheus.Metric, obj c
 		err = c.source.List(ctx, list, client.InNamespace(c.namespace))
 	}
 	if err != nil {
-		log.FromContext(ctx).V(2).Info("metrics: cannot list "+kindNames[kind], "err", err.Error())
+		log.FromContext(ctx).V(2).Info("metrics: cannot list "+kindNames[kind], "err", err)
 		ch <- gauge(collectorUpDesc, 0, kind)
 		return false
 	}
@@ -160,7 +160,7 @@ func (c *Collector) Start(ctx context.Context) error {
 		_, machinesErr := c.source.GetInformer(ctx, &machinev1beta1.Machine{}, cache.BlockUntilSynced(false))
 		_, setsErr := c.source.GetInformer(ctx, &machinev1beta1.MachineSet{}, cache.BlockUntilSynced(false))
 		if err := errors.Join(machinesErr, setsErr); err != nil {
-			logger.Info("cannot watch Machines and MachineSets yet; retrying", "err", err.Error())
+			logger.Info("cannot watch Machines and MachineSets yet; retrying", "err", err)
 			return
 		}
 		logger.V(1).Info("watching Machines and MachineSets", "namespace", c.namespace)

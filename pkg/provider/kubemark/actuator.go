@@ -171,7 +171,7 @@ func (a *Actuator) Exists(ctx context.Context, m *machinev1beta1.Machine) (bool,
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case IsForeignNode(err):
-		log.FromContext(ctx).V(1).Info("a node of the machine's name exists but is not the machine's", "reason", err.Error())
+		log.FromContext(ctx).V(1).Info("a node of the machine's name exists but is not the machine's", "err", err)
 		return false, nil
 	default:
 		return false, err
@@ -226,7 +226,7 @@ func (a *Actuator) Delete(ctx context.Context, m *machinev1beta1.Machine) error 
 		}
 		return a.releaseLease(ctx, m.Name, "")
 	case IsForeignNode(err):
-		log.FromContext(ctx).Info("not deleting a node that is not the machine's", "reason", err.Error())
+		log.FromContext(ctx).Info("not deleting a node that is not the machine's", "err", err)
 		return nil
 	default:
 		return err

@@ -66,7 +66,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, nm *nmv1beta1.NodeMainte
 		err = decideCreate(nodeName, facts)
 	}
 	if err != nil {
-		logf.FromContext(ctx).Info("Refused a NodeMaintenance", "name", nm.Name, "node", nodeName, "reason", err.Error())
+		logf.FromContext(ctx).Info("refused a NodeMaintenance", "name", nm.Name, "node", nodeName, "err", err)
 	}
 	return nil, err
 }
