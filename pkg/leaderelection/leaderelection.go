@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 )
 
 // Timing is how a binary elects its leader (the flags' help says what each does).
@@ -118,7 +119,7 @@ func NewLock(cfg *rest.Config, namespace, name string, t Timing) (*Lock, error) 
 		broadcaster.Shutdown()
 		return nil, fmt.Errorf("creating the Lease lock %s/%s: %w", namespace, name, err)
 	}
-	return &Lock{Interface: WithRenewInterval(lease, t.RenewInterval, time.Now), broadcaster: broadcaster}, nil
+	return &Lock{Interface: WithRenewInterval(lease, t.RenewInterval, clock.RealClock{}), broadcaster: broadcaster}, nil
 }
 
 // Start stops the event broadcaster when ctx ends (add the Lock to the manager).
@@ -133,17 +134,17 @@ func (l *Lock) NeedLeaderElection() bool { return false }
 
 // WithRenewInterval returns lock whose Update only renewing the record it last
 // wrote, within interval of that write, sends no request (0: lock unchanged).
-func WithRenewInterval(lock resourcelock.Interface, interval time.Duration, now func() time.Time) resourcelock.Interface {
+func WithRenewInterval(lock resourcelock.Interface, interval time.Duration, clk clock.PassiveClock) resourcelock.Interface {
 	if interval <= 0 {
 		return lock
 	}
-	return &coalescingLock{Interface: lock, interval: interval, now: now}
+	return &coalescingLock{Interface: lock, interval: interval, clock: clk}
 }
 
 type coalescingLock struct {
 	resourcelock.Interface
 	interval time.Duration
-	now      func() time.Time
+	clock    clock.PassiveClock
 
 	mu        sync.Mutex
 	written   *resourcelock.LeaderElectionRecord // nil after a failed write
@@ -158,7 +159,7 @@ func (l *coalescingLock) Create(ctx context.Context, ler resourcelock.LeaderElec
 // Update implements resourcelock.Interface.
 func (l *coalescingLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	l.mu.Lock()
-	skip := l.written != nil && isRenewalOf(ler, *l.written, l.Identity()) && l.now().Sub(l.writtenAt) < l.interval
+	skip := l.written != nil && isRenewalOf(ler, *l.written, l.Identity()) && l.clock.Since(l.writtenAt) < l.interval
 	l.mu.Unlock()
 	if skip {
 		return nil
@@ -168,7 +169,7 @@ func (l *coalescingLock) Update(ctx context.Context, ler resourcelock.LeaderElec
 
 func (l *coalescingLock) write(ctx context.Context, ler resourcelock.LeaderElectionRecord, write func(context.Context, resourcelock.LeaderElectionRecord) error) error {
 	// The send time: a standby may have seen the write as soon as it was stored.
-	sent := l.now()
+	sent := l.clock.Now()
 	err := write(ctx, ler)
 	l.mu.Lock()
 	defer l.mu.Unlock()

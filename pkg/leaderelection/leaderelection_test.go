@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestTimingValidate(t *testing.T) {
@@ -63,10 +64,6 @@ func (r *recordingLock) Update(context.Context, resourcelock.LeaderElectionRecor
 	return nil
 }
 
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time { return c.t }
-
 func leaseRecord(holder string, acquired time.Time, transitions int, renewed time.Time) resourcelock.LeaderElectionRecord {
 	return resourcelock.LeaderElectionRecord{
 		HolderIdentity: holder, LeaseDurationSeconds: 120, LeaderTransitions: transitions,
@@ -77,16 +74,16 @@ func leaseRecord(holder string, acquired time.Time, transitions int, renewed tim
 func TestWithRenewIntervalCoalescesRenewals(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t: start}
+	clock := clocktesting.NewFakePassiveClock(start)
 	inner := &recordingLock{identity: "me"}
-	lock := WithRenewInterval(inner, 10*time.Second, clock.now)
+	lock := WithRenewInterval(inner, 10*time.Second, clock)
 
 	if err := lock.Create(ctx, leaseRecord("me", start, 0, start)); err != nil {
 		t.Fatal(err)
 	}
 	// Renewals every 250 ms for 9.75 s: no request.
-	for clock.t = start.Add(250 * time.Millisecond); clock.t.Before(start.Add(10 * time.Second)); clock.t = clock.t.Add(250 * time.Millisecond) {
-		if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.t)); err != nil {
+	for clock.SetTime(start.Add(250 * time.Millisecond)); clock.Now().Before(start.Add(10 * time.Second)); clock.SetTime(clock.Now().Add(250 * time.Millisecond)) {
+		if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.Now())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,11 +91,11 @@ func TestWithRenewIntervalCoalescesRenewals(t *testing.T) {
 		t.Fatalf("within the interval: %d creates, %d updates sent; want 1, 0", inner.creates, inner.updates)
 	}
 	// At the interval the renewal is written, and the next one is skipped again.
-	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.t)); err != nil {
+	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.Now())); err != nil {
 		t.Fatal(err)
 	}
-	clock.t = clock.t.Add(time.Second)
-	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.t)); err != nil {
+	clock.SetTime(clock.Now().Add(time.Second))
+	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.Now())); err != nil {
 		t.Fatal(err)
 	}
 	if inner.updates != 1 {
@@ -110,8 +107,8 @@ func TestWithRenewIntervalCoalescesRenewals(t *testing.T) {
 		name string
 		rec  resourcelock.LeaderElectionRecord
 	}{
-		{"release", resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1, AcquireTime: metav1.NewTime(clock.t), RenewTime: metav1.NewTime(clock.t)}},
-		{"takeover after a release", leaseRecord("me", clock.t, 1, clock.t)},
+		{"release", resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1, AcquireTime: metav1.NewTime(clock.Now()), RenewTime: metav1.NewTime(clock.Now())}},
+		{"takeover after a release", leaseRecord("me", clock.Now(), 1, clock.Now())},
 	} {
 		before := inner.updates
 		if err := lock.Update(ctx, tc.rec); err != nil {
@@ -126,22 +123,22 @@ func TestWithRenewIntervalCoalescesRenewals(t *testing.T) {
 func TestWithRenewIntervalWritesAfterAFailure(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	clock := &fakeClock{t: start}
+	clock := clocktesting.NewFakePassiveClock(start)
 	inner := &recordingLock{identity: "me"}
-	lock := WithRenewInterval(inner, 10*time.Second, clock.now)
+	lock := WithRenewInterval(inner, 10*time.Second, clock)
 	if err := lock.Create(ctx, leaseRecord("me", start, 0, start)); err != nil {
 		t.Fatal(err)
 	}
-	clock.t = start.Add(10 * time.Second)
+	clock.SetTime(start.Add(10 * time.Second))
 	inner.failUpdates = true
-	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.t)); err == nil {
+	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.Now())); err == nil {
 		t.Fatal("a failed write reported success")
 	}
 	// A failed write must not be coalesced into later renewals: each is
 	// sent until one succeeds, so the leader's renew deadline counts from
 	// its last real write.
-	clock.t = clock.t.Add(250 * time.Millisecond)
-	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.t)); err == nil {
+	clock.SetTime(clock.Now().Add(250 * time.Millisecond))
+	if err := lock.Update(ctx, leaseRecord("me", start, 0, clock.Now())); err == nil {
 		t.Fatal("a renewal after a failed write was skipped")
 	}
 	if inner.updates != 2 {
@@ -151,7 +148,7 @@ func TestWithRenewIntervalWritesAfterAFailure(t *testing.T) {
 
 func TestWithRenewIntervalZeroIsClientGo(t *testing.T) {
 	inner := &recordingLock{identity: "me"}
-	if got := WithRenewInterval(inner, 0, time.Now); got != resourcelock.Interface(inner) {
+	if got := WithRenewInterval(inner, 0, clocktesting.NewFakePassiveClock(time.Now())); got != resourcelock.Interface(inner) {
 		t.Fatalf("interval 0 wrapped the lock: %T", got)
 	}
 }

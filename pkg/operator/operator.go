@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -45,8 +46,8 @@ type Options struct {
 	StableDuration       time.Duration
 	DegradedAfter        time.Duration
 	UpgradeDegradedAfter time.Duration
-	// Now is the clock; defaults to time.Now.
-	Now func() time.Time
+	// Clock tells the time; defaults to the real clock.
+	Clock clock.PassiveClock
 	// MetricsTLS, when set, is the metrics server's TLS, set to the cluster's
 	// TLS profile at every sync; nil when the TLS flags fixed it.
 	MetricsTLS *tlsflags.Live
@@ -87,9 +88,7 @@ type Operator struct {
 // New returns an Operator. reader should be the informer cache; c is used for
 // writes. certs may be nil when service-ca issues the certificates.
 func New(opts Options, c client.Client, reader client.Reader, certs CertIssuer, recorder status.Recorder) *Operator {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.Clock = cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})
 	opts.Namespace = cmp.Or(opts.Namespace, config.DefaultNamespace)
 	return &Operator{
 		opts:    opts,
@@ -131,7 +130,7 @@ const pruneWait = 5 * time.Second
 // rate-limited retry; timers come back as RequeueAfter.
 func (o *Operator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
-	now := o.opts.Now()
+	now := o.opts.Clock.Now()
 	var failure *status.Failure
 	var retryErr error
 	var requeue time.Duration
@@ -247,7 +246,7 @@ func (o *Operator) sync(ctx context.Context, cfg config.Config) (apply.Result, t
 		}
 		cfg.Webhook.CABundle = bundle
 		if !next.IsZero() {
-			requeue = max(next.Sub(o.opts.Now()), time.Second)
+			requeue = max(next.Sub(o.opts.Clock.Now()), time.Second)
 		}
 	}
 	objs, err := render.Render(cfg)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Options configure a Runner.
@@ -151,7 +152,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.pods = podInf.Lister()
 	r.services = factory.Core().V1().Services().Lister()
 	r.look = &listerLookups{cms: factory.Core().V1().ConfigMaps().Lister(), secrets: factory.Core().V1().Secrets().Lister()}
-	r.volumes = &volumeWriter{client: r.opts.Client, look: r.look, now: time.Now, tokens: map[string]issuedToken{}}
+	r.volumes = &volumeWriter{client: r.opts.Client, look: r.look, clock: clock.RealClock{}, tokens: map[string]issuedToken{}}
 	r.proxy = &serviceProxy{r: r, listeners: map[string]*proxyListener{}}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {

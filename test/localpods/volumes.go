@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 )
 
 // volumeWriter materialises a pod's volumes as directories on the host, and
@@ -21,7 +22,7 @@ import (
 type volumeWriter struct {
 	client kubernetes.Interface
 	look   lookups
-	now    func() time.Time
+	clock  clock.PassiveClock
 	// mu guards tokens: the Runner's workers write the volumes of
 	// different pods concurrently.
 	mu sync.Mutex
@@ -155,7 +156,7 @@ func (w *volumeWriter) token(ctx context.Context, pod *corev1.Pod, volume string
 	w.mu.Lock()
 	t, ok := w.tokens[key]
 	w.mu.Unlock()
-	if ok && w.now().Before(t.renewAt) {
+	if ok && w.clock.Now().Before(t.renewAt) {
 		return t.token, nil
 	}
 	expiration := int64(3600)
@@ -177,7 +178,7 @@ func (w *volumeWriter) token(ctx context.Context, pod *corev1.Pod, volume string
 	if err != nil {
 		return "", fmt.Errorf("requesting a token of serviceaccount %s: %w", sa, err)
 	}
-	issued := w.now()
+	issued := w.clock.Now()
 	lifetime := resp.Status.ExpirationTimestamp.Sub(issued)
 	w.mu.Lock()
 	w.tokens[key] = issuedToken{token: resp.Status.Token, renewAt: issued.Add(lifetime * 8 / 10)}

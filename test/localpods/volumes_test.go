@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // tree reads dir: relative path → content and permissions.
@@ -240,8 +242,8 @@ func TestAddKeys(t *testing.T) {
 }
 
 // tokenClient is a fake clientset whose TokenRequests return numbered
-// tokens valid for an hour from now().
-func tokenClient(now func() time.Time) (*fake.Clientset, *[]string) {
+// tokens valid for an hour from clk's now.
+func tokenClient(clk clock.PassiveClock) (*fake.Clientset, *[]string) {
 	client := fake.NewClientset()
 	var mu sync.Mutex
 	var issued []string
@@ -260,7 +262,7 @@ func tokenClient(now func() time.Time) (*fake.Clientset, *[]string) {
 		}
 		tok := fmt.Sprintf("token-%d-for-%s/%s:%s-%s-%v-%d", len(issued)+1, action.GetNamespace(), sa, ref.Name, ref.UID, req.Spec.Audiences, *req.Spec.ExpirationSeconds)
 		issued = append(issued, tok)
-		req.Status = authenticationv1.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(now().Add(time.Hour))}
+		req.Status = authenticationv1.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(clk.Now().Add(time.Hour))}
 		return true, req, nil
 	})
 	return client, &issued
@@ -275,9 +277,9 @@ func TestVolumeFiles(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns}, Data: map[string]string{"ca.crt": "ca"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: ns}, Data: map[string]string{"images.json": "{}"}, BinaryData: map[string][]byte{"bin": {0, 1}}},
 	)
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	client, _ := tokenClient(func() time.Time { return now })
-	w := &volumeWriter{client: client, look: look, now: func() time.Time { return now }, tokens: map[string]issuedToken{}}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client, _ := tokenClient(clk)
+	w := &volumeWriter{client: client, look: look, clock: clk, tokens: map[string]issuedToken{}}
 	pod := testPod()
 	pod.Namespace = ns
 	for _, tc := range []struct {
@@ -376,10 +378,9 @@ func TestVolumeFiles(t *testing.T) {
 }
 
 func TestVolumeTokens(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	client, issued := tokenClient(clock)
-	w := &volumeWriter{client: client, look: listerLookupsOf(t), now: clock, tokens: map[string]issuedToken{}}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	client, issued := tokenClient(clk)
+	w := &volumeWriter{client: client, look: listerLookupsOf(t), clock: clk, tokens: map[string]issuedToken{}}
 	pod := testPod()
 	proj := &corev1.ServiceAccountTokenProjection{Path: "token", Audience: "api"}
 	get := func() string {
@@ -397,11 +398,11 @@ func TestVolumeTokens(t *testing.T) {
 	if got := client.Actions()[0].GetResource().Resource + "/" + client.Actions()[0].GetSubresource(); got != "serviceaccounts/token" {
 		t.Fatalf("request %s, want serviceaccounts/token", got)
 	}
-	now = now.Add(47 * time.Minute) // < 80% of an hour: cached
+	clk.SetTime(clk.Now().Add(47 * time.Minute)) // < 80% of an hour: cached
 	if got := get(); got != first || len(*issued) != 1 {
 		t.Fatalf("at 47 min: token %q (%d issued), want the cached one", got, len(*issued))
 	}
-	now = now.Add(2 * time.Minute) // > 80%: renewed
+	clk.SetTime(clk.Now().Add(2 * time.Minute)) // > 80%: renewed
 	if got := get(); got == first || len(*issued) != 2 {
 		t.Fatalf("at 49 min: token %q (%d issued), want a new one", got, len(*issued))
 	}
@@ -431,9 +432,8 @@ func TestVolumeTokens(t *testing.T) {
 // TestVolumeWriterConcurrent writes the volumes of several pods at once, as
 // the Runner's workers do (run with -race).
 func TestVolumeWriterConcurrent(t *testing.T) {
-	now := time.Now()
-	client, _ := tokenClient(func() time.Time { return now })
-	w := &volumeWriter{client: client, look: listerLookupsOf(t), now: time.Now, tokens: map[string]issuedToken{}}
+	client, _ := tokenClient(clocktesting.NewFakePassiveClock(time.Now()))
+	w := &volumeWriter{client: client, look: listerLookupsOf(t), clock: clock.RealClock{}, tokens: map[string]issuedToken{}}
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	for i := range 8 {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,17 +50,23 @@ type Options struct {
 	Actuator            provider.Actuator    // the provider; a provider.SpecServer is never given others' Machines
 	Recorder            events.EventRecorder // optional (default the manager's, named ControllerName)
 	NodeDrainTimeout    time.Duration        // bounds a drain (0 waits forever); NodeDrainTimeoutAnnotation overrides it
-	Now                 func() time.Time     // the clock (default time.Now)
+	Clock               clock.PassiveClock   // optional (default the real clock)
 	Namespace           string               // optional: only the Machines of this namespace
 	MachineAPIMigration bool                 // OpenShift's feature gate of that name (package internal/authority)
 	Gate                provider.Gate        // optional: holds back instance creations and deletions while frozen
 	KubeClient          kubernetes.Interface // the drain's clientset; SetupWithManager builds it when nil
 }
 
+// withDefaults fills in the zero fields that need no manager (SetupWithManager fills in the others).
+func (o Options) withDefaults() Options {
+	o.Clock = cmp.Or[clock.PassiveClock](o.Clock, clock.RealClock{})
+	return o
+}
+
 // Reconciler is the machine controller.
 type Reconciler struct {
-	Options
-	events *patch.Events
+	Options // defaulted
+	events  *patch.Events
 	// Tunables (tests shorten them).
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
 	drainBackoff workqueue.TypedRateLimiter[types.NamespacedName]
@@ -72,9 +79,7 @@ type Reconciler struct {
 // NewReconciler returns a machine controller. It registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts = opts.withDefaults()
 	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName]
 	return &Reconciler{
 		Options:      opts,
@@ -111,13 +116,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.Now()) {
+	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.Clock.Now()) {
 		// Our own last write is not in the cache yet, and its event does not wake us (machinePredicate).
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
-	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.Now()) }()
+	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.Clock.Now()) }()
 	providerID := s.m.Spec.ProviderID
 	if perr := r.patchStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
@@ -154,7 +159,7 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, provider.ServedKinds(r.Actuator)); foreign {
 		return ctrl.Result{}, r.leaveForeign(ctx, s, spec)
 	}
-	now := r.Now()
+	now := r.Clock.Now()
 	if d.Paused != nil {
 		m.Status.Conditions = conditions.Set(m.Status.Conditions, *d.Paused, now)
 	}
@@ -222,7 +227,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if equality.Semantic.DeepEqual(s.base.Status, m.Status) {
 		return nil
 	}
-	now := metav1.NewTime(r.Now().Truncate(time.Second))
+	now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
 	m.Status.LastUpdated = &now
 	from, to := phaseOf(s.base), phaseOf(m)
 	// Patch a copy so a failed patch leaves the working copy intact.
@@ -239,7 +244,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if from != to {
 		PhaseTransitionsTotal.WithLabelValues(from, to).Inc()
 		if to != machinev1beta1.PhaseDeleting {
-			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.Now().Sub(m.CreationTimestamp.Time).Seconds())
+			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.Clock.Now().Sub(m.CreationTimestamp.Time).Seconds())
 		}
 		log.FromContext(ctx).Info("phase changed", "from", from, "to", to)
 	}

@@ -194,7 +194,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	}
 
 	started, recorded := r.drainStart(s)
-	if timeout > 0 && r.Now().Sub(started) >= timeout {
+	if timeout > 0 && r.Clock.Now().Sub(started) >= timeout {
 		return r.forceDrain(ctx, s, node, timeout, started, note)
 	}
 	results, pdbs, err := r.evictionPass(ctx, node)
@@ -214,7 +214,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	c, done, progress := passCondition(node.Name, results, pdbs, timeout, started)
 	c.Message = patch.Truncate(c.Message+note, maxConditionMessage)
 	if done {
-		DrainDurationSeconds.Observe(r.Now().Sub(started).Seconds())
+		DrainDurationSeconds.Observe(r.Clock.Now().Sub(started).Seconds())
 		r.setDrained(s, c, corev1.EventTypeNormal, EventDrainSucceeded)
 		r.drainBackoff.Forget(s.key)
 		return ctrl.Result{}, true, nil
@@ -287,7 +287,7 @@ func drainOwnerActive(ctx context.Context, reader client.Reader, owner string) (
 func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.Time) ctrl.Result {
 	after := r.drainBackoff.When(s.key)
 	if timeout > 0 {
-		if until := started.Add(timeout).Sub(r.Now()); until < after {
+		if until := started.Add(timeout).Sub(r.Clock.Now()); until < after {
 			after = max(until, 100*time.Millisecond)
 		}
 	}
@@ -299,7 +299,7 @@ func (r *Reconciler) drainStart(s *scope) (start time.Time, recorded bool) {
 	if t, ok := drainStartOf(s.m); ok {
 		return t, true
 	}
-	start = r.Now()
+	start = r.Clock.Now()
 	if dt := s.m.DeletionTimestamp; dt != nil && start.Before(dt.Time) {
 		start = dt.Time
 	}
@@ -320,7 +320,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 		return ctrl.Result{}, false, fmt.Errorf("drain of node %s timed out: %w", node.Name, utilerrors.NewAggregate(failed))
 	}
 	DrainTimeoutsTotal.Inc()
-	DrainDurationSeconds.Observe(r.Now().Sub(started).Seconds())
+	DrainDurationSeconds.Observe(r.Clock.Now().Sub(started).Seconds())
 	sort.Strings(deleted)
 	msg := fmt.Sprintf("drain of node %s did not finish within %s: deleted %d remaining pod(s) without eviction", node.Name, timeout, len(deleted))
 	if n := len(deleted); n > maxPodsInMessage {
@@ -340,5 +340,5 @@ func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType,
 	if eventReason != "" && conditions.Changed(s.m.Status.Conditions, c) {
 		r.events.Eventf(s.m, nil, eventType, eventReason, "Drain", "%s", c.Message)
 	}
-	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.Now())
+	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.Clock.Now())
 }

@@ -23,7 +23,7 @@ import (
 func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority.Decision) error {
 	s.gone = true // hands off: no status patch from Reconcile
 	desired := s.base.DeepCopy()
-	if !authority.Apply(log.FromContext(ctx), d, "Machine", &desired.Status.AuthoritativeAPI, &desired.Status.Conditions, r.Now()) {
+	if !authority.Apply(log.FromContext(ctx), d, "Machine", &desired.Status.AuthoritativeAPI, &desired.Status.Conditions, r.Clock.Now()) {
 		return nil
 	}
 	if err := r.patchStatusAlone(ctx, s, desired); err != nil {
@@ -61,7 +61,7 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t provider.Spec
 	log.FromContext(ctx).Info("leaving a Machine of another provider untouched", "apiVersion", t.APIVersion, "kind", t.Kind)
 	r.events.Eventf(m, nil, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
 	patched := m.DeepCopy()
-	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.Now())
+	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.Clock.Now())
 	if err := r.patchStatusAlone(ctx, s, patched); err != nil {
 		return fmt.Errorf("setting %s on a Machine of another provider: %w", ProviderSupportedCondition, err)
 	}

@@ -59,7 +59,7 @@ const instanceExistsMessage = "the instance exists on the provider"
 // setCondition sets a condition on the working copy.
 func (r *Reconciler) setCondition(m *machinev1beta1.Machine, t machinev1beta1.ConditionType,
 	status corev1.ConditionStatus, reason string, severity machinev1beta1.ConditionSeverity, msg string) {
-	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.Now())
+	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.Clock.Now())
 }
 
 // update runs the provider's Update on an existing instance, then sets the phase its state gives.

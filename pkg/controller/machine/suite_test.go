@@ -57,6 +57,9 @@ func (c *testClock) Now() time.Time {
 	return time.Now().Add(c.offset)
 }
 
+// Since makes testClock a clock.PassiveClock.
+func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
 func (c *testClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -132,7 +135,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &fakeActuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testClock{}}
 	f.r = NewReconciler(Options{
-		Client: c, APIReader: c, Actuator: f.act, Recorder: f.rec, Now: f.clock.Now,
+		Client: c, APIReader: c, Actuator: f.act, Recorder: f.rec, Clock: f.clock,
 		KubeClient: kube,
 	})
 	f.r.waitBackoff = fastBackoff()

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +27,7 @@ type APIServerGate struct {
 	key       types.NamespacedName
 	period    time.Duration
 	timeout   time.Duration
-	now       func() time.Time
+	clock     clock.PassiveClock
 	frozen    atomic.Bool
 	lastProbe atomic.Int64 // unix nanoseconds of the last probe (tests)
 }
@@ -44,7 +45,7 @@ func NewAPIServerGate(reader client.Reader, namespace string, opts MachineContro
 		key:     types.NamespacedName{Namespace: namespace, Name: probeMachineName},
 		period:  opts.APIServerCheckPeriod,
 		timeout: opts.APIServerCheckTimeout,
-		now:     time.Now,
+		clock:   clock.RealClock{},
 	}
 }
 
@@ -59,7 +60,7 @@ func (g *APIServerGate) Start(ctx context.Context) error {
 	log := ctrl.Log.WithName("machine-safety-apiserver")
 	var state apiServerState
 	for {
-		probedAt := g.now()
+		probedAt := g.clock.Now()
 		err := g.probe(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -79,7 +80,7 @@ func (g *APIServerGate) Start(ctx context.Context) error {
 		case err != nil:
 			log.V(1).Info("the API server does not answer", "downSince", state.downSince, "err", err)
 		}
-		g.lastProbe.Store(g.now().UnixNano())
+		g.lastProbe.Store(g.clock.Now().UnixNano())
 		select {
 		case <-ctx.Done():
 			return nil

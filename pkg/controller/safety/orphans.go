@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -47,8 +48,8 @@ type OrphanCollectorOptions struct {
 // OrphanCollector deletes the provider instances that carry this project's ownership mark and whose Machine
 // is gone (orphanInstances), every Period, on the leader only.
 type OrphanCollector struct {
-	opts OrphanCollectorOptions
-	now  func() time.Time
+	opts  OrphanCollectorOptions
+	clock clock.PassiveClock
 }
 
 // NewOrphanCollector returns a collector; add it to the manager once the Machine API is served.
@@ -60,7 +61,7 @@ func NewOrphanCollector(opts OrphanCollectorOptions) *OrphanCollector {
 	if opts.MaxDeletions <= 0 {
 		opts.MaxDeletions = DefaultOrphanMaxDeletions
 	}
-	return &OrphanCollector{opts: opts, now: time.Now}
+	return &OrphanCollector{opts: opts, clock: clock.RealClock{}}
 }
 
 // NeedLeaderElection is true: only the leader deletes instances.
@@ -99,13 +100,13 @@ func (c *OrphanCollector) Pass(ctx context.Context) error {
 			continue
 		}
 		machines, listed := c.machines(ctx, ownerNamespaces(instances), true)
-		candidates := orphanInstances(instances, machines, listed, c.now(), c.opts.Period)
+		candidates := orphanInstances(instances, machines, listed, c.clock.Now(), c.opts.Period)
 		if len(candidates) == 0 {
 			continue
 		}
 		// The cache may lag behind a Machine just created: confirm uncached.
 		fresh, freshListed := c.machines(ctx, ownerNamespaces(candidates), false)
-		for _, inst := range orphanInstances(candidates, fresh, freshListed, c.now(), c.opts.Period) {
+		for _, inst := range orphanInstances(candidates, fresh, freshListed, c.clock.Now(), c.opts.Period) {
 			if budget == 0 {
 				OrphanInstancesDeferredTotal.Inc()
 				log.Info("orphan instance left for a later pass: this pass reached --machine-safety-orphan-vms-max-deletions",

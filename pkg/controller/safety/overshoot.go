@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +35,7 @@ type OvershootController struct {
 	events    *patch.Events
 	opts      OvershootOptions
 	namespace string
-	now       func() time.Time
+	clock     clock.PassiveClock
 }
 
 // NewOvershootController returns the overshoot freeze for namespace's
@@ -43,7 +44,7 @@ func NewOvershootController(opts OvershootOptions, namespace string) *OvershootC
 	if opts.Validate() != nil {
 		opts = DefaultOvershootOptions()
 	}
-	return &OvershootController{opts: opts, namespace: namespace, now: time.Now, events: &patch.Events{}}
+	return &OvershootController{opts: opts, namespace: namespace, clock: clock.RealClock{}, events: &patch.Events{}}
 }
 
 // Reconcile evaluates one MachineSet, then its MachineDeployment: observe,
@@ -172,7 +173,7 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 	case d.frozen && conditions.IsTrue(*updConds, mdv1beta1.FrozenCondition): // the first freeze's reason stays
 	case d.frozen:
 		frozen := conditions.New(mdv1beta1.FrozenCondition, corev1.ConditionTrue, d.reason, "", d.message)
-		*updConds = conditions.Set(*updConds, frozen, c.now())
+		*updConds = conditions.Set(*updConds, frozen, c.clock.Now())
 	default:
 		*updConds = conditions.Remove(*updConds, mdv1beta1.FrozenCondition)
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
 )
 
 // Defaults for Options.
@@ -45,9 +46,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.RefreshFraction <= 0 || o.RefreshFraction >= 1 {
 		return o, fmt.Errorf("RefreshFraction must be between 0 and 1 exclusive, got %v", o.RefreshFraction)
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = cmp.Or[clock.PassiveClock](o.Clock, clock.RealClock{})
 	return o, nil
 }
 

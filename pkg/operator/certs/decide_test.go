@@ -97,7 +97,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.CAValidity != DefaultCAValidity || o.CertValidity != DefaultCertValidity || o.RefreshFraction != DefaultRefreshFraction || o.Now == nil {
+	if o.CAValidity != DefaultCAValidity || o.CertValidity != DefaultCertValidity || o.RefreshFraction != DefaultRefreshFraction || o.Clock == nil {
 		t.Fatalf("defaults not applied: %+v", o)
 	}
 	for _, bad := range []Options{{RefreshFraction: 1}, {RefreshFraction: -0.5}, {CAValidity: -time.Hour}} {

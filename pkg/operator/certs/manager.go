@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -48,8 +49,8 @@ type Options struct {
 	Reader client.Reader
 	// Namespace holds the Secrets. Required.
 	Namespace string
-	// Now is the clock; defaults to time.Now.
-	Now func() time.Time
+	// Clock tells the time; defaults to the real clock.
+	Clock clock.PassiveClock
 	// Zero: DefaultCAValidity, DefaultCertValidity, DefaultRefreshFraction.
 	CAValidity, CertValidity time.Duration
 	RefreshFraction          float64
@@ -80,7 +81,7 @@ func NewManager(opts Options) (*Manager, error) {
 // Ensure issues or rotates the certificates as needed (at rest it only reads) and
 // returns the CA bundle to inject and when anything next needs rotating.
 func (m *Manager) Ensure(ctx context.Context) (caBundle []byte, nextCheck time.Time, err error) {
-	now := m.opts.Now()
+	now := m.opts.Clock.Now()
 	ca, caCert, bundle, next, err := m.ensureCA(ctx, now)
 	if err != nil {
 		return nil, time.Time{}, err

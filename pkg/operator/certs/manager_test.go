@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -50,28 +51,11 @@ func (w *writeCounter) take() []string {
 	return r
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 type fixture struct {
 	ns      string
 	client  client.Client
 	writes  *writeCounter
-	clock   *clock
+	clock   *clocktesting.FakePassiveClock
 	options Options
 }
 
@@ -91,10 +75,10 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{now: t0}
+	clk := clocktesting.NewFakePassiveClock(t0)
 	return &fixture{
 		ns: ns.Name, client: c, writes: wc, clock: clk,
-		options: Options{Client: c, Reader: c, Namespace: ns.Name, Now: clk.Now},
+		options: Options{Client: c, Reader: c, Namespace: ns.Name, Clock: clk},
 	}
 }
 
@@ -203,7 +187,7 @@ func TestEnsureLifecycle(t *testing.T) {
 
 	// Steady state: no writes, the same bytes, also from a restarted operator.
 	for i, mgr := range []*Manager{m, f.manager(t)} {
-		f.clock.Set(t0.Add(time.Duration(i+1) * day))
+		f.clock.SetTime(t0.Add(time.Duration(i+1) * day))
 		b, n, writes := f.ensure(t, mgr)
 		if len(writes) != 0 {
 			t.Fatalf("steady-state Ensure %d wrote %v", i, writes)
@@ -216,7 +200,7 @@ func TestEnsureLifecycle(t *testing.T) {
 	// Past the refresh point the serving certificates are re-issued from the
 	// same CA: the bundle does not change.
 	before := servingCerts(t, f)
-	f.clock.Set(next.Add(time.Second))
+	f.clock.SetTime(next.Add(time.Second))
 	b, n, writes := f.ensure(t, m)
 	if len(writes) != 2 {
 		t.Fatalf("rotation wrote %v, want 2 updates", writes)
@@ -268,7 +252,7 @@ func TestEnsureCARotation(t *testing.T) {
 	firstCA := f.secret(t, CASecretName).Data[KeyTLSCert]
 	sawTwoCAs, sawPrune := false, false
 	for now := t0.Add(day); now.Before(t0.Add(65 * day)); now = now.Add(day) {
-		f.clock.Set(now)
+		f.clock.SetTime(now)
 		oldServing := servingCerts(t, f)
 		oldCA := f.secret(t, CASecretName).Data[KeyTLSCert]
 		b, n, writes := f.ensure(t, m)
@@ -433,7 +417,7 @@ func TestEnsureWithStaleReaderConflicts(t *testing.T) {
 	for _, name := range SecretNames() {
 		stale.secrets[name] = f.secret(t, name)
 	}
-	f.clock.Set(next.Add(time.Second))
+	f.clock.SetTime(next.Add(time.Second))
 	f.ensure(t, f.manager(t))
 	current := servingCerts(t, f)
 

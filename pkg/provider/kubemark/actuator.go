@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -39,8 +40,8 @@ type Options struct {
 	// NodeReader (optional, normally the manager's cache carrying IndexNodeInternalIP) reads Nodes
 	// without API requests; nil reads them through Client and lists every Node to pick an IP.
 	NodeReader client.Reader
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock (optional) tells the time; nil is the real clock.
+	Clock clock.PassiveClock
 	// ReassertInterval is the longest Update waits while a node is unhealthy; 0 means DefaultReassertInterval.
 	ReassertInterval time.Duration
 }
@@ -50,7 +51,7 @@ type Actuator struct {
 	client   client.Client
 	nodes    client.Reader
 	indexed  bool // nodes has IndexNodeInternalIP
-	now      func() time.Time
+	clock    clock.PassiveClock
 	reassert time.Duration
 	recent   *recentNodes
 }
@@ -63,12 +64,12 @@ var (
 // NewActuator returns a kubemark Actuator.
 func NewActuator(opts Options) *Actuator {
 	a := &Actuator{client: opts.Client, nodes: cmp.Or[client.Reader](opts.NodeReader, opts.Client), indexed: opts.NodeReader != nil,
-		now: opts.Now, reassert: cmp.Or(max(opts.ReassertInterval, 0), DefaultReassertInterval), recent: newRecentNodes()}
-	if a.now == nil {
-		a.now = time.Now
-	}
+		clock: cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}), reassert: cmp.Or(max(opts.ReassertInterval, 0), DefaultReassertInterval),
+		recent: newRecentNodes()}
 	return a
 }
+
+func (a *Actuator) now() time.Time { return a.clock.Now() }
 
 // ProviderSpecKinds implements provider.SpecServer: kubemark.machine-api-operator.io
 // providerSpecs of any kind.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,29 +33,11 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 const testNamespace = "kubemark-test"
 
-// fakeClock is a settable clock for Options.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 var machineSeq atomic.Int64
 
 // setup creates the test namespace (and kube-node-lease, should the API
 // server not have yet) and returns an actuator on a fake clock.
-func setup(t *testing.T, opts Options) (*Actuator, *fakeClock) {
+func setup(t *testing.T, opts Options) (*Actuator, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	ctx := t.Context()
 	for _, ns := range []string{testNamespace, corev1.NamespaceNodeLease} {
@@ -64,9 +46,9 @@ func setup(t *testing.T, opts Options) (*Actuator, *fakeClock) {
 			t.Fatal(err)
 		}
 	}
-	clock := &fakeClock{t: time.Now()}
+	clock := clocktesting.NewFakePassiveClock(time.Now())
 	opts.Client = env.Client
-	opts.Now = clock.Now
+	opts.Clock = clock
 	return NewActuator(opts), clock
 }
 
@@ -329,7 +311,7 @@ func TestCreateBootDelay(t *testing.T) {
 	m := newMachine(t, `"bootDelay":"1h"`)
 	created := m.CreationTimestamp.Time
 
-	clock.Set(created.Add(10 * time.Minute))
+	clock.SetTime(created.Add(10 * time.Minute))
 	after := requeue(t, a.Create(ctx, m))
 	if after != 50*time.Minute {
 		t.Errorf("requeue after %s, want 50m", after)
@@ -349,13 +331,13 @@ func TestCreateBootDelay(t *testing.T) {
 
 	// A restarted controller (a new Actuator) counts from the same
 	// creationTimestamp.
-	a2 := NewActuator(Options{Client: env.Client, Now: clock.Now})
-	clock.Set(created.Add(59 * time.Minute))
+	a2 := NewActuator(Options{Client: env.Client, Clock: clock})
+	clock.SetTime(created.Add(59 * time.Minute))
 	if after := requeue(t, a2.Create(ctx, m)); after != time.Minute {
 		t.Errorf("after restart: requeue after %s, want 1m", after)
 	}
 
-	clock.Set(created.Add(time.Hour))
+	clock.SetTime(created.Add(time.Hour))
 	if err := a2.Create(ctx, m); err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +494,7 @@ func TestHealthOnce(t *testing.T) {
 	}
 
 	// Healthy: come back when it turns unhealthy.
-	clock.Set(reg.Add(4 * time.Minute))
+	clock.SetTime(reg.Add(4 * time.Minute))
 	if after := requeue(t, a.Update(ctx, m)); after != 6*time.Minute {
 		t.Errorf("healthy: requeue after %s, want 6m", after)
 	}
@@ -521,7 +503,7 @@ func TestHealthOnce(t *testing.T) {
 	}
 
 	// Unhealthy: kwok's lease taken over, annotation removed, Ready Unknown.
-	clock.Set(reg.Add(10*time.Minute + 5*time.Second))
+	clock.SetTime(reg.Add(10*time.Minute + 5*time.Second))
 	if after := requeue(t, a.Update(ctx, m)); after != DefaultReassertInterval {
 		t.Errorf("unhealthy: requeue after %s, want %s", after, DefaultReassertInterval)
 	}
@@ -539,7 +521,7 @@ func TestHealthOnce(t *testing.T) {
 
 	// Reasserting changes nothing.
 	nodeRV, leaseRV := n.ResourceVersion, lease.ResourceVersion
-	clock.Set(reg.Add(time.Hour))
+	clock.SetTime(reg.Add(time.Hour))
 	requeue(t, a.Update(ctx, m))
 	if getNode(t, m.Name).ResourceVersion != nodeRV || getLease(t, m.Name).ResourceVersion != leaseRV {
 		t.Error("reasserting an unhealthy node wrote to it")
@@ -579,7 +561,7 @@ func TestHealthPeriodic(t *testing.T) {
 	kwokLike(t, n, reg.Add(9*time.Minute))
 
 	// First failure, 10m..15m.
-	clock.Set(reg.Add(11 * time.Minute))
+	clock.SetTime(reg.Add(11 * time.Minute))
 	if after := requeue(t, a.Update(ctx, m)); after != 4*time.Minute {
 		t.Errorf("unhealthy: requeue after %s, want 4m (the recovery)", after)
 	}
@@ -594,7 +576,7 @@ func TestHealthPeriodic(t *testing.T) {
 	}
 
 	// Recovered at 15m: the lease is released, the node handed back to kwok.
-	clock.Set(reg.Add(15 * time.Minute))
+	clock.SetTime(reg.Add(15 * time.Minute))
 	if after := requeue(t, a.Update(ctx, m)); after != 10*time.Minute {
 		t.Errorf("recovered: requeue after %s, want 10m", after)
 	}
@@ -613,7 +595,7 @@ func TestHealthPeriodic(t *testing.T) {
 	}
 	// Healthy again: nothing more to do.
 	rv := n.ResourceVersion
-	clock.Set(reg.Add(20 * time.Minute))
+	clock.SetTime(reg.Add(20 * time.Minute))
 	requeue(t, a.Update(ctx, m))
 	if getNode(t, m.Name).ResourceVersion != rv {
 		t.Error("Update wrote to a healthy node")
@@ -621,7 +603,7 @@ func TestHealthPeriodic(t *testing.T) {
 
 	// Second failure, 25m..30m, with no Lease at all (no kwok): the provider
 	// creates one owned by the node, expiring at the recovery.
-	clock.Set(reg.Add(26 * time.Minute))
+	clock.SetTime(reg.Add(26 * time.Minute))
 	requeue(t, a.Update(ctx, m))
 	assertUnhealthy(t, m.Name, reg.Add(25*time.Minute))
 	lease = getLease(t, m.Name)

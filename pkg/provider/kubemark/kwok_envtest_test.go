@@ -157,7 +157,7 @@ func testHealthSimulationWithKwok(t *testing.T, manageFlag string) {
 
 	// Fail it. kwok renews its lease every second, so taking it over may meet
 	// a conflict: the controller retries such errors.
-	clock.Set(reg.Add(time.Hour + time.Second))
+	clock.SetTime(reg.Add(time.Hour + time.Second))
 	update := func() {
 		t.Helper()
 		poll.Eventually(t, 10*time.Second, "Update to succeed (asking to be called again)", func(context.Context) (bool, error) {
@@ -189,7 +189,7 @@ func testHealthSimulationWithKwok(t *testing.T, manageFlag string) {
 	}
 
 	// Recover: kwok takes the node back and sets it Ready.
-	clock.Set(reg.Add(2*time.Hour + time.Second))
+	clock.SetTime(reg.Add(2*time.Hour + time.Second))
 	update()
 	poll.Eventually(t, 30*time.Second, "kwok to set the recovered node Ready", func(context.Context) (bool, error) {
 		n := getNode(t, m.Name)

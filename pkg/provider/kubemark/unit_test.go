@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
@@ -292,7 +293,7 @@ func TestExistsConfirmsAbsenceUncached(t *testing.T) {
 			cache := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.cached...).Build()
 			live := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(tc.live...).Build()
 			now := time.Unix(1000, 0)
-			a := NewActuator(Options{Client: live, NodeReader: cache, Now: func() time.Time { return now }})
+			a := NewActuator(Options{Client: live, NodeReader: cache, Clock: clocktesting.NewFakePassiveClock(now)})
 			if tc.recent != nil {
 				tc.recent(a.recent, now)
 			}

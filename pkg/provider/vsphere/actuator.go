@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -40,8 +41,8 @@ type Options struct {
 	PollInterval time.Duration
 	// APITimeout bounds each vCenter request; 0 means DefaultAPITimeout.
 	APITimeout time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock (optional) tells the time; nil is the real clock.
+	Clock clock.PassiveClock
 	// VMGroupZonal is OpenShift's VSphereHostVMGroupZonal feature gate (workspace.vmGroup is refused without).
 	VMGroupZonal bool
 }
@@ -52,7 +53,7 @@ type Actuator struct {
 	settings     SettingsSource
 	poll         time.Duration
 	timeout      time.Duration
-	now          func() time.Time
+	clock        clock.PassiveClock
 	sessions     *sessions
 	vmGroupZonal bool
 	// groupEdits serialises VM group edits; lastGroupEdit, guarded by it, must have finished before the next
@@ -75,13 +76,12 @@ var (
 func NewActuator(opts Options) *Actuator {
 	a := &Actuator{client: opts.Client, settings: cmp.Or[SettingsSource](opts.Settings, ClusterSettings{Reader: opts.Client}),
 		poll: cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval), timeout: cmp.Or(max(opts.APITimeout, 0), DefaultAPITimeout),
-		now: opts.Now, vmGroupZonal: opts.VMGroupZonal}
-	if a.now == nil {
-		a.now = time.Now
-	}
+		clock: cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}), vmGroupZonal: opts.VMGroupZonal}
 	a.sessions = &sessions{byKey: map[sessionKey]*cachedSession{}, timeout: a.timeout, metrics: &requestMetrics{vec: newRequestHistogram()}}
 	return a
 }
+
+func (a *Actuator) now() time.Time { return a.clock.Now() }
 
 // ProviderSpecKinds implements provider.SpecServer; the kind is named, as the group is shared with
 // OpenShift's other providers.

@@ -12,6 +12,7 @@ import (
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vapi/tags"
 	corev1 "k8s.io/api/core/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider/vsphere/vspheretest"
@@ -240,7 +241,7 @@ func TestSessionLoginsPerVCenter(t *testing.T) {
 // Breaks if: the tag ID cache never expires, or expires at once (each Update would list every category).
 func TestClusterTagLookupExpires(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := newSimEnvWith(t, nil, Options{Now: func() time.Time { return now }})
+	e := newSimEnvWith(t, nil, Options{Clock: clocktesting.NewFakePassiveClock(now)})
 	m := e.newMachine("worker-0", nil)
 	if err := e.until(m, e.a.Create, true); err != nil {
 		t.Fatal(err)
