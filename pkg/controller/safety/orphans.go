@@ -52,16 +52,21 @@ type OrphanCollector struct {
 	clock clock.PassiveClock
 }
 
+// withDefaults fills in the zero (or negative) Period and MaxDeletions.
+func (o OrphanCollectorOptions) withDefaults() OrphanCollectorOptions {
+	if o.Period <= 0 {
+		o.Period = DefaultOrphanPeriod
+	}
+	if o.MaxDeletions <= 0 {
+		o.MaxDeletions = DefaultOrphanMaxDeletions
+	}
+	return o
+}
+
 // NewOrphanCollector returns a collector; add it to the manager once the Machine API is served.
 func NewOrphanCollector(opts OrphanCollectorOptions) *OrphanCollector {
 	RegisterMetrics()
-	if opts.Period <= 0 {
-		opts.Period = DefaultOrphanPeriod
-	}
-	if opts.MaxDeletions <= 0 {
-		opts.MaxDeletions = DefaultOrphanMaxDeletions
-	}
-	return &OrphanCollector{opts: opts, clock: clock.RealClock{}}
+	return &OrphanCollector{opts: opts.withDefaults(), clock: clock.RealClock{}}
 }
 
 // NeedLeaderElection is true: only the leader deletes instances.
