@@ -240,8 +240,8 @@ func TestSessionLoginsPerVCenter(t *testing.T) {
 // administrator creates later is attached once that time has passed.
 // Breaks if: the tag ID cache never expires, or expires at once (each Update would list every category).
 func TestClusterTagLookupExpires(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := newSimEnvWith(t, nil, Options{Clock: clocktesting.NewFakePassiveClock(now)})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := newSimEnvWith(t, nil, Options{Clock: clk})
 	m := e.newMachine("worker-0", nil)
 	if err := e.until(m, e.a.Create, true); err != nil {
 		t.Fatal(err)
@@ -270,14 +270,14 @@ func TestClusterTagLookupExpires(t *testing.T) {
 		}
 		return slices.Contains(ids, tag)
 	}
-	now = now.Add(tagIDTTL - time.Minute)
+	clk.SetTime(clk.Now().Add(tagIDTTL - time.Minute))
 	if err := call(m, e.a.Update, true); err != nil {
 		t.Fatal(err)
 	}
 	if attached() {
 		t.Error("the cluster tag was looked up again before the cache expired")
 	}
-	now = now.Add(2 * time.Minute)
+	clk.SetTime(clk.Now().Add(2 * time.Minute))
 	if err := call(m, e.a.Update, true); err != nil {
 		t.Fatal(err)
 	}
