@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,54 +44,10 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env)
 }
 
-// testClock is time.Now shifted by an offset the test can advance.
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
+// recorder is the shared fake; count returns how many events have reason.
+type recorder struct{ testenv.Recorder }
 
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset += d
-}
-
-// recorder collects events as "Type Reason: note".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, _ string, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, fmt.Sprintf("%s %s: %s", eventtype, reason, fmt.Sprintf(note, args...)))
-}
-
-// count returns how many events have reason.
-func (r *recorder) count(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if strings.Fields(e)[1] == reason+":" {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *recorder) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.events, "\n")
-}
+func (r *recorder) count(reason string) int { return r.Count(reason) }
 
 // fixture is one test's namespace, fake provider and reconciler (called
 // directly, against the envtest API server, through a request-counting
@@ -105,7 +60,7 @@ type fixture struct {
 	r       *Reconciler
 	counter *applytest.CountingTransport
 	rec     *recorder
-	clock   *testClock
+	clock   *testenv.Clock
 }
 
 func fastBackoff() workqueue.TypedRateLimiter[types.NamespacedName] {
@@ -130,7 +85,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &fakeActuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testClock{}}
+	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &fakeActuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testenv.Clock{}}
 	f.r = NewReconciler(Options{
 		Client: c, APIReader: c, Actuator: f.act, Recorder: f.rec, Now: f.clock.Now,
 		KubeClient: kube,

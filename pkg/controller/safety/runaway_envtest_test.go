@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
@@ -43,16 +42,12 @@ func TestFreezeStopsARunawayMachineSet(t *testing.T) {
 	})
 	wt := testenv.NewWorkTracker()
 	ms := machineset.NewReconciler(machineset.Options{Namespace: ns, ExpectationsTimeout: 300 * time.Millisecond})
-	if err := ms.SetupWithManager(blind, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: wt.NewQueue}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, blind, wt, ms)
 	testenv.Run(t, blind)
 
 	seeing := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	oc := safety.NewOvershootController(safety.OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
-	if err := oc.SetupWithManager(seeing, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, seeing, nil, oc)
 	testenv.Run(t, seeing)
 
 	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "runaway"}}

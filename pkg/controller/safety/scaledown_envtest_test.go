@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/safety"
@@ -43,15 +42,11 @@ func TestScaleDownDoesNotFreeze(t *testing.T) {
 		t.Fatal(err)
 	}
 	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	if err := machineset.NewReconciler(machineset.Options{Namespace: ns}).SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, mgr, nil, machineset.NewReconciler(machineset.Options{Namespace: ns}))
 	oc := safety.NewOvershootController(safety.OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
 	rec := events{reasons: make(chan string, 100)}
 	safety.SetRecorder(oc, rec)
-	if err := oc.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, mgr, nil, oc)
 	testenv.Run(t, mgr)
 
 	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shrinking"}}

@@ -50,28 +50,11 @@ func (w *writeCounter) take() []string {
 	return r
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 type fixture struct {
 	ns      string
 	client  client.Client
 	writes  *writeCounter
-	clock   *clock
+	clock   *testenv.Clock
 	options Options
 }
 
@@ -91,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{now: t0}
+	clk := testenv.StoppedClock(t0)
 	return &fixture{
 		ns: ns.Name, client: c, writes: wc, clock: clk,
 		options: Options{Client: c, Reader: c, Namespace: ns.Name, Now: clk.Now},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,29 +32,11 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 const testNamespace = "kubemark-test"
 
-// fakeClock is a settable clock for Options.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 var machineSeq atomic.Int64
 
 // setup creates the test namespace (and kube-node-lease, should the API
 // server not have yet) and returns an actuator on a fake clock.
-func setup(t *testing.T, opts Options) (*Actuator, *fakeClock) {
+func setup(t *testing.T, opts Options) (*Actuator, *testenv.Clock) {
 	t.Helper()
 	ctx := t.Context()
 	for _, ns := range []string{testNamespace, corev1.NamespaceNodeLease} {
@@ -64,7 +45,7 @@ func setup(t *testing.T, opts Options) (*Actuator, *fakeClock) {
 			t.Fatal(err)
 		}
 	}
-	clock := &fakeClock{t: time.Now()}
+	clock := testenv.StoppedClock(time.Now())
 	opts.Client = env.Client
 	opts.Now = clock.Now
 	return NewActuator(opts), clock
