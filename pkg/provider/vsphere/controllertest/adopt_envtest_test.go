@@ -92,15 +92,7 @@ func TestInstallerVMAdoptedByName(t *testing.T) {
 		t.Errorf("%d VMs named master-0, want the installer's only", n)
 	}
 
-	if err := env.Client.Delete(f.ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	f.reconcileUntil(t, m, "the Machine gone", func(got *machinev1beta1.Machine) error {
-		if got != nil {
-			return fmt.Errorf("still there, phase %q", phase(got))
-		}
-		return nil
-	})
+	f.deleteUntilGone(t, m)
 	if n := f.vc.VMsNamed("master-0"); n != 0 {
 		t.Errorf("%d VMs named master-0 after its Machine was deleted, want 0 (OpenShift deletes the VM it adopted)", n)
 	}
@@ -156,15 +148,7 @@ func TestForeignStoppedVMLeftAlone(t *testing.T) {
 		t.Errorf("%d VMs named worker-taken, want the foreign one only", n)
 	}
 
-	if err := env.Client.Delete(f.ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	f.reconcileUntil(t, m, "the Machine gone", func(got *machinev1beta1.Machine) error {
-		if got != nil {
-			return fmt.Errorf("still there, phase %q", phase(got))
-		}
-		return nil
-	})
+	f.deleteUntilGone(t, m)
 	if after := f.vmSnapshot(vm); after != before {
 		t.Errorf("deleting the Machine changed the foreign VM:\nbefore %s\nafter  %s", before, after)
 	}

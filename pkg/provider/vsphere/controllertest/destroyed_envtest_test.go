@@ -20,12 +20,7 @@ import (
 func TestDestroyedVMFailsRunningMachine(t *testing.T) {
 	f := newFixture(t, nil)
 	m := f.machine(t, "worker-gone", vspheretest.Template)
-	f.reconcileUntil(t, m, "a powered-on VM", func(got *machinev1beta1.Machine) error {
-		if f.vc.VMsNamed("worker-gone") == 1 && f.vc.Props(f.vc.VM("worker-gone"), "runtime.powerState").Runtime.PowerState == "poweredOn" {
-			return nil
-		}
-		return fmt.Errorf("phase %q, no powered-on VM yet", phase(got))
-	})
+	f.reconcileUntilPoweredOn(t, m, "worker-gone")
 	f.vc.SetGuestIP("worker-gone", "10.1.0.9")
 	f.reconcileUntil(t, m, "Provisioned", func(got *machinev1beta1.Machine) error {
 		if phase(got) != machinev1beta1.PhaseProvisioned {
