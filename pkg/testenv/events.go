@@ -37,13 +37,21 @@ type Recorder struct {
 
 // Eventf records an event about regarding.
 func (r *Recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	e := Event{Type: eventtype, Reason: reason, Note: fmt.Sprintf(note, args...)}
-	if o, ok := regarding.(client.Object); ok {
-		e.Object = o.GetName()
-	}
+	r.add(Event{Type: eventtype, Reason: reason, Object: nameOf(regarding), Note: fmt.Sprintf(note, args...)})
+}
+
+func (r *Recorder) add(e Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
+}
+
+// nameOf is the name of o, "" when it has none.
+func nameOf(o runtime.Object) string {
+	if m, ok := o.(client.Object); ok {
+		return m.GetName()
+	}
+	return ""
 }
 
 // Events returns the events so far.

@@ -3,13 +3,10 @@ package machine
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -34,15 +31,8 @@ import (
 var env *testenv.Env
 
 // TestMain starts one API server for the package. Set MACHINE_TEST_LOG=1 to
-// see the controller's logs (verbosity 1).
-func TestMain(m *testing.M) {
-	logger := logr.Discard()
-	if os.Getenv("MACHINE_TEST_LOG") != "" {
-		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
-	}
-	ctrl.SetLogger(logger)
-	testenv.Main(m, &env)
-}
+// see the controller's logs.
+func TestMain(m *testing.M) { testenv.MainWith(m, &env, testenv.Options{LogEnv: "MACHINE_TEST_LOG"}) }
 
 // recorder is the shared fake; count returns how many events have reason.
 type recorder struct{ testenv.Recorder }

@@ -3,9 +3,7 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,9 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,32 +39,10 @@ const (
 // TestMain starts one API server for the package, with a test external
 // remediation API. MHC_TEST_LOG=1 shows the controller's logs.
 func TestMain(m *testing.M) {
-	out := io.Discard
-	if os.Getenv("MHC_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	e, err := testenv.New(testenv.Options{ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{
+	testenv.MainWith(m, &env, testenv.Options{LogEnv: "MHC_TEST_LOG", ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{
 		testCRD("TestRemediationTemplate", "testremediationtemplates"),
 		testCRD("TestRemediation", "testremediations"),
 	}})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		return 1
-	}
-	env = e
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
 }
 
 func testCRD(kind, plural string) *apiextensionsv1.CustomResourceDefinition {

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,52 +36,36 @@ var (
 // TestMain starts one API server and one manager running the controller.
 // Set NODEMAINTENANCE_TEST_LOG=1 to see the controller's logs.
 func TestMain(m *testing.M) {
-	logger := logr.Discard()
-	if os.Getenv("NODEMAINTENANCE_TEST_LOG") != "" {
-		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
-	}
-	ctrl.SetLogger(logger)
-	os.Exit(run(m))
+	testenv.MainWith(m, &env, testenv.Options{LogEnv: "NODEMAINTENANCE_TEST_LOG", Before: startController})
 }
 
-func run(m *testing.M) int {
-	e, err := testenv.New(testenv.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		return 1
+// startController creates the lease namespace (the install does, not the controller) and runs the
+// controller in one manager for the package.
+func startController(e *testenv.Env) (stop func(), err error) {
+	if kube, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return nil, err
 	}
-	defer func() { _ = e.Stop() }()
-	env = e
-	kube, err = kubernetes.NewForConfig(e.Config)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The install creates the lease namespace; the controller does not.
 	leaseNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultLeaseNamespace}}
 	if err := e.Client.Create(context.Background(), leaseNS); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	r := NewReconciler(Options{KubeClient: kube, Recorder: rec, Clock: clk, PollInterval: 200 * time.Millisecond})
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-	}
-	return code
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	}, nil
 }
 
 // recorder is the shared fake with events as "<object name> <type> <reason>: <note>"; wait
