@@ -200,15 +200,7 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 		reader = opts.reader(t, cfg, c)
 	}
 	Register(srv, Options{Reader: reader, MachineNamespace: opts.machineNamespace})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook server: %v", err)
-		}
-	})
+	testenv.Run(t, srv)
 	// failurePolicy is Ignore: wait until the server answers, or requests
 	// would pass unchecked.
 	ready := srv.StartedChecker()
@@ -223,13 +215,11 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 	return c
 }
 
-func TestWebhooksThroughAPIServer(t *testing.T) {
-	const ns = "webhooks-test"
-	c := startAPIServerWithWebhooks(t, apiServerOptions{machineNamespace: ns})
+// createKubemarkInfrastructure creates the cluster's Infrastructure: platform External with the
+// kubemark platform name, highly available, named testInfraName.
+func createKubemarkInfrastructure(t *testing.T, c client.Client) {
+	t.Helper()
 	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	infra := infrastructure("", configv1.ExternalPlatformType, config.KubemarkPlatformName, "")
 	if err := c.Create(ctx, infra); err != nil {
 		t.Fatalf("creating the Infrastructure: %v", err)
@@ -243,6 +233,16 @@ func TestWebhooksThroughAPIServer(t *testing.T) {
 	if err := c.Status().Update(ctx, infra); err != nil {
 		t.Fatalf("setting the Infrastructure status: %v", err)
 	}
+}
+
+func TestWebhooksThroughAPIServer(t *testing.T) {
+	const ns = "webhooks-test"
+	c := startAPIServerWithWebhooks(t, apiServerOptions{machineNamespace: ns})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	createKubemarkInfrastructure(t, c)
 
 	inNS := func(o client.Object) client.Object { o.SetNamespace(ns); return o }
 	expectRefused := func(t *testing.T, err error, want ...string) {
