@@ -215,6 +215,19 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 	return c
 }
 
+// wantRefused fails the test unless err is a refusal whose message has every want.
+func wantRefused(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted, want refused with %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err.Error(), w)
+		}
+	}
+}
+
 // createKubemarkInfrastructure creates the cluster's Infrastructure: platform External with the
 // kubemark platform name, highly available, named testInfraName.
 func createKubemarkInfrastructure(t *testing.T, c client.Client) {
@@ -245,17 +258,7 @@ func TestWebhooksThroughAPIServer(t *testing.T) {
 	createKubemarkInfrastructure(t, c)
 
 	inNS := func(o client.Object) client.Object { o.SetNamespace(ns); return o }
-	expectRefused := func(t *testing.T, err error, want ...string) {
-		t.Helper()
-		if err == nil {
-			t.Fatalf("accepted, want refused with %q", want)
-		}
-		for _, w := range want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("error %q does not contain %q", err.Error(), w)
-			}
-		}
-	}
+	expectRefused := wantRefused
 	allDefaults := `{"apiVersion":"` + kubemarkAPIVersion + `","kind":"` + kubemarkKind + `","cpu":"2","memory":"4Gi","pods":"110"}`
 
 	t.Run("invalid kubemark Machine is refused", func(t *testing.T) {

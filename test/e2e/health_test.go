@@ -100,10 +100,7 @@ func createMachineHealthCheck(ctx context.Context, t *testing.T, mhc *machinev1b
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := cluster.Delete(ctx, mhc.DeepCopy()); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting machinehealthcheck %s: %v", mhc.Name, err)
-		}
-		waitGone(ctx, t, "machinehealthcheck "+mhc.Name, mhc.DeepCopy())
+		deleteAndWaitGone(ctx, t, "machinehealthcheck "+mhc.Name, mhc)
 	})
 }
 

@@ -44,6 +44,15 @@ func updateMachine(ctx context.Context, t *testing.T, m *machinev1beta1.Machine,
 	}
 }
 
+// deleteAndWaitGone deletes obj (already gone is fine) and waits until it is.
+func deleteAndWaitGone(ctx context.Context, t *testing.T, what string, obj client.Object) {
+	t.Helper()
+	if err := cluster.Delete(ctx, obj.DeepCopyObject().(client.Object)); client.IgnoreNotFound(err) != nil {
+		t.Errorf("deleting %s: %v", what, err)
+	}
+	waitGone(ctx, t, what, obj.DeepCopyObject().(client.Object))
+}
+
 func waitGone(ctx context.Context, t *testing.T, what string, obj client.Object) {
 	t.Helper()
 	waitFor(ctx, t, what+" removed", func(ctx context.Context) (bool, error) {

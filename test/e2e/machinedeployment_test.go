@@ -58,10 +58,7 @@ func createMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.Ma
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		if err := cluster.Delete(ctx, owner.DeepCopy()); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting machinedeployment %s: %v", owner.Name, err)
-		}
-		waitGone(ctx, t, "machinedeployment "+owner.Name, owner.DeepCopy())
+		deleteAndWaitGone(ctx, t, "machinedeployment "+owner.Name, owner)
 		waitFor(ctx, t, "machinesets and machines of machinedeployment "+owner.Name+" removed", func(ctx context.Context) (bool, error) {
 			sets, err := machineSetsOf(ctx, owner)
 			if err != nil {

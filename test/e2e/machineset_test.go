@@ -85,10 +85,7 @@ func deleteMachineSetOnCleanup(t *testing.T, ms *machinev1beta1.MachineSet) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		if err := cluster.Delete(ctx, owner.DeepCopy()); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting machineset %s: %v", owner.Name, err)
-		}
-		waitGone(ctx, t, "machineset "+owner.Name, owner.DeepCopy())
+		deleteAndWaitGone(ctx, t, "machineset "+owner.Name, owner)
 		// The garbage collector would delete the owned Machines too; deleting
 		// them here keeps the cleanup independent of it.
 		waitFor(ctx, t, "machines of machineset "+owner.Name+" removed", func(ctx context.Context) (bool, error) {

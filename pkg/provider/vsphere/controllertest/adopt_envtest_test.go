@@ -74,12 +74,7 @@ func TestInstallerVMAdoptedByName(t *testing.T) {
 		got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "master-0"} // nodelink's part
 		return env.Client.Status().Update(f.ctx, got)
 	})
-	f.reconcileUntil(t, m, "Running", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseRunning {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseRunning)
 	for range 3 { // a few more reconciles of the Running Machine
 		if _, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)}); err != nil {
 			t.Fatal(err)

@@ -171,6 +171,17 @@ func (f *fixture) deleteUntilGone(t *testing.T, m *machinev1beta1.Machine) {
 	})
 }
 
+// reconcileUntilPhase reconciles m until it is in phase.
+func (f *fixture) reconcileUntilPhase(t *testing.T, m *machinev1beta1.Machine, want string) {
+	t.Helper()
+	f.reconcileUntil(t, m, "phase "+want, func(got *machinev1beta1.Machine) error {
+		if phase(got) != want {
+			return fmt.Errorf("phase %q", phase(got))
+		}
+		return nil
+	})
+}
+
 // reconcileUntilPoweredOn reconciles m until vCenter has one VM named vm, powered on.
 func (f *fixture) reconcileUntilPoweredOn(t *testing.T, m *machinev1beta1.Machine, vm string) {
 	t.Helper()
@@ -228,12 +239,7 @@ func TestMachineLifecycleOnVCenter(t *testing.T) {
 func TestMissingTemplateFailsMachine(t *testing.T) {
 	f := newFixture(t, nil)
 	m := f.machine(t, "worker-bad", "rhcos-missing")
-	f.reconcileUntil(t, m, "phase Failed", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseFailed {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseFailed)
 	got := &machinev1beta1.Machine{}
 	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(m), got); err != nil {
 		t.Fatal(err)

@@ -30,23 +30,13 @@ func TestDestroyedVMFailsRunningMachine(t *testing.T) {
 		got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "worker-gone"}
 		return env.Client.Status().Update(f.ctx, got)
 	})
-	f.reconcileUntil(t, m, "Running", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseRunning {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseRunning)
 
 	vm := f.vc.VM("worker-gone")
 	f.vc.Wait(vm.PowerOff(f.ctx))
 	f.vc.Wait(vm.Destroy(f.ctx))
 
-	f.reconcileUntil(t, m, "Failed", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseFailed {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseFailed)
 	got := &machinev1beta1.Machine{}
 	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(m), got); err != nil {
 		t.Fatal(err)
