@@ -169,20 +169,7 @@ func TestApplyToAPIServer(t *testing.T) {
 	})
 
 	t.Run("the API server authorizes what the operator does, and not more", func(t *testing.T) {
-		sar := func(a access) bool {
-			t.Helper()
-			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: operatorUser, Groups: operatorGroups,
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Verb: a.Verb, Group: a.Group, Resource: a.Resource, Subresource: a.Subresource,
-					Namespace: a.Namespace, Name: a.Name,
-				},
-			}}
-			if err := c.Create(ctx, review); err != nil {
-				t.Fatal(err)
-			}
-			return review.Status.Allowed
-		}
+		sar := reviewer(ctx, t, c, operatorUser, operatorGroups)
 		for _, a := range operatorAccess() {
 			if !eventuallyAllowed(sar, a) {
 				t.Errorf("the operator cannot %s", a)
