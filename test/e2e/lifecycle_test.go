@@ -65,9 +65,7 @@ func waitGone(ctx context.Context, t *testing.T, what string, obj client.Object)
 // Deleting with Drained=False DrainBlocked; new hooks are refused while it is
 // deleting; removing the hook lets the deletion finish.
 func TestPreDrainHookBlocksDeletion(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 2*time.Minute)
 	m := newKubemarkMachine("e2e-hook-"+rand.String(5), "hook")
 	m.Spec.LifecycleHooks.PreDrain = []machinev1beta1.LifecycleHook{{Name: "e2e-hold", Owner: "e2e-suite"}}
 	if err := cluster.Create(ctx, m); err != nil {
@@ -106,9 +104,7 @@ func TestPreDrainHookBlocksDeletion(t *testing.T) {
 // the annotation machine.openshift.io/node-drain-timeout bounds the wait,
 // after which the pods are deleted and the Machine goes away.
 func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 3*time.Minute)
 	pool := "pdb-" + rand.String(5)
 	m := newKubemarkMachine("e2e-"+pool, pool)
 	if err := cluster.Create(ctx, m); err != nil {

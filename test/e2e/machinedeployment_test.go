@@ -174,9 +174,7 @@ func patchMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.Mac
 // being deleted (more than 13 seen), or the rollback hashed the template
 // differently from the first time (a third set).
 func TestMachineDeploymentRollingUpdate(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 15*time.Minute)
 	const replicas, surge, unavailable = 10, 3, 1
 	name := "e2e-md-roll-" + rand.String(5)
 	md := newKubemarkMachineDeployment(name, replicas, mdv1beta1.MachineDeploymentStrategy{
@@ -262,9 +260,7 @@ func TestMachineDeploymentRollingUpdate(t *testing.T) {
 // Machines of the new template. Breaks if: the controller created the new
 // set before the old set's Machines were gone (both hashes seen at once).
 func TestMachineDeploymentRecreate(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 10*time.Minute)
 	const replicas = 3
 	name := "e2e-md-recreate-" + rand.String(5)
 	md := newKubemarkMachineDeployment(name, replicas, mdv1beta1.MachineDeploymentStrategy{Type: mdv1beta1.RecreateStrategy})

@@ -32,9 +32,7 @@ const (
 // Machine is Running within 15 s. A drain that held a worker until its pods
 // were gone would take every worker of the machine controller.
 func TestBlockedDrainsDoNotDelayProvisioning(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 5*time.Minute)
 	pool := "starve-" + rand.String(5)
 
 	machines := make([]*machinev1beta1.Machine, blockedDrains)
