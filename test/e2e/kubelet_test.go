@@ -91,10 +91,7 @@ func kubectl(ctx context.Context, t *testing.T, args ...string) (string, error) 
 func TestKubeletCallsOnKubemarkNode(t *testing.T) {
 	ctx := kubemarkTest(t, 3*time.Minute)
 	m := newKubemarkMachine("e2e-kubelet-"+rand.String(5), "kubelet")
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	nodeName, _ := waitRunning(ctx, t, m)
 	checkKubeletCalls(ctx, t, nodeName)
 }

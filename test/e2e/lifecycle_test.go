@@ -68,10 +68,7 @@ func TestPreDrainHookBlocksDeletion(t *testing.T) {
 	ctx := kubemarkTest(t, 2*time.Minute)
 	m := newKubemarkMachine("e2e-hook-"+rand.String(5), "hook")
 	m.Spec.LifecycleHooks.PreDrain = []machinev1beta1.LifecycleHook{{Name: "e2e-hold", Owner: "e2e-suite"}}
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	node, _ := waitRunning(ctx, t, m)
 
 	if err := cluster.Delete(ctx, m); err != nil {
@@ -107,10 +104,7 @@ func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
 	ctx := kubemarkTest(t, 3*time.Minute)
 	pool := "pdb-" + rand.String(5)
 	m := newKubemarkMachine("e2e-"+pool, pool)
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	node, _ := waitRunning(ctx, t, m)
 
 	w := newGuardedWorkload(ctx, t, "db", pool, 1, 0)

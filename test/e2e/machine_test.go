@@ -89,6 +89,27 @@ func waitRunning(ctx context.Context, t *testing.T, m *machinev1beta1.Machine) (
 	return node, time.Since(m.CreationTimestamp.Time)
 }
 
+// createMachine creates m and deletes it when the test ends.
+func createMachine(ctx context.Context, t *testing.T, m *machinev1beta1.Machine) {
+	t.Helper()
+	if err := cluster.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, m)
+}
+
+// deleteMachines deletes those of machines not being deleted yet.
+func deleteMachines(ctx context.Context, machines []machinev1beta1.Machine) error {
+	for i := range machines {
+		if machines[i].DeletionTimestamp == nil {
+			if err := cluster.Delete(ctx, &machines[i]); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func deleteMachineOnCleanup(t *testing.T, m *machinev1beta1.Machine) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -102,10 +123,7 @@ func deleteMachineOnCleanup(t *testing.T, m *machinev1beta1.Machine) {
 func TestMachineBecomesRunning(t *testing.T) {
 	ctx := kubemarkTest(t, 2*time.Minute)
 	m := newKubemarkMachine("e2e-run-"+rand.String(5), "run")
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	node, took := waitRunning(ctx, t, m)
 	t.Logf("machine Running with Ready node %s %s after creation", node, took.Round(100*time.Millisecond))
 
@@ -143,10 +161,7 @@ func TestMachineDeletionDrains(t *testing.T) {
 	ctx := kubemarkTest(t, 3*time.Minute)
 	pool := "drain-" + rand.String(5)
 	first := newKubemarkMachine("e2e-"+pool+"-a", pool)
-	if err := cluster.Create(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, first)
+	createMachine(ctx, t, first)
 	firstNode, _ := waitRunning(ctx, t, first)
 
 	w := newGuardedWorkload(ctx, t, "web", pool, 2, 1)
@@ -156,10 +171,7 @@ func TestMachineDeletionDrains(t *testing.T) {
 	})
 
 	second := newKubemarkMachine("e2e-"+pool+"-b", pool)
-	if err := cluster.Create(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, second)
+	createMachine(ctx, t, second)
 	secondNode, _ := waitRunning(ctx, t, second)
 
 	floor := w.healthyFloor(ctx, t)

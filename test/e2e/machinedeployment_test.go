@@ -68,12 +68,8 @@ func createMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.Ma
 			if err != nil {
 				return false, err
 			}
-			for i := range machines {
-				if machines[i].DeletionTimestamp == nil {
-					if err := cluster.Delete(ctx, &machines[i]); client.IgnoreNotFound(err) != nil {
-						return false, err
-					}
-				}
+			if err := deleteMachines(ctx, machines); err != nil {
+				return false, err
 			}
 			return len(sets) == 0 && len(machines) == 0, nil
 		})

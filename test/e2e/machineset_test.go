@@ -93,12 +93,8 @@ func deleteMachineSetOnCleanup(t *testing.T, ms *machinev1beta1.MachineSet) {
 			if err != nil {
 				return false, err
 			}
-			for i := range machines {
-				if machines[i].DeletionTimestamp == nil {
-					if err := cluster.Delete(ctx, &machines[i]); client.IgnoreNotFound(err) != nil {
-						return false, err
-					}
-				}
+			if err := deleteMachines(ctx, machines); err != nil {
+				return false, err
 			}
 			return len(machines) == 0, nil
 		})

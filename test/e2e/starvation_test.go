@@ -38,10 +38,7 @@ func TestBlockedDrainsDoNotDelayProvisioning(t *testing.T) {
 	machines := make([]*machinev1beta1.Machine, blockedDrains)
 	for i := range machines {
 		machines[i] = newKubemarkMachine(fmt.Sprintf("e2e-%s-%d", pool, i), pool)
-		if err := cluster.Create(ctx, machines[i]); err != nil {
-			t.Fatal(err)
-		}
-		deleteMachineOnCleanup(t, machines[i])
+		createMachine(ctx, t, machines[i])
 	}
 	for _, m := range machines {
 		waitRunning(ctx, t, m)
@@ -67,10 +64,7 @@ func TestBlockedDrainsDoNotDelayProvisioning(t *testing.T) {
 	}
 
 	fresh := newKubemarkMachine("e2e-"+pool+"-new", pool+"-new")
-	if err := cluster.Create(ctx, fresh); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, fresh)
+	createMachine(ctx, t, fresh)
 	boundCtx, cancelBound := context.WithTimeout(ctx, provisionBound)
 	defer cancelBound()
 	_, took := waitRunning(boundCtx, t, fresh)
