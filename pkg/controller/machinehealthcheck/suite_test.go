@@ -307,24 +307,13 @@ func (h *harness) waitGone(name string) {
 // transition time; it is deleted when the test ends.
 func (h *harness) createNode(suffix string, ready corev1.ConditionStatus, since time.Time, mutate ...func(*corev1.Node)) string {
 	h.t.Helper()
-	name := h.ns + "-" + suffix
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, f := range mutate {
-		f(n)
-	}
-	if err := h.c.Create(h.ctx, n); err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = h.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
-	h.setNodeReady(name, ready, since)
-	return name
+	testenv.CreateNode(h.t, h.c, h.ns+"-"+suffix, ready, since, mutate...)
+	return h.ns + "-" + suffix
 }
 
 func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since time.Time) {
 	h.t.Helper()
-	if err := testenv.SetNodeReady(h.ctx, h.c, name, ready, since); err != nil {
-		h.t.Fatal(err)
-	}
+	testenv.MustSetNodeReady(h.t, h.c, name, ready, since)
 }
 
 func (h *harness) patchNode(name string, f func(*corev1.Node)) {

@@ -6,10 +6,7 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,10 +26,7 @@ import (
 func TestFreezeStopsARunawayMachineSet(t *testing.T) {
 	env := safety.SharedEnv()
 	ctx := t.Context()
-	ns := fmt.Sprintf("runaway-%d", time.Now().UnixNano()%100000)
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := testenv.CreateNamespace(t, env.Client, "runaway-")
 
 	blind := env.NewManager(t, nil, cache.Options{
 		DefaultNamespaces: map[string]cache.Config{ns: {}},
@@ -50,13 +44,7 @@ func TestFreezeStopsARunawayMachineSet(t *testing.T) {
 	testenv.Setup(t, seeing, nil, oc)
 	testenv.Run(t, seeing)
 
-	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "runaway"}}
-	set.Spec.Replicas = ptr.To(int32(2))
-	set.Spec.Selector.MatchLabels = map[string]string{"set": "runaway"}
-	set.Spec.Template.Labels = map[string]string{"set": "runaway"}
-	if err := env.Client.Create(ctx, set); err != nil {
-		t.Fatal(err)
-	}
+	set := createSet(t, env, ns, "runaway", 2)
 	count := func() int {
 		list := &machinev1beta1.MachineList{}
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
