@@ -25,15 +25,8 @@ import (
 func TestStartsWithoutMachineCRD(t *testing.T) {
 	const ns = "machine-bare"
 	e := crdwaittest.StartBinaryWithoutCRDs(t, ns, "crd-machine", func(cfg *rest.Config, addr string) (manager.Manager, error) {
-		opts, drainTimeout, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=" + addr})
-		if err != nil {
-			return nil, err
-		}
-		mgr, err := opts.NewManager(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return mgr, addControllers(mgr, opts, drainTimeout)
+		opts, drainTimeout, err := parse(crdwaittest.TestArgs(ns, addr))
+		return crdwaittest.NewManager(cfg, opts, err, func(mgr manager.Manager) error { return addControllers(mgr, opts, drainTimeout) })
 	})
 	ctx := context.Background()
 	m := &machinev1beta1.Machine{

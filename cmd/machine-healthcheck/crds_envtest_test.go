@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
@@ -39,18 +40,7 @@ func TestMachineHealthCheckRunsWithoutNodeMaintenanceCRD(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts, f, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := opts.NewManager(e.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := addControllers(mgr, testControllerOptions(opts), f); err != nil {
-		t.Fatalf("setting the controllers up without the NodeMaintenance CRD: %v", err)
-	}
-	testenv.Run(t, mgr)
+	testenv.Run(t, newBinary(t, e, crdwaittest.TestArgs(ns, "0"), "without the NodeMaintenance CRD"))
 
 	mhc := &machinev1beta1.MachineHealthCheck{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
@@ -131,21 +121,24 @@ func TestNodeMaintenanceFlag(t *testing.T) {
 func TestStartsWithoutMachineCRDs(t *testing.T) {
 	e := crdwaittest.Start(t)
 	addr := crdwaittest.FreeAddr(t)
-	opts, f, err := parse([]string{"--namespace=mhc-bare", "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=" + addr}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := opts.NewManager(e.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := addControllers(mgr, testControllerOptions(opts), f); err != nil {
-		t.Fatalf("setting the controllers up on a bare API server: %v", err)
-	}
-	testenv.Run(t, mgr)
+	testenv.Run(t, newBinary(t, e, crdwaittest.TestArgs("mhc-bare", addr), "on a bare API server"))
 	poll.Eventually(t, waitTimeout, "not ready while the Machine API CRDs are missing", crdwaittest.ReadyzCondition(addr, false, "crd-machinehealthcheck"))
 	e.Install(t, manifests.MachineCRDs)
 	poll.Eventually(t, waitTimeout, "ready with the Machine API CRDs, without the NodeMaintenance CRD", crdwaittest.ReadyzCondition(addr, true, ""))
+}
+
+// newBinary builds the binary's manager and controllers from args, as main does, failing the
+// test (saying where: on what API server) if that fails.
+func newBinary(t *testing.T, e *crdwaittest.Env, args []string, where string) manager.Manager {
+	t.Helper()
+	opts, f, err := parse(args, "")
+	mgr, err := crdwaittest.NewManager(e.Config, opts, err, func(mgr manager.Manager) error {
+		return addControllers(mgr, testControllerOptions(opts), f)
+	})
+	if err != nil {
+		t.Fatalf("setting the controllers up %s: %v", where, err)
+	}
+	return mgr
 }
 
 // testControllerOptions are the binary's controller options with

@@ -4,29 +4,9 @@ import (
 	"testing"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machinehealthcheck"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operand/operandtest"
-	"github.com/machine-api-operator/machine-api-operator/pkg/operator/render/rendertest"
 )
-
-// TestRenderedCommandLinesStart: every container the operator renders (on
-// every platform of the golden renders) with this binary has a command line
-// the binary accepts, so the pod would start.
-func TestRenderedCommandLinesStart(t *testing.T) {
-	for _, c := range rendertest.Containers(t, "/machine-healthcheck") {
-		if _, _, err := parse(c.Args, ""); err != nil {
-			t.Errorf("%s container %s: %v (args %q)", c.Source, c.Name, err, c.Args)
-		}
-	}
-}
-
-// TestBadCommandLineRefused: the check above can fail.
-func TestBadCommandLineRefused(t *testing.T) {
-	for _, args := range [][]string{{"--no-such-flag"}, {"positional"}, {"--namespace="}, {"--remediation-burst=-1"}, {"--lease-namespace="}} {
-		if _, _, err := parse(args, ""); err == nil {
-			t.Errorf("parse(%q) accepted", args)
-		}
-	}
-}
 
 // TestLeaseNamespace: --lease-namespace, else $LEASE_NAMESPACE, else
 // medik8s-leases.
@@ -47,16 +27,16 @@ func TestLeaseNamespace(t *testing.T) {
 	}
 }
 
-// TestOpenShiftCommandLine: the binary starts with the command line
-// OpenShift's machine-api-operator renders for its machine-healthcheck-controller container: the common args), with the flags
-// OpenShift's own binary defines under their OpenShift names.
-func TestOpenShiftCommandLine(t *testing.T) {
-	args := append(operandtest.CommonArgs(), operandtest.UpstreamFlags(":9442", ":8083", false)...)
-	opts, _, err := parse(args, "")
-	if err != nil {
-		t.Fatalf("OpenShift's command line refused: %v", err)
-	}
-	operandtest.Check(t, opts, operandtest.Want{HealthAddr: ":9442", MetricsAddr: ":8083"})
+// TestCommandLine: the rendered and OpenShift's command lines start the binary (OpenShift's:
+// the common args), bad ones do not.
+func TestCommandLine(t *testing.T) {
+	operandtest.CommandLines(t, operandtest.Binary{
+		Command:   "/machine-healthcheck",
+		Parse:     func(args []string) (operand.Options, error) { o, _, err := parse(args, ""); return o, err },
+		Refused:   [][]string{{"--remediation-burst=-1"}, {"--lease-namespace="}},
+		OpenShift: append(operandtest.CommonArgs(), operandtest.UpstreamFlags(":9442", ":8083", false)...),
+		Want:      operandtest.Want{HealthAddr: ":9442", MetricsAddr: ":8083"},
+	})
 }
 
 // TestHealthCheckSemanticsFlags: by default the MachineHealthCheck paces

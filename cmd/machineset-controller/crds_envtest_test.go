@@ -30,16 +30,8 @@ import (
 func TestStartsWithoutMachineCRDs(t *testing.T) {
 	const ns = "machineset-bare"
 	e := crdwaittest.StartBinaryWithoutCRDs(t, ns, "crd-machineset", func(cfg *rest.Config, addr string) (manager.Manager, error) {
-		opts, f, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0",
-			"--health-probe-bind-address=" + addr, "--webhook-enabled=false"})
-		if err != nil {
-			return nil, err
-		}
-		mgr, err := opts.NewManager(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return mgr, addControllers(mgr, opts, f)
+		opts, f, err := parse(crdwaittest.TestArgs(ns, addr, "--webhook-enabled=false"))
+		return crdwaittest.NewManager(cfg, opts, err, func(mgr manager.Manager) error { return addControllers(mgr, opts, f) })
 	})
 	ctx := context.Background()
 	labels := map[string]string{"machine.openshift.io/cluster-api-machineset": "ms1"}

@@ -25,15 +25,8 @@ import (
 func TestStartsWithoutMachineCRD(t *testing.T) {
 	const ns = "nodelink-bare"
 	e := crdwaittest.StartBinaryWithoutCRDs(t, ns, "crd-nodelink", func(cfg *rest.Config, addr string) (manager.Manager, error) {
-		opts, err := parse([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=" + addr})
-		if err != nil {
-			return nil, err
-		}
-		mgr, err := opts.NewManager(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return mgr, addControllers(mgr, opts)
+		opts, err := parse(crdwaittest.TestArgs(ns, addr))
+		return crdwaittest.NewManager(cfg, opts, err, func(mgr manager.Manager) error { return addControllers(mgr, opts) })
 	})
 	ctx := context.Background()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: corev1.NodeSpec{ProviderID: "kubemark://n1"}}

@@ -169,30 +169,7 @@ func TestApplyToAPIServer(t *testing.T) {
 	})
 
 	t.Run("the API server authorizes what the operator does, and not more", func(t *testing.T) {
-		sar := func(a access) bool {
-			t.Helper()
-			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User: operatorUser, Groups: operatorGroups,
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Verb: a.Verb, Group: a.Group, Resource: a.Resource, Subresource: a.Subresource,
-					Namespace: a.Namespace, Name: a.Name,
-				},
-			}}
-			if err := c.Create(ctx, review); err != nil {
-				t.Fatal(err)
-			}
-			return review.Status.Allowed
-		}
-		for _, a := range operatorAccess() {
-			if !eventuallyAllowed(sar, a) {
-				t.Errorf("the operator cannot %s", a)
-			}
-		}
-		for _, a := range forbiddenAccess() {
-			if sar(a) {
-				t.Errorf("the operator can %s", a)
-			}
-		}
+		checkAccess(t, "the operator", reviewer(ctx, t, c, operatorUser, operatorGroups), operatorAccess(), forbiddenAccess())
 	})
 
 	t.Run("the API server authorizes the operand's OpenShift roles", func(t *testing.T) {
@@ -612,6 +589,22 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// checkAccess fails t for each of allowed that sar does not allow who (waiting for the RBAC
+// authorizer, as eventuallyAllowed) and each of forbidden it allows.
+func checkAccess(t *testing.T, who string, sar func(access) bool, allowed, forbidden []access) {
+	t.Helper()
+	for _, a := range allowed {
+		if !eventuallyAllowed(sar, a) {
+			t.Errorf("%s cannot %s", who, a)
+		}
+	}
+	for _, a := range forbidden {
+		if sar(a) {
+			t.Errorf("%s can %s", who, a)
+		}
+	}
 }
 
 // eventuallyAllowed asks sar until it allows a, for up to 10 s: the API

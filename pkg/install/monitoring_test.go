@@ -124,6 +124,12 @@ func decodeMonitoringStrict(t testing.TB, what, kind string, data []byte, out ..
 	if len(out) == 1 {
 		target = out[0]
 	}
+	unmarshalStrict(t, what, data, target)
+}
+
+// unmarshalStrict decodes JSON data into target, failing on unknown, duplicate or differently cased fields.
+func unmarshalStrict(t testing.TB, what string, data []byte, target any) {
+	t.Helper()
 	strict, err := sigsjson.UnmarshalStrict(data, target)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)

@@ -2,7 +2,6 @@ package install_test
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"testing"
 
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/names"
 	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
@@ -45,13 +43,7 @@ func decodeCredentialsRequestStrict(t testing.TB, what string, data []byte, out 
 	if len(out) == 1 {
 		target = out[0]
 	}
-	strict, err := sigsjson.UnmarshalStrict(data, target)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	if err := errors.Join(strict...); err != nil {
-		t.Fatalf("%s: strict decoding: %v", what, err)
-	}
+	unmarshalStrict(t, what, data, target)
 	if target.Kind != "CredentialsRequest" || target.APIVersion != credentialsRequestGroup+"/v1" {
 		t.Fatalf("%s: unexpected %s %s", what, target.APIVersion, target.Kind)
 	}

@@ -349,16 +349,7 @@ func reviewer(ctx context.Context, t *testing.T, c client.Client, user string, g
 // answers.
 func checkOperandAuthorization(ctx context.Context, t *testing.T, c client.Client, cfg *rest.Config) {
 	sar := reviewer(ctx, t, c, operandUser, operandGroups)
-	for _, a := range operandAccess() {
-		if !eventuallyAllowed(sar, a) {
-			t.Errorf("the operand cannot %s", a)
-		}
-	}
-	for _, a := range operandForbidden() {
-		if sar(a) {
-			t.Errorf("the operand can %s", a)
-		}
-	}
+	checkAccess(t, "the operand", sar, operandAccess(), operandForbidden())
 	// The same questions as a user asks them.
 	for _, q := range []struct {
 		args []string

@@ -68,11 +68,7 @@ func TestElectionWithRenewInterval(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(env.Config)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "election-"}}
-	ns, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testenv.CreateNamespace(t, env.Client, "election-")}}
 	timing := Timing{LeaseDuration: 4 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 100 * time.Millisecond, RenewInterval: time.Second}
 	if err := timing.Validate(); err != nil {
 		t.Fatal(err)
@@ -154,11 +150,7 @@ func TestRestartedLeaderRetakesItsLease(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	kube := kubernetes.NewForConfigOrDie(env.Config)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "election-"}}
-	ns, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testenv.CreateNamespace(t, env.Client, "election-")}}
 	timing := Timing{LeaseDuration: 10 * time.Second, RenewDeadline: 5 * time.Second, RetryPeriod: 100 * time.Millisecond, RenewInterval: 2 * time.Second}
 	if err := timing.Validate(); err != nil {
 		t.Fatal(err)

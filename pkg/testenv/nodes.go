@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,4 +29,27 @@ func SetNodeReady(ctx context.Context, c client.Client, name string, status core
 		return fmt.Errorf("setting node %s Ready=%s: %w", name, status, err)
 	}
 	return nil
+}
+
+// CreateNode creates Node name (as mutate changes it) with its Ready condition status since since,
+// and deletes it when the test ends.
+func CreateNode(t testing.TB, c client.Client, name string, ready corev1.ConditionStatus, since time.Time, mutate ...func(*corev1.Node)) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, f := range mutate {
+		f(n)
+	}
+	if err := c.Create(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+	MustSetNodeReady(t, c, name, ready, since)
+}
+
+// MustSetNodeReady is SetNodeReady failing the test on an error.
+func MustSetNodeReady(t testing.TB, c client.Client, name string, status corev1.ConditionStatus, since time.Time) {
+	t.Helper()
+	if err := SetNodeReady(context.Background(), c, name, status, since); err != nil {
+		t.Fatal(err)
+	}
 }

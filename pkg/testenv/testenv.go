@@ -47,6 +47,9 @@ type Options struct {
 	// LogEnv names an environment variable that, when set, sends the
 	// controllers' logs (V(4)) to stderr; else they are discarded.
 	LogEnv string
+	// Before (MainWith only) runs once the Env is up, before the tests: what a whole package
+	// shares, e.g. one manager running the controller; stop is called after the tests.
+	Before func(e *Env) (stop func(), err error)
 }
 
 // Env is a running API server with the project's CRDs installed.
@@ -214,7 +217,19 @@ func MainWith(m *testing.M, env **Env, opts Options) {
 		os.Exit(1)
 	}
 	*env = e
-	code := m.Run()
+	code := 1
+	var stop func()
+	if opts.Before != nil {
+		stop, err = opts.Before(e)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: before the tests: %v\n", err)
+	} else {
+		code = m.Run()
+	}
+	if stop != nil {
+		stop()
+	}
 	if err := e.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
 		code = max(code, 1)

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
 
 const loopback = "127.0.0.1"
@@ -89,15 +91,7 @@ func startServer(t *testing.T, certDir string, opts Options) (port int) {
 	so.Host, so.Port, so.CertDir = loopback, freePort(t), certDir
 	srv := webhook.NewServer(so)
 	Register(srv, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook server: %v", err)
-		}
-	})
+	testenv.Run(t, srv)
 	return so.Port
 }
 

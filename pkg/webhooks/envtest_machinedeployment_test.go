@@ -3,10 +3,8 @@ package webhooks
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 
-	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
-	"github.com/machine-api-operator/machine-api-operator/pkg/operator/config"
 )
 
 // TestMachineDeploymentThroughAPIServer: with the CRD and the webhook
@@ -29,30 +26,8 @@ func TestMachineDeploymentThroughAPIServer(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	infra := infrastructure("", configv1.ExternalPlatformType, config.KubemarkPlatformName, "")
-	if err := c.Create(ctx, infra); err != nil {
-		t.Fatalf("creating the Infrastructure: %v", err)
-	}
-	infra.Status = configv1.InfrastructureStatus{
-		InfrastructureName:     testInfraName,
-		ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
-		InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
-		PlatformStatus:         &configv1.PlatformStatus{Type: configv1.ExternalPlatformType},
-	}
-	if err := c.Status().Update(ctx, infra); err != nil {
-		t.Fatalf("setting the Infrastructure status: %v", err)
-	}
-	refused := func(t *testing.T, err error, want ...string) {
-		t.Helper()
-		if err == nil {
-			t.Fatalf("accepted, want refused with %q", want)
-		}
-		for _, w := range want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("error %q does not contain %q", err.Error(), w)
-			}
-		}
-	}
+	createKubemarkInfrastructure(t, c)
+	refused := wantRefused
 
 	md := &mdv1beta1.MachineDeployment{}
 	t.Run("a minimal MachineDeployment is stored defaulted", func(t *testing.T) {

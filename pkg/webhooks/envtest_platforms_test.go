@@ -335,15 +335,7 @@ func startCache(t *testing.T, cfg *rest.Config, ns string) client.Reader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("cache: %v", err)
-		}
-	})
+	testenv.Run(t, c)
 	return c
 }
 

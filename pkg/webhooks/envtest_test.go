@@ -200,15 +200,7 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 		reader = opts.reader(t, cfg, c)
 	}
 	Register(srv, Options{Reader: reader, MachineNamespace: opts.machineNamespace})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook server: %v", err)
-		}
-	})
+	testenv.Run(t, srv)
 	// failurePolicy is Ignore: wait until the server answers, or requests
 	// would pass unchecked.
 	ready := srv.StartedChecker()
@@ -223,13 +215,24 @@ func startAPIServerWithWebhooks(t *testing.T, opts apiServerOptions) client.Clie
 	return c
 }
 
-func TestWebhooksThroughAPIServer(t *testing.T) {
-	const ns = "webhooks-test"
-	c := startAPIServerWithWebhooks(t, apiServerOptions{machineNamespace: ns})
-	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
+// wantRefused fails the test unless err is a refusal whose message has every want.
+func wantRefused(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted, want refused with %q", want)
 	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err.Error(), w)
+		}
+	}
+}
+
+// createKubemarkInfrastructure creates the cluster's Infrastructure: platform External with the
+// kubemark platform name, highly available, named testInfraName.
+func createKubemarkInfrastructure(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
 	infra := infrastructure("", configv1.ExternalPlatformType, config.KubemarkPlatformName, "")
 	if err := c.Create(ctx, infra); err != nil {
 		t.Fatalf("creating the Infrastructure: %v", err)
@@ -243,19 +246,19 @@ func TestWebhooksThroughAPIServer(t *testing.T) {
 	if err := c.Status().Update(ctx, infra); err != nil {
 		t.Fatalf("setting the Infrastructure status: %v", err)
 	}
+}
+
+func TestWebhooksThroughAPIServer(t *testing.T) {
+	const ns = "webhooks-test"
+	c := startAPIServerWithWebhooks(t, apiServerOptions{machineNamespace: ns})
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	createKubemarkInfrastructure(t, c)
 
 	inNS := func(o client.Object) client.Object { o.SetNamespace(ns); return o }
-	expectRefused := func(t *testing.T, err error, want ...string) {
-		t.Helper()
-		if err == nil {
-			t.Fatalf("accepted, want refused with %q", want)
-		}
-		for _, w := range want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("error %q does not contain %q", err.Error(), w)
-			}
-		}
-	}
+	expectRefused := wantRefused
 	allDefaults := `{"apiVersion":"` + kubemarkAPIVersion + `","kind":"` + kubemarkKind + `","cpu":"2","memory":"4Gi","pods":"110"}`
 
 	t.Run("invalid kubemark Machine is refused", func(t *testing.T) {

@@ -59,7 +59,7 @@ func TestValidateGCP(t *testing.T) {
 		`"serviceAccounts":[{"email":"w@p.iam.gserviceaccount.com","scopes":["https://www.googleapis.com/auth/cloud-platform"]}],` +
 		`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"gcp-cloud-credentials"}}`
 	noServiceAccount := "providerSpec.serviceAccounts: no service account provided: nodes may be unable to join the cluster"
-	runValidation(t, gcpCluster, secretsIn("openshift-machine-api/gcp-cloud-credentials"), []validationCase{
+	runValidation(t, gcpCluster, secretsIn("openshift-machine-api/gcp-cloud-credentials"), append([]validationCase{
 		{name: "valid", value: valid},
 		{name: "nothing given", value: `{}`,
 			wantErrs: []string{
@@ -148,12 +148,5 @@ func TestValidateGCP(t *testing.T) {
 				"providerSpec.serviceAccounts[0].email: Required value: email is required",
 				"providerSpec.serviceAccounts[0].scopes: Required value: at least 1 scope is required",
 			}},
-		{name: "unnamed Secrets", value: with(t, valid, `{"userDataSecret":{},"credentialsSecret":{}}`),
-			wantErrs: []string{
-				"providerSpec.userDataSecret.name: Required value: name must be provided",
-				"providerSpec.credentialsSecret.name: Required value: name must be provided",
-			}},
-		{name: "credentials Secret missing", value: with(t, valid, `{"credentialsSecret":{"name":"other"}}`),
-			wantWarnings: []string{`providerSpec.credentialsSecret: Invalid value: "other": not found. Expected CredentialsSecret to exist`}},
-	})
+	}, secretCases(t, valid)...))
 }

@@ -24,7 +24,7 @@ func TestValidateNutanix(t *testing.T) {
 	valid := `{"apiVersion":"machine.openshift.io/v1","kind":"NutanixMachineProviderConfig","cluster":{"type":"name","name":"pe"},"image":{"type":"uuid","uuid":"u-1"},` +
 		`"subnets":[{"type":"name","name":"vlan"}],"vcpuSockets":4,"vcpusPerSocket":1,"memorySize":"16Gi","systemDiskSize":"120Gi",` +
 		`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"nutanix-credentials"}}`
-	runValidation(t, nutanixCluster, secretsIn("openshift-machine-api/nutanix-credentials"), []validationCase{
+	runValidation(t, nutanixCluster, secretsIn("openshift-machine-api/nutanix-credentials"), append([]validationCase{
 		{name: "valid", value: valid},
 		{name: "no apiVersion and kind: no warning", value: with(t, valid, `{"apiVersion":null,"kind":null}`)},
 		{name: "nothing given", value: `{}`,
@@ -104,12 +104,5 @@ func TestValidateNutanix(t *testing.T) {
 				`providerSpec.categories.key: Invalid value: "": key must be a string with length between 1 and 64.`,
 				`providerSpec.categories.value: Invalid value: "` + strings.Repeat("v", 65) + `": value must be a string with length between 1 and 64.`,
 			}},
-		{name: "unnamed Secrets", value: with(t, valid, `{"userDataSecret":{},"credentialsSecret":{}}`),
-			wantErrs: []string{
-				"providerSpec.userDataSecret.name: Required value: name must be provided",
-				"providerSpec.credentialsSecret.name: Required value: name must be provided",
-			}},
-		{name: "credentials Secret missing", value: with(t, valid, `{"credentialsSecret":{"name":"other"}}`),
-			wantWarnings: []string{`providerSpec.credentialsSecret: Invalid value: "other": not found. Expected CredentialsSecret to exist`}},
-	})
+	}, secretCases(t, valid)...))
 }

@@ -83,6 +83,20 @@ type validationCase struct {
 	wantWarnings []string
 }
 
+// secretCases are the cases of the providers whose Secrets are checked alike: both Secrets
+// unnamed (refused), the credentials Secret missing (a warning).
+func secretCases(t *testing.T, valid string) []validationCase {
+	return []validationCase{
+		{name: "unnamed Secrets", value: with(t, valid, `{"userDataSecret":{},"credentialsSecret":{}}`),
+			wantErrs: []string{
+				"providerSpec.userDataSecret.name: Required value: name must be provided",
+				"providerSpec.credentialsSecret.name: Required value: name must be provided",
+			}},
+		{name: "credentials Secret missing", value: with(t, valid, `{"credentialsSecret":{"name":"other"}}`),
+			wantWarnings: []string{`providerSpec.credentialsSecret: Invalid value: "other": not found. Expected CredentialsSecret to exist`}},
+	}
+}
+
 // runValidation validates each case's value as the template of a MachineSet
 // in openshift-machine-api named "m" on cluster, with secrets.
 func runValidation(t *testing.T, cluster ClusterInfo, secrets SecretLookup, cases []validationCase) {

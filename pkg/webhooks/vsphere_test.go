@@ -31,7 +31,7 @@ func TestValidateVSphere(t *testing.T) {
 		`"workspace":{"server":"vcenter.example.com","datacenter":"dc","folder":"/dc/vm/cluster","datastore":"ds"},"network":{"devices":[{"networkName":"vm-network"}]},` +
 		`"userDataSecret":{"name":"worker-user-data"},"credentialsSecret":{"name":"vsphere-cloud-credentials"}}`
 	tag := "urn:vmomi:InventoryServiceTag:5736bf56-49f5-4667-b38c-b97e09dc9578:GLOBAL"
-	runValidation(t, vsphereCluster, secretsIn("openshift-machine-api/vsphere-cloud-credentials"), []validationCase{
+	runValidation(t, vsphereCluster, secretsIn("openshift-machine-api/vsphere-cloud-credentials"), append([]validationCase{
 		{name: "valid", value: valid},
 		{name: "legacy group", value: with(t, valid, `{"apiVersion":"vsphereprovider.openshift.io/v1beta1"}`)},
 		{name: "nothing given", value: `{}`,
@@ -83,14 +83,7 @@ func TestValidateVSphere(t *testing.T) {
 		// Breaks if: the count limit is not 29.
 		{name: "thirty data disks", value: with(t, valid, `{"dataDisks":[`+strings.TrimSuffix(strings.Repeat(`{"name":"d","sizeGiB":1},`, 30), ",")+`]}`),
 			wantErrs: []string{"providerSpec.disks: Invalid value: 30: data disk count must not exceed 29"}},
-		{name: "unnamed Secrets", value: with(t, valid, `{"userDataSecret":{},"credentialsSecret":{}}`),
-			wantErrs: []string{
-				"providerSpec.userDataSecret.name: Required value: name must be provided",
-				"providerSpec.credentialsSecret.name: Required value: name must be provided",
-			}},
-		{name: "credentials Secret missing", value: with(t, valid, `{"credentialsSecret":{"name":"other"}}`),
-			wantWarnings: []string{`providerSpec.credentialsSecret: Invalid value: "other": not found. Expected CredentialsSecret to exist`}},
-	})
+	}, secretCases(t, valid)...))
 }
 
 // TestValidateVSphereVMGroupGated: with the VSphereHostVMGroupZonal gate a vmGroup

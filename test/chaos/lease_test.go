@@ -338,17 +338,7 @@ func checkFailovers(t *testing.T, what string, fs map[string]failover) {
 func TestLeaderFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	ms := newMachineSet("chaos-failover")
-	if err := cluster.Create(ctx, ms); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		scale(ctx, t, ms, 0)
-		checkEndState(ctx, t, ms, 0)
-		_ = cluster.Delete(ctx, ms)
-	})
+	ms := createMachineSet(ctx, t, "chaos-failover")
 
 	// Crash and restart in the same pod.
 	_, operands := leaderPod(ctx, t, operandSelector, operandLeases)

@@ -204,9 +204,10 @@ func scale(ctx context.Context, t *testing.T, ms *machinev1beta1.MachineSet, n i
 	})
 }
 
-// startScenario creates a MachineSet with 0 replicas and its ownership
-// watch; the MachineSet is scaled to 0 and removed when the test ends.
-func startScenario(ctx context.Context, t *testing.T, name string) (*machinev1beta1.MachineSet, *ownershipWatch) {
+// createMachineSet creates a MachineSet with 0 replicas; when the test ends it is scaled to 0,
+// the end state checked and the MachineSet removed.
+func createMachineSet(ctx context.Context, t *testing.T, name string) *machinev1beta1.MachineSet {
+	t.Helper()
 	ms := newMachineSet(name)
 	if err := cluster.Create(ctx, ms); err != nil {
 		t.Fatal(err)
@@ -220,6 +221,13 @@ func startScenario(ctx context.Context, t *testing.T, name string) (*machinev1be
 			t.Error(err)
 		}
 	})
+	return ms
+}
+
+// startScenario creates a MachineSet with 0 replicas and its ownership
+// watch; the MachineSet is scaled to 0 and removed when the test ends.
+func startScenario(ctx context.Context, t *testing.T, name string) (*machinev1beta1.MachineSet, *ownershipWatch) {
+	ms := createMachineSet(ctx, t, name)
 	w := &ownershipWatch{ms: ms.UID, deleting: map[types.UID]bool{}}
 	watchCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)

@@ -100,10 +100,7 @@ func createMachineHealthCheck(ctx context.Context, t *testing.T, mhc *machinev1b
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := cluster.Delete(ctx, mhc.DeepCopy()); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting machinehealthcheck %s: %v", mhc.Name, err)
-		}
-		waitGone(ctx, t, "machinehealthcheck "+mhc.Name, mhc.DeepCopy())
+		deleteAndWaitGone(ctx, t, "machinehealthcheck "+mhc.Name, mhc)
 	})
 }
 
@@ -127,9 +124,7 @@ func intOrNil(p *int) string {
 // being Ready is deleted by the MachineHealthCheck once the condition has
 // held for its timeout, and the MachineSet replaces it.
 func TestMachineHealthCheckRemediates(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 4*time.Minute)
 	name := "e2e-mhc-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 1)
 	setKubemarkHealth(t, &ms.Spec.Template.Spec, map[string]any{"mode": "Once", "unhealthyAfter": "15s"})
@@ -227,9 +222,7 @@ func TestMachineHealthCheckRemediates(t *testing.T) {
 // maxUnhealthy allows, the MachineHealthCheck says RemediationAllowed=False
 // TooManyUnhealthy and deletes none of them.
 func TestMachineHealthCheckShortCircuit(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 4*time.Minute)
 	name := "e2e-mhc-short-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 3)
 	setKubemarkHealth(t, &ms.Spec.Template.Spec, map[string]any{"mode": "Once", "unhealthyAfter": "10s"})
@@ -451,9 +444,7 @@ func hasDrainTaint(n *corev1.Node) bool {
 // of the pool; deleting it makes the node schedulable again and removes the
 // taint and label.
 func TestNodeMaintenanceDrains(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 4*time.Minute)
 	requireNodeMaintenanceAPI(t)
 	name := "e2e-nm-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 2)

@@ -89,14 +89,9 @@ func kubectl(ctx context.Context, t *testing.T, args ...string) (string, error) 
 // its kubelet-port ("dial tcp 127.x.y.z:10250: connect: connection refused")
 // or its ClusterLogs (kwok answers "no logs found" instead of the log line).
 func TestKubeletCallsOnKubemarkNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 3*time.Minute)
 	m := newKubemarkMachine("e2e-kubelet-"+rand.String(5), "kubelet")
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	nodeName, _ := waitRunning(ctx, t, m)
 	checkKubeletCalls(ctx, t, nodeName)
 }

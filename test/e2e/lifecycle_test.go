@@ -44,6 +44,15 @@ func updateMachine(ctx context.Context, t *testing.T, m *machinev1beta1.Machine,
 	}
 }
 
+// deleteAndWaitGone deletes obj (already gone is fine) and waits until it is.
+func deleteAndWaitGone(ctx context.Context, t *testing.T, what string, obj client.Object) {
+	t.Helper()
+	if err := cluster.Delete(ctx, obj.DeepCopyObject().(client.Object)); client.IgnoreNotFound(err) != nil {
+		t.Errorf("deleting %s: %v", what, err)
+	}
+	waitGone(ctx, t, what, obj.DeepCopyObject().(client.Object))
+}
+
 func waitGone(ctx context.Context, t *testing.T, what string, obj client.Object) {
 	t.Helper()
 	waitFor(ctx, t, what+" removed", func(ctx context.Context) (bool, error) {
@@ -56,15 +65,10 @@ func waitGone(ctx context.Context, t *testing.T, what string, obj client.Object)
 // Deleting with Drained=False DrainBlocked; new hooks are refused while it is
 // deleting; removing the hook lets the deletion finish.
 func TestPreDrainHookBlocksDeletion(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 2*time.Minute)
 	m := newKubemarkMachine("e2e-hook-"+rand.String(5), "hook")
 	m.Spec.LifecycleHooks.PreDrain = []machinev1beta1.LifecycleHook{{Name: "e2e-hold", Owner: "e2e-suite"}}
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	node, _ := waitRunning(ctx, t, m)
 
 	if err := cluster.Delete(ctx, m); err != nil {
@@ -97,15 +101,10 @@ func TestPreDrainHookBlocksDeletion(t *testing.T) {
 // the annotation machine.openshift.io/node-drain-timeout bounds the wait,
 // after which the pods are deleted and the Machine goes away.
 func TestDrainBlockedByPDBThenTimeout(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 3*time.Minute)
 	pool := "pdb-" + rand.String(5)
 	m := newKubemarkMachine("e2e-"+pool, pool)
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	node, _ := waitRunning(ctx, t, m)
 
 	w := newGuardedWorkload(ctx, t, "db", pool, 1, 0)

@@ -28,6 +28,16 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 )
 
+// kubemarkTest starts a test that needs the kubemark provider (else it is skipped): its context
+// ends after timeout, or when the test and its cleanups are done.
+func kubemarkTest(t *testing.T, timeout time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	requireKubemark(ctx, t)
+	return ctx
+}
+
 // requireKubemark skips machine tests on clusters whose platform has no
 // kubemark provider (they would create no instances).
 func requireKubemark(ctx context.Context, t *testing.T) {
@@ -79,6 +89,27 @@ func waitRunning(ctx context.Context, t *testing.T, m *machinev1beta1.Machine) (
 	return node, time.Since(m.CreationTimestamp.Time)
 }
 
+// createMachine creates m and deletes it when the test ends.
+func createMachine(ctx context.Context, t *testing.T, m *machinev1beta1.Machine) {
+	t.Helper()
+	if err := cluster.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	deleteMachineOnCleanup(t, m)
+}
+
+// deleteMachines deletes those of machines not being deleted yet.
+func deleteMachines(ctx context.Context, machines []machinev1beta1.Machine) error {
+	for i := range machines {
+		if machines[i].DeletionTimestamp == nil {
+			if err := cluster.Delete(ctx, &machines[i]); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func deleteMachineOnCleanup(t *testing.T, m *machinev1beta1.Machine) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -90,14 +121,9 @@ func deleteMachineOnCleanup(t *testing.T, m *machinev1beta1.Machine) {
 // TestMachineBecomesRunning: a kubemark Machine gets a Ready node and the
 // Running phase; nodelink links them both ways.
 func TestMachineBecomesRunning(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 2*time.Minute)
 	m := newKubemarkMachine("e2e-run-"+rand.String(5), "run")
-	if err := cluster.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, m)
+	createMachine(ctx, t, m)
 	node, took := waitRunning(ctx, t, m)
 	t.Logf("machine Running with Ready node %s %s after creation", node, took.Round(100*time.Millisecond))
 
@@ -132,15 +158,10 @@ func TestMachineBecomesRunning(t *testing.T) {
 // and that the number of healthy pods never fell below the budget's floor
 // (a drain that deleted the pods or the Node without evictions breaks it).
 func TestMachineDeletionDrains(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 3*time.Minute)
 	pool := "drain-" + rand.String(5)
 	first := newKubemarkMachine("e2e-"+pool+"-a", pool)
-	if err := cluster.Create(ctx, first); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, first)
+	createMachine(ctx, t, first)
 	firstNode, _ := waitRunning(ctx, t, first)
 
 	w := newGuardedWorkload(ctx, t, "web", pool, 2, 1)
@@ -150,10 +171,7 @@ func TestMachineDeletionDrains(t *testing.T) {
 	})
 
 	second := newKubemarkMachine("e2e-"+pool+"-b", pool)
-	if err := cluster.Create(ctx, second); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, second)
+	createMachine(ctx, t, second)
 	secondNode, _ := waitRunning(ctx, t, second)
 
 	floor := w.healthyFloor(ctx, t)
@@ -263,9 +281,7 @@ func (mw *machineWatch) drainedBeforeRemoval(ctx context.Context, t *testing.T) 
 // the Machine Failed with reason InvalidConfiguration and a message naming
 // the field; no node is created.
 func TestInvalidProviderSpecFails(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 2*time.Minute)
 	m := newKubemarkMachine("e2e-invalid-"+rand.String(5), "invalid")
 	m.Spec.ProviderSpec.Value.Raw = []byte(`{"apiVersion":"kubemark.machine-api-operator.io/v1alpha1","kind":"KubemarkMachineProviderSpec","cpus":"4"}`)
 	if err := cluster.Create(ctx, m); err != nil {
@@ -489,9 +505,7 @@ func (w *guardedWorkload) pods(ctx context.Context) (*corev1.PodList, error) {
 // ProviderSupported=False/UnsupportedProvider says which provider it needs.
 // Deleting it is immediate (no finalizer of ours holds it).
 func TestForeignProviderSpecUntouched(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 2*time.Minute)
 	m := newKubemarkMachine("e2e-foreign-"+rand.String(5), "foreign")
 	m.Spec.ProviderSpec.Value.Raw = []byte(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AWSMachineProviderConfig","instanceType":"m6i.large"}`)
 	if err := cluster.Create(ctx, m); err != nil {

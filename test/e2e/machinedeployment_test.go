@@ -58,10 +58,7 @@ func createMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.Ma
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		if err := cluster.Delete(ctx, owner.DeepCopy()); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting machinedeployment %s: %v", owner.Name, err)
-		}
-		waitGone(ctx, t, "machinedeployment "+owner.Name, owner.DeepCopy())
+		deleteAndWaitGone(ctx, t, "machinedeployment "+owner.Name, owner)
 		waitFor(ctx, t, "machinesets and machines of machinedeployment "+owner.Name+" removed", func(ctx context.Context) (bool, error) {
 			sets, err := machineSetsOf(ctx, owner)
 			if err != nil {
@@ -71,12 +68,8 @@ func createMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.Ma
 			if err != nil {
 				return false, err
 			}
-			for i := range machines {
-				if machines[i].DeletionTimestamp == nil {
-					if err := cluster.Delete(ctx, &machines[i]); client.IgnoreNotFound(err) != nil {
-						return false, err
-					}
-				}
+			if err := deleteMachines(ctx, machines); err != nil {
+				return false, err
 			}
 			return len(sets) == 0 && len(machines) == 0, nil
 		})
@@ -177,9 +170,7 @@ func patchMachineDeployment(ctx context.Context, t *testing.T, md *mdv1beta1.Mac
 // being deleted (more than 13 seen), or the rollback hashed the template
 // differently from the first time (a third set).
 func TestMachineDeploymentRollingUpdate(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 15*time.Minute)
 	const replicas, surge, unavailable = 10, 3, 1
 	name := "e2e-md-roll-" + rand.String(5)
 	md := newKubemarkMachineDeployment(name, replicas, mdv1beta1.MachineDeploymentStrategy{
@@ -265,9 +256,7 @@ func TestMachineDeploymentRollingUpdate(t *testing.T) {
 // Machines of the new template. Breaks if: the controller created the new
 // set before the old set's Machines were gone (both hashes seen at once).
 func TestMachineDeploymentRecreate(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 10*time.Minute)
 	const replicas = 3
 	name := "e2e-md-recreate-" + rand.String(5)
 	md := newKubemarkMachineDeployment(name, replicas, mdv1beta1.MachineDeploymentStrategy{Type: mdv1beta1.RecreateStrategy})

@@ -85,10 +85,7 @@ func deleteMachineSetOnCleanup(t *testing.T, ms *machinev1beta1.MachineSet) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		if err := cluster.Delete(ctx, owner.DeepCopy()); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting machineset %s: %v", owner.Name, err)
-		}
-		waitGone(ctx, t, "machineset "+owner.Name, owner.DeepCopy())
+		deleteAndWaitGone(ctx, t, "machineset "+owner.Name, owner)
 		// The garbage collector would delete the owned Machines too; deleting
 		// them here keeps the cleanup independent of it.
 		waitFor(ctx, t, "machines of machineset "+owner.Name+" removed", func(ctx context.Context) (bool, error) {
@@ -96,12 +93,8 @@ func deleteMachineSetOnCleanup(t *testing.T, ms *machinev1beta1.MachineSet) {
 			if err != nil {
 				return false, err
 			}
-			for i := range machines {
-				if machines[i].DeletionTimestamp == nil {
-					if err := cluster.Delete(ctx, &machines[i]); client.IgnoreNotFound(err) != nil {
-						return false, err
-					}
-				}
+			if err := deleteMachines(ctx, machines); err != nil {
+				return false, err
 			}
 			return len(machines) == 0, nil
 		})
@@ -346,9 +339,7 @@ func (r *creationRecorder) check(ctx context.Context, t *testing.T, machines []*
 // nodes of removed Machines are gone, and, from a watch started before the
 // MachineSet existed, exactly 10 Machines were ever created.
 func TestMachineSetScale(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 9*time.Minute)
 	name := "e2e-scale-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 0)
 	created := recordCreatedMachines(ctx, t, ms.Spec.Selector.MatchLabels)
@@ -417,9 +408,7 @@ func TestMachineSetDeletePolicy(t *testing.T) {
 }
 
 func testDeletePolicy(t *testing.T, policy machinev1beta1.MachineSetDeletePolicy) {
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 6*time.Minute)
 	name := "e2e-" + strings.ToLower(string(policy)) + "-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 1)
 	ms.Spec.DeletePolicy = string(policy)
@@ -505,9 +494,7 @@ func testDeletePolicy(t *testing.T, policy machinev1beta1.MachineSetDeletePolicy
 // status (labelSelector, observedGeneration, fullyLabeledReplicas) and scale
 // subresource are right.
 func TestMachineSetAutoscalerAnnotationsAndStatus(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 3*time.Minute)
 	name := "e2e-status-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 2)
 	createMachineSet(ctx, t, ms)
@@ -579,9 +566,7 @@ func TestMachineSetAutoscalerAnnotationsAndStatus(t *testing.T) {
 // its template is marked InvalidConfiguration and creates nothing; once the
 // template is fixed the error clears and the Machines are created.
 func TestInvalidMachineSetFlagged(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 3*time.Minute)
 	name := "e2e-invalid-ms-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 1)
 	selectorLabels := map[string]string{machineSetLabel: name + "-selected"}

@@ -269,9 +269,7 @@ func (e expectation) unmet(all []series) string {
 // create failure of a Machine the provider cannot create; each series is
 // served by exactly one binary.
 func TestMetrics(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 5*time.Minute)
 	operatorPod := localPod(ctx, t, "machine-api-operator")
 	operand := operandPod(ctx, t)
 	localPod(ctx, t, "controller")

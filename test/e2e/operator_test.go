@@ -233,11 +233,10 @@ func TestOperandMatchesPlatform(t *testing.T) {
 	}
 }
 
-// TestOperandDriftReverted edits and deletes operand objects and expects the
-// operator to put them back.
-func TestOperandDriftReverted(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// operandToEdit returns what the cluster's operand should be and its Deployment (and its key),
+// skipping the test on a platform that deploys none.
+func operandToEdit(ctx context.Context, t *testing.T) (expected, client.ObjectKey, *appsv1.Deployment) {
+	t.Helper()
 	want := expectedOperand(ctx, t)
 	if !want.deployed {
 		t.Skipf("platform %s deploys nothing: no operand to edit", want.platform)
@@ -247,6 +246,15 @@ func TestOperandDriftReverted(t *testing.T) {
 	if err := cluster.Get(ctx, key, d); err != nil {
 		t.Fatal(err)
 	}
+	return want, key, d
+}
+
+// TestOperandDriftReverted edits and deletes operand objects and expects the
+// operator to put them back.
+func TestOperandDriftReverted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	want, key, d := operandToEdit(ctx, t)
 	for i := range d.Spec.Template.Spec.Containers {
 		if d.Spec.Template.Spec.Containers[i].Name == render.MachineContainer {
 			d.Spec.Template.Spec.Containers[i].Image = "example.invalid/e2e-tampered:1"
@@ -307,15 +315,7 @@ func TestOperandDriftReverted(t *testing.T) {
 func TestOperandAdditionsReverted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	want := expectedOperand(ctx, t)
-	if !want.deployed {
-		t.Skipf("platform %s deploys nothing: no operand to edit", want.platform)
-	}
-	key := client.ObjectKey{Namespace: want.namespace, Name: config.OperandDeploymentName}
-	d := &appsv1.Deployment{}
-	if err := cluster.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
+	_, key, d := operandToEdit(ctx, t)
 	machine := -1
 	for i, c := range d.Spec.Template.Spec.Containers {
 		if c.Name == render.MachineContainer {

@@ -30,9 +30,7 @@ import (
 // Breaks if: a platform's rule is missing, or the defaulting webhook admits a
 // Machine without a providerSpec value.
 func TestWebhooksOnASwitchedPlatform(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 6*time.Minute)
 	pod := operandPod(ctx, t)
 	if len(pod.Status.ContainerStatuses) == 0 || localPID(pod.Status.ContainerStatuses[0]) == 0 {
 		t.Skip("the operand pod is not run by the local pod runner (make test-e2e-local): a test switches only a local cluster's platform")

@@ -126,9 +126,7 @@ func TestOperandPodRunsItsSpec(t *testing.T) {
 // an invalid Machine and an invalid MachineSet are refused with a message
 // naming the field.
 func TestWebhooksRefuseInvalidObjects(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 2*time.Minute)
 	operandPod(ctx, t)
 
 	m := newKubemarkMachine("e2e-refused-"+rand.String(5), "refused")

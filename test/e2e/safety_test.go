@@ -65,9 +65,7 @@ func hasEvent(ctx context.Context, kind, name, reason string) (bool, error) {
 // ownerReference. Breaks if: the MachineSet controller ignored the freeze
 // (a replacement Machine appears while frozen).
 func TestOvershootFreeze(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 8*time.Minute)
 	name := "e2e-overshoot-" + rand.String(5)
 	ms := newKubemarkMachineSet(name, 1)
 	createMachineSet(ctx, t, ms)
@@ -192,9 +190,7 @@ func orphanPeriod(ctx context.Context, t *testing.T) time.Duration {
 // kubemark platform's 1m period (the 15m default is too slow for the suite),
 // the kubemark provider listed no Nodes, or it listed unmarked ones.
 func TestOrphanInstanceCollected(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 8*time.Minute)
 	period := orphanPeriod(ctx, t)
 	if period > 2*time.Minute {
 		t.Fatalf("orphan period %s on the kubemark platform, want the operator's 1m (pkg/operator/render): longer is too slow for the suite", period)

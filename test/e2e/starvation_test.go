@@ -32,18 +32,13 @@ const (
 // Machine is Running within 15 s. A drain that held a worker until its pods
 // were gone would take every worker of the machine controller.
 func TestBlockedDrainsDoNotDelayProvisioning(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	requireKubemark(ctx, t)
+	ctx := kubemarkTest(t, 5*time.Minute)
 	pool := "starve-" + rand.String(5)
 
 	machines := make([]*machinev1beta1.Machine, blockedDrains)
 	for i := range machines {
 		machines[i] = newKubemarkMachine(fmt.Sprintf("e2e-%s-%d", pool, i), pool)
-		if err := cluster.Create(ctx, machines[i]); err != nil {
-			t.Fatal(err)
-		}
-		deleteMachineOnCleanup(t, machines[i])
+		createMachine(ctx, t, machines[i])
 	}
 	for _, m := range machines {
 		waitRunning(ctx, t, m)
@@ -69,10 +64,7 @@ func TestBlockedDrainsDoNotDelayProvisioning(t *testing.T) {
 	}
 
 	fresh := newKubemarkMachine("e2e-"+pool+"-new", pool+"-new")
-	if err := cluster.Create(ctx, fresh); err != nil {
-		t.Fatal(err)
-	}
-	deleteMachineOnCleanup(t, fresh)
+	createMachine(ctx, t, fresh)
 	boundCtx, cancelBound := context.WithTimeout(ctx, provisionBound)
 	defer cancelBound()
 	_, took := waitRunning(boundCtx, t, fresh)

@@ -13,10 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
@@ -40,18 +38,8 @@ func TestControllerWithManager(t *testing.T) {
 	r.waitBackoff = fastBackoff()
 	// Only a watch event can bring a blocked drain back within the test.
 	r.drainBackoff = workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](10*time.Minute, time.Hour)
-	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: wt.NewQueue}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testenv.Setup(t, mgr, wt, r)
+	testenv.Run(t, mgr)
 
 	node := f.node(f.nodeName("managed"), corev1.ConditionTrue, nil)
 	m := f.machine("managed")

@@ -14,12 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
@@ -48,16 +44,7 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 	f := newFixture(t)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t, cfg, cache.Options{DefaultNamespaces: map[string]cache.Config{f.ns: {}}})
 	// An instance exists once the Machine has a providerID; Create gives the
 	// new Machine one.
 	act := &fakeActuator{Groups: []string{testGroup}, CreateSetsInstance: true, ProviderID: "test://" + f.ns + "/new",
@@ -67,9 +54,7 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 	r := NewReconciler(Options{Client: mgr.GetClient(), Actuator: act, Recorder: f.rec, Namespace: f.ns})
 	wt := testenv.NewWorkTracker()
 	// MaxConcurrentReconciles unset: the controller's default.
-	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: wt.NewQueue}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, mgr, wt, r)
 
 	blocked := map[string]string{"app": "blocked"}
 	machines := make([]*machinev1beta1.Machine, blockedDrains)
@@ -96,15 +81,7 @@ func TestBlockedDrainsDoNotStarveProvisioning(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testenv.Run(t, mgr)
 	poll.Eventually(t, 15*time.Second, "every drain to have started (node cordoned) and a reconcile of each to have returned", func(context.Context) (bool, error) {
 		nodeList := &corev1.NodeList{}
 		if err := env.Client.List(f.ctx, nodeList); err != nil {

@@ -3,14 +3,10 @@ package machine
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -35,67 +31,13 @@ import (
 var env *testenv.Env
 
 // TestMain starts one API server for the package. Set MACHINE_TEST_LOG=1 to
-// see the controller's logs (verbosity 1).
-func TestMain(m *testing.M) {
-	logger := logr.Discard()
-	if os.Getenv("MACHINE_TEST_LOG") != "" {
-		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
-	}
-	ctrl.SetLogger(logger)
-	testenv.Main(m, &env)
-}
+// see the controller's logs.
+func TestMain(m *testing.M) { testenv.MainWith(m, &env, testenv.Options{LogEnv: "MACHINE_TEST_LOG"}) }
 
-// testClock is time.Now shifted by an offset the test can advance.
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
+// recorder is the shared fake; count returns how many events have reason.
+type recorder struct{ testenv.Recorder }
 
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-// Since makes testClock a clock.PassiveClock.
-func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset += d
-}
-
-// recorder collects events as "Type Reason: note".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, _ string, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, fmt.Sprintf("%s %s: %s", eventtype, reason, fmt.Sprintf(note, args...)))
-}
-
-// count returns how many events have reason.
-func (r *recorder) count(reason string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if strings.Fields(e)[1] == reason+":" {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *recorder) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.events, "\n")
-}
+func (r *recorder) count(reason string) int { return r.Count(reason) }
 
 // fixture is one test's namespace, fake provider and reconciler (called
 // directly, against the envtest API server, through a request-counting
@@ -108,7 +50,7 @@ type fixture struct {
 	r       *Reconciler
 	counter *applytest.CountingTransport
 	rec     *recorder
-	clock   *testClock
+	clock   *testenv.Clock
 }
 
 func fastBackoff() workqueue.TypedRateLimiter[types.NamespacedName] {
@@ -133,7 +75,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &fakeActuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testClock{}}
+	f := &fixture{t: t, ctx: ctx, ns: ns.Name, act: &fakeActuator{Groups: []string{testGroup}}, counter: counter, rec: &recorder{}, clock: &testenv.Clock{}}
 	f.r = NewReconciler(Options{
 		Client: c, APIReader: c, Actuator: f.act, Recorder: f.rec, Clock: f.clock,
 		KubeClient: kube,

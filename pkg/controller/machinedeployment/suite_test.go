@@ -13,14 +13,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
@@ -38,30 +35,13 @@ func TestMain(m *testing.M) {
 
 const waitTimeout = 60 * time.Second
 
-var testSeq atomic.Int32
+// recorder is the shared fake; find returns the events of reason as "Reason: note".
+type recorder struct{ testenv.Recorder }
 
-// recorder collects events as "Reason: note".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
+func (r *recorder) find(reason string) []string { return r.Find(reason, "") }
 
-func (r *recorder) Eventf(_, _ runtime.Object, _, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, reason+": "+fmt.Sprintf(note, args...))
-}
-
-func (r *recorder) find(reason string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		if strings.HasPrefix(e, reason+":") {
-			out = append(out, e)
-		}
-	}
-	return out
+func newRecorder() *recorder {
+	return &recorder{testenv.Recorder{Format: func(e testenv.Event) string { return e.Reason + ": " + e.Note }}}
 }
 
 // harness runs the MachineSet and MachineDeployment controllers for one
@@ -96,12 +76,9 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{
-		t: t, ctx: t.Context(), c: c, rec: &recorder{},
-		ns:   fmt.Sprintf("md-%d-%d", testSeq.Add(1), time.Now().UnixNano()%100000),
+		t: t, ctx: t.Context(), c: c, rec: newRecorder(),
+		ns:   testenv.CreateNamespace(t, env.Client, "md-"),
 		held: map[string]bool{}, pending: map[string]string{},
-	}
-	if err := c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
-		t.Fatal(err)
 	}
 	h.startControllers()
 	h.standIn()
@@ -113,19 +90,12 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) startControllers() {
 	h.t.Helper()
 	mgr := env.NewManager(h.t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}})
-	opts := controller.Options{SkipNameValidation: ptr.To(true)}
-	if err := machineset.NewReconciler(machineset.Options{Namespace: h.ns}).SetupWithManager(mgr, opts); err != nil {
-		h.t.Fatal(err)
-	}
+	testenv.Setup(h.t, mgr, nil, machineset.NewReconciler(machineset.Options{Namespace: h.ns}))
 	h.cached = mgr.GetClient()
 	// New each time: goroutines of a stopped manager may still read the old.
 	h.writes = &writeCounter{Client: mgr.GetClient()}
 	h.wt = testenv.NewWorkTracker()
-	mdOpts := opts
-	mdOpts.NewQueue = h.wt.NewQueue
-	if err := NewReconciler(Options{Namespace: h.ns, Recorder: h.rec, Client: h.writes}).SetupWithManager(mgr, mdOpts); err != nil {
-		h.t.Fatal(err)
-	}
+	testenv.Setup(h.t, mgr, h.wt, NewReconciler(Options{Namespace: h.ns, Recorder: h.rec, Client: h.writes}))
 	h.stopControllers = testenv.Run(h.t, mgr)
 }
 
@@ -441,8 +411,8 @@ func (s countedStatus) Update(ctx context.Context, obj client.Object, opts ...cl
 // change made so far.
 func (h *harness) settle() {
 	h.t.Helper()
-	poll.Eventually(h.t, waitTimeout, "the MachineDeployment controller to handle every change", h.wt.Quiescent(5*time.Second,
+	h.wt.Settle(h.t, waitTimeout, 5*time.Second,
 		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns)),
 		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineSetList{}, client.InNamespace(h.ns)),
-		testenv.CaughtUp(h.c, h.cached, &mdv1beta1.MachineDeploymentList{}, client.InNamespace(h.ns))))
+		testenv.CaughtUp(h.c, h.cached, &mdv1beta1.MachineDeploymentList{}, client.InNamespace(h.ns)))
 }

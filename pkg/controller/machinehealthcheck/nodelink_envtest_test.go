@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/nodelink"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
@@ -26,14 +25,8 @@ func (h *harness) startNodelink() {
 		&machinev1beta1.Machine{}: {Namespaces: map[string]cache.Config{h.ns: {}}},
 	}})
 	r := nodelink.NewReconciler(nodelink.Options{Namespace: h.ns})
-	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		h.t.Fatal(err)
-	}
-	stop := testenv.Run(h.t, mgr)
-	h.t.Cleanup(stop)
-	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
-		h.t.Fatal("nodelink cache did not sync")
-	}
+	testenv.Setup(h.t, mgr, nil, r)
+	testenv.StartManager(h.t, mgr)
 }
 
 // TestNodeDeletedBehindRunningMachine: nodelink and the MachineHealthCheck

@@ -8,19 +8,16 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
 
 // machine reads Machine name from the API server.
 func (h *harness) machine(name string) *machinev1beta1.Machine {
 	h.t.Helper()
-	m := &machinev1beta1.Machine{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, m); err != nil {
-		h.t.Fatal(err)
-	}
-	return m
+	return testenv.Get[machinev1beta1.Machine](h.t, h.c, h.ns, name)
 }
 
 // TestExternalBaremetal: with OpenShift's remediation-strategy annotation an

@@ -3,9 +3,7 @@ package machinehealthcheck
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,15 +17,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
@@ -45,32 +39,10 @@ const (
 // TestMain starts one API server for the package, with a test external
 // remediation API. MHC_TEST_LOG=1 shows the controller's logs.
 func TestMain(m *testing.M) {
-	out := io.Discard
-	if os.Getenv("MHC_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(4))))
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	e, err := testenv.New(testenv.Options{ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{
+	testenv.MainWith(m, &env, testenv.Options{LogEnv: "MHC_TEST_LOG", ExtraCRDs: []*apiextensionsv1.CustomResourceDefinition{
 		testCRD("TestRemediationTemplate", "testremediationtemplates"),
 		testCRD("TestRemediation", "testremediations"),
 	}})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		return 1
-	}
-	env = e
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
 }
 
 func testCRD(kind, plural string) *apiextensionsv1.CustomResourceDefinition {
@@ -98,35 +70,11 @@ const (
 	soon = 10 * time.Second
 )
 
-// recorder collects events as "Type Reason Object: note".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
+// recorder is the shared fake; find returns the events of reason (about object name, when not
+// empty) as "Type Reason Object: note".
+type recorder struct{ testenv.Recorder }
 
-func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := ""
-	if o, ok := regarding.(client.Object); ok {
-		name = o.GetName()
-	}
-	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", eventtype, reason, name, fmt.Sprintf(note, args...)))
-}
-
-// find returns the events of reason (about object name, when not empty).
-func (r *recorder) find(reason, name string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		f := strings.Fields(e)
-		if f[1] == reason && (name == "" || strings.TrimSuffix(f[2], ":") == name) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (r *recorder) find(reason, name string) []string { return r.Find(reason, name) }
 
 // requestCounter counts the API requests (watches excluded) sent through
 // the controller's rest.Config, remembering the last few.
@@ -167,8 +115,6 @@ func (c *requestCounter) recent() []string {
 	return append([]string(nil), c.last...)
 }
 
-var testSeq atomic.Int32
-
 // harness runs the controller in its own manager for one test namespace.
 // The test writes through h.c (not counted).
 type harness struct {
@@ -187,18 +133,14 @@ type harness struct {
 // Recorder are set).
 func newHarness(t *testing.T, opts ...func(*Options)) *harness {
 	t.Helper()
-	seq := testSeq.Add(1)
 	h := &harness{
 		t:        t,
 		ctx:      t.Context(),
-		ns:       fmt.Sprintf("mhc-%d-%d", seq, time.Now().UnixNano()%100000),
+		ns:       testenv.CreateNamespace(t, env.Client, "mhc-"),
 		c:        env.Client,
 		rec:      &recorder{},
 		wt:       testenv.NewWorkTracker(),
 		requests: &requestCounter{},
-	}
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
-		t.Fatal(err)
 	}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
@@ -214,14 +156,9 @@ func newHarness(t *testing.T, opts ...func(*Options)) *harness {
 	}
 	r := NewReconciler(o)
 	h.cached = mgr.GetClient()
-	if err := r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: h.wt.NewQueue}); err != nil {
-		t.Fatal(err)
-	}
-	h.stopFn = testenv.Run(t, mgr)
+	testenv.Setup(t, mgr, h.wt, r)
+	h.stopFn = testenv.StartManager(t, mgr)
 	t.Cleanup(h.stop)
-	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
-		t.Fatal("cache did not sync")
-	}
 	return h
 }
 
@@ -243,10 +180,10 @@ func (h *harness) eventually(what string, f func() error) {
 // or due soon), then checks f.
 func (h *harness) whenSettled(what string, f func() error) {
 	h.t.Helper()
-	poll.Eventually(h.t, waitTimeout, "the controller to handle every change", h.wt.Quiescent(soon,
+	h.wt.Settle(h.t, waitTimeout, soon,
 		testenv.CaughtUp(h.c, h.cached, &corev1.NodeList{}),
 		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns)),
-		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineHealthCheckList{}, client.InNamespace(h.ns))))
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineHealthCheckList{}, client.InNamespace(h.ns)))
 	if err := f(); err != nil {
 		h.t.Fatalf("%s: %v", what, err)
 	}
@@ -290,11 +227,7 @@ func (h *harness) poke(name string) {
 
 func (h *harness) mhc(name string) *machinev1beta1.MachineHealthCheck {
 	h.t.Helper()
-	mhc := &machinev1beta1.MachineHealthCheck{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, mhc); err != nil {
-		h.t.Fatal(err)
-	}
-	return mhc
+	return testenv.Get[machinev1beta1.MachineHealthCheck](h.t, h.c, h.ns, name)
 }
 
 func (h *harness) patchMHC(name string, f func(*machinev1beta1.MachineHealthCheck)) {
@@ -374,24 +307,13 @@ func (h *harness) waitGone(name string) {
 // transition time; it is deleted when the test ends.
 func (h *harness) createNode(suffix string, ready corev1.ConditionStatus, since time.Time, mutate ...func(*corev1.Node)) string {
 	h.t.Helper()
-	name := h.ns + "-" + suffix
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	for _, f := range mutate {
-		f(n)
-	}
-	if err := h.c.Create(h.ctx, n); err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = h.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
-	h.setNodeReady(name, ready, since)
-	return name
+	testenv.CreateNode(h.t, h.c, h.ns+"-"+suffix, ready, since, mutate...)
+	return h.ns + "-" + suffix
 }
 
 func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since time.Time) {
 	h.t.Helper()
-	if err := testenv.SetNodeReady(h.ctx, h.c, name, ready, since); err != nil {
-		h.t.Fatal(err)
-	}
+	testenv.MustSetNodeReady(h.t, h.c, name, ready, since)
 }
 
 func (h *harness) patchNode(name string, f func(*corev1.Node)) {

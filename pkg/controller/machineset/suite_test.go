@@ -16,12 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
@@ -42,33 +40,10 @@ const (
 	soon = 10 * time.Second
 )
 
-// recorder collects events as "Type Reason MachineSet: note".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
-}
+// recorder is the shared fake; find returns the events of reason as "Type Reason MachineSet: note".
+type recorder struct{ testenv.Recorder }
 
-func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := ""
-	if o, ok := regarding.(client.Object); ok {
-		name = o.GetName()
-	}
-	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", eventtype, reason, name, fmt.Sprintf(note, args...)))
-}
-
-func (r *recorder) find(reason string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		if strings.Fields(e)[1] == reason {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (r *recorder) find(reason string) []string { return r.Find(reason, "") }
 
 // countingClient counts the Machine Create and Delete requests the
 // controller sends; beforeStatusPatch (optional) runs before each status
@@ -145,8 +120,6 @@ func (g *gate) transform(obj any) (any, error) {
 	return obj, nil
 }
 
-var testSeq atomic.Int32
-
 type harnessOptions struct {
 	expectationsTimeout time.Duration
 	gate                bool
@@ -175,7 +148,6 @@ type harness struct {
 
 func newHarness(t *testing.T, o harnessOptions) *harness {
 	t.Helper()
-	seq := testSeq.Add(1)
 	e := env
 	if o.env != nil {
 		e = o.env
@@ -183,14 +155,11 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	h := &harness{
 		t:    t,
 		ctx:  t.Context(),
-		ns:   fmt.Sprintf("machineset-%d-%d", seq, time.Now().UnixNano()%100000),
+		ns:   testenv.CreateNamespace(t, e.Client, "machineset-"),
 		c:    e.Client,
 		rec:  &recorder{},
 		wt:   testenv.NewWorkTracker(),
 		gate: &gate{},
-	}
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
-		t.Fatal(err)
 	}
 	cfg := rest.CopyConfig(e.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
@@ -211,14 +180,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		ExpectationsTimeout: o.expectationsTimeout,
 		MachineAPIMigration: o.migration,
 	})
-	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: h.wt.NewQueue}); err != nil {
-		t.Fatal(err)
-	}
-	h.stopFn = testenv.Run(t, mgr)
+	testenv.Setup(t, mgr, h.wt, h.r)
+	h.stopFn = testenv.StartManager(t, mgr)
 	t.Cleanup(h.stop)
-	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
-		t.Fatal("cache did not sync")
-	}
 	return h
 }
 
@@ -258,11 +222,7 @@ func (h *harness) newMachineSet(name string, replicas int32, mutate ...func(*mac
 
 func (h *harness) machineSet(name string) *machinev1beta1.MachineSet {
 	h.t.Helper()
-	ms := &machinev1beta1.MachineSet{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, ms); err != nil {
-		h.t.Fatal(err)
-	}
-	return ms
+	return testenv.Get[machinev1beta1.MachineSet](h.t, h.c, h.ns, name)
 }
 
 // updateMachineSet applies f to the current MachineSet and updates it
@@ -326,11 +286,7 @@ func (h *harness) ownedBy(ms *machinev1beta1.MachineSet) []*machinev1beta1.Machi
 
 func (h *harness) machine(name string) *machinev1beta1.Machine {
 	h.t.Helper()
-	m := &machinev1beta1.Machine{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, m); err != nil {
-		h.t.Fatal(err)
-	}
-	return m
+	return testenv.Get[machinev1beta1.Machine](h.t, h.c, h.ns, name)
 }
 
 // patchMachine applies f to a Machine with a merge patch (status when
@@ -391,9 +347,9 @@ func (h *harness) eventually(what string, f func() error) {
 // has them, and no reconcile is running or due soon), then checks f.
 func (h *harness) whenSettled(what string, f func() error) {
 	h.t.Helper()
-	poll.Eventually(h.t, waitTimeout, "the controller to handle every change", h.wt.Quiescent(soon,
+	h.wt.Settle(h.t, waitTimeout, soon,
 		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns)),
-		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineSetList{}, client.InNamespace(h.ns))))
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineSetList{}, client.InNamespace(h.ns)))
 	if err := f(); err != nil {
 		h.t.Fatalf("%s: %v", what, err)
 	}
@@ -403,21 +359,13 @@ func (h *harness) whenSettled(what string, f func() error) {
 // status and transition time; it is deleted when the test ends.
 func (h *harness) createNode(suffix string, ready corev1.ConditionStatus, since time.Time) string {
 	h.t.Helper()
-	name := h.ns + "-" + suffix
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := h.c.Create(h.ctx, n); err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { _ = h.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
-	h.setNodeReady(name, ready, since)
-	return name
+	testenv.CreateNode(h.t, h.c, h.ns+"-"+suffix, ready, since)
+	return h.ns + "-" + suffix
 }
 
 func (h *harness) setNodeReady(name string, ready corev1.ConditionStatus, since time.Time) {
 	h.t.Helper()
-	if err := testenv.SetNodeReady(h.ctx, h.c, name, ready, since); err != nil {
-		h.t.Fatal(err)
-	}
+	testenv.MustSetNodeReady(h.t, h.c, name, ready, since)
 }
 
 func counterValue(c prometheus.Counter) float64 {

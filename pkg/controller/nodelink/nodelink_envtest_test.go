@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,11 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
@@ -34,34 +31,11 @@ func TestMain(m *testing.M) { testenv.MainWith(m, &env, testenv.Options{LogEnv: 
 
 const waitTimeout = 15 * time.Second
 
-// recorder collects events (thread safe).
-type recorder struct {
-	mu     sync.Mutex
-	events []string // "Type Reason Kind/Name: note"
-}
+// recorder is the shared fake; find returns the events of reason ("Type Reason Node: note"),
+// every event when reason is empty.
+type recorder struct{ testenv.Recorder }
 
-func (r *recorder) Eventf(regarding, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := ""
-	if o, ok := regarding.(client.Object); ok {
-		name = o.GetName()
-	}
-	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", eventtype, reason, name, fmt.Sprintf(note, args...)))
-}
-
-// find returns the events of reason; every event when reason is empty.
-func (r *recorder) find(reason string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, e := range r.events {
-		if reason == "" || strings.Contains(e, " "+reason+" ") {
-			out = append(out, e)
-		}
-	}
-	return out
-}
+func (r *recorder) find(reason string) []string { return r.Find(reason, "") }
 
 var testSeq atomic.Int32
 
@@ -88,15 +62,12 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{
 		t:   t,
 		ctx: t.Context(),
-		ns:  fmt.Sprintf("nodelink-%d-%d", seq, time.Now().UnixNano()%100000),
+		ns:  testenv.CreateNamespace(t, env.Client, fmt.Sprintf("nodelink-%d-", seq)),
 		seq: seq,
 		c:   env.Client,
 		ct:  applytest.NewCountingTransport(),
 		rec: &recorder{},
 		wt:  testenv.NewWorkTracker(),
-	}
-	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
-		t.Fatal(err)
 	}
 	h.start()
 	t.Cleanup(h.stop)
@@ -112,14 +83,8 @@ func (h *harness) start() {
 	}})
 	h.cached = mgr.GetClient()
 	h.r = NewReconciler(Options{Namespace: h.ns, Recorder: h.rec})
-	skip := true
-	if err := h.r.SetupWithManager(mgr, controller.Options{SkipNameValidation: &skip, NewQueue: h.wt.NewQueue}); err != nil {
-		h.t.Fatal(err)
-	}
-	h.stopFn = testenv.Run(h.t, mgr)
-	if !mgr.GetCache().WaitForCacheSync(h.ctx) {
-		h.t.Fatal("cache did not sync")
-	}
+	testenv.Setup(h.t, mgr, h.wt, h.r)
+	h.stopFn = testenv.StartManager(h.t, mgr)
 }
 
 func (h *harness) stop() {
@@ -200,20 +165,12 @@ func (h *harness) createMachine(name, providerID string, ips []string, mutate ..
 
 func (h *harness) node(name string) *corev1.Node {
 	h.t.Helper()
-	n := &corev1.Node{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Name: name}, n); err != nil {
-		h.t.Fatal(err)
-	}
-	return n
+	return testenv.Get[corev1.Node](h.t, h.c, "", name)
 }
 
 func (h *harness) machine(name string) *machinev1beta1.Machine {
 	h.t.Helper()
-	m := &machinev1beta1.Machine{}
-	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: h.ns, Name: name}, m); err != nil {
-		h.t.Fatal(err)
-	}
-	return m
+	return testenv.Get[machinev1beta1.Machine](h.t, h.c, h.ns, name)
 }
 
 // updateMachine applies f to the current Machine and updates it, retrying
@@ -255,9 +212,9 @@ func (h *harness) reconcileNow(node string) {
 // scheduled or running: every change made so far has been handled.
 func (h *harness) settled() {
 	h.t.Helper()
-	poll.Eventually(h.t, waitTimeout, "the controller to handle every change", h.wt.Quiescent(time.Minute,
+	h.wt.Settle(h.t, waitTimeout, time.Minute,
 		testenv.CaughtUp(h.c, h.cached, &corev1.NodeList{}),
-		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns))))
+		testenv.CaughtUp(h.c, h.cached, &machinev1beta1.MachineList{}, client.InNamespace(h.ns)))
 }
 
 // expectNoWrites waits until the controller has handled every event up to

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nmv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/nodemaintenance/v1beta1"
+	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 )
 
 const nhc = "NodeHealthCheck"
@@ -113,7 +114,7 @@ func TestLeaseReadWrite(t *testing.T) {
 	ns := fmt.Sprintf("nm-leases-%d", time.Now().UnixNano())
 	createNode(t, node)
 	n := getNode(t, node)
-	c := &testClock{}
+	c := &testenv.Clock{}
 	r := NewReconciler(Options{KubeClient: kube, Clock: c, LeaseNamespace: ns})
 
 	// The install creates the lease namespace; the controller may not (its

@@ -4,19 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -33,142 +27,69 @@ import (
 var (
 	env  *testenv.Env
 	kube kubernetes.Interface
-	rec  = &recorder{}
-	clk  = &testClock{}
+	rec  = newRecorder()
+	// clk is the controller's Options.Clock. Requeues still wait real time: a test that advances
+	// the clock wakes the controller itself (wakeNode).
+	clk = &testenv.Clock{}
 )
-
-// testClock is time.Now shifted by an offset a test can advance (the
-// controller's Options.Clock). Requeues still wait real time: a test that
-// advances the clock wakes the controller itself (wakeNode).
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *testClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset += d
-}
 
 // TestMain starts one API server and one manager running the controller.
 // Set NODEMAINTENANCE_TEST_LOG=1 to see the controller's logs.
 func TestMain(m *testing.M) {
-	logger := logr.Discard()
-	if os.Getenv("NODEMAINTENANCE_TEST_LOG") != "" {
-		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 1})
-	}
-	ctrl.SetLogger(logger)
-	os.Exit(run(m))
+	testenv.MainWith(m, &env, testenv.Options{LogEnv: "NODEMAINTENANCE_TEST_LOG", Before: startController})
 }
 
-func run(m *testing.M) int {
-	e, err := testenv.New(testenv.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		return 1
+// startController creates the lease namespace (the install does, not the controller) and runs the
+// controller in one manager for the package.
+func startController(e *testenv.Env) (stop func(), err error) {
+	if kube, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return nil, err
 	}
-	defer func() { _ = e.Stop() }()
-	env = e
-	kube, err = kubernetes.NewForConfig(e.Config)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The install creates the lease namespace; the controller does not.
 	leaseNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultLeaseNamespace}}
 	if err := e.Client.Create(context.Background(), leaseNS); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	r := NewReconciler(Options{KubeClient: kube, Recorder: rec, Clock: clk, PollInterval: 200 * time.Millisecond})
 	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-	}
-	return code
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	}, nil
 }
 
-// recorder collects events as "Type Reason: note".
-type recorder struct {
-	mu     sync.Mutex
-	events []string
+// recorder is the shared fake with events as "<object name> <type> <reason>: <note>"; wait
+// waits for events of reasons about name, waitExact for the given events, has tells whether one of
+// reason about name was recorded.
+type recorder struct{ testenv.Recorder }
+
+func newRecorder() *recorder {
+	return &recorder{testenv.Recorder{Format: func(e testenv.Event) string {
+		return e.Object + " " + e.Type + " " + e.Reason + ": " + e.Note
+	}}}
 }
 
-func (r *recorder) Eventf(regarding runtime.Object, _ runtime.Object, eventtype, reason, _ string, note string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := ""
-	if o, ok := regarding.(client.Object); ok {
-		name = o.GetName()
-	}
-	r.events = append(r.events, fmt.Sprintf("%s %s %s: %s", name, eventtype, reason, fmt.Sprintf(note, args...)))
-}
-
-// wait waits until events of every reason have been recorded for object
-// name (the controller records an event after the write it reports, so a
-// test that saw the write may not see the event yet).
 func (r *recorder) wait(t *testing.T, name string, reasons ...string) {
 	t.Helper()
-	poll.Eventually(t, waitTimeout, fmt.Sprintf("events %v for %s", reasons, name), poll.Check(func() error {
-		for _, reason := range reasons {
-			if !r.has(name, reason) {
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				return fmt.Errorf("no %s event; events: %v", reason, r.events)
-			}
-		}
-		return nil
-	}))
+	r.Wait(t, waitTimeout, name, reasons...)
 }
 
-// waitExact waits until each event ("<object name> <type> <reason>: <note>") has been recorded.
 func (r *recorder) waitExact(t *testing.T, events ...string) {
 	t.Helper()
-	poll.Eventually(t, waitTimeout, fmt.Sprintf("events %q", events), poll.Check(func() error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, e := range events {
-			if !slices.Contains(r.events, e) {
-				return fmt.Errorf("no event %q; events: %q", e, r.events)
-			}
-		}
-		return nil
-	}))
+	r.WaitExact(t, waitTimeout, events...)
 }
 
-// has reports whether an event of reason was recorded for object name.
-func (r *recorder) has(name, reason string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.events {
-		if strings.HasPrefix(e, name+" ") && strings.Contains(e, " "+reason+":") {
-			return true
-		}
-	}
-	return false
-}
+func (r *recorder) has(name, reason string) bool { return r.Has(reason, name) }
 
 const waitTimeout = 30 * time.Second
 

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	mdv1beta1 "github.com/machine-api-operator/machine-api-operator/pkg/apis/machinedeployment/v1beta1"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
@@ -32,9 +31,7 @@ func startOvershootEvery(t *testing.T, ns string, period time.Duration) *recorde
 	rec := &recorder{}
 	c := NewOvershootController(OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: period}, ns)
 	c.events.Recorder = rec
-	if err := c.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, mgr, nil, c)
 	testenv.Run(t, mgr)
 	return rec
 }

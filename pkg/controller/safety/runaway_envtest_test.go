@@ -6,13 +6,9 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/freeze"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
@@ -31,10 +27,7 @@ import (
 func TestFreezeStopsARunawayMachineSet(t *testing.T) {
 	env := safety.SharedEnv()
 	ctx := t.Context()
-	ns := fmt.Sprintf("runaway-%d", time.Now().UnixNano()%100000)
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := testenv.CreateNamespace(t, env.Client, "runaway-")
 
 	blind := env.NewManager(t, nil, cache.Options{
 		DefaultNamespaces: map[string]cache.Config{ns: {}},
@@ -44,25 +37,15 @@ func TestFreezeStopsARunawayMachineSet(t *testing.T) {
 	})
 	wt := testenv.NewWorkTracker()
 	ms := machineset.NewReconciler(machineset.Options{Namespace: ns, ExpectationsTimeout: 300 * time.Millisecond})
-	if err := ms.SetupWithManager(blind, controller.Options{SkipNameValidation: ptr.To(true), NewQueue: wt.NewQueue}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, blind, wt, ms)
 	testenv.Run(t, blind)
 
 	seeing := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	oc := safety.NewOvershootController(safety.OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
-	if err := oc.SetupWithManager(seeing, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, seeing, nil, oc)
 	testenv.Run(t, seeing)
 
-	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "runaway"}}
-	set.Spec.Replicas = ptr.To(int32(2))
-	set.Spec.Selector.MatchLabels = map[string]string{"set": "runaway"}
-	set.Spec.Template.Labels = map[string]string{"set": "runaway"}
-	if err := env.Client.Create(ctx, set); err != nil {
-		t.Fatal(err)
-	}
+	set := createSet(t, env, ns, "runaway", 2)
 	count := func() int {
 		list := &machinev1beta1.MachineList{}
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {

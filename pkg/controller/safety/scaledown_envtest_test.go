@@ -6,13 +6,11 @@ import (
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/freeze"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/machineset"
@@ -31,6 +29,19 @@ func (e events) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
 	}
 }
 
+// createSet creates MachineSet name of replicas, its Machines labelled set=name.
+func createSet(t *testing.T, env *testenv.Env, ns, name string, replicas int32) *machinev1beta1.MachineSet {
+	t.Helper()
+	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	set.Spec.Replicas = ptr.To(replicas)
+	set.Spec.Selector.MatchLabels = map[string]string{"set": name}
+	set.Spec.Template.Labels = map[string]string{"set": name}
+	if err := env.Client.Create(t.Context(), set); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
 // TestScaleDownDoesNotFreeze: scaling a set of 6 to 0 leaves, for a moment,
 // 6 Machines not yet being deleted against a threshold of 2×0+2 = 2; the
 // freeze waits until the MachineSet controller has acted on the new spec,
@@ -39,29 +50,16 @@ func (e events) Eventf(_, _ runtime.Object, _, reason, _, _ string, _ ...any) {
 func TestScaleDownDoesNotFreeze(t *testing.T) {
 	env := safety.SharedEnv()
 	ctx := t.Context()
-	ns := fmt.Sprintf("scaledown-%d", time.Now().UnixNano()%100000)
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := testenv.CreateNamespace(t, env.Client, "scaledown-")
 	mgr := env.NewManager(t, nil, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	if err := machineset.NewReconciler(machineset.Options{Namespace: ns}).SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, mgr, nil, machineset.NewReconciler(machineset.Options{Namespace: ns}))
 	oc := safety.NewOvershootController(safety.OvershootOptions{SafetyUp: 2, SafetyDown: 1, Period: time.Second}, ns)
 	rec := events{reasons: make(chan string, 100)}
 	safety.SetRecorder(oc, rec)
-	if err := oc.SetupWithManager(mgr, controller.Options{SkipNameValidation: ptr.To(true)}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Setup(t, mgr, nil, oc)
 	testenv.Run(t, mgr)
 
-	set := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shrinking"}}
-	set.Spec.Replicas = ptr.To(int32(6))
-	set.Spec.Selector.MatchLabels = map[string]string{"set": "shrinking"}
-	set.Spec.Template.Labels = map[string]string{"set": "shrinking"}
-	if err := env.Client.Create(ctx, set); err != nil {
-		t.Fatal(err)
-	}
+	set := createSet(t, env, ns, "shrinking", 6)
 	count := func() (int, error) {
 		list := &machinev1beta1.MachineList{}
 		err := env.Client.List(ctx, list, client.InNamespace(ns))

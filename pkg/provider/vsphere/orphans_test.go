@@ -80,9 +80,10 @@ type orphanEnv struct {
 	clusterTag string
 }
 
-func newOrphanEnv(t *testing.T) *orphanEnv {
+// createClusterTag logs in to vcsim's tags API and creates the cluster's tag (category
+// openshift-test-abc12, tag test-abc12), returning the tags client and the tag's ID.
+func (e *simEnv) createClusterTag(t *testing.T) (*tags.Manager, string) {
 	t.Helper()
-	e := newSimEnv(t)
 	rc := rest.NewClient(e.Client.Client)
 	if err := rc.Login(e.ctx, url.UserPassword(vspheretest.Username, vspheretest.Password)); err != nil {
 		t.Fatal(err)
@@ -96,6 +97,13 @@ func newOrphanEnv(t *testing.T) *orphanEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tm, id
+}
+
+func newOrphanEnv(t *testing.T) *orphanEnv {
+	t.Helper()
+	e := newSimEnv(t)
+	tm, id := e.createClusterTag(t)
 	return &orphanEnv{simEnv: e, tags: tm, clusterTag: id}
 }
 

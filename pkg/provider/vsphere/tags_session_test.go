@@ -249,19 +249,7 @@ func TestClusterTagLookupExpires(t *testing.T) {
 	if err := call(m, e.a.Update, true); err != nil { // no cluster tag yet: remembered
 		t.Fatal(err)
 	}
-	rc := rest.NewClient(e.Client.Client)
-	if err := rc.Login(e.ctx, url.UserPassword(vspheretest.Username, vspheretest.Password)); err != nil {
-		t.Fatal(err)
-	}
-	tm := tags.NewManager(rc)
-	cat, err := tm.CreateCategory(e.ctx, &tags.Category{Name: "openshift-test-abc12", Cardinality: "SINGLE", AssociableTypes: []string{"VirtualMachine"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag, err := tm.CreateTag(e.ctx, &tags.Tag{Name: "test-abc12", CategoryID: cat})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm, tag := e.createClusterTag(t)
 	attached := func() bool {
 		t.Helper()
 		ids, err := tm.ListAttachedTags(e.ctx, e.vm("worker-0").Reference())

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/machine-api-operator/machine-api-operator/manifests"
+	"github.com/machine-api-operator/machine-api-operator/pkg/operand"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv"
 	"github.com/machine-api-operator/machine-api-operator/pkg/testenv/poll"
 )
@@ -122,4 +123,24 @@ func ReadyzCondition(addr string, wantReady bool, failing string) func(ctx conte
 		}
 		return true, nil
 	}
+}
+
+// TestArgs are the flags a test gives a binary: namespace ns, no leader election, no metrics
+// endpoint, health probes at healthAddr ("0": none).
+func TestArgs(ns, healthAddr string, more ...string) []string {
+	return append([]string{"--namespace=" + ns, "--leader-elect=false", "--metrics-bind-address=0",
+		"--health-probe-bind-address=" + healthAddr}, more...)
+}
+
+// NewManager builds what a binary's main builds from its parsed options (parseErr: parsing's
+// error): the manager, with the controllers add registers.
+func NewManager(cfg *rest.Config, opts operand.Options, parseErr error, add func(manager.Manager) error) (manager.Manager, error) {
+	if parseErr != nil {
+		return nil, parseErr
+	}
+	mgr, err := opts.NewManager(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return mgr, add(mgr)
 }

@@ -74,12 +74,7 @@ func TestInstallerVMAdoptedByName(t *testing.T) {
 		got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "master-0"} // nodelink's part
 		return env.Client.Status().Update(f.ctx, got)
 	})
-	f.reconcileUntil(t, m, "Running", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseRunning {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseRunning)
 	for range 3 { // a few more reconciles of the Running Machine
 		if _, err := f.r.Reconcile(f.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(m)}); err != nil {
 			t.Fatal(err)
@@ -92,15 +87,7 @@ func TestInstallerVMAdoptedByName(t *testing.T) {
 		t.Errorf("%d VMs named master-0, want the installer's only", n)
 	}
 
-	if err := env.Client.Delete(f.ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	f.reconcileUntil(t, m, "the Machine gone", func(got *machinev1beta1.Machine) error {
-		if got != nil {
-			return fmt.Errorf("still there, phase %q", phase(got))
-		}
-		return nil
-	})
+	f.deleteUntilGone(t, m)
 	if n := f.vc.VMsNamed("master-0"); n != 0 {
 		t.Errorf("%d VMs named master-0 after its Machine was deleted, want 0 (OpenShift deletes the VM it adopted)", n)
 	}
@@ -156,15 +143,7 @@ func TestForeignStoppedVMLeftAlone(t *testing.T) {
 		t.Errorf("%d VMs named worker-taken, want the foreign one only", n)
 	}
 
-	if err := env.Client.Delete(f.ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	f.reconcileUntil(t, m, "the Machine gone", func(got *machinev1beta1.Machine) error {
-		if got != nil {
-			return fmt.Errorf("still there, phase %q", phase(got))
-		}
-		return nil
-	})
+	f.deleteUntilGone(t, m)
 	if after := f.vmSnapshot(vm); after != before {
 		t.Errorf("deleting the Machine changed the foreign VM:\nbefore %s\nafter  %s", before, after)
 	}

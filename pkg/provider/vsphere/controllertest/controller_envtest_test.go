@@ -158,6 +158,42 @@ func (f *fixture) reconcileUntil(t *testing.T, m *machinev1beta1.Machine, what s
 	}))
 }
 
+// deleteUntilGone deletes the Machine (m: its last read) and reconciles it until it is gone.
+func (f *fixture) deleteUntilGone(t *testing.T, m *machinev1beta1.Machine) {
+	t.Helper()
+	if err := env.Client.Delete(f.ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcileUntil(t, m, "the Machine gone", func(got *machinev1beta1.Machine) error {
+		if got != nil {
+			return fmt.Errorf("still there, phase %q", phase(got))
+		}
+		return nil
+	})
+}
+
+// reconcileUntilPhase reconciles m until it is in phase.
+func (f *fixture) reconcileUntilPhase(t *testing.T, m *machinev1beta1.Machine, want string) {
+	t.Helper()
+	f.reconcileUntil(t, m, "phase "+want, func(got *machinev1beta1.Machine) error {
+		if phase(got) != want {
+			return fmt.Errorf("phase %q", phase(got))
+		}
+		return nil
+	})
+}
+
+// reconcileUntilPoweredOn reconciles m until vCenter has one VM named vm, powered on.
+func (f *fixture) reconcileUntilPoweredOn(t *testing.T, m *machinev1beta1.Machine, vm string) {
+	t.Helper()
+	f.reconcileUntil(t, m, "a powered-on VM", func(got *machinev1beta1.Machine) error {
+		if f.vc.VMsNamed(vm) == 1 && f.vc.Props(f.vc.VM(vm), "runtime.powerState").Runtime.PowerState == "poweredOn" {
+			return nil
+		}
+		return fmt.Errorf("phase %q, no powered-on VM yet", phase(got))
+	})
+}
+
 func phase(m *machinev1beta1.Machine) string {
 	if m == nil || m.Status.Phase == nil {
 		return ""
@@ -172,12 +208,7 @@ func TestMachineLifecycleOnVCenter(t *testing.T) {
 	f := newFixture(t, nil)
 	m := f.machine(t, "worker-a", vspheretest.Template)
 
-	f.reconcileUntil(t, m, "a powered-on VM", func(got *machinev1beta1.Machine) error {
-		if f.vc.VMsNamed("worker-a") == 1 && f.vc.Props(f.vc.VM("worker-a"), "runtime.powerState").Runtime.PowerState == "poweredOn" {
-			return nil
-		}
-		return fmt.Errorf("phase %q, no powered-on VM yet", phase(got))
-	})
+	f.reconcileUntilPoweredOn(t, m, "worker-a")
 	f.vc.SetGuestIP("worker-a", "10.1.0.5")
 	var stored *machinev1beta1.Machine
 	f.reconcileUntil(t, m, "Provisioned with the guest IP", func(got *machinev1beta1.Machine) error {
@@ -197,15 +228,7 @@ func TestMachineLifecycleOnVCenter(t *testing.T) {
 		t.Errorf("%d VMs for the Machine, want 1", n)
 	}
 
-	if err := env.Client.Delete(f.ctx, stored); err != nil {
-		t.Fatal(err)
-	}
-	f.reconcileUntil(t, m, "the Machine gone", func(got *machinev1beta1.Machine) error {
-		if got != nil {
-			return fmt.Errorf("still there, phase %q", phase(got))
-		}
-		return nil
-	})
+	f.deleteUntilGone(t, stored)
 	if n := f.vc.VMsNamed("worker-a"); n != 0 {
 		t.Errorf("%d VMs left after the Machine was deleted, want 0", n)
 	}
@@ -217,12 +240,7 @@ func TestMachineLifecycleOnVCenter(t *testing.T) {
 func TestMissingTemplateFailsMachine(t *testing.T) {
 	f := newFixture(t, nil)
 	m := f.machine(t, "worker-bad", "rhcos-missing")
-	f.reconcileUntil(t, m, "phase Failed", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseFailed {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseFailed)
 	got := &machinev1beta1.Machine{}
 	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(m), got); err != nil {
 		t.Fatal(err)

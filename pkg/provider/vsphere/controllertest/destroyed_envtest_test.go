@@ -20,12 +20,7 @@ import (
 func TestDestroyedVMFailsRunningMachine(t *testing.T) {
 	f := newFixture(t, nil)
 	m := f.machine(t, "worker-gone", vspheretest.Template)
-	f.reconcileUntil(t, m, "a powered-on VM", func(got *machinev1beta1.Machine) error {
-		if f.vc.VMsNamed("worker-gone") == 1 && f.vc.Props(f.vc.VM("worker-gone"), "runtime.powerState").Runtime.PowerState == "poweredOn" {
-			return nil
-		}
-		return fmt.Errorf("phase %q, no powered-on VM yet", phase(got))
-	})
+	f.reconcileUntilPoweredOn(t, m, "worker-gone")
 	f.vc.SetGuestIP("worker-gone", "10.1.0.9")
 	f.reconcileUntil(t, m, "Provisioned", func(got *machinev1beta1.Machine) error {
 		if phase(got) != machinev1beta1.PhaseProvisioned {
@@ -35,23 +30,13 @@ func TestDestroyedVMFailsRunningMachine(t *testing.T) {
 		got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "worker-gone"}
 		return env.Client.Status().Update(f.ctx, got)
 	})
-	f.reconcileUntil(t, m, "Running", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseRunning {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseRunning)
 
 	vm := f.vc.VM("worker-gone")
 	f.vc.Wait(vm.PowerOff(f.ctx))
 	f.vc.Wait(vm.Destroy(f.ctx))
 
-	f.reconcileUntil(t, m, "Failed", func(got *machinev1beta1.Machine) error {
-		if phase(got) != machinev1beta1.PhaseFailed {
-			return fmt.Errorf("phase %q", phase(got))
-		}
-		return nil
-	})
+	f.reconcileUntilPhase(t, m, machinev1beta1.PhaseFailed)
 	got := &machinev1beta1.Machine{}
 	if err := env.Client.Get(f.ctx, client.ObjectKeyFromObject(m), got); err != nil {
 		t.Fatal(err)

@@ -189,12 +189,7 @@ func TestStaticIPsFromPools(t *testing.T) {
 		"v4": {base: "192.168.10.", prefix: 24, gateway: "192.168.10.1"},
 		"v6": {base: "fd00:10::", prefix: 64, gateway: "fd00:10::1"},
 	})
-	f.reconcileUntil(t, m, "a powered-on VM", func(got *machinev1beta1.Machine) error {
-		if f.vc.VMsNamed("worker-ip") == 1 && f.vc.Props(f.vc.VM("worker-ip"), "runtime.powerState").Runtime.PowerState == "poweredOn" {
-			return nil
-		}
-		return fmt.Errorf("phase %q, no powered-on VM yet", phase(got))
-	})
+	f.reconcileUntilPoweredOn(t, m, "worker-ip")
 	vm := f.vc.VM("worker-ip")
 	p := f.vc.Props(vm, "config.extraConfig", "config.hardware.device")
 	var kargs string
@@ -223,15 +218,7 @@ func TestStaticIPsFromPools(t *testing.T) {
 		return nil
 	})
 
-	if err := env.Client.Delete(f.ctx, stored); err != nil {
-		t.Fatal(err)
-	}
-	f.reconcileUntil(t, m, "the Machine gone", func(got *machinev1beta1.Machine) error {
-		if got != nil {
-			return fmt.Errorf("still there, phase %q", phase(got))
-		}
-		return nil
-	})
+	f.deleteUntilGone(t, stored)
 	if n := f.vc.VMsNamed("worker-ip"); n != 0 {
 		t.Errorf("%d VMs left after the Machine was deleted", n)
 	}
