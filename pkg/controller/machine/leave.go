@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
@@ -23,12 +24,12 @@ import (
 
 // leaveToAuthority carries out a decision other than Reconcile.
 func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority.Decision) error {
-	s.gone = true // hands off: no status patch from Reconcile
-	desired := s.base.DeepCopy()
-	if !authority.Apply(log.FromContext(ctx), d, "Machine", &desired.Status.AuthoritativeAPI, &desired.Status.Conditions, r.Now()) {
+	s.leftAlone = true
+	work := s.base.DeepCopy()
+	if !authority.Apply(log.FromContext(ctx), d, "Machine", &work.Status.AuthoritativeAPI, &work.Status.Conditions, r.Now()) {
 		return nil
 	}
-	if err := r.patchStatusAlone(ctx, s, desired); err != nil {
+	if err := client.IgnoreNotFound(r.apply(ctx, s, work, authorityFields)); err != nil {
 		return fmt.Errorf("writing the Machine's authority (%s): %w", d.Step, err)
 	}
 	return nil
@@ -110,7 +111,7 @@ func unsupportedProviderMessage(t specType, served []schema.GroupKind) string {
 // leaveForeign sets ProviderSupported=False (conditions alone) with an UnsupportedProvider event each time it
 // is written; our finalizer is never added nor removed: another controller may own it.
 func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) error {
-	s.gone = true // hands off: no status patch from Reconcile
+	s.leftAlone = true
 	m := s.m
 	c := conditions.New(ProviderSupportedCondition, corev1.ConditionFalse, ReasonUnsupportedProvider,
 		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, servedKinds(r.Actuator)))
@@ -119,9 +120,10 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t specType) err
 	}
 	log.FromContext(ctx).Info("leaving a Machine of another provider untouched", "apiVersion", t.APIVersion, "kind", t.Kind)
 	r.events.Eventf(m, nil, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
-	patched := m.DeepCopy()
-	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.Now())
-	if err := r.patchStatusAlone(ctx, s, patched); err != nil {
+	// The controller's other fields are sent as they are (an apply without them would remove those it wrote).
+	work := s.base.DeepCopy()
+	work.Status.Conditions = conditions.Set(work.Status.Conditions, c, r.Now())
+	if err := client.IgnoreNotFound(r.apply(ctx, s, work, statusFields)); err != nil {
 		return fmt.Errorf("setting %s on a Machine of another provider: %w", ProviderSupportedCondition, err)
 	}
 	return nil

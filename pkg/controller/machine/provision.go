@@ -88,7 +88,6 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 		r.setCondition(m, ProviderUpdatedCondition, corev1.ConditionTrue, ReasonProviderUpdated, "",
 			"the provider accepted the Machine's configuration")
 	}
-	r.linkNode(ctx, m)
 	setPhase(m, decideProvisioning(phaseOf(m), true, IsProvisioned(m), m.Status.NodeRef != nil).Phase)
 	if !IsProvisioned(m) {
 		after := r.waitBackoff.When(s.key)
@@ -143,7 +142,6 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		r.events.Once(s.key, "", m, corev1.EventTypeWarning, EventFailedCreate, "Create", err.Error())
 		return ctrl.Result{}, err
 	}
-	r.linkNode(ctx, m)
 	phase, exists := phaseAfterCreate(IsProvisioned(m), m.Status.NodeRef != nil)
 	setPhase(m, phase)
 	if exists {
@@ -160,23 +158,6 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil // nothing will wake us: look again
-}
-
-// linkNode sets the nodeRef to the cached Node of the Machine's providerID, so one status write both links
-// and makes it Running; a Node not there yet, or one nodeToLink refuses, is left to nodelink (docs/openshift.md).
-func (r *Reconciler) linkNode(ctx context.Context, m *machinev1beta1.Machine) {
-	if m.Status.NodeRef != nil || m.Spec.ProviderID == nil || *m.Spec.ProviderID == "" || r.nodesByProviderID == nil {
-		return
-	}
-	nodes, err := r.nodesByProviderID(ctx, *m.Spec.ProviderID)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "listing the Nodes of the Machine's providerID; nodelink will link it")
-		return
-	}
-	if ref, ok := nodeToLink(m, nodes); ok {
-		m.Status.NodeRef = ref
-		log.FromContext(ctx).V(1).Info("linked the Machine to its Node", "node", ref.Name)
-	}
 }
 
 // fail marks the Machine Failed; a *MachineError gives errorReason and errorMessage.

@@ -50,16 +50,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if r.nodesByProviderID == nil {
-		if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &corev1.Node{}, Name: nodelink.IndexNodeProviderID, Extract: nodelink.NodeProviderIDIndex}); err != nil {
-			return err
-		}
-		r.nodesByProviderID = func(ctx context.Context, providerID string) ([]corev1.Node, error) {
-			nodes := &corev1.NodeList{}
-			err := r.Client.List(ctx, nodes, client.MatchingFields{nodelink.IndexNodeProviderID: providerID})
-			return nodes.Items, err
-		}
-	}
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // FeatureGate is the OpenShift feature gate that turns the rules on.
@@ -104,4 +105,10 @@ func Apply(log logr.Logger, d Decision, kind string, api *machinev1beta1.Machine
 		return false
 	}
 	return true
+}
+
+// StatusFields are the status fields the authority step writes, under a field manager of its own (manager):
+// status.authoritativeAPI and the Paused condition.
+func StatusFields(manager string) patch.Fields {
+	return patch.Fields{Manager: manager, Keys: []string{"authoritativeAPI"}, Conditions: []string{string(PausedCondition)}}
 }
