@@ -3,12 +3,14 @@ package machine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -97,5 +99,21 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 			t.Errorf("pass %d: nodeRef = %+v, want nodelink's", pass+1, got.Status.NodeRef)
 		}
 	}
-	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+	got := f.mustGet(m)
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+	// The controller's field manager owns its fields, never nodelink's nodeRef.
+	found := false
+	for _, e := range got.ManagedFields {
+		if e.Manager != ControllerName || e.FieldsV1 == nil {
+			continue
+		}
+		found = true
+		raw := string(e.FieldsV1.Raw)
+		if e.Operation != metav1.ManagedFieldsOperationApply || strings.Contains(raw, "f:nodeRef") || !strings.Contains(raw, "f:phase") {
+			t.Errorf("the machine controller's entry: %s %s, want an apply owning phase, not nodeRef", e.Operation, raw)
+		}
+	}
+	if !found {
+		t.Errorf("no managedFields entry of %s: %+v", ControllerName, got.ManagedFields)
+	}
 }
