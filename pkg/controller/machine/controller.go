@@ -87,14 +87,17 @@ type scope struct {
 	m, base *machinev1beta1.Machine
 	key     types.NamespacedName
 	// Why Reconcile writes no status at its end (all false: it does).
-	leftAlone   bool     // another provider's Machine or another API's: leave.go wrote what it had to
-	othersToEnd bool     // being deleted without our finalizer: another controller ends it
-	released    bool     // we removed our finalizer: the Machine may be gone
-	behind      []string // the resourceVersions our writes left behind (package readyourwrites)
+	leftAlone    bool     // another provider's Machine or another API's: leave.go wrote what it had to
+	othersToEnd  bool     // being deleted without our finalizer: another controller ends it
+	released     bool     // we removed our finalizer: the Machine may be gone
+	awaitingLink bool     // Create made the instance: the status waits for nodelink's nodeRef (provision.go)
+	behind       []string // the resourceVersions our writes left behind (package readyourwrites)
 }
 
 // statusDone reports whether Reconcile must not write the status at its end.
-func (s *scope) statusDone() bool { return s.leftAlone || s.othersToEnd || s.released }
+func (s *scope) statusDone() bool {
+	return s.leftAlone || s.othersToEnd || s.released || s.awaitingLink
+}
 
 func phaseOf(m *machinev1beta1.Machine) string { return ptr.Deref(m.Status.Phase, "") }
 

@@ -432,13 +432,19 @@ func TestOnlyOwnStatusChanged(t *testing.T) {
 	if !onlyOwnStatusChanged(annotated, annotatedStarted) {
 		t.Error("the drain start annotation next to others must be ignored")
 	}
+	// Breaks if: our own providerID patch woke us: the pass after Create would write Provisioned before
+	// nodelink's nodeRef (two status writes where one does).
+	withID := base.DeepCopy()
+	withID.Spec.ProviderID = ptr.To("p")
+	if !onlyOwnStatusChanged(base, withID) {
+		t.Error("the controller's own providerID patch must be ignored")
+	}
 	for name, mutate := range map[string]func(*machinev1beta1.Machine){
 		"nodeRef":     func(m *machinev1beta1.Machine) { m.Status.NodeRef = &corev1.ObjectReference{Name: "n"} },
 		"spec":        func(m *machinev1beta1.Machine) { m.Spec.LifecycleHooks.PreDrain = hooks("h") },
 		"annotation":  func(m *machinev1beta1.Machine) { m.Annotations = map[string]string{NodeDrainTimeoutAnnotation: "1s"} },
 		"deletion":    func(m *machinev1beta1.Machine) { m.DeletionTimestamp = &metav1.Time{Time: time.Now()} },
 		"finalizers":  func(m *machinev1beta1.Machine) { m.Finalizers = []string{"x"} },
-		"providerID":  func(m *machinev1beta1.Machine) { m.Spec.ProviderID = ptr.To("p") },
 		"labels":      func(m *machinev1beta1.Machine) { m.Labels = map[string]string{"a": "b"} },
 		"authoritive": func(m *machinev1beta1.Machine) { m.Status.AuthoritativeAPI = machinev1beta1.MachineAuthorityClusterAPI },
 	} {

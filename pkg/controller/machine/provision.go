@@ -153,11 +153,13 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	r.events.Clear(s.key, "", EventFailedCreate)
 	r.events.Eventf(m, nil, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
-	if exists || m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
-		// A nodeRef, a Node change or our providerID patch wakes us; addresses alone (status) would not.
+	if exists && m.Status.NodeRef != nil {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil // nothing will wake us: look again
+	// The first status write waits for nodelink's nodeRef, whose event wakes us (Provisioned and Running in
+	// one write, docs/architecture.md), or for the wait backoff; nothing else may wake us (machinePredicate).
+	s.awaitingLink = exists
+	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil
 }
 
 // fail marks the Machine Failed; a *MachineError gives errorReason and errorMessage.

@@ -171,6 +171,7 @@ func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 		c.Status.Phase, c.Status.Conditions, c.Status.LastUpdated = nil, nil, nil
 		c.Status.ErrorReason, c.Status.ErrorMessage = nil, nil
 		c.Status.Addresses, c.Status.ProviderStatus = nil, nil
+		c.Spec.ProviderID = nil // ours too (after Create): the status write waits for nodelink's nodeRef
 		return c
 	}
 	return equality.Semantic.DeepEqual(strip(oldM), strip(newM))

@@ -82,6 +82,7 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 		a.Addresses = []string{"10.0.0.7"}
 	})
 	m := f.machine("m1")
+	f.mustReconcile(m) // Create: the status waits for the nodeRef
 
 	// Each pass changes conditions (the first adds them, with
 	// InstanceExists=True, the nodeRef landing meanwhile; the second, Running
