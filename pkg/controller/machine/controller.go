@@ -220,7 +220,7 @@ var (
 		Conditions: []string{string(InstanceExistsCondition), string(DrainedCondition), string(DrainableCondition),
 			string(TerminableCondition), string(ProviderUpdatedCondition), string(ProviderSupportedCondition)},
 	}
-	authorityFields = authority.StatusFields(ControllerName + "-authority")
+	initAPIFields, pausedFields = authority.StatusFields(ControllerName + "-authority")
 )
 
 // writeStatus writes, unless Reconcile is done with the status, what changed in it: the authority's fields,
@@ -234,8 +234,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		work.Status.ErrorReason = nil
 		work.Status.ErrorMessage = nil
 	}
-	if err := r.apply(ctx, s, work, authorityFields); err != nil {
-		return err
+	for _, f := range []patch.Fields{initAPIFields, pausedFields} {
+		if err := r.apply(ctx, s, work, f); err != nil {
+			return err
+		}
 	}
 	work.Status.LastUpdated = s.base.Status.LastUpdated
 	if changed, err := patch.StatusChanged(s.base, work, statusFields); err != nil || !changed {

@@ -29,7 +29,11 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority
 	if !authority.Apply(log.FromContext(ctx), d, "Machine", &work.Status.AuthoritativeAPI, &work.Status.Conditions, r.Now()) {
 		return nil
 	}
-	if err := client.IgnoreNotFound(r.apply(ctx, s, work, authorityFields)); err != nil {
+	f := pausedFields
+	if d.Step == authority.InitStatus {
+		f = initAPIFields
+	}
+	if err := client.IgnoreNotFound(r.apply(ctx, s, work, f)); err != nil {
 		return fmt.Errorf("writing the Machine's authority (%s): %w", d.Step, err)
 	}
 	return nil

@@ -107,8 +107,10 @@ func Apply(log logr.Logger, d Decision, kind string, api *machinev1beta1.Machine
 	return true
 }
 
-// StatusFields are the status fields the authority step writes, under a field manager of its own (manager):
-// status.authoritativeAPI and the Paused condition.
-func StatusFields(manager string) patch.Fields {
-	return patch.Fields{Manager: manager, Keys: []string{"authoritativeAPI"}, Conditions: []string{string(PausedCondition)}}
+// StatusFields are the status fields the authority step writes, each under a field manager of its own: the
+// first status.authoritativeAPI (InitStatus; then the migration controller's, so a later apply of the Paused
+// condition from a cache behind it must not carry it back) and the Paused condition.
+func StatusFields(manager string) (initAPI, paused patch.Fields) {
+	return patch.Fields{Manager: manager + "-init", Keys: []string{"authoritativeAPI"}},
+		patch.Fields{Manager: manager, Conditions: []string{string(PausedCondition)}}
 }
