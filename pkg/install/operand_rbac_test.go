@@ -77,7 +77,7 @@ func operandAccess() []access {
 	const nm = "nodemaintenance.medik8s.io"
 	add(read, nm, "nodemaintenances", "", "", "")
 	add([]string{"get", "update", "patch"}, nm, "nodemaintenances", "", "", "m")
-	add([]string{"update"}, nm, "nodemaintenances", "status", "", "m")
+	add([]string{"update", "patch"}, nm, "nodemaintenances", "status", "", "m") // patch: server-side apply
 	add([]string{"update"}, nm, "nodemaintenances", "finalizers", "", "m")
 	// The Machine API in the operand namespace.
 	const machine = "machine.openshift.io"

@@ -7,9 +7,11 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority/authoritytest"
@@ -49,6 +51,7 @@ func TestAuthoritativeAPI(t *testing.T) {
 		"PausesAndResumes": testAuthoritativeAPIPausesAndResumes,
 		"PausedDeletion":   testAuthoritativeAPIPausedDeletion,
 		"GateOff":          testAuthoritativeAPIGateOff,
+		"StaleRead":        testAuthoritativeAPIStaleRead,
 	} {
 		t.Run(name, func(t *testing.T) { run(t, e) })
 	}
@@ -198,4 +201,40 @@ func testAuthoritativeAPIGateOff(t *testing.T, e *testenv.Env) {
 		t.Errorf("gate off, yet Paused = %+v", *c)
 	}
 	wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
+}
+
+// The Paused write of a reconcile that read status.authoritativeAPI before the migration controller changed it
+// leaves the migration controller's value: the authority step's apply carries the Paused condition alone (its
+// first authoritativeAPI was another field manager's). Breaks if: one field manager applied both (the stale
+// Migrating would be forced back over ClusterAPI).
+func testAuthoritativeAPIStaleRead(t *testing.T, e *testenv.Env) {
+	f := newAuthorityFixture(t, e)
+	r := f.reconciler(true)
+	m := f.machine("stale-read", machinev1beta1.MachineAuthorityClusterAPI)
+	reconcileOnce(t, f.ctx, r, m) // status.authoritativeAPI: ClusterAPI, from spec
+	f.setAuthority(m, machinev1beta1.MachineAuthorityMigrating)
+	// The reconcile reads Migrating; the migration controller sets ClusterAPI before its Paused write.
+	inner, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: f.env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := false
+	r.Client = interceptor.NewClient(inner, interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			if !moved {
+				moved = true
+				f.setAuthority(m, machinev1beta1.MachineAuthorityClusterAPI)
+			}
+			return c.Status().Apply(ctx, obj, opts...)
+		},
+	})
+	reconcileOnce(t, f.ctx, r, m)
+	got := f.get(m)
+	if !moved {
+		t.Fatal("no status write: the Paused condition was not written")
+	}
+	wantPaused(t, got, corev1.ConditionTrue, "AuthoritativeAPINotMachineAPI", "The AuthoritativeAPI status is set to 'Migrating'")
+	if got.Status.AuthoritativeAPI != machinev1beta1.MachineAuthorityClusterAPI {
+		t.Errorf("status.authoritativeAPI = %q, want the migration controller's ClusterAPI", got.Status.AuthoritativeAPI)
+	}
 }

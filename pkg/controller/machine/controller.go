@@ -10,7 +10,6 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +45,7 @@ const DefaultMaxConcurrentReconciles = 50
 // Options configure a Reconciler.
 type Options struct {
 	Client              client.Client        // Machines and Nodes (normally the manager's cached client)
-	APIReader           client.Reader        // optional (default the manager's): re-reads the Machine after a status conflict
+	APIReader           client.Reader        // optional (default the manager's): the drain's uncached reads of Nodes
 	Actuator            provider.Actuator    // the provider; a provider.SpecServer is never given others' Machines
 	Recorder            events.EventRecorder // optional (default the manager's, named ControllerName)
 	NodeDrainTimeout    time.Duration        // bounds a drain (0 waits forever); NodeDrainTimeoutAnnotation overrides it
@@ -71,9 +70,7 @@ type Reconciler struct {
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
 	drainBackoff workqueue.TypedRateLimiter[types.NamespacedName]
 	writes       *readyourwrites.Memo
-	// nodesByProviderID lists the cached Nodes registered under a providerID (nil: never link, nodelink does).
-	nodesByProviderID func(ctx context.Context, providerID string) ([]corev1.Node, error)
-	cpMu              sync.Mutex // serializes the one-control-plane-drain-at-a-time check and cordon
+	cpMu         sync.Mutex // serializes the one-control-plane-drain-at-a-time check and cordon
 }
 
 // NewReconciler returns a machine controller. It registers the metrics.
@@ -90,13 +87,22 @@ func NewReconciler(opts Options) *Reconciler {
 	}
 }
 
-// scope is one Reconcile's view of a Machine: m is the working copy, base the last state read or
-// written; status patches diff from base, so fields we did not change (nodelink's nodeRef) are never sent.
+// scope is one Reconcile's view of a Machine: m is the working copy, base the last state read or written.
+// Each status write sends the fields one field manager owns (statusWriters), when they differ from base.
 type scope struct {
 	m, base *machinev1beta1.Machine
 	key     types.NamespacedName
-	gone    bool     // the finalizer was removed, or the Machine is not ours: patchStatus writes nothing
-	behind  []string // the resourceVersions our writes left behind (package readyourwrites)
+	// Why Reconcile writes no status at its end (all false: it does).
+	leftAlone    bool     // another provider's Machine or another API's: leave.go wrote what it had to
+	othersToEnd  bool     // being deleted without our finalizer: another controller ends it
+	released     bool     // we removed our finalizer: the Machine may be gone
+	awaitingLink bool     // Create made the instance: the status waits for nodelink's nodeRef (provision.go)
+	behind       []string // the resourceVersions our writes left behind (package readyourwrites)
+}
+
+// statusDone reports whether Reconcile must not write the status at its end.
+func (s *scope) statusDone() bool {
+	return s.leftAlone || s.othersToEnd || s.released || s.awaitingLink
 }
 
 func phaseOf(m *machinev1beta1.Machine) string { return ptr.Deref(m.Status.Phase, "") }
@@ -123,15 +129,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
 	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.Clock.Now()) }()
-	providerID := s.m.Spec.ProviderID
-	if perr := r.patchStatus(ctx, s); perr != nil {
+	if perr := r.writeStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
 			perr = nil
 		}
 		err = errors.Join(err, perr)
 	}
-	// Even after a failed status write: the instance is there.
-	err = errors.Join(err, r.persistProviderID(ctx, s, providerID))
 	if err != nil {
 		return ctrl.Result{}, err // a provider.RequeueAfterError was already turned into res.RequeueAfter
 	}
@@ -213,53 +216,70 @@ func (r *Reconciler) annotate(ctx context.Context, s *scope, key, value string) 
 	})
 }
 
-// patchStatus writes the status, with a new lastUpdated, only when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
-	if s.gone {
+// Field managers of the Machine status (docs/architecture.md, "Status writes and events"): the machine
+// controller owns what it observes and decides, its authority step owns status.authoritativeAPI and Paused;
+// nodelink owns nodeRef, and writes it alone.
+var (
+	statusFields = patch.Fields{
+		Manager: ControllerName,
+		Keys:    []string{"phase", "providerStatus", "addresses", "errorReason", "errorMessage", "lastUpdated", "lastOperation"},
+		Conditions: []string{string(InstanceExistsCondition), string(DrainedCondition), string(DrainableCondition),
+			string(TerminableCondition), string(ProviderUpdatedCondition), string(ProviderSupportedCondition)},
+	}
+	initAPIFields, pausedFields = authority.StatusFields(ControllerName + "-authority")
+)
+
+// writeStatus writes, unless Reconcile is done with the status, what changed in it: the authority's fields,
+// then the controller's, with a new lastUpdated.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
+	if s.statusDone() {
 		return nil
 	}
-	m := s.m
-	if phaseOf(m) != machinev1beta1.PhaseFailed {
-		m.Status.ErrorReason = nil
-		m.Status.ErrorMessage = nil
+	work := s.m.DeepCopy() // s.m becomes the server's object after each write
+	if phaseOf(work) != machinev1beta1.PhaseFailed {
+		work.Status.ErrorReason = nil
+		work.Status.ErrorMessage = nil
 	}
-	m.Status.LastUpdated = s.base.Status.LastUpdated
-	if equality.Semantic.DeepEqual(s.base.Status, m.Status) {
-		return nil
+	for _, f := range []patch.Fields{initAPIFields, pausedFields} {
+		if err := r.apply(ctx, s, work, f); err != nil {
+			return err
+		}
+	}
+	work.Status.LastUpdated = s.base.Status.LastUpdated
+	if changed, err := patch.StatusChanged(s.base, work, statusFields); err != nil || !changed {
+		return err
 	}
 	now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
-	m.Status.LastUpdated = &now
-	from, to := phaseOf(s.base), phaseOf(m)
-	// Patch a copy so a failed patch leaves the working copy intact.
-	patched := m.DeepCopy()
-	patched.ObjectMeta = *s.base.ObjectMeta.DeepCopy()
-	patched.Spec = *s.base.Spec.DeepCopy()
-	prev := s.base.ResourceVersion
-	if err := patch.Status(ctx, r.Client, r.freshReader(), s.base, patched); err != nil {
-		return fmt.Errorf("patching Machine status: %w", err)
+	work.Status.LastUpdated = &now
+	from, to := phaseOf(s.base), phaseOf(work)
+	if err := r.apply(ctx, s, work, statusFields); err != nil {
+		return err
 	}
-	s.behind = append(s.behind, prev)
-	*s.m = *patched
-	s.base = patched.DeepCopy()
 	if from != to {
 		PhaseTransitionsTotal.WithLabelValues(from, to).Inc()
 		if to != machinev1beta1.PhaseDeleting {
-			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.Clock.Now().Sub(m.CreationTimestamp.Time).Seconds())
+			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.Clock.Now().Sub(work.CreationTimestamp.Time).Seconds())
 		}
 		log.FromContext(ctx).Info("phase changed", "from", from, "to", to)
 	}
 	return nil
 }
 
-// patchStatusAlone writes desired's status for a Machine left alone; one deleted meanwhile is no error.
-func (r *Reconciler) patchStatusAlone(ctx context.Context, s *scope, desired *machinev1beta1.Machine) error {
-	if err := patch.Status(ctx, r.Client, r.freshReader(), s.base, desired); err != nil {
-		return client.IgnoreNotFound(err)
+// apply writes f's fields of work's status when they differ from base's; then base and the working copy are
+// the server's object.
+func (r *Reconciler) apply(ctx context.Context, s *scope, work *machinev1beta1.Machine, f patch.Fields) error {
+	desired := work.DeepCopy()
+	desired.ObjectMeta, desired.Spec = *s.base.ObjectMeta.DeepCopy(), *s.base.Spec.DeepCopy()
+	prev := s.base.ResourceVersion
+	wrote, err := patch.ApplyStatus(ctx, r.Client, s.base, desired, f)
+	if err != nil || !wrote {
+		return err
 	}
-	*s.m = *desired
-	s.base = desired.DeepCopy()
+	s.behind = append(s.behind, prev)
+	s.base = desired
+	*s.m = *desired.DeepCopy()
 	return nil
 }
 
-// freshReader reads uncached, for a status retry after a conflict.
+// freshReader reads uncached (the drain's re-read of a Node).
 func (r *Reconciler) freshReader() client.Reader { return cmp.Or[client.Reader](r.APIReader, r.Client) }

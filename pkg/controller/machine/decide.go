@@ -10,10 +10,8 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
@@ -81,19 +79,6 @@ func phaseAfterCreate(provisioned, hasNodeRef bool) (phase string, exists bool) 
 		return machinev1beta1.PhaseProvisioning, false
 	}
 	return decideProvisioning(machinev1beta1.PhaseProvisioning, true, true, hasNodeRef).Phase, true
-}
-
-// nodeToLink returns the nodeRef for m among the cached Nodes registered under its providerID: the one
-// such Node, not being deleted and not annotated for another Machine; otherwise nodelink decides.
-func nodeToLink(m *machinev1beta1.Machine, nodes []corev1.Node) (*corev1.ObjectReference, bool) {
-	if len(nodes) != 1 || nodes[0].DeletionTimestamp != nil {
-		return nil, false
-	}
-	n := &nodes[0]
-	if owner, ok := n.Annotations[machinenode.MachineAnnotation]; ok && owner != m.Namespace+"/"+m.Name {
-		return nil, false
-	}
-	return ptr.To(machinenode.NodeRef(n)), true
 }
 
 // deletionStage is the next stage of the deletion pipeline.

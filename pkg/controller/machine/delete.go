@@ -32,7 +32,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	m := s.m
 	logger := log.FromContext(ctx)
 	if !controllerutil.ContainsFinalizer(m, machinev1beta1.MachineFinalizer) {
-		s.gone = true // not ours any more (another finalizer keeps the object): hands off
+		s.othersToEnd = true
 		return ctrl.Result{}, nil
 	}
 	setPhase(m, machinev1beta1.PhaseDeleting)
@@ -84,19 +84,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // removeFinalizer ends a deletion: the final status (a watcher sees Drained=True before the Machine
 // disappears, as on OpenShift), then our finalizer, then the Deleted event.
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) error {
-	if err := r.patchStatus(ctx, s); err != nil {
+	if err := r.writeStatus(ctx, s); err != nil {
 		return err
 	}
 	if err := r.patchObject(ctx, s, true, func(m *machinev1beta1.Machine) {
 		controllerutil.RemoveFinalizer(m, machinev1beta1.MachineFinalizer)
 	}); err != nil {
 		if apierrors.IsNotFound(err) {
-			s.gone = true
+			s.released = true
 			return nil
 		}
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
-	s.gone = true
+	s.released = true
 	r.drainBackoff.Forget(s.key)
 	r.events.Forget(s.key)
 	r.events.Eventf(s.m, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "Deleted the instance%s and node", providerIDSuffix(s.m))

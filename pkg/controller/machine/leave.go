@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/authority"
@@ -21,12 +22,16 @@ import (
 
 // leaveToAuthority carries out a decision other than Reconcile.
 func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority.Decision) error {
-	s.gone = true // hands off: no status patch from Reconcile
-	desired := s.base.DeepCopy()
-	if !authority.Apply(log.FromContext(ctx), d, "Machine", &desired.Status.AuthoritativeAPI, &desired.Status.Conditions, r.Clock.Now()) {
+	s.leftAlone = true
+	work := s.base.DeepCopy()
+	if !authority.Apply(log.FromContext(ctx), d, "Machine", &work.Status.AuthoritativeAPI, &work.Status.Conditions, r.Clock.Now()) {
 		return nil
 	}
-	if err := r.patchStatusAlone(ctx, s, desired); err != nil {
+	f := pausedFields
+	if d.Step == authority.InitStatus {
+		f = initAPIFields
+	}
+	if err := client.IgnoreNotFound(r.apply(ctx, s, work, f)); err != nil {
 		return fmt.Errorf("writing the Machine's authority (%s): %w", d.Step, err)
 	}
 	return nil
@@ -51,7 +56,7 @@ func unsupportedProviderMessage(t provider.SpecType, served []schema.GroupKind) 
 // leaveForeign sets ProviderSupported=False (conditions alone) with an UnsupportedProvider event each time it
 // is written; our finalizer is never added nor removed: another controller may own it.
 func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t provider.SpecType) error {
-	s.gone = true // hands off: no status patch from Reconcile
+	s.leftAlone = true
 	m := s.m
 	c := conditions.New(ProviderSupportedCondition, corev1.ConditionFalse, ReasonUnsupportedProvider,
 		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, provider.ServedKinds(r.Actuator)))
@@ -60,9 +65,10 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t provider.Spec
 	}
 	log.FromContext(ctx).Info("leaving a Machine of another provider untouched", "apiVersion", t.APIVersion, "kind", t.Kind)
 	r.events.Eventf(m, nil, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
-	patched := m.DeepCopy()
-	patched.Status.Conditions = conditions.Set(patched.Status.Conditions, c, r.Clock.Now())
-	if err := r.patchStatusAlone(ctx, s, patched); err != nil {
+	// The controller's other fields are sent as they are (an apply without them would remove those it wrote).
+	work := s.base.DeepCopy()
+	work.Status.Conditions = conditions.Set(work.Status.Conditions, c, r.Clock.Now())
+	if err := client.IgnoreNotFound(r.apply(ctx, s, work, statusFields)); err != nil {
 		return fmt.Errorf("setting %s on a Machine of another provider: %w", ProviderSupportedCondition, err)
 	}
 	return nil

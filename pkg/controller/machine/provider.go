@@ -73,7 +73,8 @@ func (r *Reconciler) exists(ctx context.Context, s *scope) (bool, error) {
 }
 
 // callProvider calls Create/Update/Delete on a copy of the Machine and keeps exactly what the Actuator
-// may set: status.addresses and providerStatus (status patch) and spec.providerID (persistProviderID).
+// may set: status.addresses and providerStatus (the status write) and spec.providerID, patched at once
+// (nodelink links the Node by it), even after an error: the instance is there.
 func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call func(context.Context, *machinev1beta1.Machine) error) error {
 	ProviderCallsTotal.WithLabelValues(op).Inc()
 	c := s.m.DeepCopy()
@@ -87,21 +88,13 @@ func (r *Reconciler) callProvider(ctx context.Context, s *scope, op string, call
 	if !sameJSON(s.m.Status.ProviderStatus, c.Status.ProviderStatus) {
 		s.m.Status.ProviderStatus = c.Status.ProviderStatus
 	}
-	s.m.Spec.ProviderID = c.Spec.ProviderID
-	return providerResult(c, err)
-}
-
-// persistProviderID patches a changed spec.providerID after the status write: first, it would let
-// nodelink write its nodeRef between our writes, and a Machine's first status write is under a lock.
-func (r *Reconciler) persistProviderID(ctx context.Context, s *scope, id *string) error {
-	if s.gone || reflect.DeepEqual(s.base.Spec.ProviderID, id) {
-		return nil
+	err = providerResult(c, err)
+	if !reflect.DeepEqual(s.m.Spec.ProviderID, c.Spec.ProviderID) {
+		if perr := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) { m.Spec.ProviderID = c.Spec.ProviderID }); perr != nil {
+			err = errors.Join(err, fmt.Errorf("persisting spec.providerID: %w", perr))
+		}
 	}
-	s.m.Spec.ProviderID = s.base.Spec.ProviderID // patchObject diffs from s.m
-	if err := r.patchObject(ctx, s, false, func(m *machinev1beta1.Machine) { m.Spec.ProviderID = id }); err != nil {
-		return fmt.Errorf("persisting spec.providerID: %w", err)
-	}
-	return nil
+	return err
 }
 
 // countProviderError counts a failed provider call; a provider.RequeueAfterError is a wait, not a failure.

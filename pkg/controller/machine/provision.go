@@ -89,7 +89,6 @@ func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) 
 		r.setCondition(m, ProviderUpdatedCondition, corev1.ConditionTrue, ReasonProviderUpdated, "",
 			"the provider accepted the Machine's configuration")
 	}
-	r.linkNode(ctx, m)
 	setPhase(m, decideProvisioning(phaseOf(m), true, provider.IsProvisioned(m), m.Status.NodeRef != nil).Phase)
 	if !provider.IsProvisioned(m) {
 		after := r.waitBackoff.When(s.key)
@@ -144,7 +143,6 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		r.events.Once(s.key, "", patch.Event{Regarding: m, Type: corev1.EventTypeWarning, Reason: EventFailedCreate, Action: "Create", Note: err.Error()})
 		return ctrl.Result{}, err
 	}
-	r.linkNode(ctx, m)
 	phase, exists := phaseAfterCreate(provider.IsProvisioned(m), m.Status.NodeRef != nil)
 	setPhase(m, phase)
 	if exists {
@@ -156,28 +154,13 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 	}
 	r.events.Clear(s.key, "", EventFailedCreate)
 	r.events.Eventf(m, nil, corev1.EventTypeNormal, EventCreated, "Create", "Created instance%s", providerIDSuffix(m))
-	if exists || m.Spec.ProviderID != nil && *m.Spec.ProviderID != "" {
-		// A nodeRef, a Node change or our providerID patch wakes us; addresses alone (status) would not.
+	if exists && m.Status.NodeRef != nil {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil // nothing will wake us: look again
-}
-
-// linkNode sets the nodeRef to the cached Node of the Machine's providerID, so one status write both links
-// and makes it Running; a Node not there yet, or one nodeToLink refuses, is left to nodelink (docs/openshift.md).
-func (r *Reconciler) linkNode(ctx context.Context, m *machinev1beta1.Machine) {
-	if m.Status.NodeRef != nil || m.Spec.ProviderID == nil || *m.Spec.ProviderID == "" || r.nodesByProviderID == nil {
-		return
-	}
-	nodes, err := r.nodesByProviderID(ctx, *m.Spec.ProviderID)
-	if err != nil {
-		log.FromContext(ctx).Error(err, "listing the Nodes of the Machine's providerID; nodelink will link it")
-		return
-	}
-	if ref, ok := nodeToLink(m, nodes); ok {
-		m.Status.NodeRef = ref
-		log.FromContext(ctx).V(1).Info("linked the Machine to its Node", "node", ref.Name)
-	}
+	// The first status write waits for nodelink's nodeRef, whose event wakes us (Provisioned and Running in
+	// one write, docs/architecture.md), or for the wait backoff; nothing else may wake us (machinePredicate).
+	s.awaitingLink = exists
+	return ctrl.Result{RequeueAfter: r.waitBackoff.When(s.key)}, nil
 }
 
 // fail marks the Machine Failed; a *provider.Error gives errorReason and errorMessage.

@@ -20,16 +20,18 @@ import (
 	"github.com/machine-api-operator/machine-api-operator/pkg/provider"
 )
 
-// A new Machine gets its finalizer, then Create, then its providerID and
-// one status write (Provisioned, with addresses and InstanceExists=True: the
-// Create reported the instance) in one pass; a second pass writes nothing;
-// once nodelink sets the nodeRef, one status write makes it Running; a
-// steady state writes nothing. The writes are counted: finalizer PATCH,
-// providerID PATCH, status PATCH, then status PATCH (Running), 4 in all, and
-// no GET of the Machine before Create (Create finds an instance it made
-// before). Breaks if: create() persisted Provisioning before Create again
-// (4 writes in pass 1), or read the Machine uncached before Create (a GET in
-// pass 1).
+// A new Machine gets its finalizer, then Create, then its providerID in one
+// pass, whose status waits for nodelink's nodeRef (a requeue after the wait
+// backoff); with no nodeRef by then, one status write (Provisioned, with
+// addresses and InstanceExists=True: the Create reported the instance); a
+// further pass writes nothing; once nodelink sets the nodeRef, one status
+// write makes it Running; a steady state writes nothing. The writes are
+// counted: finalizer PATCH, providerID PATCH, status (Provisioned), then
+// status (Running), 4 in all, and no GET of the Machine before Create (Create
+// finds an instance it made before). Breaks if: create() persisted
+// Provisioning before Create again (3 writes in pass 1), or read the Machine
+// uncached before Create (a GET in pass 1), or the pass after the wait wrote
+// no status.
 func TestProvisioningToRunning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -50,13 +52,13 @@ func TestProvisioningToRunning(t *testing.T) {
 	})
 	m := f.machine("m1")
 
-	// Pass 1: finalizer, Create, providerID, one status write: Provisioned.
+	// Pass 1: finalizer, Create, providerID; the status waits.
 	f.counter.Reset()
-	if res := f.mustReconcile(m); res.RequeueAfter != 0 {
-		t.Errorf("Provisioned needs no requeue (nodelink's nodeRef wakes us): %+v", res)
+	if res := f.mustReconcile(m); res.RequeueAfter == 0 {
+		t.Errorf("no requeue after Create: should nodelink never link, nothing would write the status: %+v", res)
 	}
-	if w := f.counter.Writes(); w != 3 {
-		t.Errorf("pass 1 wrote %d times, want 3 (finalizer, providerID, status): %v", w, f.counter.WriteRequests())
+	if w := f.counter.Writes(); w != 2 {
+		t.Errorf("pass 1 wrote %d times, want 2 (finalizer, providerID): %v", w, f.counter.WriteRequests())
 	}
 	if g := machineGets(f, "m1"); g != 1 {
 		t.Errorf("pass 1 read %d times, want 1 (the Machine itself; none before Create): %v", g, f.counter.Snapshot())
@@ -64,6 +66,16 @@ func TestProvisioningToRunning(t *testing.T) {
 	wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
 	if phaseAtCreate != "" {
 		t.Errorf("phase when Create ran = %q, want none written yet (one status write per pass)", phaseAtCreate)
+	}
+	wantPhase(t, f.mustGet(m), "")
+
+	// The wait is over, no nodeRef: one status write, Provisioned.
+	f.counter.Reset()
+	if res := f.mustReconcile(m); res.RequeueAfter != 0 {
+		t.Errorf("Provisioned needs no requeue (nodelink's nodeRef wakes us): %+v", res)
+	}
+	if w := f.counter.Writes(); w != 1 {
+		t.Errorf("the pass after the wait wrote %d times, want 1 (status): %v", w, f.counter.WriteRequests())
 	}
 	got := f.mustGet(m)
 	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
@@ -97,7 +109,7 @@ func TestProvisioningToRunning(t *testing.T) {
 	if w := f.counter.Writes(); w != 0 {
 		t.Errorf("pass 2 wrote %d times, want 0: %v", w, f.counter.WriteRequests())
 	}
-	wantCalls(t, f.act, map[string]int{opExists: 2, opCreate: 1, opUpdate: 1})
+	wantCalls(t, f.act, map[string]int{opExists: 3, opCreate: 1, opUpdate: 2})
 	got = f.mustGet(m)
 	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
 
@@ -364,19 +376,15 @@ func TestInvalidConfigurationFromUpdate(t *testing.T) {
 	wantCondition(t, f.mustGet(m), ProviderUpdatedCondition, corev1.ConditionTrue, ReasonProviderUpdated)
 }
 
-// A provider that registers the Node in Create (kubemark's) gets the Machine Running in the same status
-// write: nodeRef and phase together, three writes in all, nodelink's Machine write not needed.
-func TestCreateLinksTheRegisteredNode(t *testing.T) {
+// nodeRef has one writer, nodelink (docs/architecture.md): a provider that registers the Node in Create
+// (kubemark's) gets two writes in that pass (finalizer, providerID) and no status write: the status waits
+// for nodelink's nodeRef, then one write makes the Machine Running (Provisioned and Running at once); the
+// machine controller never writes the nodeRef. Breaks if: the machine controller linked the Node itself (a
+// second nodeRef writer), or wrote Provisioned in the pass of Create (two status writes where one does).
+func TestCreateLeavesTheNodeRefToNodelink(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	providerID := "test://" + f.ns + "/m1"
-	f.r.nodesByProviderID = func(ctx context.Context, id string) ([]corev1.Node, error) {
-		all := &corev1.NodeList{} // the API server cannot select on spec.providerID; the manager's cache index does
-		if err := env.Client.List(ctx, all); err != nil {
-			return nil, err
-		}
-		return slices.DeleteFunc(all.Items, func(n corev1.Node) bool { return n.Spec.ProviderID != id }), nil
-	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-m1"}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
 	f.act.Set(func(a *fakeActuator) {
@@ -388,39 +396,42 @@ func TestCreateLinksTheRegisteredNode(t *testing.T) {
 	m := f.machine("m1")
 
 	f.counter.Reset()
-	f.mustReconcile(m)
-	if w := f.counter.Writes(); w != 3 {
-		t.Errorf("wrote %d times, want 3 (finalizer, status, providerID): %v", w, f.counter.WriteRequests())
+	if res := f.mustReconcile(m); res.RequeueAfter == 0 {
+		t.Error("no requeue: should nodelink never link, nothing would write the status")
+	}
+	if w := f.counter.Writes(); w != 2 {
+		t.Errorf("wrote %d times, want 2 (finalizer, providerID): %v", w, f.counter.WriteRequests())
 	}
 	got := f.mustGet(m)
-	wantPhase(t, got, machinev1beta1.PhaseRunning)
-	if ref := got.Status.NodeRef; ref == nil || ref.Kind != "Node" || ref.Name != node.Name || ref.UID != node.UID || node.UID == "" {
-		t.Errorf("nodeRef = %+v, want the registered Node %s (UID %s)", ref, node.Name, node.UID)
+	wantPhase(t, got, "")
+	if got.Status.NodeRef != nil {
+		t.Errorf("nodeRef = %+v, want none: nodelink alone writes it", got.Status.NodeRef)
 	}
 	if got.Spec.ProviderID == nil || *got.Spec.ProviderID != providerID {
 		t.Errorf("providerID not persisted: %v", got.Spec.ProviderID)
 	}
 
-	// Another Machine whose providerID's Node is annotated for someone else stays Provisioned for nodelink.
-	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "-m2", Annotations: map[string]string{"machine.openshift.io/machine": f.ns + "/elsewhere"}},
-		Spec: corev1.NodeSpec{ProviderID: "test://" + f.ns + "/m2"}}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), other) })
-	f.act.Set(func(a *fakeActuator) {
-		a.ProviderID = other.Spec.ProviderID
-		a.CreateHook = func(ctx context.Context, _ *machinev1beta1.Machine) error { return env.Client.Create(ctx, other) }
-	})
-	m2 := f.machine("m2")
-	f.mustReconcile(m2)
-	got2 := f.mustGet(m2)
-	wantPhase(t, got2, machinev1beta1.PhaseProvisioned)
-	if got2.Status.NodeRef != nil {
-		t.Errorf("linked to a Node annotated for another Machine: %+v", got2.Status.NodeRef)
+	// nodelink links: one status write, Running with the addresses and conditions.
+	got.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: node.Name, UID: node.UID}
+	if err := env.Client.Status().Update(f.ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	f.counter.Reset()
+	f.mustReconcile(m)
+	if w := f.counter.Writes(); w != 1 {
+		t.Errorf("wrote %d times, want 1 (status): %v", w, f.counter.WriteRequests())
+	}
+	got = f.mustGet(m)
+	wantPhase(t, got, machinev1beta1.PhaseRunning)
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+	if len(got.Status.Addresses) != 1 {
+		t.Errorf("addresses %+v, want the provider's", got.Status.Addresses)
 	}
 }
 
-// A Machine created with the finalizer (the defaulting webhook adds it) needs two writes to Provisioned:
-// status and providerID, and no read before Create. Breaks if reconcile patched a finalizer already
-// there, or create() read the Machine uncached first.
+// A Machine created with the finalizer (the defaulting webhook adds it) needs one write in the pass of
+// Create (providerID; the status waits for the nodeRef), and no read before Create. Breaks if reconcile
+// patched a finalizer already there, or create() read the Machine uncached first.
 func TestCreatedWithFinalizer(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -431,15 +442,15 @@ func TestCreatedWithFinalizer(t *testing.T) {
 	m := f.machine("m1", func(m *machinev1beta1.Machine) { m.Finalizers = []string{machinev1beta1.MachineFinalizer} })
 	f.counter.Reset()
 	f.mustReconcile(m)
-	if w := f.counter.Writes(); w != 2 {
-		t.Errorf("wrote %d times, want 2 (status, providerID): %v", w, f.counter.WriteRequests())
+	if w := f.counter.Writes(); w != 1 {
+		t.Errorf("wrote %d times, want 1 (providerID; the status waits for the nodeRef): %v", w, f.counter.WriteRequests())
 	}
 	if g := machineGets(f, "m1"); g != 1 {
 		t.Errorf("read the Machine %d times, want 1 (the reconcile's own read): %v", g, f.counter.Snapshot())
 	}
 	wantCalls(t, f.act, map[string]int{opExists: 1, opCreate: 1})
 	got := f.mustGet(m)
-	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
+	wantPhase(t, got, "")
 	if !slices.Equal(got.Finalizers, []string{machinev1beta1.MachineFinalizer}) {
 		t.Errorf("finalizers = %v, want ours once", got.Finalizers)
 	}

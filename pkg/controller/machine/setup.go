@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/index"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/machinenode"
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/updates"
 	"github.com/machine-api-operator/machine-api-operator/pkg/nodeutil"
@@ -47,16 +46,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	if err := machinenode.IndexMachinesByNodeRef(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
-	}
-	if r.nodesByProviderID == nil {
-		if err := index.Register(context.Background(), mgr.GetFieldIndexer(), index.Index{Object: &corev1.Node{}, Name: machinenode.IndexNodeProviderID, Extract: machinenode.NodeProviderIDIndex}); err != nil {
-			return err
-		}
-		r.nodesByProviderID = func(ctx context.Context, providerID string) ([]corev1.Node, error) {
-			nodes := &corev1.NodeList{}
-			err := r.Client.List(ctx, nodes, client.MatchingFields{machinenode.IndexNodeProviderID: providerID})
-			return nodes.Items, err
-		}
 	}
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
@@ -144,6 +133,7 @@ func onlyOwnStatusChanged(oldM, newM *machinev1beta1.Machine) bool {
 		c.Status.Phase, c.Status.Conditions, c.Status.LastUpdated = nil, nil, nil
 		c.Status.ErrorReason, c.Status.ErrorMessage = nil, nil
 		c.Status.Addresses, c.Status.ProviderStatus = nil, nil
+		c.Spec.ProviderID = nil // ours too (after Create): the status write waits for nodelink's nodeRef
 		return c
 	}
 	return equality.Semantic.DeepEqual(strip(oldM), strip(newM))

@@ -3,21 +3,24 @@ package machine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
 )
 
-// foreignWriter, once armed, writes a condition of its own on the server
-// right before the next status patch the controller sends: the controller's
-// copy (its base) does not have it.
+// foreignWriter, once armed, writes a condition of its own and nodelink's
+// nodeRef on the server right before the next status write the controller
+// sends: the controller's copy (its base) has neither.
 type foreignWriter struct {
 	t      *testing.T
 	mu     sync.Mutex
@@ -35,19 +38,20 @@ const foreignCondition machinev1beta1.ConditionType = "Synchronized"
 
 func (w *foreignWriter) message() string { return fmt.Sprintf("write %d", w.writes) }
 
-func (w *foreignWriter) intercept(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+func (w *foreignWriter) intercept(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	w.mu.Lock()
 	armed := w.armed
 	w.armed = false
 	w.mu.Unlock()
-	if m, ok := obj.(*machinev1beta1.Machine); ok && sub == "status" && armed {
+	if u, ok := obj.(interface{ GetName() string }); ok && sub == "status" && armed {
 		w.mu.Lock()
 		w.writes++
 		live := &machinev1beta1.Machine{}
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(m), live)
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: obj.(interface{ GetNamespace() string }).GetNamespace(), Name: u.GetName()}, live)
 		if err == nil {
 			live.Status.Conditions = conditions.Set(live.Status.Conditions,
 				conditions.New(foreignCondition, corev1.ConditionTrue, "Synced", "", w.message()), time.Now())
+			live.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "node-" + u.GetName()}
 			err = env.Client.Status().Update(ctx, live)
 		}
 		w.mu.Unlock()
@@ -55,12 +59,14 @@ func (w *foreignWriter) intercept(ctx context.Context, c client.Client, sub stri
 			w.t.Errorf("foreign write: %v", err)
 		}
 	}
-	return c.Status().Patch(ctx, obj, p, opts...)
+	return c.Status().Apply(ctx, obj, opts...)
 }
 
-// A condition another writer sets between the controller's read and its
-// status write survives the writes that change conditions (pass 1 adds the
-// first ones, pass 2 changes one).
+// A condition and a nodeRef other writers set between the controller's read
+// and its status write survive the writes that change conditions (pass 1
+// adds the first ones, pass 2 changes one), with no conflict. Breaks if: the
+// controller's apply sent the whole conditions list or the nodeRef it read
+// (a field manager owning what it did not decide), or wrote under a lock.
 func TestStatusKeepsForeignCondition(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -69,25 +75,19 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r.Client = interceptor.NewClient(inner, interceptor.Funcs{SubResourcePatch: w.intercept})
+	f.r.Client = interceptor.NewClient(inner, interceptor.Funcs{SubResourceApply: w.intercept})
 	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/m1"
 		a.Addresses = []string{"10.0.0.7"}
 	})
 	m := f.machine("m1")
+	f.mustReconcile(m) // Create: the status waits for the nodeRef
 
 	// Each pass changes conditions (the first adds them, with
-	// InstanceExists=True; the second, Running once nodelink set the
-	// nodeRef) and must keep the one written meanwhile.
+	// InstanceExists=True, the nodeRef landing meanwhile; the second, Running
+	// as the nodeRef is there) and must keep the ones written meanwhile.
 	for pass, phase := range []string{machinev1beta1.PhaseProvisioned, machinev1beta1.PhaseRunning} {
-		if pass == 1 {
-			live := f.mustGet(m)
-			live.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: "node-m1"}
-			if err := env.Client.Status().Update(f.ctx, live); err != nil {
-				t.Fatal(err)
-			}
-		}
 		w.arm()
 		f.mustReconcile(m)
 		got := f.mustGet(m)
@@ -96,52 +96,25 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 			t.Fatalf("pass %d: the foreign writer ran %d times", pass+1, w.writes)
 		}
 		wantCondition(t, got, foreignCondition, corev1.ConditionTrue, "Synced", w.message())
-	}
-	wantCondition(t, f.mustGet(m), InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
-}
-
-// After Create, the status write (Provisioned, addresses) goes before the
-// providerID patch: a Machine's first status write is under an optimistic
-// lock, and nodelink, which matches a Machine by providerID, would otherwise
-// write its nodeRef in between and make it conflict. Breaks if:
-// callProvider patched spec.providerID right away again.
-func TestStatusWrittenBeforeProviderID(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	inner, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var order []string
-	var mu sync.Mutex
-	f.r.Client = interceptor.NewClient(inner, interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			mu.Lock()
-			order = append(order, "patch")
-			mu.Unlock()
-			return c.Patch(ctx, obj, p, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			mu.Lock()
-			order = append(order, sub)
-			mu.Unlock()
-			return c.Status().Patch(ctx, obj, p, opts...)
-		},
-	})
-	f.act.Set(func(a *fakeActuator) {
-		a.CreateSetsInstance = true
-		a.ProviderID = "test://" + f.ns + "/m1"
-		a.Addresses = []string{"10.0.0.7"}
-	})
-	m := f.machine("m1")
-	f.mustReconcile(m)
-	// finalizer, status, providerID
-	if fmt.Sprint(order) != "[patch status patch]" {
-		t.Errorf("write order = %v, want [patch status patch] (finalizer, status, providerID)", order)
+		if got.Status.NodeRef == nil || got.Status.NodeRef.Name != "node-m1" {
+			t.Errorf("pass %d: nodeRef = %+v, want nodelink's", pass+1, got.Status.NodeRef)
+		}
 	}
 	got := f.mustGet(m)
-	wantPhase(t, got, machinev1beta1.PhaseProvisioned)
-	if got.Spec.ProviderID == nil || *got.Spec.ProviderID != "test://"+f.ns+"/m1" {
-		t.Errorf("providerID = %v", got.Spec.ProviderID)
+	wantCondition(t, got, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists)
+	// The controller's field manager owns its fields, never nodelink's nodeRef.
+	found := false
+	for _, e := range got.ManagedFields {
+		if e.Manager != ControllerName || e.FieldsV1 == nil {
+			continue
+		}
+		found = true
+		raw := string(e.FieldsV1.Raw)
+		if e.Operation != metav1.ManagedFieldsOperationApply || strings.Contains(raw, "f:nodeRef") || !strings.Contains(raw, "f:phase") {
+			t.Errorf("the machine controller's entry: %s %s, want an apply owning phase, not nodeRef", e.Operation, raw)
+		}
+	}
+	if !found {
+		t.Errorf("no managedFields entry of %s: %+v", ControllerName, got.ManagedFields)
 	}
 }

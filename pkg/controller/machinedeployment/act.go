@@ -171,7 +171,13 @@ func withTaint(taints []corev1.Taint, on bool) []corev1.Taint {
 	return nil
 }
 
-// patchStatus writes what changed in st, so the safety controller's Frozen condition survives.
+// statusFields are the MachineDeployment status fields the controller owns; the safety controller owns Frozen
+// (docs/architecture.md, "Status writes and events").
+var statusFields = patch.Fields{Manager: ControllerName, Keys: []string{"observedGeneration", "labelSelector", "replicas", "updatedReplicas",
+	"readyReplicas", "availableReplicas", "unavailableReplicas", "collisionCount"},
+	Conditions: []string{string(mdv1beta1.AvailableCondition), string(mdv1beta1.ProgressingCondition)}}
+
+// patchStatus writes what changed in st's fields of the controller.
 func (r *Reconciler) patchStatus(ctx context.Context, md *mdv1beta1.MachineDeployment, st mdv1beta1.MachineDeploymentStatus) error {
-	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, r.apiReader, md, func(md *mdv1beta1.MachineDeployment) { md.Status = st }))
+	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, md, func(md *mdv1beta1.MachineDeployment) { md.Status = st }, statusFields))
 }

@@ -31,7 +31,7 @@ type Options struct {
 	Namespace string
 	// Client reads through a cache with SetupWithManager's IndexMachineController index, and writes. Default: the manager's.
 	Client client.Client
-	// APIReader reads uncached (before adopting, to retry a status patch). Default: the manager's.
+	// APIReader reads uncached (before adopting). Default: the manager's.
 	APIReader client.Reader
 	// Recorder (optional) receives events. Default: the manager's, named ControllerName.
 	Recorder events.EventRecorder

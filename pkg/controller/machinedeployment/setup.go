@@ -44,8 +44,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	inNS := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machinedeployment").
-		// Status changes too: a patch computed on a cache behind our last write
-		// can leave a mix of both (patch.Status); the write's own event corrects it.
+		// Status changes too: the safety controller's Frozen changes what the rollout may do.
 		For(&mdv1beta1.MachineDeployment{}, builder.WithPredicates(inNS, predicate.ResourceVersionChangedPredicate{})).
 		Watches(&machinev1beta1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.setToDeployments),
 			builder.WithPredicates(inNS, predicate.ResourceVersionChangedPredicate{})).

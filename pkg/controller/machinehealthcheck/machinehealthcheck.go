@@ -350,11 +350,14 @@ func (r *Reconciler) reportInvalid(ctx context.Context, mhc *machinev1beta1.Mach
 	return r.patchStatus(ctx, mhc, st, now)
 }
 
+// statusFields: the controller is the status's only writer (docs/architecture.md, "Status writes and events").
+var statusFields = patch.Fields{Manager: ControllerName, All: true}
+
 // patchStatus writes st when it differs from mhc's status, and remembers
 // the write until the cache shows it (package internal/readyourwrites).
 func (r *Reconciler) patchStatus(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) error {
 	readVersion := mhc.ResourceVersion
-	if err := patch.SetStatus(ctx, r.Client, r.APIReader, mhc, func(mhc *machinev1beta1.MachineHealthCheck) { mhc.Status = *st }); err != nil {
+	if err := patch.SetStatus(ctx, r.Client, mhc, func(mhc *machinev1beta1.MachineHealthCheck) { mhc.Status = *st }, statusFields); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if mhc.ResourceVersion != readVersion {

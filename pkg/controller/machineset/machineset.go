@@ -228,8 +228,18 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 	}
 }
 
+// Field managers of the MachineSet status: the controller's replica counts and errors; its authority step's
+// authoritativeAPI and Paused; the safety controller's Frozen (docs/architecture.md, "Status writes and events").
+var (
+	statusFields = patch.Fields{Manager: ControllerName, Keys: []string{"replicas", "fullyLabeledReplicas", "readyReplicas",
+		"availableReplicas", "observedGeneration", "labelSelector", "errorReason", "errorMessage"}}
+	initAPIFields, pausedFields = authority.StatusFields(ControllerName + "-authority")
+)
+
+// patchStatus writes what changed in st, each field manager's fields by itself.
 func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
-	return client.IgnoreNotFound(patch.SetStatus(ctx, r.Client, r.APIReader, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st }))
+	return client.IgnoreNotFound(patch.SetStatus(ctx, r.Client, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st },
+		initAPIFields, pausedFields, statusFields))
 }
 
 func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.MachineSet) error {

@@ -520,10 +520,10 @@ func TestCreateBurst(t *testing.T) {
 }
 
 // TestStatusMixRecomputed: a status that is not the one the controller
-// computes, with no Machine change after it, is recomputed (the status
-// patch, computed on a cache behind the previous write, can leave such a
-// mix). Breaks if: the MachineSet watch drops status-only changes
-// (setup.go's ResourceVersionChangedPredicate → GenerationChangedPredicate).
+// computes (another writer's counts), with no Machine change after it, is
+// recomputed. Breaks if: the MachineSet watch drops status-only changes
+// (setup.go's ResourceVersionChangedPredicate → GenerationChangedPredicate),
+// or the apply left a count of 0 out (another writer's 2 would stay).
 func TestStatusMixRecomputed(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	h.waitOwned(h.newMachineSet("mix", 2), 2)

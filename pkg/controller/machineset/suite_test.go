@@ -47,7 +47,7 @@ func (r *recorder) find(reason string) []string { return r.Find(reason, "") }
 
 // countingClient counts the Machine Create and Delete requests the
 // controller sends; beforeStatusPatch (optional) runs before each status
-// patch.
+// write (an apply; its object names the MachineSet).
 type countingClient struct {
 	client.Client
 	creates, deletes  atomic.Int64
@@ -66,9 +66,15 @@ type hookedStatus struct {
 	before func(ctx context.Context, obj client.Object)
 }
 
-func (h hookedStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-	h.before(ctx, obj)
-	return h.SubResourceWriter.Patch(ctx, obj, p, opts...)
+func (h hookedStatus) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if u, ok := obj.(interface {
+		GetKind() string
+		GetName() string
+		GetNamespace() string
+	}); ok && u.GetKind() == "MachineSet" {
+		h.before(ctx, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName()}})
+	}
+	return h.SubResourceWriter.Apply(ctx, obj, opts...)
 }
 
 func (c *countingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {

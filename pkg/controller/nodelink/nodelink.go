@@ -45,6 +45,9 @@ const (
 	ReasonInvalidLastApplied = "InvalidLastApplied"
 )
 
+// StatusFields are the Machine status fields nodelink owns: nodeRef, which it alone writes (docs/architecture.md).
+var StatusFields = patch.Fields{Manager: ControllerName, Keys: []string{"nodeRef"}}
+
 // conflictRetry: a write that hit a conflict (a stale cache) is retried this soon.
 const conflictRetry = 500 * time.Millisecond
 
@@ -271,7 +274,7 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 		m := machine.DeepCopy()
 		ref := machinenode.NodeRef(node)
 		m.Status.NodeRef = &ref
-		if err := r.Client.Status().Patch(ctx, m, client.MergeFrom(machine)); err != nil {
+		if _, err := patch.ApplyStatus(ctx, r.Client, machine, m, StatusFields); err != nil {
 			if apierrors.IsNotFound(err) {
 				return "", nil // the Machine finished deleting meanwhile
 			}

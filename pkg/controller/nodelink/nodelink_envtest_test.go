@@ -2,6 +2,7 @@ package nodelink
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -290,6 +291,40 @@ func TestLinkByProviderID(t *testing.T) {
 	h.eventually("linked", linked(h, "m", node))
 	h.ct.Reset()
 	h.expectNoWrites(node.Name)
+}
+
+// nodelink is nodeRef's one writer: its apply, under its own field manager, owns nodeRef and nothing else,
+// and leaves the fields of the Machine's other writers (here addresses) in place. Breaks if: setNodeRef
+// sent more of the status it read (it would co-own, and later remove, the machine controller's fields).
+func TestNodeRefIsNodelinksAlone(t *testing.T) {
+	h := newHarness(t)
+	node := h.createNode("n", "kubemark://"+h.ns+"/m", []string{h.ip4(1)})
+	h.createMachine("m", "kubemark://"+h.ns+"/m", []string{h.ip4(2)})
+	h.eventually("linked", linked(h, "m", node))
+	m := h.machine("m")
+	if len(m.Status.Addresses) != 1 {
+		t.Errorf("addresses %+v, want the Machine's own", m.Status.Addresses)
+	}
+	var owned []string
+	for _, e := range m.ManagedFields {
+		if e.Manager != ControllerName {
+			continue
+		}
+		if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "status" || e.FieldsV1 == nil {
+			t.Errorf("nodelink's entry %+v, want an apply of the status", e)
+			continue
+		}
+		var fields map[string]map[string]any
+		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+			t.Fatal(err)
+		}
+		for k := range fields["f:status"] {
+			owned = append(owned, k)
+		}
+	}
+	if len(owned) != 1 || owned[0] != "f:nodeRef" {
+		t.Errorf("nodelink owns %v, want [f:nodeRef]", owned)
+	}
 }
 
 func TestLinkBySecondInternalIP(t *testing.T) {

@@ -272,6 +272,9 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	return nil
 }
 
+// statusFields: the controller is the status's only writer (docs/architecture.md, "Status writes and events").
+var statusFields = patch.Fields{Manager: ControllerName, All: true}
+
 // writeStatus patches the status when it changed (lastUpdate aside), and
 // records phase events and metrics.
 func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintenance, st nmv1beta1.NodeMaintenanceStatus) error {
@@ -281,7 +284,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 		return nil
 	}
 	st.LastUpdate = ptr.To(metav1.NewTime(r.clock.Now()))
-	if err := patch.SetStatus(ctx, r.client, r.reader, nm, func(nm *nmv1beta1.NodeMaintenance) { nm.Status = st }); err != nil {
+	if err := patch.SetStatus(ctx, r.client, nm, func(nm *nmv1beta1.NodeMaintenance) { nm.Status = st }, statusFields); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	setPhaseMetric(nm.Name, st.Phase)

@@ -160,6 +160,10 @@ func (c *OvershootController) applyAndReport(ctx context.Context, obj client.Obj
 	return nil
 }
 
+// statusFields are the MachineSet and MachineDeployment status fields the safety controller owns: Frozen
+// (docs/architecture.md, "Status writes and events").
+var statusFields = patch.Fields{Manager: ControllerName, Conditions: []string{string(mdv1beta1.FrozenCondition)}}
+
 // apply writes d on obj (a *MachineSet or *MachineDeployment): the Frozen
 // condition, then the label and the annotation, each patched only when it differs.
 func (c *OvershootController) apply(ctx context.Context, obj client.Object, d freezeDecision) error {
@@ -177,8 +181,8 @@ func (c *OvershootController) apply(ctx context.Context, obj client.Object, d fr
 	default:
 		*updConds = conditions.Remove(*updConds, mdv1beta1.FrozenCondition)
 	}
-	if err := patch.Status(ctx, c.client, c.apiReader, base, upd); err != nil {
-		return fmt.Errorf("patching the Frozen condition: %w", err)
+	if _, err := patch.ApplyStatus(ctx, c.client, base, upd, statusFields); err != nil {
+		return fmt.Errorf("writing the Frozen condition: %w", err)
 	}
 	withLabel, _ := upd.DeepCopyObject().(client.Object)
 	if d.frozen {

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -144,9 +143,6 @@ func (a *Actuator) Create(ctx context.Context, m *machinev1beta1.Machine) error 
 			}
 		}
 		log.FromContext(ctx).Info("registered node", "node", created.Name, "providerID", created.Spec.ProviderID, "internalIP", ip.String())
-	}
-	if a.indexed {
-		a.awaitCached(ctx, created)
 	}
 	a.recent.noteRegistered(created.Name, a.now())
 	syncMachine(m, created, spec, a.now())
@@ -278,20 +274,6 @@ func (a *Actuator) ownNode(ctx context.Context, r client.Reader, m *machinev1bet
 			errForeignNode, node.Name, node.Spec.ProviderID, want)
 	}
 	return node, nil
-}
-
-// registeredCacheWait bounds awaitCached.
-const registeredCacheWait = 2 * time.Second
-
-// awaitCached waits until the shared cache shows the Node just registered, so the machine controller's
-// status write after Create finds it and links it with the phase (docs/kubemark.md); a longer lag is
-// left to nodelink.
-func (a *Actuator) awaitCached(ctx context.Context, node *corev1.Node) {
-	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, registeredCacheWait, true, func(ctx context.Context) (bool, error) {
-		cached := &corev1.Node{}
-		err := a.nodes.Get(ctx, client.ObjectKeyFromObject(node), cached)
-		return err == nil && cached.UID == node.UID, nil
-	})
 }
 
 // pickNodeIP returns the first candidate InternalIP for the Machine that no Node uses (docs/kubemark.md).

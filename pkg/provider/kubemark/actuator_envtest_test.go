@@ -669,18 +669,3 @@ func (l *laggingNodes) Get(ctx context.Context, key client.ObjectKey, obj client
 	}
 	return l.Reader.Get(ctx, key, obj, opts...)
 }
-
-// TestCreateWaitsForItsNodeInTheCache: Create returns once the shared cache shows the Node it registered,
-// so the machine controller's status write links it. Breaks if: Create returned right after the POST
-// (one cache read, by the adoption check before it).
-func TestCreateWaitsForItsNodeInTheCache(t *testing.T) {
-	nodes := &laggingNodes{Reader: indexedNodeCache(t), hide: 4}
-	a, _ := setup(t, Options{NodeReader: nodes})
-	m := newMachine(t, "")
-	if err := a.Create(t.Context(), m); err != nil {
-		t.Fatal(err)
-	}
-	if got := nodes.gets.Load(); got <= nodes.hide {
-		t.Errorf("Create read the cache %d times and returned while it hid the Node (%d reads)", got, nodes.hide)
-	}
-}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/conditions"
+	"github.com/machine-api-operator/machine-api-operator/pkg/controller/internal/patch"
 )
 
 // FeatureGate is the OpenShift feature gate that turns the rules on.
@@ -104,4 +105,12 @@ func Apply(log logr.Logger, d Decision, kind string, api *machinev1beta1.Machine
 		return false
 	}
 	return true
+}
+
+// StatusFields are the status fields the authority step writes, each under a field manager of its own: the
+// first status.authoritativeAPI (InitStatus; then the migration controller's, so a later apply of the Paused
+// condition from a cache behind it must not carry it back) and the Paused condition.
+func StatusFields(manager string) (initAPI, paused patch.Fields) {
+	return patch.Fields{Manager: manager + "-init", Keys: []string{"authoritativeAPI"}},
+		patch.Fields{Manager: manager, Conditions: []string{string(PausedCondition)}}
 }
