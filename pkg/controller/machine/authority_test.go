@@ -219,7 +219,7 @@ func testAuthoritativeAPIStaleRead(t *testing.T, e *testenv.Env) {
 		t.Fatal(err)
 	}
 	moved := false
-	r.Client = interceptor.NewClient(inner, interceptor.Funcs{
+	r.opts.Client = interceptor.NewClient(inner, interceptor.Funcs{
 		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 			if !moved {
 				moved = true

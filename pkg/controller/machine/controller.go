@@ -64,8 +64,8 @@ func (o Options) withDefaults() Options {
 
 // Reconciler is the machine controller.
 type Reconciler struct {
-	Options // defaulted
-	events  *patch.Events
+	opts   Options // defaulted
+	events *patch.Events
 	// Tunables (tests shorten them).
 	waitBackoff  workqueue.TypedRateLimiter[types.NamespacedName]
 	drainBackoff workqueue.TypedRateLimiter[types.NamespacedName]
@@ -79,7 +79,7 @@ func NewReconciler(opts Options) *Reconciler {
 	opts = opts.withDefaults()
 	backoff := workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName]
 	return &Reconciler{
-		Options:      opts,
+		opts:         opts,
 		events:       &patch.Events{Recorder: opts.Recorder},
 		waitBackoff:  backoff(defaultWaitBackoffBase, defaultWaitBackoffMax),
 		drainBackoff: backoff(defaultDrainBackoffBase, defaultDrainBackoffMax),
@@ -111,24 +111,24 @@ func setPhase(m *machinev1beta1.Machine, phase string) { m.Status.Phase = &phase
 
 // Reconcile drives one Machine: observe, decide and act (reconcile), report (one status patch if changed).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.Namespace != "" && req.Namespace != r.Namespace {
+	if r.opts.Namespace != "" && req.Namespace != r.opts.Namespace {
 		return ctrl.Result{}, nil
 	}
 	m := &machinev1beta1.Machine{}
-	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+	if err := r.opts.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.Clock.Now()) {
+	if r.writes.Stale(req.NamespacedName, m.ResourceVersion, r.opts.Clock.Now()) {
 		// Our own last write is not in the cache yet, and its event does not wake us (machinePredicate).
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
-	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.Clock.Now()) }()
+	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.opts.Clock.Now()) }()
 	if perr := r.writeStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
 			perr = nil
@@ -155,14 +155,14 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 // reconcile leaves the Machine alone (leave.go), or goes on to the deletion pipeline or provisioning.
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
-	d := authority.Decide(r.MachineAPIMigration, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
+	d := authority.Decide(r.opts.MachineAPIMigration, m.Spec.AuthoritativeAPI, m.Status.AuthoritativeAPI)
 	if d.Step != authority.Reconcile {
 		return ctrl.Result{}, r.leaveToAuthority(ctx, s, d)
 	}
-	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, provider.ServedKinds(r.Actuator)); foreign {
+	if spec, foreign := foreignProviderSpec(m.Spec.ProviderSpec.Value, provider.ServedKinds(r.opts.Actuator)); foreign {
 		return ctrl.Result{}, r.leaveForeign(ctx, s, spec)
 	}
-	now := r.Clock.Now()
+	now := r.opts.Clock.Now()
 	if d.Paused != nil {
 		m.Status.Conditions = conditions.Set(m.Status.Conditions, *d.Paused, now)
 	}
@@ -200,7 +200,7 @@ func (r *Reconciler) patchObject(ctx context.Context, s *scope, optimisticLock b
 		patch = client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	}
 	prev := s.base.ResourceVersion
-	if err := r.Client.Patch(ctx, after, patch); err != nil {
+	if err := r.opts.Client.Patch(ctx, after, patch); err != nil {
 		return err
 	}
 	s.behind = append(s.behind, prev)
@@ -249,7 +249,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if changed, err := patch.StatusChanged(s.base, work, statusFields); err != nil || !changed {
 		return err
 	}
-	now := metav1.NewTime(r.Clock.Now().Truncate(time.Second))
+	now := metav1.NewTime(r.opts.Clock.Now().Truncate(time.Second))
 	work.Status.LastUpdated = &now
 	from, to := phaseOf(s.base), phaseOf(work)
 	if err := r.apply(ctx, s, work, statusFields); err != nil {
@@ -258,7 +258,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 	if from != to {
 		PhaseTransitionsTotal.WithLabelValues(from, to).Inc()
 		if to != machinev1beta1.PhaseDeleting {
-			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.Clock.Now().Sub(work.CreationTimestamp.Time).Seconds())
+			PhaseTransitionSeconds.WithLabelValues(to).Observe(r.opts.Clock.Now().Sub(work.CreationTimestamp.Time).Seconds())
 		}
 		log.FromContext(ctx).Info("phase changed", "from", from, "to", to)
 	}
@@ -271,7 +271,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, work *machinev1beta1.M
 	desired := work.DeepCopy()
 	desired.ObjectMeta, desired.Spec = *s.base.ObjectMeta.DeepCopy(), *s.base.Spec.DeepCopy()
 	prev := s.base.ResourceVersion
-	wrote, err := patch.ApplyStatus(ctx, r.Client, s.base, desired, f)
+	wrote, err := patch.ApplyStatus(ctx, r.opts.Client, s.base, desired, f)
 	if err != nil || !wrote {
 		return err
 	}
@@ -282,4 +282,4 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, work *machinev1beta1.M
 }
 
 // freshReader reads uncached (the drain's re-read of a Node).
-func (r *Reconciler) freshReader() client.Reader { return cmp.Or[client.Reader](r.APIReader, r.Client) }
+func (r *Reconciler) freshReader() client.Reader { return cmp.Or[client.Reader](r.opts.APIReader, r.opts.Client) }

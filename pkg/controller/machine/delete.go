@@ -53,7 +53,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	// An instance the provider could never describe (no addresses) may go despite an invalid configuration.
 	neverDescribed := func(err error) bool { return provider.IsInvalidConfiguration(err) && len(m.Status.Addresses) == 0 }
-	if err := r.callProvider(ctx, s, OperationDelete, r.Actuator.Delete); err != nil {
+	if err := r.callProvider(ctx, s, OperationDelete, r.opts.Actuator.Delete); err != nil {
 		if !neverDescribed(err) {
 			if _, ok := provider.AsRequeueAfter(err); !ok {
 				r.events.Once(s.key, "", patch.Event{Regarding: m, Type: corev1.EventTypeWarning, Reason: EventFailedDelete, Action: "Delete", Note: err.Error()})
@@ -110,7 +110,7 @@ func (r *Reconciler) machineNode(ctx context.Context, ref *corev1.ObjectReferenc
 		return nil, nil
 	}
 	node := &corev1.Node{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); {
+	switch err := r.opts.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, node); {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
@@ -131,7 +131,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, ref *corev1.ObjectReference
 	if ref.UID != "" {
 		opts = append(opts, client.Preconditions{UID: &ref.UID})
 	}
-	err := r.Client.Delete(ctx, node, opts...)
+	err := r.opts.Client.Delete(ctx, node, opts...)
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		return nil
@@ -172,10 +172,10 @@ func (r *Reconciler) drainStage(ctx context.Context, s *scope) (res ctrl.Result,
 // drain cordons the node and makes one eviction pass, or forceDrain after the timeout (docs/architecture.md).
 func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ctrl.Result, bool, error) {
 	m := s.m
-	if r.KubeClient == nil {
+	if r.opts.KubeClient == nil {
 		return ctrl.Result{}, false, errors.New("cannot drain: the Reconciler has no Kubernetes clientset (Options.KubeClient)")
 	}
-	timeout, timeoutErr := effectiveDrainTimeout(m.Annotations, r.NodeDrainTimeout)
+	timeout, timeoutErr := effectiveDrainTimeout(m.Annotations, r.opts.NodeDrainTimeout)
 	note := ""
 	if timeoutErr != nil {
 		shown := timeout.String()
@@ -194,7 +194,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	}
 
 	started, recorded := r.drainStart(s)
-	if timeout > 0 && r.Clock.Now().Sub(started) >= timeout {
+	if timeout > 0 && r.opts.Clock.Now().Sub(started) >= timeout {
 		return r.forceDrain(ctx, s, node, timeout, started, note)
 	}
 	results, pdbs, err := r.evictionPass(ctx, node)
@@ -214,7 +214,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, node *corev1.Node) (ct
 	c, done, progress := passCondition(node.Name, results, pdbs, timeout, started)
 	c.Message = patch.Truncate(c.Message+note, maxConditionMessage)
 	if done {
-		DrainDurationSeconds.Observe(r.Clock.Now().Sub(started).Seconds())
+		DrainDurationSeconds.Observe(r.opts.Clock.Now().Sub(started).Seconds())
 		r.setDrained(s, c, corev1.EventTypeNormal, EventDrainSucceeded)
 		r.drainBackoff.Forget(s.key)
 		return ctrl.Result{}, true, nil
@@ -261,7 +261,7 @@ func (r *Reconciler) cordonForDrain(ctx context.Context, node *corev1.Node, m *m
 	base := node.DeepCopy()
 	node.Spec.Unschedulable = true
 	metav1.SetMetaDataAnnotation(&node.ObjectMeta, DrainingAnnotation, want)
-	if err := r.Client.Patch(ctx, node, client.MergeFrom(base)); err != nil {
+	if err := r.opts.Client.Patch(ctx, node, client.MergeFrom(base)); err != nil {
 		return "", fmt.Errorf("cordoning node %s: %w", node.Name, err)
 	}
 	return "", nil
@@ -287,7 +287,7 @@ func drainOwnerActive(ctx context.Context, reader client.Reader, owner string) (
 func (r *Reconciler) drainRequeue(s *scope, timeout time.Duration, started time.Time) ctrl.Result {
 	after := r.drainBackoff.When(s.key)
 	if timeout > 0 {
-		if until := started.Add(timeout).Sub(r.Clock.Now()); until < after {
+		if until := started.Add(timeout).Sub(r.opts.Clock.Now()); until < after {
 			after = max(until, 100*time.Millisecond)
 		}
 	}
@@ -299,7 +299,7 @@ func (r *Reconciler) drainStart(s *scope) (start time.Time, recorded bool) {
 	if t, ok := drainStartOf(s.m); ok {
 		return t, true
 	}
-	start = r.Clock.Now()
+	start = r.opts.Clock.Now()
 	if dt := s.m.DeletionTimestamp; dt != nil && start.Before(dt.Time) {
 		start = dt.Time
 	}
@@ -320,7 +320,7 @@ func (r *Reconciler) forceDrain(ctx context.Context, s *scope, node *corev1.Node
 		return ctrl.Result{}, false, fmt.Errorf("drain of node %s timed out: %w", node.Name, utilerrors.NewAggregate(failed))
 	}
 	DrainTimeoutsTotal.Inc()
-	DrainDurationSeconds.Observe(r.Clock.Now().Sub(started).Seconds())
+	DrainDurationSeconds.Observe(r.opts.Clock.Now().Sub(started).Seconds())
 	sort.Strings(deleted)
 	msg := fmt.Sprintf("drain of node %s did not finish within %s: deleted %d remaining pod(s) without eviction", node.Name, timeout, len(deleted))
 	if n := len(deleted); n > maxPodsInMessage {
@@ -340,5 +340,5 @@ func (r *Reconciler) setDrained(s *scope, c machinev1beta1.Condition, eventType,
 	if eventReason != "" && conditions.Changed(s.m.Status.Conditions, c) {
 		r.events.Eventf(s.m, nil, eventType, eventReason, "Drain", "%s", c.Message)
 	}
-	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.Clock.Now())
+	s.m.Status.Conditions = conditions.Set(s.m.Status.Conditions, c, r.opts.Clock.Now())
 }

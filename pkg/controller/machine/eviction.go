@@ -91,7 +91,7 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) []poli
 			continue
 		}
 		seen[p.Namespace] = true
-		l, err := r.KubeClient.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
+		l, err := r.opts.KubeClient.PolicyV1().PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			log.FromContext(ctx).Error(err, "listing PodDisruptionBudgets to explain a blocked drain", "namespace", p.Namespace)
 			continue
@@ -103,7 +103,7 @@ func (r *Reconciler) listPDBs(ctx context.Context, results []podEviction) []poli
 
 // drainHelper is kubectl's drain helper, with 1s grace periods on an unreachable node.
 func (r *Reconciler) drainHelper(ctx context.Context, node *corev1.Node) *drain.Helper {
-	h := drainer.NewHelper(ctx, r.KubeClient, log.FromContext(ctx).WithValues("node", node.Name))
+	h := drainer.NewHelper(ctx, r.opts.KubeClient, log.FromContext(ctx).WithValues("node", node.Name))
 	if nodeUnreachable(node) {
 		h.GracePeriodSeconds = 1
 		h.SkipWaitForDeleteTimeoutSeconds = 1

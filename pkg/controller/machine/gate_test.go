@@ -19,7 +19,7 @@ func TestGateHoldsCreateAndDelete(t *testing.T) {
 	f := newFixture(t)
 	g := &frozenGate{}
 	g.frozen.Store(true)
-	f.r.Gate = g
+	f.r.opts.Gate = g
 	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/gated"

@@ -24,7 +24,7 @@ import (
 func (r *Reconciler) leaveToAuthority(ctx context.Context, s *scope, d authority.Decision) error {
 	s.leftAlone = true
 	work := s.base.DeepCopy()
-	if !authority.Apply(log.FromContext(ctx), d, "Machine", &work.Status.AuthoritativeAPI, &work.Status.Conditions, r.Clock.Now()) {
+	if !authority.Apply(log.FromContext(ctx), d, "Machine", &work.Status.AuthoritativeAPI, &work.Status.Conditions, r.opts.Clock.Now()) {
 		return nil
 	}
 	f := pausedFields
@@ -59,7 +59,7 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t provider.Spec
 	s.leftAlone = true
 	m := s.m
 	c := conditions.New(ProviderSupportedCondition, corev1.ConditionFalse, ReasonUnsupportedProvider,
-		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, provider.ServedKinds(r.Actuator)))
+		machinev1beta1.ConditionSeverityWarning, unsupportedProviderMessage(t, provider.ServedKinds(r.opts.Actuator)))
 	if conditions.Has(m.Status.Conditions, c) {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (r *Reconciler) leaveForeign(ctx context.Context, s *scope, t provider.Spec
 	r.events.Eventf(m, nil, corev1.EventTypeWarning, EventUnsupportedProvider, "Reconcile", "%s", c.Message)
 	// The controller's other fields are sent as they are (an apply without them would remove those it wrote).
 	work := s.base.DeepCopy()
-	work.Status.Conditions = conditions.Set(work.Status.Conditions, c, r.Clock.Now())
+	work.Status.Conditions = conditions.Set(work.Status.Conditions, c, r.opts.Clock.Now())
 	if err := client.IgnoreNotFound(r.apply(ctx, s, work, statusFields)); err != nil {
 		return fmt.Errorf("setting %s on a Machine of another provider: %w", ProviderSupportedCondition, err)
 	}

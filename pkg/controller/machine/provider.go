@@ -47,7 +47,7 @@ const gateRequeueAfter = 10 * time.Second
 
 // heldByGate reports whether the Gate holds back op (create or delete).
 func (r *Reconciler) heldByGate(ctx context.Context, op string) bool {
-	if r.Gate == nil || !r.Gate.Frozen() {
+	if r.opts.Gate == nil || !r.opts.Gate.Frozen() {
 		return false
 	}
 	log.FromContext(ctx).V(1).Info("not calling the provider: the machine controller is frozen while the API server is unreachable",
@@ -67,7 +67,7 @@ func requeueOrError(err error) (ctrl.Result, error) {
 func (r *Reconciler) exists(ctx context.Context, s *scope) (bool, error) {
 	ProviderCallsTotal.WithLabelValues(OperationExists).Inc()
 	c := s.m.DeepCopy()
-	ok, err := r.Actuator.Exists(ctx, c)
+	ok, err := r.opts.Actuator.Exists(ctx, c)
 	countProviderError(s.m, OperationExists, err)
 	return ok, providerResult(c, err)
 }

@@ -59,13 +59,13 @@ const instanceExistsMessage = "the instance exists on the provider"
 // setCondition sets a condition on the working copy.
 func (r *Reconciler) setCondition(m *machinev1beta1.Machine, t machinev1beta1.ConditionType,
 	status corev1.ConditionStatus, reason string, severity machinev1beta1.ConditionSeverity, msg string) {
-	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.Clock.Now())
+	m.Status.Conditions = conditions.Set(m.Status.Conditions, conditions.New(t, status, reason, severity, msg), r.opts.Clock.Now())
 }
 
 // update runs the provider's Update on an existing instance, then sets the phase its state gives.
 func (r *Reconciler) update(ctx context.Context, s *scope) (ctrl.Result, error) {
 	m := s.m
-	updateErr := r.callProvider(ctx, s, OperationUpdate, r.Actuator.Update)
+	updateErr := r.callProvider(ctx, s, OperationUpdate, r.opts.Actuator.Update)
 	r.setCondition(m, InstanceExistsCondition, corev1.ConditionTrue, ReasonInstanceExists, "", instanceExistsMessage)
 	// A RequeueAfter from Update (health checks, slow refreshes) is not a failure: the phase still advances.
 	providerWait, isWait := provider.AsRequeueAfter(updateErr)
@@ -125,7 +125,7 @@ func (r *Reconciler) create(ctx context.Context, s *scope) (ctrl.Result, error) 
 		return ctrl.Result{RequeueAfter: gateRequeueAfter}, nil
 	}
 
-	err := r.callProvider(ctx, s, OperationCreate, r.Actuator.Create)
+	err := r.callProvider(ctx, s, OperationCreate, r.opts.Actuator.Create)
 	switch decideProviderError(OperationCreate, err, provider.IsProvisioned(m)) {
 	case verdictFail:
 		r.events.Eventf(m, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "%s", err.Error())

@@ -28,18 +28,18 @@ const ControllerName = "machine-controller"
 
 // SetupWithManager registers the controller, watching Machines and their Nodes (machinenode.NodeRefNameField index).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
+	if r.opts.Client == nil {
+		r.opts.Client = mgr.GetClient()
 	}
-	if r.KubeClient == nil {
+	if r.opts.KubeClient == nil {
 		kc, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 		if err != nil {
 			return fmt.Errorf("creating the clientset for draining: %w", err)
 		}
-		r.KubeClient = kc
+		r.opts.KubeClient = kc
 	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
+	if r.opts.APIReader == nil {
+		r.opts.APIReader = mgr.GetAPIReader()
 	}
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -88,10 +88,10 @@ func (r *Reconciler) nodeHandler() handler.EventHandler {
 func (r *Reconciler) enqueueMachines(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request],
 	keep func(*machinev1beta1.Machine) bool, failure string, opts ...client.ListOption) {
 	list := &machinev1beta1.MachineList{}
-	if r.Namespace != "" {
-		opts = append(opts, client.InNamespace(r.Namespace))
+	if r.opts.Namespace != "" {
+		opts = append(opts, client.InNamespace(r.opts.Namespace))
 	}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	if err := r.opts.Client.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, failure)
 		return
 	}
@@ -114,7 +114,7 @@ func controlPlaneDrainEnded(oldN, newN *corev1.Node) bool {
 // itself writes, so its own writes do not wake it again.
 func (r *Reconciler) machinePredicate() predicate.Predicate {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return r.Namespace == "" || o.GetNamespace() == r.Namespace
+		return r.opts.Namespace == "" || o.GetNamespace() == r.opts.Namespace
 	})
 	notOurs := updates.Matter(func(oldM, newM *machinev1beta1.Machine) bool { return !onlyOwnStatusChanged(oldM, newM) })
 	return predicate.And(inNamespace, notOurs)

@@ -41,7 +41,7 @@ func TestNodeHandlerWakesControlPlaneWaiters(t *testing.T) {
 			deletingMachine("waiter", "cp-b", ReasonWaitingForControlPlaneDrain, "waiting for control-plane node cp-a to finish draining"),
 			deletingMachine("hooked", "cp-c", ReasonDrainBlocked, "blocked by pre-drain hook(s): x (owner y)"),
 		).Build()
-	r := &Reconciler{Options: Options{Client: c}}
+	r := &Reconciler{opts: Options{Client: c}}
 	h := r.nodeHandler()
 
 	drained := cpNode("cp-a", ControlPlaneNodeRoleLabel, true, true)

@@ -75,7 +75,7 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r.Client = interceptor.NewClient(inner, interceptor.Funcs{SubResourceApply: w.intercept})
+	f.r.opts.Client = interceptor.NewClient(inner, interceptor.Funcs{SubResourceApply: w.intercept})
 	f.act.Set(func(a *fakeActuator) {
 		a.CreateSetsInstance = true
 		a.ProviderID = "test://" + f.ns + "/m1"

@@ -37,7 +37,7 @@ func (r *Reconciler) act(ctx context.Context, md *mdv1beta1.MachineDeployment, s
 	if plan.Revision != "" && md.Annotations[mdv1beta1.RevisionAnnotation] != plan.Revision {
 		upd := md.DeepCopy()
 		upd.Annotations = withEntry(upd.Annotations, mdv1beta1.RevisionAnnotation, plan.Revision)
-		if err := r.client.Patch(ctx, upd, client.MergeFrom(md)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.opts.Client.Patch(ctx, upd, client.MergeFrom(md)); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("writing the revision annotation: %w", err))
 		}
 	}
@@ -47,7 +47,7 @@ func (r *Reconciler) act(ctx context.Context, md *mdv1beta1.MachineDeployment, s
 // createSet creates the new MachineSet; a set of that name not md's with this hash grows status.collisionCount.
 func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeployment, plan *Plan) error {
 	ms := plan.Create
-	err := r.client.Create(ctx, ms)
+	err := r.opts.Client.Create(ctx, ms)
 	switch {
 	case err == nil:
 		RolloutsTotal.WithLabelValues(RolloutNew).Inc()
@@ -58,7 +58,7 @@ func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeploym
 		return nil
 	case apierrors.IsAlreadyExists(err):
 		existing := &machinev1beta1.MachineSet{}
-		if getErr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(ms), existing); getErr != nil {
+		if getErr := r.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(ms), existing); getErr != nil {
 			return fmt.Errorf("reading MachineSet %s after a name clash: %w", ms.Name, getErr)
 		}
 		hash := ms.Spec.Template.Labels[mdv1beta1.MachineTemplateHashLabel]
@@ -76,7 +76,7 @@ func (r *Reconciler) createSet(ctx context.Context, md *mdv1beta1.MachineDeploym
 	if progressDeadline(md) > 0 {
 		c := conditions.New(mdv1beta1.ProgressingCondition, corev1.ConditionFalse, mdv1beta1.ReasonMachineSetCreateError,
 			machinev1beta1.ConditionSeverityWarning, msg)
-		plan.Status.Conditions = conditions.Set(slices.Clone(plan.Status.Conditions), c, r.clock.Now())
+		plan.Status.Conditions = conditions.Set(slices.Clone(plan.Status.Conditions), c, r.opts.Clock.Now())
 	}
 	r.events.Eventf(md, nil, corev1.EventTypeWarning, EventMachineSetCreateError, "Create", "%s", msg)
 	return fmt.Errorf("creating MachineSet %s: %w", ms.Name, err)
@@ -98,7 +98,7 @@ func (r *Reconciler) updateSets(ctx context.Context, md *mdv1beta1.MachineDeploy
 		if from == to && maps.Equal(have.Annotations, want.Annotations) && have.Spec.MinReadySeconds == want.Spec.MinReadySeconds {
 			continue
 		}
-		if err := r.client.Patch(ctx, want, client.MergeFromWithOptions(have, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.opts.Client.Patch(ctx, want, client.MergeFromWithOptions(have, client.MergeFromWithOptimisticLock{})); err != nil {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("updating MachineSet %s: %w", want.Name, err))
 			}
@@ -123,7 +123,7 @@ func (r *Reconciler) updateSets(ctx context.Context, md *mdv1beta1.MachineDeploy
 
 // deleteSet deletes an old MachineSet beyond the revision history (UID precondition).
 func (r *Reconciler) deleteSet(ctx context.Context, md *mdv1beta1.MachineDeployment, ms *machinev1beta1.MachineSet) error {
-	err := r.client.Delete(ctx, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
+	err := r.opts.Client.Delete(ctx, &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}},
 		client.Preconditions{UID: ptr.To(ms.UID)})
 	if err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("deleting old MachineSet %s: %w", ms.Name, err))
@@ -138,7 +138,7 @@ func (r *Reconciler) syncTaints(ctx context.Context, want map[string]bool) error
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		n := &corev1.Node{}
-		if err := r.client.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
+		if err := r.opts.Client.Get(ctx, types.NamespacedName{Name: name}, n); err != nil {
 			if !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("reading Node %s: %w", name, err))
 			}
@@ -150,7 +150,7 @@ func (r *Reconciler) syncTaints(ctx context.Context, want map[string]bool) error
 		}
 		upd := n.DeepCopy()
 		upd.Spec.Taints = taints
-		if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(n, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.opts.Client.Patch(ctx, upd, client.MergeFromWithOptions(n, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("setting the %s taint on Node %s to %t: %w", PreferNoScheduleTaintKey, name, want[name], err))
 		}
 	}
@@ -179,5 +179,5 @@ var statusFields = patch.Fields{Manager: ControllerName, Keys: []string{"observe
 
 // patchStatus writes what changed in st's fields of the controller.
 func (r *Reconciler) patchStatus(ctx context.Context, md *mdv1beta1.MachineDeployment, st mdv1beta1.MachineDeploymentStatus) error {
-	return client.IgnoreNotFound(patch.SetStatus(ctx, r.client, md, func(md *mdv1beta1.MachineDeployment) { md.Status = st }, statusFields))
+	return client.IgnoreNotFound(patch.SetStatus(ctx, r.opts.Client, md, func(md *mdv1beta1.MachineDeployment) { md.Status = st }, statusFields))
 }

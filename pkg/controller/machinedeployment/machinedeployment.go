@@ -39,29 +39,32 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// withDefaults fills in the zero fields that need no manager (SetupWithManager fills in the others).
+func (o Options) withDefaults() Options {
+	o.Clock = cmp.Or[clock.PassiveClock](o.Clock, clock.RealClock{})
+	return o
+}
+
 // Reconciler is the MachineDeployment controller.
 type Reconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	events    *patch.Events
-	clock     clock.PassiveClock
-	namespace string
+	opts   Options // defaulted
+	events *patch.Events
 }
 
 // NewReconciler returns a MachineDeployment controller; it registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	return &Reconciler{client: opts.Client, apiReader: opts.APIReader, events: &patch.Events{Recorder: opts.Recorder},
-		clock: cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}), namespace: opts.Namespace}
+	opts = opts.withDefaults()
+	return &Reconciler{opts: opts, events: &patch.Events{Recorder: opts.Recorder}}
 }
 
 // Reconcile drives one MachineDeployment one step.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.namespace != "" && req.Namespace != r.namespace {
+	if r.opts.Namespace != "" && req.Namespace != r.opts.Namespace {
 		return ctrl.Result{}, nil
 	}
 	md := &mdv1beta1.MachineDeployment{}
-	if err := r.client.Get(ctx, req.NamespacedName, md); err != nil {
+	if err := r.opts.Client.Get(ctx, req.NamespacedName, md); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
@@ -88,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := Decide(md, states, r.clock.Now())
+	plan := Decide(md, states, r.opts.Clock.Now())
 	if err := r.act(ctx, md, states, &plan); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -112,7 +115,7 @@ func (r *Reconciler) refuse(ctx context.Context, md *mdv1beta1.MachineDeployment
 // and releasing owned sets whose labels stopped matching (Deployments' rules).
 func (r *Reconciler) claimSets(ctx context.Context, md *mdv1beta1.MachineDeployment, sel labels.Selector) ([]*machinev1beta1.MachineSet, error) {
 	list := &machinev1beta1.MachineSetList{}
-	if err := r.client.List(ctx, list, client.InNamespace(md.Namespace)); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.InNamespace(md.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing MachineSets of MachineDeployment %s/%s: %w", md.Namespace, md.Name, err)
 	}
 	var owned, orphans []*machinev1beta1.MachineSet
@@ -132,7 +135,7 @@ func (r *Reconciler) claimSets(ctx context.Context, md *mdv1beta1.MachineDeploym
 	}
 	if len(orphans) > 0 { // re-read uncached: a deleted or replaced deployment adopts nothing
 		fresh := &mdv1beta1.MachineDeployment{}
-		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
+		if err := r.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil {
 			return nil, fmt.Errorf("re-reading MachineDeployment before adopting MachineSets: %w", err)
 		}
 		if fresh.UID != md.UID || fresh.DeletionTimestamp != nil {
@@ -158,7 +161,7 @@ func (r *Reconciler) setOwner(ctx context.Context, ms *machinev1beta1.MachineSet
 	} else {
 		upd.OwnerReferences = slices.DeleteFunc(upd.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == md.UID })
 	}
-	if err := r.client.Patch(ctx, upd, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.opts.Client.Patch(ctx, upd, client.MergeFromWithOptions(ms, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("claiming MachineSet %s (adopt=%t): %w", ms.Name, adopt, err))
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("claimed MachineSet", "machineset", ms.Name, "adopt", adopt)
@@ -169,11 +172,11 @@ func (r *Reconciler) setOwner(ctx context.Context, ms *machinev1beta1.MachineSet
 // observe counts each set's Machines (cached): availability in the set's
 // delete order, readiness, deletions and Nodes.
 func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.MachineSet) ([]SetState, error) {
-	now := r.clock.Now()
+	now := r.opts.Clock.Now()
 	out := make([]SetState, 0, len(sets))
 	for _, ms := range sets {
 		list := &machinev1beta1.MachineList{}
-		if err := r.client.List(ctx, list, client.InNamespace(ms.Namespace),
+		if err := r.opts.Client.List(ctx, list, client.InNamespace(ms.Namespace),
 			client.MatchingFields{IndexMachineController: string(ms.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing Machines of MachineSet %s: %w", ms.Name, err)
 		}
@@ -198,7 +201,7 @@ func (r *Reconciler) observe(ctx context.Context, sets []*machinev1beta1.Machine
 			if m.Status.NodeRef != nil && m.Status.NodeRef.Name != "" {
 				st.Nodes = append(st.Nodes, m.Status.NodeRef.Name)
 				n := &corev1.Node{}
-				err := r.client.Get(ctx, types.NamespacedName{Name: m.Status.NodeRef.Name}, n, client.UnsafeDisableDeepCopy)
+				err := r.opts.Client.Get(ctx, types.NamespacedName{Name: m.Status.NodeRef.Name}, n, client.UnsafeDisableDeepCopy)
 				if c := nodeutil.ReadyCondition(n); err == nil && c != nil && c.Status == corev1.ConditionTrue {
 					st.Ready++
 					available = !now.Before(c.LastTransitionTime.Add(minReady))

@@ -26,7 +26,7 @@ import (
 // SetupWithManager registers the controller with mgr: MachineDeployments, MachineSets (orphans to
 // the MachineDeployments selecting them) and Machines (through their MachineSet).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.client, r.apiReader = cmp.Or(r.client, mgr.GetClient()), cmp.Or(r.apiReader, mgr.GetAPIReader())
+	r.opts.Client, r.opts.APIReader = cmp.Or(r.opts.Client, mgr.GetClient()), cmp.Or(r.opts.APIReader, mgr.GetAPIReader())
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
@@ -41,7 +41,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}); err != nil {
 		return err
 	}
-	inNS := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.namespace == "" || o.GetNamespace() == r.namespace })
+	inNS := predicate.NewPredicateFuncs(func(o client.Object) bool { return r.opts.Namespace == "" || o.GetNamespace() == r.opts.Namespace })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machinedeployment").
 		// Status changes too: the safety controller's Frozen changes what the rollout may do.
@@ -80,7 +80,7 @@ func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []re
 		return nil
 	}
 	list := &mdv1beta1.MachineDeploymentList{}
-	if err := r.client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing MachineDeployments for an orphan MachineSet", "machineset", o.GetName())
 		return nil
 	}
@@ -102,7 +102,7 @@ func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) [
 		return nil
 	}
 	ms := &machinev1beta1.MachineSet{}
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, ms); err != nil || ms.UID != ref.UID {
+	if err := r.opts.Client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, ms); err != nil || ms.UID != ref.UID {
 		return nil
 	}
 	if key, ok := deploymentOf(ms); ok {

@@ -47,7 +47,7 @@ func (r *Reconciler) newExternalRemediation(ctx context.Context, mhc *machinev1b
 	gvk, err := requestGVK(ref)
 	if ns := cmp.Or(ref.Namespace, mhc.Namespace); err == nil {
 		tmpl.SetGroupVersionKind(gvk.GroupVersion().WithKind(ref.Kind))
-		if err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
+		if err = r.opts.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, tmpl); err != nil {
 			err = fmt.Errorf("reading %s %s/%s: %w", ref.Kind, ns, ref.Name, err)
 		}
 	}
@@ -87,7 +87,7 @@ func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Mac
 	}
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(e.gvk)
-	err = e.r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), existing)
+	err = e.r.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(m), existing)
 	if err == nil {
 		e.setRequestCondition()
 		return false, nil
@@ -98,7 +98,7 @@ func (e *externalRemediation) request(ctx context.Context, m *machinev1beta1.Mac
 	if !admit() {
 		return false, nil
 	}
-	if err := e.r.Client.Create(ctx, buildRequest(e.template, e.gvk, m)); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := e.r.opts.Client.Create(ctx, buildRequest(e.template, e.gvk, m)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, e.fail(m, fmt.Errorf("creating %s %s/%s: %w", e.gvk.Kind, m.Namespace, m.Name, err))
 	}
 	e.setRequestCondition()
@@ -171,7 +171,7 @@ func (r *Reconciler) listRequests(ctx context.Context, mhc *machinev1beta1.Machi
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.APIReader.List(ctx, list, client.InNamespace(mhc.Namespace)); err != nil {
+	if err := r.opts.APIReader.List(ctx, list, client.InNamespace(mhc.Namespace)); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil, nil
 		}
@@ -193,7 +193,7 @@ func (r *Reconciler) cleanupRequests(ctx context.Context, mhc *machinev1beta1.Ma
 		if t.verdict.Health != Healthy || req == nil || req.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := r.Client.Delete(ctx, req, client.Preconditions{UID: ptr.To(req.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.opts.Client.Delete(ctx, req, client.Preconditions{UID: ptr.To(req.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %s %s/%s: %w", req.GetKind(), req.GetNamespace(), req.GetName(), err))
 			continue
 		}
@@ -210,7 +210,7 @@ func (r *Reconciler) annotateForBaremetal(ctx context.Context, mhc *machinev1bet
 	patched := m.DeepCopy()
 	metav1.SetMetaDataAnnotation(&patched.ObjectMeta, ExternalRemediationAnnotation, "")
 	// A merge patch of one key undoes no concurrent change: no lock needed.
-	if err := r.Client.Patch(ctx, patched, client.MergeFrom(m)); err != nil {
+	if err := r.opts.Client.Patch(ctx, patched, client.MergeFrom(m)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

@@ -67,9 +67,16 @@ func (o Options) Validate() error {
 	return nil
 }
 
+// withDefaults fills in the zero fields that need no manager (SetupWithManager fills in the others).
+func (o Options) withDefaults() Options {
+	o.Clock = cmp.Or[clock.PassiveClock](o.Clock, clock.RealClock{})
+	o.NodeStartupTimeoutFrom = cmp.Or(o.NodeStartupTimeoutFrom, StartupFromCreation)
+	return o
+}
+
 // Reconciler is the MachineHealthCheck controller.
 type Reconciler struct {
-	Options // defaulted
+	opts    Options // defaulted
 	writes  *readyourwrites.Memo
 	events  *patch.Events
 	limit   rateLimit
@@ -81,10 +88,9 @@ type Reconciler struct {
 // filled in. It registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	opts.Clock = cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})
-	opts.NodeStartupTimeoutFrom = cmp.Or(opts.NodeStartupTimeoutFrom, StartupFromCreation)
+	opts = opts.withDefaults()
 	return &Reconciler{
-		Options: opts,
+		opts:    opts,
 		writes:  readyourwrites.New(),
 		events:  &patch.Events{Recorder: opts.Recorder},
 		limit:   rateLimit{burst: opts.RemediationBurst, interval: opts.RemediationInterval},
@@ -102,12 +108,12 @@ type target struct {
 // Reconcile observes one MachineHealthCheck's targets, decides their
 // health, remediates what it may and reports the status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.Namespace != "" && req.Namespace != r.Namespace {
+	if r.opts.Namespace != "" && req.Namespace != r.opts.Namespace {
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
 	mhc := &machinev1beta1.MachineHealthCheck{}
-	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
+	if err := r.opts.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.events.Forget(req.NamespacedName)
 			r.writes.Forget(req.NamespacedName)
@@ -120,7 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if mhc.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	now := r.Clock.Now()
+	now := r.opts.Clock.Now()
 	if r.writes.Stale(req.NamespacedName, mhc.ResourceVersion, now) { // deciding on it would repeat our last write
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
@@ -140,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// Decide.
-	params := paramsOf(mhc, r.NodeStartupTimeoutFrom)
+	params := paramsOf(mhc, r.opts.NodeStartupTimeoutFrom)
 	verdicts := make([]verdict, len(targets))
 	for i, t := range targets {
 		v := assess(t.machine, t.node, params, now)
@@ -213,7 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // listTargets lists the Machines selected by mhc with their Nodes.
 func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, selector labels.Selector) ([]target, error) {
 	list := &machinev1beta1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(mhc.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.InNamespace(mhc.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, fmt.Errorf("listing the Machines of MachineHealthCheck %s/%s: %w", mhc.Namespace, mhc.Name, err)
 	}
 	targets := make([]target, 0, len(list.Items))
@@ -235,7 +241,7 @@ func (r *Reconciler) listTargets(ctx context.Context, mhc *machinev1beta1.Machin
 // getNode returns ref's Node, nil when it is gone (see sameNode). What the
 // cache lacks is confirmed uncached: a lagging cache never gets a Machine deleted.
 func (r *Reconciler) getNode(ctx context.Context, ref *corev1.ObjectReference) (*corev1.Node, error) {
-	for _, rd := range []client.Reader{r.Client, r.APIReader} {
+	for _, rd := range []client.Reader{r.opts.Client, r.opts.APIReader} {
 		node := &corev1.Node{}
 		err := rd.Get(ctx, types.NamespacedName{Name: ref.Name}, node)
 		switch {
@@ -324,7 +330,7 @@ func unhealthyOldestFirst(targets []target) []target {
 // deleted reports whether this call deleted it.
 func (r *Reconciler) deleteMachine(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, m *machinev1beta1.Machine, why string) (deleted bool, err error) {
 	ctrl.LoggerFrom(ctx).Info("deleting unhealthy Machine", "machine", m.Name, "reason", why)
-	err = r.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
+	err = r.opts.Client.Delete(ctx, m, client.Preconditions{UID: &m.UID})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return false, nil // gone or replaced meanwhile
 	}
@@ -357,7 +363,7 @@ var statusFields = patch.Fields{Manager: ControllerName, All: true}
 // the write until the cache shows it (package internal/readyourwrites).
 func (r *Reconciler) patchStatus(ctx context.Context, mhc *machinev1beta1.MachineHealthCheck, st *machinev1beta1.MachineHealthCheckStatus, now time.Time) error {
 	readVersion := mhc.ResourceVersion
-	if err := patch.SetStatus(ctx, r.Client, mhc, func(mhc *machinev1beta1.MachineHealthCheck) { mhc.Status = *st }, statusFields); err != nil {
+	if err := patch.SetStatus(ctx, r.opts.Client, mhc, func(mhc *machinev1beta1.MachineHealthCheck) { mhc.Status = *st }, statusFields); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if mhc.ResourceVersion != readVersion {

@@ -270,7 +270,7 @@ func (p *pacingPass) ownerBackoffKey(owner *metav1.OwnerReference) backoffKey {
 func (p *pacingPass) admit(t target, k backoffKey) bool {
 	m := t.machine
 	log := ctrl.LoggerFrom(p.ctx)
-	if st := p.state.backoff[k.id]; st != nil && p.r.RemediationBackoff {
+	if st := p.state.backoff[k.id]; st != nil && p.r.opts.RemediationBackoff {
 		st.noteDue(m.UID, p.now)
 		if p.seen[k.id] == nil {
 			p.seen[k.id] = map[types.UID]bool{}
@@ -308,7 +308,7 @@ func (p *pacingPass) remediated(t target, k backoffKey) {
 	if p.r.limit.enabled() {
 		p.state.bucket = p.r.limit.take(p.state.bucket, p.now)
 	}
-	if p.r.RemediationBackoff {
+	if p.r.opts.RemediationBackoff {
 		p.state.backoff[k.id] = p.r.backoff.record(p.state.backoff[k.id], t.machine.UID, t.verdict.Cause, p.now, k.members)
 	}
 	p.r.events.Clear(p.key, t.machine.Name, EventRemediationRateLimited)

@@ -33,8 +33,8 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // SetupWithManager registers the controller and the machinenode.NodeRefNameField index
 // with mgr; Machine and Node events are batched.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.Client = cmp.Or(r.Client, mgr.GetClient())
-	r.APIReader = cmp.Or(r.APIReader, mgr.GetAPIReader())
+	r.opts.Client = cmp.Or(r.opts.Client, mgr.GetClient())
+	r.opts.APIReader = cmp.Or(r.opts.APIReader, mgr.GetAPIReader())
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
@@ -48,7 +48,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}),
 		)).
 		Watches(&machinev1beta1.Machine{}, batched(handler.EnqueueRequestsFromMapFunc(r.mhcsSelecting), eventBatchDelay),
-			builder.WithPredicates(machinePredicate(r.NodeStartupTimeoutFrom))).
+			builder.WithPredicates(machinePredicate(r.opts.NodeStartupTimeoutFrom))).
 		Watches(&corev1.Node{}, batched(handler.EnqueueRequestsFromMapFunc(r.nodeToMHCs), eventBatchDelay),
 			builder.WithPredicates(updates.Matter(nodeChangeMatters))).
 		WithOptions(opts).
@@ -56,7 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 }
 
 func (r *Reconciler) inNamespace(o client.Object) bool {
-	return r.Namespace == "" || o.GetNamespace() == r.Namespace
+	return r.opts.Namespace == "" || o.GetNamespace() == r.opts.Namespace
 }
 
 // mhcsSelecting maps Machine m to the MachineHealthChecks selecting it (the handler
@@ -66,7 +66,7 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m client.Object) []recon
 		return nil
 	}
 	list := &machinev1beta1.MachineHealthCheckList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(m.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.InNamespace(m.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing MachineHealthChecks for a Machine", "machine", m.GetName())
 		return nil
 	}
@@ -84,7 +84,7 @@ func (r *Reconciler) mhcsSelecting(ctx context.Context, m client.Object) []recon
 // whose nodeRef names it, or that its machinenode.MachineAnnotation names.
 func (r *Reconciler) nodeToMHCs(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := sets.New[reconcile.Request]()
-	for _, m := range machinenode.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
+	for _, m := range machinenode.MachinesOfNode(ctx, r.opts.Client, r.opts.Namespace, o) {
 		reqs.Insert(r.mhcsSelecting(ctx, m)...)
 	}
 	return reqs.UnsortedList()

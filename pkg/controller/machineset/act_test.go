@@ -372,7 +372,7 @@ func TestExpectationsExpiredDuringReconcileRequeue(t *testing.T) {
 	}}
 	ms := testMachineSet(1)
 	r, _, _ := fakeReconciler(t, funcs, ms)
-	r.Clock = clk
+	r.opts.Clock = clk
 	r.expectations = NewExpectations(clk, time.Second)
 	res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ms)})
 	if err != nil {

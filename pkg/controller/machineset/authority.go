@@ -15,7 +15,7 @@ import (
 // internal/authority): only status.authoritativeAPI or Paused is written.
 func (r *Reconciler) leaveToAuthority(ctx context.Context, ms *machinev1beta1.MachineSet, d authority.Decision) error {
 	st := *ms.Status.DeepCopy()
-	if !authority.Apply(ctrl.LoggerFrom(ctx), d, "MachineSet", &st.AuthoritativeAPI, &st.Conditions, r.Clock.Now()) {
+	if !authority.Apply(ctrl.LoggerFrom(ctx), d, "MachineSet", &st.AuthoritativeAPI, &st.Conditions, r.opts.Clock.Now()) {
 		return nil
 	}
 	if err := r.patchStatus(ctx, ms, st); err != nil {
@@ -27,7 +27,7 @@ func (r *Reconciler) leaveToAuthority(ctx context.Context, ms *machinev1beta1.Ma
 // withPaused returns st with the Paused condition (nil: the gate is off).
 func (r *Reconciler) withPaused(st machinev1beta1.MachineSetStatus, paused *machinev1beta1.Condition) machinev1beta1.MachineSetStatus {
 	if paused != nil {
-		st.Conditions = conditions.Set(st.Conditions, *paused, r.Clock.Now())
+		st.Conditions = conditions.Set(st.Conditions, *paused, r.opts.Clock.Now())
 	}
 	return st
 }

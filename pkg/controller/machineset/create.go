@@ -47,7 +47,7 @@ func (r *Reconciler) createMachine(ctx context.Context, ms *machinev1beta1.Machi
 	name := m.Name
 	r.expectations.ExpectCreations(key, name)
 	sent := m.DeepCopy() // a failed Create may have changed m
-	err := r.Client.Create(ctx, m)
+	err := r.opts.Client.Create(ctx, m)
 	if unknownOutcome(err) {
 		m = sent
 		err = r.resendCreate(ctx, sent, err)
@@ -74,8 +74,8 @@ var errOutcomeUnknown = errors.New("the API server did not say whether the Machi
 func (r *Reconciler) resendCreate(ctx context.Context, m *machinev1beta1.Machine, first error) error {
 	last := first
 	var answer error
-	err := wait.ExponentialBackoffWithContext(ctx, r.CreateRetry, func(ctx context.Context) (bool, error) {
-		err := r.Client.Create(ctx, m.DeepCopy())
+	err := wait.ExponentialBackoffWithContext(ctx, r.opts.CreateRetry, func(ctx context.Context) (bool, error) {
+		err := r.opts.Client.Create(ctx, m.DeepCopy())
 		switch {
 		case err == nil, apierrors.IsAlreadyExists(err):
 			return true, nil

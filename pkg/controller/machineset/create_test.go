@@ -68,7 +68,7 @@ func TestLostCreateResponseCreatesNoExtraMachine(t *testing.T) {
 	}}
 	ms := testMachineSet(3)
 	r, c, rec := fakeReconciler(t, l.funcs(), ms)
-	r.CreateRetry = fastRetry(5)
+	r.opts.CreateRetry = fastRetry(5)
 	key := client.ObjectKeyFromObject(ms)
 	if err := r.createMachines(context.Background(), ms, 3); err != nil {
 		t.Fatalf("createMachines: %v", err)
@@ -106,7 +106,7 @@ func TestCreateOutcomeStillUnknown(t *testing.T) {
 		l := &lossyCreates{script: []string{"timeout", "not sent", "not sent", "not sent"}}
 		ms := testMachineSet(1)
 		r, c, _ := fakeReconciler(t, l.funcs(), ms)
-		r.CreateRetry = fastRetry(3)
+		r.opts.CreateRetry = fastRetry(3)
 		key := client.ObjectKeyFromObject(ms)
 		err := r.createMachines(context.Background(), ms, 1)
 		if !errors.Is(err, errOutcomeUnknown) {
@@ -127,7 +127,7 @@ func TestCreateOutcomeStillUnknown(t *testing.T) {
 		l := &lossyCreates{script: []string{"not sent", "forbidden"}}
 		ms := testMachineSet(1)
 		r, _, rec := fakeReconciler(t, l.funcs(), ms)
-		r.CreateRetry = fastRetry(3)
+		r.opts.CreateRetry = fastRetry(3)
 		key := client.ObjectKeyFromObject(ms)
 		err := r.createMachines(context.Background(), ms, 1)
 		if !apierrors.IsForbidden(err) {

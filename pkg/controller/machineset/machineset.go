@@ -51,9 +51,20 @@ type Options struct {
 	CreateRetry wait.Backoff
 }
 
+// withDefaults fills in the zero fields that need no manager (SetupWithManager fills in the others).
+func (o Options) withDefaults() Options {
+	if o.CreateRetry.Steps == 0 {
+		o.CreateRetry = DefaultCreateRetry()
+	}
+	o.Clock = cmp.Or[clock.PassiveClock](o.Clock, clock.RealClock{})
+	o.MaxCreateBurst = cmp.Or(max(o.MaxCreateBurst, 0), DefaultMaxCreateBurst)
+	o.MaxConcurrentDeletes = cmp.Or(max(o.MaxConcurrentDeletes, 0), DefaultMaxConcurrentDeletes)
+	return o
+}
+
 // Reconciler is the MachineSet controller.
 type Reconciler struct {
-	Options      // defaulted
+	opts         Options // defaulted
 	events       *patch.Events
 	expectations *Expectations
 }
@@ -61,14 +72,9 @@ type Reconciler struct {
 // NewReconciler returns a MachineSet controller (Default* for unset options); it registers the metrics.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
-	if opts.CreateRetry.Steps == 0 {
-		opts.CreateRetry = DefaultCreateRetry()
-	}
-	opts.Clock = cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})
-	opts.MaxCreateBurst = cmp.Or(max(opts.MaxCreateBurst, 0), DefaultMaxCreateBurst)
-	opts.MaxConcurrentDeletes = cmp.Or(max(opts.MaxConcurrentDeletes, 0), DefaultMaxConcurrentDeletes)
+	opts = opts.withDefaults()
 	r := &Reconciler{
-		Options:      opts,
+		opts:         opts,
 		events:       &patch.Events{Recorder: opts.Recorder},
 		expectations: NewExpectations(opts.Clock, opts.ExpectationsTimeout),
 	}
@@ -82,11 +88,11 @@ func NewReconciler(opts Options) *Reconciler {
 
 // Reconcile drives one MachineSet.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.Namespace != "" && req.Namespace != r.Namespace {
+	if r.opts.Namespace != "" && req.Namespace != r.opts.Namespace {
 		return ctrl.Result{}, nil
 	}
 	ms := &machinev1beta1.MachineSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
+	if err := r.opts.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
@@ -96,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ms.DeletionTimestamp != nil { // the garbage collector deletes the Machines
 		return ctrl.Result{}, nil
 	}
-	d := authority.Decide(r.MachineAPIMigration, ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI)
+	d := authority.Decide(r.opts.MachineAPIMigration, ms.Spec.AuthoritativeAPI, ms.Status.AuthoritativeAPI)
 	if d.Step != authority.Reconcile {
 		return ctrl.Result{}, r.leaveToAuthority(ctx, ms, d)
 	}
@@ -154,7 +160,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	if claimErr == nil {
 		policy := machinev1beta1.MachineSetDeletePolicy(ms.Spec.DeletePolicy)
 		frozen, held := freeze.MachineSetFrozen(ms), ms.Annotations[mdv1beta1.DisableMachineCreateAnnotation] == "true"
-		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.MaxCreateBurst, frozen || held)
+		act = decide(int(*ms.Spec.Replicas), active, satisfied, policy, r.opts.MaxCreateBurst, frozen || held)
 		switch {
 		case act.frozen && frozen:
 			log.V(2).Info("not creating Machines: the MachineSet is frozen (docs/safety.md)", "replicas", len(active), "desired", *ms.Spec.Replicas)
@@ -174,7 +180,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, ms *machinev1beta1.M
 	}
 
 	nodes := r.nodeLookup(ctx)
-	st, availWait := computeStatus(ms, active, nodes, r.Clock.Now())
+	st, availWait := computeStatus(ms, active, nodes, r.opts.Clock.Now())
 	statusErr := r.patchStatus(ctx, ms, r.withPaused(st, paused))
 
 	if err := errors.Join(claimErr, actErr, statusErr); err != nil {
@@ -198,7 +204,7 @@ func (r *Reconciler) listMachines(ctx context.Context, ms *machinev1beta1.Machin
 	var out []*machinev1beta1.Machine
 	for _, v := range []string{string(ms.UID), OrphanIndexValue} {
 		list := &machinev1beta1.MachineList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace),
+		if err := r.opts.Client.List(ctx, list, client.InNamespace(ms.Namespace),
 			client.MatchingFields{IndexMachineController: v}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing Machines of MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
 		}
@@ -217,7 +223,7 @@ func (r *Reconciler) nodeLookup(ctx context.Context) func(string) *corev1.Node {
 			return n
 		}
 		n := &corev1.Node{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, n, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.opts.Client.Get(ctx, types.NamespacedName{Name: name}, n, client.UnsafeDisableDeepCopy); err != nil {
 			if !apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Error(err, "reading Node for readiness", "node", name)
 			}
@@ -238,7 +244,7 @@ var (
 
 // patchStatus writes what changed in st, each field manager's fields by itself.
 func (r *Reconciler) patchStatus(ctx context.Context, ms *machinev1beta1.MachineSet, st machinev1beta1.MachineSetStatus) error {
-	return client.IgnoreNotFound(patch.SetStatus(ctx, r.Client, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st },
+	return client.IgnoreNotFound(patch.SetStatus(ctx, r.opts.Client, ms, func(ms *machinev1beta1.MachineSet) { ms.Status = st },
 		initAPIFields, pausedFields, statusFields))
 }
 
@@ -263,7 +269,7 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 		upd.Annotations = map[string]string{}
 	}
 	maps.Copy(upd.Annotations, diff)
-	if err := r.Client.Patch(ctx, upd, client.MergeFrom(ms)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.opts.Client.Patch(ctx, upd, client.MergeFrom(ms)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patching scale-from-zero annotations: %w", err)
 	}
 	return nil
@@ -273,7 +279,7 @@ func (r *Reconciler) syncScaleFromZero(ctx context.Context, ms *machinev1beta1.M
 // deleted or replaced MachineSet adopts nothing; the lock lets another owner win.
 func (r *Reconciler) adopt(ctx context.Context, ms *machinev1beta1.MachineSet, orphans []*machinev1beta1.Machine) ([]*machinev1beta1.Machine, error) {
 	fresh := &machinev1beta1.MachineSet{}
-	if err := cmp.Or[client.Reader](r.APIReader, r.Client).Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
+	if err := cmp.Or[client.Reader](r.opts.APIReader, r.opts.Client).Get(ctx, client.ObjectKeyFromObject(ms), fresh); err != nil {
 		return nil, fmt.Errorf("re-reading MachineSet before adopting Machines: %w", err)
 	}
 	if fresh.UID != ms.UID {
@@ -301,11 +307,11 @@ func (r *Reconciler) release(ctx context.Context, ms *machinev1beta1.MachineSet,
 // parallel; it returns the patched Machines by index (nil where not).
 func (r *Reconciler) patchOwners(ctx context.Context, machines []*machinev1beta1.Machine, verb, done string, edit func(*machinev1beta1.Machine)) ([]*machinev1beta1.Machine, error) {
 	out := make([]*machinev1beta1.Machine, len(machines))
-	errs := parallel(len(machines), r.MaxConcurrentDeletes, func(i int) error {
+	errs := parallel(len(machines), r.opts.MaxConcurrentDeletes, func(i int) error {
 		orig := machines[i]
 		upd := orig.DeepCopy()
 		edit(upd)
-		if err := r.Client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.opts.Client.Patch(ctx, upd, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -338,7 +344,7 @@ func (r *Reconciler) deleteMachines(ctx context.Context, ms *machinev1beta1.Mach
 	for _, m := range victims {
 		r.expectations.ExpectDeletions(key, m.UID)
 	}
-	errs := parallel(len(victims), r.MaxConcurrentDeletes, func(i int) error {
+	errs := parallel(len(victims), r.opts.MaxConcurrentDeletes, func(i int) error {
 		return r.deleteMachine(ctx, ms, key, victims[i])
 	})
 	if failed, first := failures(errs); failed > 0 {
@@ -350,7 +356,7 @@ func (r *Reconciler) deleteMachines(ctx context.Context, ms *machinev1beta1.Mach
 func (r *Reconciler) deleteMachine(ctx context.Context, ms *machinev1beta1.MachineSet, key types.NamespacedName, victim *machinev1beta1.Machine) error {
 	uid := victim.UID
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: victim.Name, Namespace: victim.Namespace}}
-	err := r.Client.Delete(ctx, m, client.Preconditions{UID: &uid})
+	err := r.opts.Client.Delete(ctx, m, client.Preconditions{UID: &uid})
 	if err != nil { // nothing will be observed
 		r.expectations.DeletionObserved(key, uid)
 	}

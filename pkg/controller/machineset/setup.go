@@ -30,8 +30,8 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // SetupWithManager registers the controller and its cache indexes with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.Client = cmp.Or(r.Client, mgr.GetClient())
-	r.APIReader = cmp.Or(r.APIReader, mgr.GetAPIReader())
+	r.opts.Client = cmp.Or(r.opts.Client, mgr.GetClient())
+	r.opts.APIReader = cmp.Or(r.opts.APIReader, mgr.GetAPIReader())
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
 	}
@@ -71,7 +71,7 @@ func machineControllerIndex(o client.Object) []string {
 }
 
 func (r *Reconciler) inNamespace(o client.Object) bool {
-	return r.Namespace == "" || o.GetNamespace() == r.Namespace
+	return r.opts.Namespace == "" || o.GetNamespace() == r.opts.Namespace
 }
 
 // machineHandler records expectation observations and enqueues the
@@ -150,7 +150,7 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1
 		return
 	}
 	list := &machinev1beta1.MachineSetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.InNamespace(m.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing MachineSets for an orphan Machine", "machine", m.Name)
 		return
 	}
@@ -164,7 +164,7 @@ func (r *Reconciler) enqueueSelecting(ctx context.Context, q queue, m *machinev1
 // nodeToMachineSets maps a Node to its Machines' MachineSets.
 func (r *Reconciler) nodeToMachineSets(ctx context.Context, o client.Object) []reconcile.Request {
 	reqs := sets.New[reconcile.Request]()
-	for _, m := range machinenode.MachinesOfNode(ctx, r.Client, r.Namespace, o) {
+	for _, m := range machinenode.MachinesOfNode(ctx, r.opts.Client, r.opts.Namespace, o) {
 		if key, ok := machineSetOwner(m); ok && r.inNamespace(m) {
 			reqs.Insert(reconcile.Request{NamespacedName: key})
 		}

@@ -60,7 +60,7 @@ type Options struct {
 
 // Reconciler links Nodes and Machines. Requests are keyed by Node name.
 type Reconciler struct {
-	Options
+	opts   Options
 	events *patch.Events
 	// Our nodeRef and Node patches the cache has not shown yet.
 	nodeRefs, nodePatches writes
@@ -95,7 +95,7 @@ func (w writes) send(key types.NamespacedName, version, value string, write func
 // NewReconciler returns a Reconciler.
 func NewReconciler(opts Options) *Reconciler {
 	return &Reconciler{
-		Options:     opts,
+		opts:        opts,
 		events:      &patch.Events{Recorder: opts.Recorder},
 		nodeRefs:    writes{readyourwrites.New(), readyourwrites.NewSent()},
 		nodePatches: writes{readyourwrites.New(), readyourwrites.NewSent()},
@@ -104,8 +104,8 @@ func NewReconciler(opts Options) *Reconciler {
 
 // SetupWithManager registers the indexes and the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
+	if r.opts.Client == nil {
+		r.opts.Client = mgr.GetClient()
 	}
 	if r.events.Recorder == nil {
 		r.events.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = log.IntoContext(ctx, logger)
 
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: req.Name}, node); err != nil {
+	if err := r.opts.Client.Get(ctx, types.NamespacedName{Name: req.Name}, node); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 		}
@@ -233,7 +233,7 @@ func (r *Reconciler) providerIDClaimedElsewhere(ctx context.Context, m *machinev
 
 func (r *Reconciler) listMachines(ctx context.Context, index, value string) ([]*machinev1beta1.Machine, error) {
 	list := &machinev1beta1.MachineList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{index: value}, client.InNamespace(r.Namespace)); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.MatchingFields{index: value}, client.InNamespace(r.opts.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing machines by %s=%s: %w", index, value, err)
 	}
 	out := make([]*machinev1beta1.Machine, 0, len(list.Items))
@@ -245,7 +245,7 @@ func (r *Reconciler) listMachines(ctx context.Context, index, value string) ([]*
 
 func (r *Reconciler) listNodes(ctx context.Context, index, value string) ([]string, error) {
 	list := &corev1.NodeList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{index: value}); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.MatchingFields{index: value}); err != nil {
 		return nil, fmt.Errorf("listing nodes by %s=%s: %w", index, value, err)
 	}
 	out := make([]string, 0, len(list.Items))
@@ -274,7 +274,7 @@ func (r *Reconciler) setNodeRef(ctx context.Context, machine *machinev1beta1.Mac
 		m := machine.DeepCopy()
 		ref := machinenode.NodeRef(node)
 		m.Status.NodeRef = &ref
-		if _, err := patch.ApplyStatus(ctx, r.Client, machine, m, StatusFields); err != nil {
+		if _, err := patch.ApplyStatus(ctx, r.opts.Client, machine, m, StatusFields); err != nil {
 			if apierrors.IsNotFound(err) {
 				return "", nil // the Machine finished deleting meanwhile
 			}
@@ -312,7 +312,7 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 		return fmt.Errorf("computing the patch of node %s: %w", node.Name, err)
 	}
 	return r.nodePatches.send(key, node.ResourceVersion, string(data), func() (string, error) {
-		if err := r.Client.Patch(ctx, plan.Node, patch); err != nil {
+		if err := r.opts.Client.Patch(ctx, plan.Node, patch); err != nil {
 			return "", fmt.Errorf("updating node %s: %w", node.Name, err)
 		}
 		logger.Info("synced node metadata from machine")
@@ -323,7 +323,7 @@ func (r *Reconciler) syncNode(ctx context.Context, node *corev1.Node, machine *m
 // nodeRequestsForMachine maps a Machine to the Nodes it matches or references.
 func (r *Reconciler) nodeRequestsForMachine(ctx context.Context, obj client.Object) []reconcile.Request {
 	m, ok := obj.(*machinev1beta1.Machine)
-	if !ok || (r.Namespace != "" && m.Namespace != r.Namespace) {
+	if !ok || (r.opts.Namespace != "" && m.Namespace != r.opts.Namespace) {
 		return nil
 	}
 	names := sets.New[string]()

@@ -46,40 +46,39 @@ type Options struct {
 	LeaseNamespace string
 }
 
+// withDefaults fills in the zero fields that need no manager (SetupWithManager fills in the others).
+func (o Options) withDefaults() Options {
+	o.Clock = cmp.Or[clock.PassiveClock](o.Clock, clock.RealClock{})
+	o.PollInterval = cmp.Or(max(o.PollInterval, 0), DefaultPollInterval)
+	o.LeaseNamespace = cmp.Or(o.LeaseNamespace, DefaultLeaseNamespace)
+	return o
+}
+
 // Reconciler is the NodeMaintenance controller.
 type Reconciler struct {
-	client  client.Client
-	reader  client.Reader
-	kube    kubernetes.Interface
-	events  *patch.Events
-	writes  *readyourwrites.Memo
-	clock   clock.PassiveClock
-	poll    time.Duration
-	leaseNS string
+	opts   Options // defaulted
+	events *patch.Events
+	writes *readyourwrites.Memo
 }
 
 // NewReconciler returns a Reconciler; see Options for the defaults.
 func NewReconciler(opts Options) *Reconciler {
 	RegisterMetrics()
+	opts = opts.withDefaults()
 	return &Reconciler{
-		client:  opts.Client,
-		reader:  opts.APIReader,
-		kube:    opts.KubeClient,
-		events:  &patch.Events{Recorder: opts.Recorder},
-		writes:  readyourwrites.New(),
-		clock:   cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}),
-		poll:    cmp.Or(max(opts.PollInterval, 0), DefaultPollInterval),
-		leaseNS: cmp.Or(opts.LeaseNamespace, DefaultLeaseNamespace),
+		opts:   opts,
+		events: &patch.Events{Recorder: opts.Recorder},
+		writes: readyourwrites.New(),
 	}
 }
 
 // Reconcile drives one NodeMaintenance.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if r.kube == nil {
+	if r.opts.KubeClient == nil {
 		return ctrl.Result{}, errors.New("the NodeMaintenance Reconciler has no Kubernetes clientset (Options.KubeClient)")
 	}
 	nm := &nmv1beta1.NodeMaintenance{}
-	if err := r.client.Get(ctx, req.NamespacedName, nm); err != nil {
+	if err := r.opts.Client.Get(ctx, req.NamespacedName, nm); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Name)
 			r.writes.Forget(req.NamespacedName)
@@ -89,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// A status computed from a cache behind our last write would be diffed against the wrong base (a
 	// success then kept the pending pods and lastError of the write before): wait for the cache.
-	if r.writes.Stale(req.NamespacedName, nm.ResourceVersion, r.clock.Now()) {
+	if r.writes.Stale(req.NamespacedName, nm.ResourceVersion, r.opts.Clock.Now()) {
 		return ctrl.Result{RequeueAfter: readyourwrites.CatchUpDelay}, nil
 	}
 	behind := []string{nm.ResourceVersion}
@@ -98,13 +97,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !nm.DeletionTimestamp.IsZero() {
 		err := r.finalize(ctx, nm)
 		// A reconcile reading the version before the finalizer went would release the node again.
-		r.writes.WroteThrough(req.NamespacedName, behind, nm.ResourceVersion, r.clock.Now())
+		r.writes.WroteThrough(req.NamespacedName, behind, nm.ResourceVersion, r.opts.Clock.Now())
 		return ctrl.Result{}, err
 	}
 	if !controllerutil.ContainsFinalizer(nm, Finalizer) {
 		base := nm.DeepCopy()
 		controllerutil.AddFinalizer(nm, Finalizer)
-		if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.opts.Client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 		r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventBeginMaintenance, "Maintain", "%s", EventMessageBeginMaintenance)
@@ -114,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st := *nm.Status.DeepCopy()
 	res, err := r.maintain(ctx, nm, &st)
 	perr := r.writeStatus(ctx, nm, st)
-	r.writes.WroteThrough(req.NamespacedName, behind, nm.ResourceVersion, r.clock.Now())
+	r.writes.WroteThrough(req.NamespacedName, behind, nm.ResourceVersion, r.opts.Clock.Now())
 	if perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
@@ -130,7 +129,7 @@ func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 		}
 	}
 	node := &corev1.Node{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+	if err := r.opts.Client.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 		if apierrors.IsNotFound(err) { // the Node watch brings us back; a node that comes back is drained afresh
 			return r.nodeApplied(st, nodeName, err)
 		}
@@ -138,7 +137,7 @@ func (r *Reconciler) maintain(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	}
 
 	siblings := &nmv1beta1.NodeMaintenanceList{}
-	if err := r.client.List(ctx, siblings, client.MatchingFields{NodeNameField: nodeName}); err != nil {
+	if err := r.opts.Client.List(ctx, siblings, client.MatchingFields{NodeNameField: nodeName}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing NodeMaintenances of node %s: %w", nodeName, err)
 	}
 	if !slices.ContainsFunc(siblings.Items, func(o nmv1beta1.NodeMaintenance) bool { return o.Name == nm.Name }) {
@@ -169,7 +168,7 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 		st.Phase, st.LastError = nmv1beta1.MaintenanceRunning, ""
 	}
 
-	list, errs := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx)).GetPodsForDeletion(nodeName)
+	list, errs := drainer.NewHelper(ctx, r.opts.KubeClient, log.FromContext(ctx)).GetPodsForDeletion(nodeName)
 	if len(errs) > 0 {
 		msgs := make([]string, 0, len(errs))
 		for _, e := range errs {
@@ -181,13 +180,13 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 	pods := list.Pods()
 
 	if nodeutil.IsControlPlane(node) {
-		pdbs, err := r.kube.PolicyV1().PodDisruptionBudgets(nodeutil.EtcdNamespace).List(ctx, metav1.ListOptions{})
+		pdbs, err := r.opts.KubeClient.PolicyV1().PodDisruptionBudgets(nodeutil.EtcdNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("listing PodDisruptionBudgets in %s: %w", nodeutil.EtcdNamespace, err)
 		}
 		if msg := etcdGuardBlock(node, pods, pdbs.Items); msg != "" {
 			st.LastError = msg
-			return ctrl.Result{RequeueAfter: r.poll}, nil // PDB status is not watched
+			return ctrl.Result{RequeueAfter: r.opts.PollInterval}, nil // PDB status is not watched
 		}
 	}
 
@@ -196,7 +195,7 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 	}
 
 	if st.DrainStartTime == nil {
-		st.DrainStartTime = ptr.To(metav1.NewTime(r.clock.Now()))
+		st.DrainStartTime = ptr.To(metav1.NewTime(r.opts.Clock.Now()))
 	}
 	return r.drainPass(ctx, nm, st, pods)
 }
@@ -205,12 +204,12 @@ func (r *Reconciler) maintainNode(ctx context.Context, nm *nmv1beta1.NodeMainten
 // (drainProgress still 0: the drain has not started) and counted, with every pod of the node.
 func (r *Reconciler) countPods(ctx context.Context, nodeName string, st *nmv1beta1.NodeMaintenanceStatus) error {
 	st.Phase = nmv1beta1.MaintenanceRunning
-	list, errs := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx)).GetPodsForDeletion(nodeName)
+	list, errs := drainer.NewHelper(ctx, r.opts.KubeClient, log.FromContext(ctx)).GetPodsForDeletion(nodeName)
 	if len(errs) > 0 {
 		st.LastError = initCountError
 		return fmt.Errorf("listing the pods to evict from node %s: %w", nodeName, errors.Join(errs...))
 	}
-	all, err := r.kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
+	all, err := r.opts.KubeClient.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName})
 	if err != nil {
 		st.LastError = err.Error() // medik8s's: the bare error
 		return fmt.Errorf("listing pods of node %s: %w", nodeName, err)
@@ -252,7 +251,7 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 		r.events.Eventf(node, nil, corev1.EventTypeNormal, EventUncordonNode, "Release", "%s", EventMessageUncordonNode)
 	}
 	others := &nmv1beta1.NodeMaintenanceList{}
-	if err := r.client.List(ctx, others, client.MatchingFields{NodeNameField: nm.Spec.NodeName}); err != nil {
+	if err := r.opts.Client.List(ctx, others, client.MatchingFields{NodeNameField: nm.Spec.NodeName}); err != nil {
 		return fmt.Errorf("listing NodeMaintenances of node %s: %w", nm.Spec.NodeName, err)
 	}
 	if !slices.ContainsFunc(others.Items, func(o nmv1beta1.NodeMaintenance) bool {
@@ -264,7 +263,7 @@ func (r *Reconciler) finalize(ctx context.Context, nm *nmv1beta1.NodeMaintenance
 	}
 	base := nm.DeepCopy()
 	controllerutil.RemoveFinalizer(nm, Finalizer)
-	if err := r.client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.opts.Client.Patch(ctx, nm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
 	}
 	r.events.Eventf(nm, nil, corev1.EventTypeNormal, EventRemovedMaintenance, "Release", "%s", EventMessageRemovedMaintenance)
@@ -283,8 +282,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, nm *nmv1beta1.NodeMaintena
 		setPhaseMetric(nm.Name, st.Phase)
 		return nil
 	}
-	st.LastUpdate = ptr.To(metav1.NewTime(r.clock.Now()))
-	if err := patch.SetStatus(ctx, r.client, nm, func(nm *nmv1beta1.NodeMaintenance) { nm.Status = st }, statusFields); err != nil {
+	st.LastUpdate = ptr.To(metav1.NewTime(r.opts.Clock.Now()))
+	if err := patch.SetStatus(ctx, r.opts.Client, nm, func(nm *nmv1beta1.NodeMaintenance) { nm.Status = st }, statusFields); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	setPhaseMetric(nm.Name, st.Phase)

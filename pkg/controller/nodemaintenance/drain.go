@@ -32,13 +32,13 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		r.succeed(st, "")
 		return ctrl.Result{}, nil
 	}
-	h := drainer.NewHelper(ctx, r.kube, log.FromContext(ctx))
+	h := drainer.NewHelper(ctx, r.opts.KubeClient, log.FromContext(ctx))
 	var deadline time.Time // the drain times out at deadline when bounded
 	bounded := nm.Spec.DrainTimeout != nil && st.DrainStartTime != nil
 	if bounded {
 		deadline = st.DrainStartTime.Add(nm.Spec.DrainTimeout.Duration)
 	}
-	now := r.clock.Now()
+	now := r.opts.Clock.Now()
 
 	if bounded && !now.Before(deadline) {
 		deleted, failed := drainer.DeletePods(h, pods)
@@ -53,7 +53,7 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		return ctrl.Result{}, nil
 	}
 
-	gv, err := drain.CheckEvictionSupport(r.kube)
+	gv, err := drain.CheckEvictionSupport(r.opts.KubeClient)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("checking eviction support: %w", err)
 	}
@@ -89,10 +89,10 @@ func (r *Reconciler) drainPass(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 	st.LastError = patch.Truncate(msg, 1024)
 	log.FromContext(ctx).V(1).Info("drain pass did not finish", "remainingPods", len(remaining))
 
-	if until := deadline.Sub(now); bounded && until < r.poll {
+	if until := deadline.Sub(now); bounded && until < r.opts.PollInterval {
 		return ctrl.Result{RequeueAfter: max(until, 0) + 10*time.Millisecond}, nil
 	}
-	return ctrl.Result{RequeueAfter: r.poll}, nil
+	return ctrl.Result{RequeueAfter: r.opts.PollInterval}, nil
 }
 
 // passMessage says why a drain pass left pods (this project's text, in the first DrainerTimeout).

@@ -23,12 +23,14 @@ import (
 // LeaseName is the name of a node's lease.
 func LeaseName(nodeName string) string { return LeaseNamePrefix + nodeName }
 
-func (r *Reconciler) leaseRef(nodeName string) string { return r.leaseNS + "/" + LeaseName(nodeName) }
+func (r *Reconciler) leaseRef(nodeName string) string {
+	return r.opts.LeaseNamespace + "/" + LeaseName(nodeName)
+}
 
 // takeLease creates, renews or takes over the node's lease as planLease decides (read uncached, written
 // under its resourceVersion); the lease namespace is the install's to create.
 func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePlan, error) {
-	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
+	leases := r.opts.KubeClient.CoordinationV1().Leases(r.opts.LeaseNamespace)
 	name := LeaseName(node.Name)
 	var plan leasePlan
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
@@ -38,7 +40,7 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 		} else if err != nil {
 			return err
 		}
-		plan = planLease(cur, r.leaseNS, name, node, r.clock.Now())
+		plan = planLease(cur, r.opts.LeaseNamespace, name, node, r.opts.Clock.Now())
 		if plan.want == nil {
 			return nil
 		}
@@ -49,7 +51,7 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 		_, err = leases.Create(ctx, plan.want, metav1.CreateOptions{FieldManager: ControllerName})
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s does not exist: the Machine API install creates it and the Role that lets this controller hold leases there; create both, or point --lease-namespace at a namespace that has them: %w",
-				r.leaseNS, err)
+				r.opts.LeaseNamespace, err)
 		}
 		if apierrors.IsAlreadyExists(err) { // created meanwhile: look again
 			return apierrors.NewConflict(coordinationv1.Resource("leases"), name, err)
@@ -68,7 +70,7 @@ func (r *Reconciler) takeLease(ctx context.Context, node *corev1.Node) (leasePla
 // releaseLease deletes the node's lease if this controller holds it (that
 // version only: one taken meanwhile is re-read and left alone).
 func (r *Reconciler) releaseLease(ctx context.Context, nodeName string) error {
-	leases := r.kube.CoordinationV1().Leases(r.leaseNS)
+	leases := r.opts.KubeClient.CoordinationV1().Leases(r.opts.LeaseNamespace)
 	name := LeaseName(nodeName)
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cur, err := leases.Get(ctx, name, metav1.GetOptions{})
@@ -100,7 +102,7 @@ func (r *Reconciler) leaseStep(ctx context.Context, nm *nmv1beta1.NodeMaintenanc
 		return ctrl.Result{}, false, err
 	}
 	restart := failedForLease(st)
-	verdict, after := decideLease(st, plan, r.clock.Now(), r.poll)
+	verdict, after := decideLease(st, plan, r.opts.Clock.Now(), r.opts.PollInterval)
 	res = ctrl.Result{RequeueAfter: after}
 	switch verdict {
 	case leaseProceed:

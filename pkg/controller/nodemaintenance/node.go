@@ -27,7 +27,7 @@ func (r *Reconciler) applyNode(ctx context.Context, nodeName, nmName string) err
 	_, _, err := r.updateNode(ctx, nodeName, func(n *corev1.Node) (*corev1.Node, bool, error) {
 		if o := n.Annotations[OwnerAnnotation]; o != "" && o != nmName {
 			other := &nmv1beta1.NodeMaintenance{}
-			switch err := cmp.Or[client.Reader](r.reader, r.client).Get(ctx, client.ObjectKey{Name: o}, other); {
+			switch err := cmp.Or[client.Reader](r.opts.APIReader, r.opts.Client).Get(ctx, client.ObjectKey{Name: o}, other); {
 			case apierrors.IsNotFound(err): // a stale record: planMaintenance takes it over
 			case err != nil:
 				return nil, false, fmt.Errorf("getting NodeMaintenance %s named by node %s: %w", o, nodeName, err)
@@ -63,7 +63,7 @@ func (r *Reconciler) updateNode(ctx context.Context, nodeName string, plan func(
 	changed := false
 	var node *corev1.Node
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := r.kube.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		n, err := r.opts.KubeClient.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func (r *Reconciler) updateNode(ctx context.Context, nodeName string, plan func(
 		if err != nil || !ok {
 			return err
 		}
-		if node, err = r.kube.CoreV1().Nodes().Update(ctx, want, metav1.UpdateOptions{FieldManager: ControllerName}); err != nil {
+		if node, err = r.opts.KubeClient.CoreV1().Nodes().Update(ctx, want, metav1.UpdateOptions{FieldManager: ControllerName}); err != nil {
 			return err
 		}
 		changed = true

@@ -30,16 +30,16 @@ import (
 // SetupWithManager registers the controller; every watch maps to the NodeMaintenances of the node. The
 // leases come through a cache of their namespace only (the manager's would hold every Lease or none).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.client, r.reader = cmp.Or(r.client, mgr.GetClient()), cmp.Or(r.reader, mgr.GetAPIReader())
-	if r.kube == nil {
+	r.opts.Client, r.opts.APIReader = cmp.Or(r.opts.Client, mgr.GetClient()), cmp.Or(r.opts.APIReader, mgr.GetAPIReader())
+	if r.opts.KubeClient == nil {
 		kc, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 		if err != nil {
 			return fmt.Errorf("creating the clientset for draining: %w", err)
 		}
-		r.kube = kc
+		r.opts.KubeClient = kc
 	}
 	if r.events.Recorder == nil {
-		rec := newCoreRecorder(r.kube, mgr.GetScheme())
+		rec := newCoreRecorder(r.opts.KubeClient, mgr.GetScheme())
 		if err := mgr.Add(rec); err != nil {
 			return fmt.Errorf("adding the event recorder: %w", err)
 		}
@@ -58,10 +58,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		HTTPClient:        mgr.GetHTTPClient(),
 		Scheme:            mgr.GetScheme(),
 		Mapper:            mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{r.leaseNS: {}},
+		DefaultNamespaces: map[string]cache.Config{r.opts.LeaseNamespace: {}},
 	})
 	if err != nil {
-		return fmt.Errorf("creating the cache of namespace %s for the node leases: %w", r.leaseNS, err)
+		return fmt.Errorf("creating the cache of namespace %s for the node leases: %w", r.opts.LeaseNamespace, err)
 	}
 	if err := mgr.Add(leaseCache); err != nil {
 		return fmt.Errorf("adding the node lease cache: %w", err)
@@ -90,7 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 
 func (r *Reconciler) byNodeName(ctx context.Context, nodeName string) []reconcile.Request {
 	list := &nmv1beta1.NodeMaintenanceList{}
-	if err := r.client.List(ctx, list, client.MatchingFields{NodeNameField: nodeName}); err != nil {
+	if err := r.opts.Client.List(ctx, list, client.MatchingFields{NodeNameField: nodeName}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing NodeMaintenances of a node", "node", nodeName)
 		return nil
 	}
