@@ -128,7 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s := &scope{m: m, base: m.DeepCopy(), key: req.NamespacedName}
 	res, err := r.reconcile(ctx, s)
-	defer func() { r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.opts.Clock.Now()) }()
+	defer func() {
+		r.writes.WroteThrough(req.NamespacedName, s.behind, s.base.ResourceVersion, r.opts.Clock.Now())
+	}()
 	if perr := r.writeStatus(ctx, s); perr != nil {
 		if apierrors.IsNotFound(perr) && !s.m.DeletionTimestamp.IsZero() {
 			perr = nil
@@ -282,4 +284,6 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, work *machinev1beta1.M
 }
 
 // freshReader reads uncached (the drain's re-read of a Node).
-func (r *Reconciler) freshReader() client.Reader { return cmp.Or[client.Reader](r.opts.APIReader, r.opts.Client) }
+func (r *Reconciler) freshReader() client.Reader {
+	return cmp.Or[client.Reader](r.opts.APIReader, r.opts.Client)
+}
