@@ -109,7 +109,7 @@ func TestStatusKeepsForeignCondition(t *testing.T) {
 			continue
 		}
 		found = true
-		raw := string(e.FieldsV1.Raw)
+		raw := e.FieldsV1.GetRawString()
 		if e.Operation != metav1.ManagedFieldsOperationApply || strings.Contains(raw, "f:nodeRef") || !strings.Contains(raw, "f:phase") {
 			t.Errorf("the machine controller's entry: %s %s, want an apply owning phase, not nodeRef", e.Operation, raw)
 		}

@@ -315,7 +315,7 @@ func TestNodeRefIsNodelinksAlone(t *testing.T) {
 			continue
 		}
 		var fields map[string]map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields); err != nil {
 			t.Fatal(err)
 		}
 		for k := range fields["f:status"] {

@@ -655,17 +655,3 @@ func TestCreateReleasesStaleLease(t *testing.T) {
 		})
 	}
 }
-
-// laggingNodes is a Node cache that answers NotFound to its first hide Gets (a cache behind the API server).
-type laggingNodes struct {
-	client.Reader
-	hide int32
-	gets atomic.Int32
-}
-
-func (l *laggingNodes) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if l.gets.Add(1) <= l.hide {
-		return apierrors.NewNotFound(corev1.Resource("nodes"), key.Name)
-	}
-	return l.Reader.Get(ctx, key, obj, opts...)
-}
