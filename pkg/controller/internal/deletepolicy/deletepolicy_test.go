@@ -12,7 +12,6 @@ import (
 )
 
 var (
-	t0       = machinefixture.T0
 	mk       = machinefixture.Running
 	nodeless = machinefixture.Nodeless
 	deleting = machinefixture.Deleting
